@@ -1,0 +1,16 @@
+// api_softmax.c: softmax (scaled dot-product) attention for the wrapper.
+#include "api.h"
+
+#include "../attention/softmax_attention.h"
+
+// out (n, dv); weights (heads, n, m) or NULL for the streaming path; key_mask (m) or NULL.
+// path: 0 = fast (streaming or weights, by whether weights is given), 1 = naive reference.
+AW_API int aw_softmax_attention(float *out, float *weights, const float *q, const float *k, const float *v,
+                                const uint8_t *key_mask, int32_t n, int32_t m, int32_t d, int32_t dv,
+                                int32_t heads, int32_t causal, float scale, int32_t path) {
+    if (n <= 0 || m <= 0 || d <= 0 || dv <= 0 || heads <= 0 || d % heads || dv % heads) return AW_ERR_ARG;
+    aw_softmax_attention_desc desc = {(size_t)n, (size_t)m, (size_t)d, (size_t)dv, (size_t)heads,
+                                      causal != 0, scale, key_mask};
+    if (path == 1) return softmax_attention_forward_ref(out, weights, q, k, v, &desc);
+    return softmax_attention_forward(out, weights, q, k, v, &desc);
+}

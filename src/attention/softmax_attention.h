@@ -1,0 +1,33 @@
+// softmax_attention.h: scaled dot-product attention, O = softmax(Q K^T s + M) V per head.
+// Shapes: q (n, d), k (m, d), v (m, dv), out (n, dv), weights (heads, n, m); heads split the
+// columns of q, k, v into equal blocks. key_mask (m) is 1 = attend, 0 = never; NULL = all 1.
+// causal: query i may use keys j <= i. A query with no allowed key gets a zero output row
+// (and a zero weights row). Returns an aw_status.
+#ifndef AW_SOFTMAX_ATTENTION_H
+#define AW_SOFTMAX_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    size_t n, m, d, dv, heads; // sizes; d % heads == 0, dv % heads == 0
+    int causal;                // 1: j <= i only
+    float scale;               // logit scale, usually 1 / sqrt(d / heads)
+    const uint8_t *key_mask;   // (m) or NULL
+} aw_softmax_attention_desc;
+
+// Dispatches: weights != NULL builds each head's n x m matrix into weights; weights == NULL
+// runs the streaming path, which keeps O(n d + m d) memory whatever n and m are.
+int softmax_attention_forward(float *out, float *weights, const float *q, const float *k, const float *v,
+                              const aw_softmax_attention_desc *desc);
+// Tiled online softmax (running max and sum per row, rescaling the partial output).
+int softmax_attention_forward_streaming(float *out, const float *q, const float *k, const float *v,
+                                        const aw_softmax_attention_desc *desc);
+// Explicit per-head score matrix, row softmax, then A V.
+int softmax_attention_forward_weights(float *out, float *weights, const float *q, const float *k,
+                                      const float *v, const aw_softmax_attention_desc *desc);
+// Naive reference: every logit, softmax and sum in double. weights may be NULL.
+int softmax_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
+                                  const aw_softmax_attention_desc *desc);
+
+#endif

@@ -1,0 +1,180 @@
+// matmul.c: C (+)= op(A) op(B) for the three layouts attention needs.
+//
+// One blocked driver serves all three: A is read through (row, col) strides, so NN and TN
+// share the micro-kernel, and B is packed per (k-block x 8 columns) panel into a small
+// stack buffer, which turns NN and NT into the same contiguous stream. The micro-kernel
+// is a 4 x 8 register tile accumulated with mul + add and no k-unrolling: V8 gives wasm
+// 15 XMM registers, and larger or k-unrolled tiles spill (measured; see README, bench).
+#include "kernels.h"
+#include "simd.h"
+
+#include <string.h>
+
+enum { MR = 4, NR = 8, KC = 256 };
+
+// Packs B(k0 .. k0+kc, j0 .. j0+nr) into bp (kc x NR), zero-padding columns nr .. NR.
+// B element (k, j) lives at b[k * b_ks + j * b_js].
+static void pack_b(float *bp, const float *b, size_t b_ks, size_t b_js, size_t k0, size_t kc,
+                   size_t j0, size_t nr) {
+    if (b_js == 1 && nr == NR) {
+        for (size_t k = 0; k < kc; k++) memcpy(bp + k * NR, b + (k0 + k) * b_ks + j0, NR * sizeof(float));
+        return;
+    }
+    for (size_t k = 0; k < kc; k++) {
+        size_t j = 0;
+        for (; j < nr; j++) bp[k * NR + j] = b[(k0 + k) * b_ks + (j0 + j) * b_js];
+        for (; j < NR; j++) bp[k * NR + j] = 0.0f;
+    }
+}
+
+#if AW_SIMD
+// c(4 x 8) (+)= a(4 x kc) bp(kc x 8); a element (r, k) at a[r * a_rs + k * a_ks].
+static inline void kernel_4x8(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
+                              const float *bp, size_t kc, int accumulate) {
+    aw_f32x4 c00 = aw_splat(0), c01 = aw_splat(0), c10 = aw_splat(0), c11 = aw_splat(0);
+    aw_f32x4 c20 = aw_splat(0), c21 = aw_splat(0), c30 = aw_splat(0), c31 = aw_splat(0);
+    const float *a0 = a, *a1 = a + a_rs, *a2 = a + 2 * a_rs, *a3 = a + 3 * a_rs;
+    for (size_t k = 0; k < kc; k++) {
+        aw_f32x4 b0 = aw_load(bp + k * NR), b1 = aw_load(bp + k * NR + 4);
+        size_t o = k * a_ks;
+        aw_f32x4 x = aw_splat(a0[o]);
+        c00 = aw_madd(c00, x, b0);
+        c01 = aw_madd(c01, x, b1);
+        x = aw_splat(a1[o]);
+        c10 = aw_madd(c10, x, b0);
+        c11 = aw_madd(c11, x, b1);
+        x = aw_splat(a2[o]);
+        c20 = aw_madd(c20, x, b0);
+        c21 = aw_madd(c21, x, b1);
+        x = aw_splat(a3[o]);
+        c30 = aw_madd(c30, x, b0);
+        c31 = aw_madd(c31, x, b1);
+    }
+    float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc;
+    if (accumulate) {
+        c00 = aw_add(c00, aw_load(r0)); c01 = aw_add(c01, aw_load(r0 + 4));
+        c10 = aw_add(c10, aw_load(r1)); c11 = aw_add(c11, aw_load(r1 + 4));
+        c20 = aw_add(c20, aw_load(r2)); c21 = aw_add(c21, aw_load(r2 + 4));
+        c30 = aw_add(c30, aw_load(r3)); c31 = aw_add(c31, aw_load(r3 + 4));
+    }
+    aw_store(r0, c00); aw_store(r0 + 4, c01);
+    aw_store(r1, c10); aw_store(r1 + 4, c11);
+    aw_store(r2, c20); aw_store(r2 + 4, c21);
+    aw_store(r3, c30); aw_store(r3 + 4, c31);
+}
+#else
+// Scalar build: a 4 x 4 tile (16 accumulators fit the register file), applied twice.
+static inline void kernel_4x4_scalar(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
+                                     const float *bp, size_t kc, int accumulate) {
+    float s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;
+    float s20 = 0, s21 = 0, s22 = 0, s23 = 0, s30 = 0, s31 = 0, s32 = 0, s33 = 0;
+    for (size_t k = 0; k < kc; k++) {
+        const float *b = bp + k * NR;
+        float b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+        size_t o = k * a_ks;
+        float x = a[o];
+        s00 += x * b0; s01 += x * b1; s02 += x * b2; s03 += x * b3;
+        x = a[a_rs + o];
+        s10 += x * b0; s11 += x * b1; s12 += x * b2; s13 += x * b3;
+        x = a[2 * a_rs + o];
+        s20 += x * b0; s21 += x * b1; s22 += x * b2; s23 += x * b3;
+        x = a[3 * a_rs + o];
+        s30 += x * b0; s31 += x * b1; s32 += x * b2; s33 += x * b3;
+    }
+    float s[4][4] = {{s00, s01, s02, s03}, {s10, s11, s12, s13}, {s20, s21, s22, s23}, {s30, s31, s32, s33}};
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 4; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + s[r][j] : s[r][j];
+}
+static inline void kernel_4x8(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
+                              const float *bp, size_t kc, int accumulate) {
+    kernel_4x4_scalar(c, ldc, a, a_rs, a_ks, bp, kc, accumulate);
+    // the right half reads columns 4..7 of the packed panel: shift bp by 4, same NR stride
+    kernel_4x4_scalar(c + 4, ldc, a, a_rs, a_ks, bp + 4, kc, accumulate);
+}
+#endif
+
+// Edge tile: mr <= 4 rows, nr <= 8 columns (only those are written).
+static void kernel_edge(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *bp,
+                        size_t kc, size_t mr, size_t nr, int accumulate) {
+    float acc[MR][NR];
+    memset(acc, 0, sizeof acc);
+    for (size_t k = 0; k < kc; k++) {
+        const float *b = bp + k * NR;
+        for (size_t r = 0; r < mr; r++) {
+            float x = a[r * a_rs + k * a_ks];
+            for (size_t j = 0; j < NR; j++) acc[r][j] += x * b[j];
+        }
+    }
+    for (size_t r = 0; r < mr; r++)
+        for (size_t j = 0; j < nr; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
+}
+
+// The driver: A element (i, k) at a[i * a_rs + k * a_ks], B element (k, j) at b[k * b_ks + j * b_js].
+static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
+                 size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return;
+    }
+    float bp[KC * NR] __attribute__((aligned(16)));
+    for (size_t j0 = 0; j0 < N; j0 += NR) {
+        size_t nr = N - j0 < NR ? N - j0 : NR;
+        for (size_t k0 = 0; k0 < K; k0 += KC) {
+            size_t kc = K - k0 < KC ? K - k0 : KC;
+            int acc = accumulate || k0 > 0;
+            pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
+            const float *ak = a + k0 * a_ks;
+            size_t i0 = 0;
+            if (nr == NR)
+                for (; i0 + MR <= M; i0 += MR)
+                    kernel_4x8(c + i0 * ldc + j0, ldc, ak + i0 * a_rs, a_rs, a_ks, bp, kc, acc);
+            for (; i0 < M; i0 += MR) {
+                size_t mr = M - i0 < MR ? M - i0 : MR;
+                kernel_edge(c + i0 * ldc + j0, ldc, ak + i0 * a_rs, a_rs, a_ks, bp, kc, mr, nr, acc);
+            }
+        }
+    }
+}
+
+void aw_matmul_nn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                  size_t ldb, size_t ldc, int accumulate) {
+    gemm(c, ldc, a, lda, 1, b, ldb, 1, M, N, K, accumulate);
+}
+
+void aw_matmul_nt(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                  size_t ldb, size_t ldc, int accumulate) {
+    gemm(c, ldc, a, lda, 1, b, 1, ldb, M, N, K, accumulate);
+}
+
+void aw_matmul_tn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                  size_t ldb, size_t ldc, int accumulate) {
+    gemm(c, ldc, a, 1, lda, b, ldb, 1, M, N, K, accumulate);
+}
+
+// ---- naive references: one dot product per output, accumulated in double ------------
+static void gemm_ref(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                     size_t b_ks, size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
+    for (size_t i = 0; i < M; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = accumulate ? c[i * ldc + j] : 0.0;
+            for (size_t k = 0; k < K; k++) s += (double)a[i * a_rs + k * a_ks] * b[k * b_ks + j * b_js];
+            c[i * ldc + j] = (float)s;
+        }
+}
+
+void aw_matmul_nn_ref(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                      size_t ldb, size_t ldc, int accumulate) {
+    gemm_ref(c, ldc, a, lda, 1, b, ldb, 1, M, N, K, accumulate);
+}
+
+void aw_matmul_nt_ref(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                      size_t ldb, size_t ldc, int accumulate) {
+    gemm_ref(c, ldc, a, lda, 1, b, 1, ldb, M, N, K, accumulate);
+}
+
+void aw_matmul_tn_ref(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
+                      size_t ldb, size_t ldc, int accumulate) {
+    gemm_ref(c, ldc, a, 1, lda, b, ldb, 1, M, N, K, accumulate);
+}

@@ -1,0 +1,92 @@
+// simd.h: the thin layer between kernels and the vector instruction set.
+//
+// One f32x4 vocabulary, three back ends chosen at compile time:
+//   __wasm_simd128__  WebAssembly SIMD128 (the shipped attention.wasm)
+//   __SSE2__          x86-64 SSE2, so the native sanitizer suite runs the same vector code
+//   (neither)         AW_SIMD == 0: kernels take their scalar paths (attention-scalar.wasm)
+// Every vector loop in the kernels keeps a scalar tail, and every kernel keeps a complete
+// scalar path, so AW_SIMD == 0 builds are whole.
+#ifndef AW_SIMD_H
+#define AW_SIMD_H
+
+#include <stdint.h>
+
+#if defined(AW_FORCE_SCALAR)
+#define AW_SIMD 0
+#elif defined(__wasm_simd128__)
+#define AW_SIMD 1
+#include <wasm_simd128.h>
+typedef v128_t aw_f32x4;
+typedef v128_t aw_i32x4;
+#define aw_load(p) wasm_v128_load(p)
+#define aw_store(p, x) wasm_v128_store((p), (x))
+#define aw_splat(x) wasm_f32x4_splat(x)
+#define aw_add(a, b) wasm_f32x4_add((a), (b))
+#define aw_sub(a, b) wasm_f32x4_sub((a), (b))
+#define aw_mul(a, b) wasm_f32x4_mul((a), (b))
+#define aw_div(a, b) wasm_f32x4_div((a), (b))
+#define aw_max(a, b) wasm_f32x4_pmax((a), (b))
+#define aw_min(a, b) wasm_f32x4_pmin((a), (b))
+#define aw_madd(acc, a, b) wasm_f32x4_add((acc), wasm_f32x4_mul((a), (b)))
+#define aw_lt(a, b) wasm_f32x4_lt((a), (b))
+#define aw_gt(a, b) wasm_f32x4_gt((a), (b))
+#define aw_select(mask, a, b) wasm_v128_bitselect((a), (b), (mask)) // mask ? a : b
+#define aw_and(a, b) wasm_v128_and((a), (b))
+#define aw_round(x) wasm_f32x4_nearest(x)
+#define aw_cvt_i32(x) wasm_i32x4_trunc_sat_f32x4(x) // x already integral
+#define aw_i32_add(a, b) wasm_i32x4_add((a), (b))
+#define aw_i32_splat(x) wasm_i32x4_splat(x)
+#define aw_i32_shl(a, n) wasm_i32x4_shl((a), (n))
+#define aw_cast_f32(x) (x)
+static inline float aw_hsum(aw_f32x4 x) {
+    return wasm_f32x4_extract_lane(x, 0) + wasm_f32x4_extract_lane(x, 1) +
+           wasm_f32x4_extract_lane(x, 2) + wasm_f32x4_extract_lane(x, 3);
+}
+static inline float aw_hmax(aw_f32x4 x) {
+    float a = wasm_f32x4_extract_lane(x, 0), b = wasm_f32x4_extract_lane(x, 1);
+    float c = wasm_f32x4_extract_lane(x, 2), d = wasm_f32x4_extract_lane(x, 3);
+    a = a > b ? a : b;
+    c = c > d ? c : d;
+    return a > c ? a : c;
+}
+#elif defined(__SSE2__)
+#define AW_SIMD 1
+#include <emmintrin.h>
+typedef __m128 aw_f32x4;
+typedef __m128i aw_i32x4;
+#define aw_load(p) _mm_loadu_ps(p)
+#define aw_store(p, x) _mm_storeu_ps((p), (x))
+#define aw_splat(x) _mm_set1_ps(x)
+#define aw_add(a, b) _mm_add_ps((a), (b))
+#define aw_sub(a, b) _mm_sub_ps((a), (b))
+#define aw_mul(a, b) _mm_mul_ps((a), (b))
+#define aw_div(a, b) _mm_div_ps((a), (b))
+#define aw_max(a, b) _mm_max_ps((a), (b))
+#define aw_min(a, b) _mm_min_ps((a), (b))
+#define aw_madd(acc, a, b) _mm_add_ps((acc), _mm_mul_ps((a), (b)))
+#define aw_lt(a, b) _mm_cmplt_ps((a), (b))
+#define aw_gt(a, b) _mm_cmpgt_ps((a), (b))
+#define aw_select(mask, a, b) _mm_or_ps(_mm_and_ps((mask), (a)), _mm_andnot_ps((mask), (b)))
+#define aw_and(a, b) _mm_and_ps((a), (b))
+#define aw_round(x) _mm_cvtepi32_ps(_mm_cvtps_epi32(x)) // |x| < 2^31 here
+#define aw_cvt_i32(x) _mm_cvttps_epi32(x)
+#define aw_i32_add(a, b) _mm_add_epi32((a), (b))
+#define aw_i32_splat(x) _mm_set1_epi32(x)
+#define aw_i32_shl(a, n) _mm_slli_epi32((a), (n))
+#define aw_cast_f32(x) _mm_castsi128_ps(x)
+static inline float aw_hsum(aw_f32x4 x) {
+    float t[4];
+    _mm_storeu_ps(t, x);
+    return t[0] + t[1] + t[2] + t[3];
+}
+static inline float aw_hmax(aw_f32x4 x) {
+    float t[4];
+    _mm_storeu_ps(t, x);
+    float a = t[0] > t[1] ? t[0] : t[1], c = t[2] > t[3] ? t[2] : t[3];
+    return a > c ? a : c;
+}
+#else
+#define AW_SIMD 0
+#endif
+
+#endif

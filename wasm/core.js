@@ -1,0 +1,159 @@
+// core.js: what every family module shares: argument checks that throw clear Errors, the
+// status-code-to-Error map, and the wasm heap (allocation, copies in and out, fresh views).
+// Nothing here knows about a particular attention form.
+
+const PREFIX = 'attention-wasm: ';
+
+/** Throws an Error whose message starts with the package name. */
+export function fail(message) {
+  throw new Error(PREFIX + message);
+}
+
+// One place maps C status codes (src/kernels/status.h) to messages.
+const STATUS_MESSAGES = {
+  1: 'an argument was rejected by the C core',
+  2: 'out of memory: the wasm heap could not grow to hold this call',
+  3: 'the object is not in a state that allows this call',
+  4: 'the bytes are not in the expected format',
+  5: 'a NaN or Infinity was met',
+};
+
+const MAX_HEAP = 2 ** 31; // -sMAXIMUM_MEMORY=2GB in build.sh
+
+export function isPositiveInt(x) {
+  return Number.isInteger(x) && x > 0 && x <= 0x7fffffff;
+}
+
+/** `name` must be a positive integer (a size). */
+export function checkSize(name, value) {
+  if (!isPositiveInt(value)) fail(`${name} must be a positive integer, got ${describe(value)}`);
+  return value;
+}
+
+export function checkBool(name, value) {
+  if (typeof value !== 'boolean') fail(`${name} must be true or false, got ${describe(value)}`);
+  return value;
+}
+
+export function checkOneOf(name, value, allowed) {
+  if (!allowed.includes(value))
+    fail(`${name} must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}, got ${describe(value)}`);
+  return value;
+}
+
+export function checkFiniteNumber(name, value) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) fail(`${name} must be a finite number, got ${describe(value)}`);
+  return value;
+}
+
+/** `name` must be a Float32Array of exactly `length` finite values; `shape` explains the length. */
+export function checkF32(name, arr, length, shape) {
+  if (!(arr instanceof Float32Array))
+    fail(`${name} must be a Float32Array of ${shape} = ${length} values, got ${describe(arr)}`);
+  if (arr.length !== length) fail(`${name} has ${arr.length} values, expected ${shape} = ${length}`);
+  for (let i = 0; i < arr.length; i++) {
+    const x = arr[i];
+    if (x - x !== 0) fail(`${name}[${i}] is ${x}; inputs must be finite (no NaN or Infinity)`);
+  }
+  return arr;
+}
+
+/** A 0/1 mask of `length` entries: Uint8Array, or an array of 0/1/booleans. Returns a Uint8Array. */
+export function checkMask(name, mask, length) {
+  const ok = mask instanceof Uint8Array || Array.isArray(mask) || mask instanceof Int32Array;
+  if (!ok) fail(`${name} must be a Uint8Array (or array) of ${length} zeros and ones, got ${describe(mask)}`);
+  if (mask.length !== length) fail(`${name} has ${mask.length} entries, expected ${length}`);
+  const out = new Uint8Array(length);
+  for (let i = 0; i < length; i++) {
+    const x = mask[i];
+    if (x === 1 || x === true) out[i] = 1;
+    else if (!(x === 0 || x === false)) fail(`${name}[${i}] is ${describe(x)}; expected 0 or 1`);
+  }
+  return out;
+}
+
+/** Rejects option keys the caller may have misspelt. */
+export function checkKeys(what, opts, allowed) {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) fail(`${what} expects an options object, got ${describe(opts)}`);
+  for (const key of Object.keys(opts))
+    if (!allowed.includes(key)) fail(`${what}: unknown option "${key}" (known: ${allowed.join(', ')})`);
+  return opts;
+}
+
+export function describe(x) {
+  if (x === null) return 'null';
+  if (x === undefined) return 'undefined';
+  if (ArrayBuffer.isView(x)) return `${x.constructor.name}(${x.length})`;
+  if (Array.isArray(x)) return `Array(${x.length})`;
+  if (typeof x === 'string') return JSON.stringify(x.length > 40 ? x.slice(0, 40) + '...' : x);
+  if (typeof x === 'object') return x.constructor?.name ?? 'object';
+  return String(x);
+}
+
+const mib = (b) => (b / 2 ** 20).toFixed(1);
+
+/** The wasm instance plus heap helpers. One per loaded library. */
+export class Core {
+  constructor(instance) {
+    this.exports = instance.exports;
+    this.memory = instance.exports.memory;
+  }
+
+  get f32() {
+    return new Float32Array(this.memory.buffer);
+  }
+
+  get u8() {
+    return new Uint8Array(this.memory.buffer);
+  }
+
+  get i32() {
+    return new Int32Array(this.memory.buffer);
+  }
+
+  /** Throws for a non-zero status; `what` names the call. */
+  check(status, what) {
+    if (status === 0) return;
+    if (status === 2) fail(`${what}: ${STATUS_MESSAGES[2]}`);
+    fail(`${what}: ${STATUS_MESSAGES[status] ?? `unknown status ${status}`}`);
+  }
+
+  /**
+   * Allocates every buffer in `specs` ({ bytes, from?: TypedArray }), runs fn(ptrs), frees them
+   * all whatever happens. `what` and `detail` make the out-of-memory message specific.
+   */
+  withBuffers(what, specs, fn) {
+    const total = specs.reduce((s, b) => s + b.bytes, 0);
+    const oom = () =>
+      fail(
+        `${what}: out of memory: needs ${mib(total)} MiB of wasm heap for its buffers ` +
+          `(${specs.filter((b) => b.bytes > 0).map((b) => `${b.name} ${mib(b.bytes)} MiB`).join(', ')}), ` +
+          `and the heap can grow to at most ${mib(MAX_HEAP)} MiB; use smaller sizes`,
+      );
+    if (total >= MAX_HEAP) oom();
+    const ptrs = [];
+    try {
+      for (const b of specs) {
+        if (b.bytes === 0) {
+          ptrs.push(0);
+          continue;
+        }
+        const p = this.exports.malloc(b.bytes);
+        if (p === 0) oom();
+        ptrs.push(p);
+      }
+      for (let i = 0; i < specs.length; i++) {
+        const src = specs[i].from;
+        if (src) new src.constructor(this.memory.buffer, ptrs[i], src.length).set(src);
+      }
+      return fn(ptrs);
+    } finally {
+      for (const p of ptrs) if (p) this.exports.free(p);
+    }
+  }
+
+  /** Copies `length` floats out of the heap at `ptr` into a new Float32Array. */
+  readF32(ptr, length) {
+    return new Float32Array(this.memory.buffer, ptr, length).slice();
+  }
+}

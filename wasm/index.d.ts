@@ -1,0 +1,25 @@
+// Types for attention-wasm. Each family's API lives in its own .d.ts beside this one.
+import type { SoftmaxApi } from './softmax.js';
+import type { KernelsApi } from './kernels.js';
+
+export interface LoadOptions {
+  /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
+  simd?: 'auto' | boolean;
+  /** Load these bytes or this URL instead of the bundled .wasm file. */
+  wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+}
+
+export interface AttentionLib extends SoftmaxApi, KernelsApi {
+  /** true when the SIMD128 build runs, false for the scalar build. */
+  readonly simd: boolean;
+  /** The instance's wasm memory. */
+  readonly memory: WebAssembly.Memory;
+  /** memory.buffer.byteLength right now. */
+  heapBytes(): number;
+}
+
+/** Loads and instantiates the library (each call gives an independent instance; compiled modules are cached). */
+export function loadAttention(options?: LoadOptions): Promise<AttentionLib>;
+/** True when this engine validates WebAssembly SIMD128. */
+export function simdSupported(): boolean;
+export default loadAttention;

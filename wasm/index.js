@@ -1,0 +1,111 @@
+// attention-wasm: the ES-module loader. Works unchanged in Node 20+ and in browsers with no
+// bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
+// (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
+import { Core, checkKeys, checkOneOf, describe, fail } from './core.js';
+import { kernelMethods } from './kernels.js';
+import { softmaxMethods } from './softmax.js';
+
+// Each family contributes methods built on the shared Core.
+const FAMILIES = [kernelMethods, softmaxMethods];
+
+// (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt)): validates only with SIMD128.
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
+  65, 0, 253, 15, 253, 98, 11]);
+
+/** True when this engine validates WebAssembly SIMD128. */
+export function simdSupported() {
+  try {
+    return WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+const BUILDS = {
+  simd: new URL('./attention.wasm', import.meta.url),
+  scalar: new URL('./attention-scalar.wasm', import.meta.url),
+};
+
+const moduleCache = new Map(); // url string -> Promise<WebAssembly.Module>
+
+async function readUrl(url) {
+  if (url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return readFile(url);
+  }
+  const res = await fetch(url);
+  if (!res.ok) fail(`could not fetch ${url.href}: HTTP ${res.status}`);
+  return res.arrayBuffer();
+}
+
+function compileUrl(url) {
+  const key = url.href;
+  if (!moduleCache.has(key)) {
+    const p = readUrl(url).then((bytes) => WebAssembly.compile(bytes));
+    p.catch(() => moduleCache.delete(key)); // a failed fetch may succeed next time
+    moduleCache.set(key, p);
+  }
+  return moduleCache.get(key);
+}
+
+async function instantiate(module) {
+  let core = null;
+  const known = {
+    env: { emscripten_notify_memory_growth: () => {} }, // views are made fresh from memory.buffer on use
+    wasi_snapshot_preview1: {
+      fd_write: () => 52, // ENOSYS: the C core never prints
+      proc_exit: (code) => fail(`the wasm module tried to exit with code ${code}`),
+      clock_time_get: () => 52,
+    },
+  };
+  const imports = {};
+  for (const imp of WebAssembly.Module.imports(module)) {
+    const fn = known[imp.module]?.[imp.name];
+    if (!fn) fail(`the wasm module needs an import this loader does not provide: ${imp.module}.${imp.name}`);
+    (imports[imp.module] ??= {})[imp.name] = fn;
+  }
+  const instance = await WebAssembly.instantiate(module, imports);
+  instance.exports._initialize?.();
+  core = new Core(instance);
+  return core;
+}
+
+/**
+ * Loads the library.
+ * @param {{ simd?: 'auto' | boolean, wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module }} [options]
+ *   simd: 'auto' (default) picks the SIMD build when the engine validates SIMD128, else the scalar one;
+ *   true demands SIMD, false forces the scalar build. wasm: use these bytes or this URL instead.
+ */
+export async function loadAttention(options = {}) {
+  checkKeys('loadAttention', options, ['simd', 'wasm']);
+  const simd = options.simd ?? 'auto';
+  checkOneOf('loadAttention: simd', simd, ['auto', true, false]);
+  const canSimd = simdSupported();
+  if (simd === true && !canSimd) fail('loadAttention: simd is true but this engine does not support WebAssembly SIMD128');
+  let module;
+  const w = options.wasm;
+  if (w === undefined) module = await compileUrl(simd === false || !canSimd ? BUILDS.scalar : BUILDS.simd);
+  else if (w instanceof WebAssembly.Module) module = w;
+  else if (w instanceof URL || typeof w === 'string') module = await compileUrl(new URL(w, import.meta.url));
+  else if (w instanceof ArrayBuffer || ArrayBuffer.isView(w)) {
+    try {
+      module = await WebAssembly.compile(w);
+    } catch (e) {
+      fail(`loadAttention: wasm bytes do not compile: ${e.message}`);
+    }
+  } else fail(`loadAttention: wasm must be a URL, a string URL, an ArrayBuffer or a typed array, got ${describe(w)}`);
+
+  const core = await instantiate(module);
+  const lib = {
+    /** true when the SIMD128 kernels run, false for the scalar build */
+    simd: core.exports.aw_simd_enabled() === 1,
+    /** the wasm memory (its buffer.byteLength is the heap size) */
+    memory: core.memory,
+    /** bytes of wasm memory in use by this instance right now */
+    heapBytes: () => core.memory.buffer.byteLength,
+  };
+  for (const family of FAMILIES) Object.assign(lib, family(core));
+  return lib;
+}
+
+export default loadAttention;

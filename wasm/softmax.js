@@ -1,0 +1,58 @@
+// softmax.js: lib.softmaxAttention, scaled dot-product attention (ATTENTION_FORMS.md section 1).
+import { checkBool, checkF32, checkFiniteNumber, checkKeys, checkMask, checkSize, fail } from './core.js';
+
+const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'causal', 'keyMask', 'scale', 'returnWeights', 'reference'];
+
+/**
+ * Checks the shared shape arguments of an attention call: sizes are positive integers,
+ * heads divide d and dv, q, k, v are Float32Arrays of the right length with finite values.
+ * Returns the resolved sizes. Family modules (linear, synthesizer) reuse it.
+ */
+export function checkAttentionShapes(what, opts) {
+  const n = checkSize(`${what}: n`, opts.n);
+  const m = checkSize(`${what}: m`, opts.m ?? n);
+  const d = checkSize(`${what}: d`, opts.d);
+  const dv = checkSize(`${what}: dv`, opts.dv ?? d);
+  const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
+  if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
+  if (dv % heads) fail(`${what}: dv (${dv}) must be divisible by heads (${heads})`);
+  checkF32(`${what}: q`, opts.q, n * d, `n*d = ${n}*${d}`);
+  checkF32(`${what}: k`, opts.k, m * d, `m*d = ${m}*${d}`);
+  checkF32(`${what}: v`, opts.v, m * dv, `m*dv = ${m}*${dv}`);
+  return { n, m, d, dv, heads };
+}
+
+export function softmaxMethods(core) {
+  return {
+    /**
+     * O = softmax(Q K^T * scale + M) V, per head. Without returnWeights the tiled online-softmax
+     * path runs and no n x m buffer exists; with it, weights (heads*n*m) come back too.
+     */
+    softmaxAttention(opts) {
+      const what = 'softmaxAttention';
+      checkKeys(what, opts, OPTIONS);
+      const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
+      const causal = checkBool(`${what}: causal`, opts.causal ?? false);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
+      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const mask = opts.keyMask === undefined ? null : checkMask(`${what}: keyMask`, opts.keyMask, m);
+      const specs = [
+        { name: 'output', bytes: n * dv * 4 },
+        { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
+        { name: 'q', bytes: n * d * 4, from: opts.q },
+        { name: 'k', bytes: m * d * 4, from: opts.k },
+        { name: 'v', bytes: m * dv * 4, from: opts.v },
+        { name: 'keyMask', bytes: mask ? m : 0, from: mask },
+      ];
+      return core.withBuffers(what, specs, ([out, w, q, k, v, km]) => {
+        const status = core.exports.aw_softmax_attention(out, w, q, k, v, km, n, m, d, dv, heads, causal ? 1 : 0,
+          scale, reference ? 1 : 0);
+        core.check(status, what);
+        const result = { output: core.readF32(out, n * dv) };
+        if (returnWeights) result.weights = core.readF32(w, heads * n * m);
+        return result;
+      });
+    },
+  };
+}
