@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# setup.sh: makes sure what `npm start` / `npm test` need is here, installing it when it can.
+#   emcc (Debian's emscripten)            always
+#   chromium (for the browser tests)      unless --no-browser
+#   node_modules (npm ci)                 when missing
+# As root with apt it installs; otherwise it says in one line what to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+browser=1
+[ "${1:-}" = "--no-browser" ] && browser=0
+
+missing=()
+command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
+[ "$browser" = 0 ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup.sh: installing ${missing[*]} with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    for p in "${missing[@]}"; do
+      if [ "$p" = chromium ]; then apt-get install -y -qq --no-install-recommends chromium >/dev/null
+      else apt-get install -y -qq "$p" >/dev/null; fi
+    done
+  else
+    echo "setup.sh: missing ${missing[*]}; install with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+if [ ! -d node_modules/playwright-core ]; then
+  echo "setup.sh: installing dev dependencies (npm ci)" >&2
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null
+fi
