@@ -1,0 +1,539 @@
+// linear_attention.c: linear attention with four feature maps; non-causal, causal parallel
+// (chunked prefix sums) and causal recurrent forms; the implied weights; the naive reference;
+// the backward; and the constant-size decoding state. Formulas: ATTENTION_FORMS.md section 2.
+#include "linear_attention.h"
+
+#include "../kernels/kernels.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Positions per chunk: the chunk's feature rows (CHUNK x D) and, in the causal parallel form,
+// its CHUNK x CHUNK similarity block stay in L1 while S (D x dvh) is reused across the chunk.
+enum { CHUNK = 64 };
+
+// Feature width D of a head: taylor carries the constant 1 as an extra feature.
+static size_t feature_width(int feature, size_t dh) { return feature == AW_LINEAR_TAYLOR ? dh + 1 : dh; }
+
+int linear_attention_check(const aw_linear_attention_desc *ds) {
+    if (!ds || ds->n == 0 || ds->m == 0 || ds->d == 0 || ds->dv == 0 || ds->heads == 0) return AW_ERR_ARG;
+    if (ds->d % ds->heads || ds->dv % ds->heads) return AW_ERR_ARG;
+    if (ds->feature < AW_LINEAR_ELU1 || ds->feature > AW_LINEAR_TAYLOR) return AW_ERR_ARG;
+    if (ds->causal && ds->feature == AW_LINEAR_EFFICIENT) return AW_ERR_ARG; // no causal form
+    if (ds->causal && ds->mode != AW_LINEAR_PARALLEL && ds->mode != AW_LINEAR_RECURRENT) return AW_ERR_ARG;
+    return AW_OK;
+}
+
+static int all_finite(const float *x, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+// o (len) = o / den, or zero when den is not > 0 (no allowed similarity: a zero row, never NaN).
+// Divides rather than multiplying by 1 / den, which overflows for a subnormal den.
+static void normalise_row(float *o, float den, size_t len) {
+    if (den > 0.0f)
+        for (size_t c = 0; c < len; c++) o[c] /= den;
+    else
+        memset(o, 0, len * sizeof(float));
+}
+
+// y (len) = x / |x|, returns |x|; a zero x gives y = 0 and 0. Scales by max |x_c| first when
+// |x|^2 could overflow or underflow in float.
+static float normalise_vector(float *y, const float *x, size_t len) {
+    float amax = 0.0f;
+    for (size_t c = 0; c < len; c++) amax = fabsf(x[c]) > amax ? fabsf(x[c]) : amax;
+    if (amax == 0.0f) {
+        memset(y, 0, len * sizeof(float));
+        return 0.0f;
+    }
+    if (amax > 1e-15f && amax < 1e15f) {
+        const float norm = sqrtf(aw_dot(x, x, len));
+        aw_scale(y, x, 1.0f / norm, len);
+        return norm;
+    }
+    for (size_t c = 0; c < len; c++) y[c] = x[c] / amax;
+    const float s = sqrtf(aw_dot(y, y, len)); // in [1, sqrt(len)]
+    aw_scale(y, y, 1.0f / s, len);
+    return amax * s;
+}
+
+// phi (rows, D) = the row-local feature map of x (rows, dh), rows of x at stride ld.
+// For EFFICIENT this is the query map (softmax over the dh features).
+static void feature_rows(float *phi, const float *x, size_t rows, size_t dh, size_t ld, int feature) {
+    const size_t D = feature_width(feature, dh);
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ld;
+        float *pr = phi + r * D;
+        switch (feature) {
+        case AW_LINEAR_ELU1: // x + 1 for x > 0, exp(x) otherwise (exp of min(x, 0) cannot overflow)
+            for (size_t c = 0; c < dh; c++) pr[c] = xr[c] < 0.0f ? xr[c] : 0.0f;
+            aw_exp(pr, pr, dh);
+            for (size_t c = 0; c < dh; c++)
+                if (xr[c] > 0.0f) pr[c] = xr[c] + 1.0f;
+            break;
+        case AW_LINEAR_RELU:
+            for (size_t c = 0; c < dh; c++) pr[c] = xr[c] > 0.0f ? xr[c] : 0.0f;
+            break;
+        case AW_LINEAR_EFFICIENT:
+            memcpy(pr, xr, dh * sizeof(float));
+            aw_softmax_rows(pr, 1, dh, dh);
+            break;
+        default: // AW_LINEAR_TAYLOR: [1, x / |x|]
+            pr[0] = 1.0f;
+            normalise_vector(pr + 1, xr, dh);
+            break;
+        }
+    }
+}
+
+// EFFICIENT keys: per column c of the head's K (m, dh), colmax[c] = max_j k_jc and
+// colinv[c] = 1 / sum_j exp(k_jc - colmax[c]) (the sum is >= 1, so the inverse is finite).
+static void efficient_key_stats(float *colmax, float *colinv, float *tmp, const float *k, size_t m, size_t dh,
+                                size_t ld) {
+    for (size_t c = 0; c < dh; c++) colmax[c] = -INFINITY, colinv[c] = 0.0f;
+    for (size_t j = 0; j < m; j++)
+        for (size_t c = 0; c < dh; c++) colmax[c] = k[j * ld + c] > colmax[c] ? k[j * ld + c] : colmax[c];
+    for (size_t j = 0; j < m; j++) {
+        for (size_t c = 0; c < dh; c++) tmp[c] = k[j * ld + c] - colmax[c];
+        aw_exp(tmp, tmp, dh);
+        aw_axpy(colinv, 1.0f, tmp, dh);
+    }
+    for (size_t c = 0; c < dh; c++) colinv[c] = 1.0f / colinv[c];
+}
+
+// phi (rows, D) for keys: the row-local map, or for EFFICIENT the column softmax over all m
+// positions from efficient_key_stats: phi_jc = exp(k_jc - colmax[c]) * colinv[c].
+static void key_features(float *phi, const float *k, size_t rows, size_t dh, size_t ld, int feature,
+                         const float *colmax, const float *colinv) {
+    if (feature != AW_LINEAR_EFFICIENT) {
+        feature_rows(phi, k, rows, dh, ld, feature);
+        return;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        float *pr = phi + r * dh;
+        for (size_t c = 0; c < dh; c++) pr[c] = k[r * ld + c] - colmax[c];
+        aw_exp(pr, pr, dh);
+        for (size_t c = 0; c < dh; c++) pr[c] *= colinv[c];
+    }
+}
+
+// The recurrent step, shared by the causal recurrent form and aw_linear_state:
+// S (D, dvh) += phik^T v, z (D) += phik.
+static void state_add(float *s, float *z, const float *phik, const float *v, size_t D, size_t dvh) {
+    for (size_t c = 0; c < D; c++)
+        if (phik[c] != 0.0f) aw_axpy(s + c * dvh, phik[c], v, dvh);
+    aw_axpy(z, 1.0f, phik, D);
+}
+
+// out (dvh) = phiq S / (phiq . z), zero when phiq . z is not > 0.
+static void state_query(float *out, const float *s, const float *z, const float *phiq, size_t D, size_t dvh) {
+    memset(out, 0, dvh * sizeof(float));
+    for (size_t c = 0; c < D; c++)
+        if (phiq[c] != 0.0f) aw_axpy(out, phiq[c], s + c * dvh, dvh);
+    normalise_row(out, aw_dot(phiq, z, D), dvh);
+}
+
+// ---- forward paths ----------------------------------------------------------------------
+
+// Non-causal: per head, S = phi(K)^T V and z = sum_j phi(k_j) over key chunks, then each query
+// chunk's O = phi(Q) S / (phi(Q) z).
+static int forward_noncausal(float *out, const float *q, const float *k, const float *v,
+                             const aw_linear_attention_desc *ds) {
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    float *buf = malloc((D * dvh + D + 2 * CHUNK * D + 3 * dh) * sizeof(float));
+    if (!buf) return AW_ERR_NOMEM;
+    float *s = buf;                  // (D, dvh)
+    float *z = s + D * dvh;          // (D)
+    float *phi = z + D;              // (CHUNK, D): key features, then query features
+    float *colmax = phi + CHUNK * D; // (dh) EFFICIENT key statistics
+    float *colinv = colmax + dh;     // (dh)
+    float *tmp = colinv + dh;        // (dh)
+    for (size_t hd = 0; hd < h; hd++) {
+        const float *kh = k + hd * dh, *vh = v + hd * dvh, *qh = q + hd * dh;
+        memset(s, 0, (D * dvh + D) * sizeof(float));
+        if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
+        for (size_t j0 = 0; j0 < m; j0 += CHUNK) {
+            const size_t cm = m - j0 < CHUNK ? m - j0 : CHUNK;
+            key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, colmax, colinv);
+            aw_matmul_tn(s, phi, vh + j0 * dv, D, dvh, cm, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+            for (size_t r = 0; r < cm; r++) aw_axpy(z, 1.0f, phi + r * D, D);
+        }
+        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+            const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
+            float *o = out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
+            feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
+            aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
+            for (size_t r = 0; r < cr; r++) normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh);
+        }
+    }
+    free(buf);
+    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int linear_attention_forward_causal_parallel(float *out, const float *q, const float *k, const float *v,
+                                             const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    if (!ds->causal) return AW_ERR_ARG;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    float *buf = malloc((D * dvh + D + 2 * CHUNK * D + CHUNK * CHUNK + CHUNK) * sizeof(float));
+    if (!buf) return AW_ERR_NOMEM;
+    float *s = buf;              // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
+    float *z = s + D * dvh;      // (D): sum of phi(k_j) over the same keys
+    float *phiq = z + D;         // (CHUNK, D)
+    float *phik = phiq + CHUNK * D; // (CHUNK, D)
+    float *a = phik + CHUNK * D; // (CHUNK, CHUNK): masked similarities within the chunk
+    float *den = a + CHUNK * CHUNK; // (CHUNK)
+    for (size_t hd = 0; hd < h; hd++) {
+        const float *kh = k + hd * dh, *vh = v + hd * dvh, *qh = q + hd * dh;
+        memset(s, 0, (D * dvh + D) * sizeof(float));
+        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+            const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
+            const size_t ck = i0 < m ? (m - i0 < cr ? m - i0 : cr) : 0; // keys i0 .. i0+ck-1 are new here
+            float *o = out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
+            feature_rows(phiq, qh + i0 * d, cr, dh, d, ds->feature);
+            aw_matmul_nn(o, phiq, s, cr, dvh, D, D, dvh, dv, 0); // earlier chunks: phi(Q_c) S
+            for (size_t r = 0; r < cr; r++) den[r] = aw_dot(phiq + r * D, z, D);
+            if (ck > 0) {
+                feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
+                aw_matmul_nt(a, phiq, phik, cr, ck, D, D, D, CHUNK, 0); // A = phi(Q_c) phi(K_c)^T
+                for (size_t r = 0; r < cr; r++) {
+                    float *ar = a + r * CHUNK;
+                    for (size_t c = r + 1; c < ck; c++) ar[c] = 0.0f; // key i0+c is after query i0+r
+                    den[r] += aw_sum(ar, ck);
+                }
+                aw_matmul_nn(o, a, vh + i0 * dv, cr, dvh, ck, CHUNK, dv, dv, 1); // + A V_c
+                aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+                for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+            }
+            for (size_t r = 0; r < cr; r++) normalise_row(o + r * dv, den[r], dvh);
+        }
+    }
+    free(buf);
+    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int linear_attention_forward_causal_recurrent(float *out, const float *q, const float *k, const float *v,
+                                              const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    if (!ds->causal) return AW_ERR_ARG;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    float *buf = malloc((D * dvh + 3 * D) * sizeof(float));
+    if (!buf) return AW_ERR_NOMEM;
+    float *s = buf, *z = s + D * dvh, *phiq = z + D, *phik = phiq + D; // (D, dvh), (D), (D), (D)
+    for (size_t hd = 0; hd < h; hd++) {
+        memset(s, 0, (D * dvh + D) * sizeof(float));
+        for (size_t i = 0; i < n; i++) {
+            if (i < m) { // S_i = S_{i-1} + phi(k_i)^T v_i, z_i = z_{i-1} + phi(k_i)
+                feature_rows(phik, k + i * d + hd * dh, 1, dh, d, ds->feature);
+                state_add(s, z, phik, v + i * dv + hd * dvh, D, dvh);
+            }
+            feature_rows(phiq, q + i * d + hd * dh, 1, dh, d, ds->feature);
+            state_query(out + i * dv + hd * dvh, s, z, phiq, D, dvh);
+        }
+    }
+    free(buf);
+    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int linear_attention_weights(float *weights, const float *q, const float *k, const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    const size_t n = ds->n, m = ds->m, d = ds->d, h = ds->heads;
+    const size_t dh = d / h, D = feature_width(ds->feature, dh);
+    float *buf = malloc(((n + m) * D + 3 * dh) * sizeof(float));
+    if (!buf) return AW_ERR_NOMEM;
+    float *phiq = buf, *phik = phiq + n * D;                       // (n, D), (m, D)
+    float *colmax = phik + m * D, *colinv = colmax + dh, *tmp = colinv + dh; // (dh) each
+    for (size_t hd = 0; hd < h; hd++) {
+        float *w = weights + hd * n * m; // (n, m)
+        feature_rows(phiq, q + hd * dh, n, dh, d, ds->feature);
+        if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, k + hd * dh, m, dh, d);
+        key_features(phik, k + hd * dh, m, dh, d, ds->feature, colmax, colinv);
+        aw_matmul_nt(w, phiq, phik, n, m, D, D, D, m, 0); // sim(q_i, k_j)
+        for (size_t i = 0; i < n; i++) {
+            float *wr = w + i * m;
+            const size_t allowed = ds->causal && i + 1 < m ? i + 1 : m;
+            memset(wr + allowed, 0, (m - allowed) * sizeof(float));
+            normalise_row(wr, aw_sum(wr, allowed), allowed);
+        }
+    }
+    free(buf);
+    return all_finite(weights, h * n * m) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int linear_attention_forward(float *out, float *weights, const float *q, const float *k, const float *v,
+                             const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    if (!ds->causal) st = forward_noncausal(out, q, k, v, ds);
+    else if (ds->mode == AW_LINEAR_RECURRENT) st = linear_attention_forward_causal_recurrent(out, q, k, v, ds);
+    else st = linear_attention_forward_causal_parallel(out, q, k, v, ds);
+    if (st == AW_OK && weights) st = linear_attention_weights(weights, q, k, ds);
+    return st;
+}
+
+int linear_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
+                                 const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h;
+    double *p = malloc((m + 3 * dh) * sizeof(double)); // (m) one row of sim, (dh) x 3 below
+    if (!p) return AW_ERR_NOMEM;
+    double *pq = p + m, *colmax = pq + dh, *colsum = colmax + dh;
+    for (size_t hd = 0; hd < h; hd++) {
+        const float *qh = q + hd * dh, *kh = k + hd * dh, *vh = v + hd * dvh;
+        if (ds->feature == AW_LINEAR_EFFICIENT) // softmax_1(K): per column, over all m positions
+            for (size_t c = 0; c < dh; c++) {
+                colmax[c] = -INFINITY, colsum[c] = 0.0;
+                for (size_t j = 0; j < m; j++) colmax[c] = fmax(colmax[c], kh[j * d + c]);
+                for (size_t j = 0; j < m; j++) colsum[c] += exp(kh[j * d + c] - colmax[c]);
+            }
+        for (size_t i = 0; i < n; i++) {
+            const float *qi = qh + i * d;
+            double qnorm = 0.0, qmax = -INFINITY, qsum = 0.0;
+            for (size_t c = 0; c < dh; c++) qnorm += (double)qi[c] * qi[c], qmax = fmax(qmax, qi[c]);
+            qnorm = sqrt(qnorm);
+            for (size_t c = 0; c < dh; c++) qsum += pq[c] = exp(qi[c] - qmax); // softmax_2(q_i)
+            double den = 0.0;
+            for (size_t j = 0; j < m; j++) {
+                const float *kj = kh + j * d;
+                double sim = 0.0;
+                if (ds->causal && j > i) {
+                    p[j] = 0.0;
+                    continue;
+                }
+                switch (ds->feature) {
+                case AW_LINEAR_ELU1:
+                    for (size_t c = 0; c < dh; c++)
+                        sim += (qi[c] > 0 ? qi[c] + 1.0 : exp(qi[c])) * (kj[c] > 0 ? kj[c] + 1.0 : exp(kj[c]));
+                    break;
+                case AW_LINEAR_RELU:
+                    for (size_t c = 0; c < dh; c++) sim += fmax(qi[c], 0.0) * fmax(kj[c], 0.0);
+                    break;
+                case AW_LINEAR_EFFICIENT:
+                    for (size_t c = 0; c < dh; c++) sim += pq[c] / qsum * exp(kj[c] - colmax[c]) / colsum[c];
+                    break;
+                default: { // taylor: 1 + cos(q, k), the cosine taken as 0 when either vector is zero
+                    double dot = 0.0, knorm = 0.0;
+                    for (size_t c = 0; c < dh; c++) dot += (double)qi[c] * kj[c], knorm += (double)kj[c] * kj[c];
+                    knorm = sqrt(knorm);
+                    sim = 1.0 + (qnorm > 0 && knorm > 0 ? dot / (qnorm * knorm) : 0.0);
+                }
+                }
+                p[j] = sim;
+                den += sim;
+            }
+            for (size_t j = 0; j < m; j++) p[j] = den > 0.0 ? p[j] / den : 0.0;
+            if (weights)
+                for (size_t j = 0; j < m; j++) weights[hd * n * m + i * m + j] = (float)p[j];
+            for (size_t c = 0; c < dvh; c++) {
+                double o = 0.0;
+                for (size_t j = 0; j < m; j++) o += p[j] * vh[j * dv + c];
+                out[i * dv + hd * dvh + c] = (float)o;
+            }
+        }
+    }
+    free(p);
+    if (weights && !all_finite(weights, h * n * m)) return AW_ERR_NONFINITE;
+    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+// ---- backward ---------------------------------------------------------------------------
+// Per head, with a_ij = phi(q_i) . phi(k_j) over the allowed pairs, den_i = sum_j a_ij,
+// o_i = sum_j a_ij v_j / den_i, and g_i = dout_i / den_i, e_i = -(dout_i . o_i) / den_i:
+//   dL/da_ij     = g_i . v_j + e_i
+//   dL/dphi(q_i) = S_i g_i + e_i z_i          S_i = sum_{j allowed} phi(k_j)^T v_j, z_i = sum phi(k_j)
+//   dL/dphi(k_j) = R_j v_j + r_j              R_j = sum_{i allowed} phi(q_i)^T g_i, r_j = sum e_i phi(q_i)
+//   dL/dv_j      = phi(k_j) R_j
+// Non-causal: S, z, R, r are the full sums. Causal: S_i, z_i are prefix sums over j <= i (the
+// forward recurrence again) and R_j, r_j suffix sums over i >= j (the same recurrence run
+// backwards). Then through phi: elu+1' = 1 (x > 0) or exp(x) = phi (x <= 0); relu' = [x > 0];
+// taylor xhat: dx = (g - xhat (xhat . g)) / |x|; efficient: softmax Jacobians, over the
+// features for q and over the positions (per column) for k.
+int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float *dout, const float *q,
+                              const float *k, const float *v, const aw_linear_attention_desc *ds) {
+    int st = linear_attention_check(ds);
+    if (st) return st;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    // One allocation carved by a size table.
+    const size_t sizes[] = {
+        n * D,     // phiq  (n, D)
+        m * D,     // phik  (m, D)
+        n * D,     // dphiq (n, D)
+        m * D,     // dphik (m, D)
+        n * dvh,   // g     (n, dvh)
+        n,         // e     (n)
+        D * dvh,   // s     (D, dvh): S, then R
+        D,         // z     (D): z, then r
+        dvh,       // num   (dvh)
+        4 * dh,    // colmax, colinv, tmp, xhat (dh each)
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
+    float *buf = malloc(total * sizeof(float));
+    if (!buf) return AW_ERR_NOMEM;
+    float *phiq = buf, *phik = phiq + n * D, *dphiq = phik + m * D, *dphik = dphiq + n * D;
+    float *g = dphik + m * D, *e = g + n * dvh, *s = e + n, *z = s + D * dvh, *num = z + D;
+    float *colmax = num + dvh, *colinv = colmax + dh, *tmp = colinv + dh, *xhat = tmp + dh;
+    const int causal = ds->causal;
+
+    for (size_t hd = 0; hd < h; hd++) {
+        const float *qh = q + hd * dh, *kh = k + hd * dh, *vh = v + hd * dvh, *doh = dout + hd * dvh;
+        feature_rows(phiq, qh, n, dh, d, ds->feature);
+        if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
+        key_features(phik, kh, m, dh, d, ds->feature, colmax, colinv);
+
+        // Sweep 1 (forward recurrence): o_i, g_i, e_i and dphi(q_i) = S_i g_i + e_i z_i.
+        memset(s, 0, (D * dvh + D) * sizeof(float));
+        if (!causal) {
+            aw_matmul_tn(s, phik, vh, D, dvh, m, D, dv, dvh, 0);
+            for (size_t j = 0; j < m; j++) aw_axpy(z, 1.0f, phik + j * D, D);
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (causal && i < m) state_add(s, z, phik + i * D, vh + i * dv, D, dvh);
+            const float *pq = phiq + i * D;
+            float *gi = g + i * dvh;
+            memset(num, 0, dvh * sizeof(float));
+            for (size_t c = 0; c < D; c++) aw_axpy(num, pq[c], s + c * dvh, dvh);
+            const float den = aw_dot(pq, z, D);
+            if (den > 0.0f) {
+                float dot = 0.0f; // dout_i . o_i
+                for (size_t c = 0; c < dvh; c++) {
+                    gi[c] = doh[i * dv + c] / den;
+                    dot += doh[i * dv + c] * (num[c] / den);
+                }
+                e[i] = -dot / den;
+            } else { // the output row is the constant 0: no gradient
+                memset(gi, 0, dvh * sizeof(float));
+                e[i] = 0.0f;
+            }
+            for (size_t c = 0; c < D; c++) dphiq[i * D + c] = aw_dot(s + c * dvh, gi, dvh) + e[i] * z[c];
+        }
+
+        // Sweep 2 (backward recurrence): R, r and dphi(k_j) = R_j v_j + r_j, dv_j += phi(k_j) R_j.
+        memset(s, 0, (D * dvh + D) * sizeof(float));
+        if (!causal) {
+            aw_matmul_tn(s, phiq, g, D, dvh, n, D, dvh, dvh, 0);
+            for (size_t i = 0; i < n; i++) aw_axpy(z, e[i], phiq + i * D, D);
+        }
+        const size_t last = causal ? (n > m ? n : m) : m;
+        for (size_t t = last; t-- > 0;) {
+            if (causal && t < n) { // R += phi(q_t)^T g_t, r += e_t phi(q_t)
+                for (size_t c = 0; c < D; c++)
+                    if (phiq[t * D + c] != 0.0f) aw_axpy(s + c * dvh, phiq[t * D + c], g + t * dvh, dvh);
+                aw_axpy(z, e[t], phiq + t * D, D);
+            }
+            if (t >= m) continue;
+            const float *vt = vh + t * dv;
+            for (size_t c = 0; c < D; c++) dphik[t * D + c] = aw_dot(s + c * dvh, vt, dvh) + z[c];
+            float *dvt = dv_grad + t * dv + hd * dvh;
+            for (size_t c = 0; c < D; c++)
+                if (phik[t * D + c] != 0.0f) aw_axpy(dvt, phik[t * D + c], s + c * dvh, dvh);
+        }
+
+        // Through the feature maps, accumulating into dq and dk.
+        for (size_t pass = 0; pass < 2; pass++) {
+            const size_t rows = pass == 0 ? n : m;
+            const float *x = pass == 0 ? qh : kh, *phi = pass == 0 ? phiq : phik, *dphi = pass == 0 ? dphiq : dphik;
+            float *dx = pass == 0 ? dq + hd * dh : dk + hd * dh;
+            if (ds->feature == AW_LINEAR_EFFICIENT && pass == 1) {
+                // column softmax over positions: dk_jc = p_jc (dphi_jc - sum_j' p_j'c dphi_j'c)
+                memset(tmp, 0, dh * sizeof(float));
+                for (size_t j = 0; j < m; j++)
+                    for (size_t c = 0; c < dh; c++) tmp[c] += phi[j * D + c] * dphi[j * D + c];
+                for (size_t j = 0; j < m; j++)
+                    for (size_t c = 0; c < dh; c++) dx[j * d + c] += phi[j * D + c] * (dphi[j * D + c] - tmp[c]);
+                continue;
+            }
+            for (size_t r = 0; r < rows; r++) {
+                const float *xr = x + r * d, *pr = phi + r * D, *gr = dphi + r * D;
+                float *dxr = dx + r * d;
+                switch (ds->feature) {
+                case AW_LINEAR_ELU1:
+                    for (size_t c = 0; c < dh; c++) dxr[c] += gr[c] * (xr[c] > 0.0f ? 1.0f : pr[c]);
+                    break;
+                case AW_LINEAR_RELU:
+                    for (size_t c = 0; c < dh; c++) dxr[c] += xr[c] > 0.0f ? gr[c] : 0.0f;
+                    break;
+                case AW_LINEAR_EFFICIENT: { // softmax over features: dq = p (dphi - p . dphi)
+                    const float pg = aw_dot(pr, gr, dh);
+                    for (size_t c = 0; c < dh; c++) dxr[c] += pr[c] * (gr[c] - pg);
+                    break;
+                }
+                default: { // taylor: phi = [1, xhat]; the constant feature has no gradient
+                    const float norm = normalise_vector(xhat, xr, dh);
+                    if (!(norm > 0.0f)) break;
+                    const float xg = aw_dot(xhat, gr + 1, dh);
+                    for (size_t c = 0; c < dh; c++) dxr[c] += (gr[1 + c] - xhat[c] * xg) / norm;
+                }
+                }
+            }
+        }
+    }
+    free(buf);
+    return AW_OK;
+}
+
+// ---- incremental decoding state ---------------------------------------------------------
+
+struct aw_linear_state {
+    size_t d, dv, heads, dh, dvh, D; // sizes; D = feature width per head
+    int feature;
+    size_t position; // steps since create or reset
+    float *s;        // (heads, D, dvh): S per head
+    float *z;        // (heads, D): z per head
+    float *phiq;     // (D) scratch
+    float *phik;     // (D) scratch
+};
+
+aw_linear_state *linear_state_create(size_t d, size_t dv, size_t heads, int feature) {
+    if (d == 0 || dv == 0 || heads == 0 || d % heads || dv % heads) return NULL;
+    if (feature != AW_LINEAR_ELU1 && feature != AW_LINEAR_RELU && feature != AW_LINEAR_TAYLOR) return NULL;
+    const size_t dh = d / heads, dvh = dv / heads, D = feature_width(feature, dh);
+    const size_t floats = heads * D * dvh + heads * D + 2 * D;
+    aw_linear_state *st = malloc(sizeof(aw_linear_state) + floats * sizeof(float));
+    if (!st) return NULL;
+    st->d = d, st->dv = dv, st->heads = heads, st->dh = dh, st->dvh = dvh, st->D = D;
+    st->feature = feature;
+    st->s = (float *)(st + 1);
+    st->z = st->s + heads * D * dvh;
+    st->phiq = st->z + heads * D;
+    st->phik = st->phiq + D;
+    linear_state_reset(st);
+    return st;
+}
+
+int linear_state_step(float *out, aw_linear_state *st, const float *q, const float *k, const float *v) {
+    if (!st || !out || !q || !k || !v) return AW_ERR_ARG;
+    const size_t D = st->D, dh = st->dh, dvh = st->dvh;
+    for (size_t hd = 0; hd < st->heads; hd++) {
+        float *s = st->s + hd * D * dvh, *z = st->z + hd * D;
+        feature_rows(st->phik, k + hd * dh, 1, dh, st->d, st->feature);
+        state_add(s, z, st->phik, v + hd * dvh, D, dvh);
+        feature_rows(st->phiq, q + hd * dh, 1, dh, st->d, st->feature);
+        state_query(out + hd * dvh, s, z, st->phiq, D, dvh);
+    }
+    st->position++;
+    return all_finite(out, st->dv) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+void linear_state_reset(aw_linear_state *st) {
+    if (!st) return;
+    memset(st->s, 0, (st->heads * st->D * st->dvh + st->heads * st->D) * sizeof(float));
+    st->position = 0;
+}
+
+size_t linear_state_position(const aw_linear_state *st) { return st ? st->position : 0; }
+
+void linear_state_destroy(aw_linear_state *st) { free(st); }
