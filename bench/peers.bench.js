@@ -1,0 +1,212 @@
+// peers.bench.js: attention-wasm against onnxruntime-web (wasm backend) and TensorFlow.js
+// (tfjs-core + tfjs-backend-wasm, XNNPACK), one thread each, in one Node process, engines
+// interleaved round-robin. `node bench/run.js peers` (or `npm run bench`).
+//
+// Every engine's output is checked against ours (max abs error printed) before it is timed.
+// What a call costs, per engine:
+//   ours       the public API: argument checks, malloc, copy inputs into the wasm heap, compute,
+//              copy the result out, free (lib.kernels.matmul, lib.softmaxAttention)
+//   ours kern  matmul only: the kernel on buffers already in wasm memory (src/api/api_bench.c)
+//   tfjs       tf.tensor from the Float32Arrays (copy in), the ops, dataSync (copy out), dispose
+//   tfjs res   matmul only: the op on tensors already resident in the backend (no copies)
+//   ort        new ort.Tensor for each input, session.run (copies in and out), in-memory ONNX model
+// Environment: BENCH_SAMPLES (default 15) rounds per case, BENCH_MIN_MS (default 25) per sample.
+import { measureClockGHz } from './peers/clock.js';
+import { buildModel, ortSession } from './peers/onnx.js';
+import { loadRaw } from './peers/raw.js';
+import { loadTfjs } from './peers/tfjs.js';
+import { interleaveAsync } from './peers/timing.js';
+
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 15);
+const MIN_MS = Number(process.env.BENCH_MIN_MS ?? 25);
+const PEAK_FLOP_PER_CYCLE = 16; // 4 f32 lanes x (2 mul + 2 add pipes): SIMD128 without FMA
+
+const maxAbs = (a, b) => {
+  if (a.length !== b.length) return Infinity;
+  let e = 0;
+  for (let i = 0; i < a.length; i++) e = Math.max(e, Math.abs(a[i] - b[i]));
+  return e;
+};
+const ms = (t) => `${t.median.toFixed(3)} [${t.min.toFixed(3)}-${t.max.toFixed(3)}]`;
+const ratio = (peer, ours) => `${(peer.median / ours.median).toFixed(2)}x`;
+
+export default async function run(ctx) {
+  const lib = ctx.simd;
+  const { tf, simd: tfSimd, multithread: tfThreads } = await loadTfjs();
+  const raw = await loadRaw();
+  const clock = await measureClockGHz();
+  const peak = clock.ghz * PEAK_FLOP_PER_CYCLE;
+  console.log(`clock (dependent i32 add/xor chain in wasm, best of ${clock.samples.length}): ${clock.ghz.toFixed(2)} GHz; ` +
+    `SIMD128 peak = ${PEAK_FLOP_PER_CYCLE} flop/cycle x clock = ${peak.toFixed(1)} GFLOP/s`);
+  console.log(`engines: ours = attention-wasm (${lib.simd ? 'SIMD128' : 'scalar'}); tfjs ${tf.version_core} wasm backend ` +
+    `(simd ${tfSimd}, multithread ${tfThreads}); onnxruntime-web wasm backend, numThreads 1. ` +
+    `${SAMPLES} samples x >= ${MIN_MS} ms each, round-robin; times are ms per call, median [min-max].`);
+
+  await matmulSection(ctx, lib, tf, raw, peak);
+  await attentionSection(ctx, lib, tf);
+  await trainingSection(lib);
+}
+
+// ---- matmul ---------------------------------------------------------------------------
+async function matmulSection(ctx, lib, tf, raw, peak) {
+  console.log('\n### matmul C = A B (A: M x K, B: K x N)');
+  if (!raw) console.log('(this wasm build has no aw_bench_matmul: the copy-free column is skipped; run bash build.sh wasm)');
+  const cases = [[64, 64, 64], [128, 128, 128], [256, 256, 256], [512, 512, 512], [512, 64, 512], [512, 512, 64]];
+  const timeRows = [], rateRows = [], errRows = [];
+  for (const [M, K, N] of cases) {
+    const label = M === K && K === N ? `${M}^3` : `(${M}x${K})(${K}x${N})`;
+    const a = ctx.randomF32(M * K, 11), b = ctx.randomF32(K * N, 12);
+    const flop = 2 * M * N * K;
+    const ort = await ortSession(buildModel({
+      inputs: { A: [M, K], B: [K, N] }, outputs: { C: [M, N] },
+      nodes: [{ op: 'MatMul', inputs: ['A', 'B'], outputs: ['C'] }],
+    }));
+    const feeds = { A: [a, [M, K]], B: [b, [K, N]] };
+    const tA = tf.tensor2d(a, [M, K]), tB = tf.tensor2d(b, [K, N]);
+    const tfjsCall = () => {
+      const x = tf.tensor2d(a, [M, K]), y = tf.tensor2d(b, [K, N]);
+      const c = tf.matMul(x, y);
+      const out = c.dataSync();
+      x.dispose(), y.dispose(), c.dispose();
+      return out;
+    };
+    let pa = 0, pb = 0, pc = 0;
+    if (raw) (pa = raw.put(a)), (pb = raw.put(b)), (pc = raw.alloc(M * N));
+
+    const ours = lib.kernels.matmul(a, b, { M, N, K });
+    const ref = lib.kernels.matmul(a, b, { M, N, K, reference: true });
+    const tfRes = tf.matMul(tA, tB);
+    const errs = {
+      'ours vs ref': maxAbs(ours, ref),
+      tfjs: maxAbs(tfjsCall(), ours),
+      'tfjs res': maxAbs(tfRes.dataSync(), ours),
+      ort: maxAbs(await ort(feeds), ours),
+    };
+    tfRes.dispose();
+    if (raw) {
+      raw.exports.aw_bench_matmul(pc, pa, pb, M, N, K, 0, 1);
+      errs['ours kern'] = maxAbs(raw.read(pc, M * N), ours);
+    }
+    errRows.push([label, ...['ours vs ref', 'ours kern', 'tfjs', 'tfjs res', 'ort'].map((k) => errs[k]?.toExponential(1) ?? '-')]);
+
+    const contenders = {
+      ours: () => lib.kernels.matmul(a, b, { M, N, K }),
+      tfjs: tfjsCall,
+      ort: () => ort(feeds),
+      'tfjs res': () => tf.matMul(tA, tB).dispose(),
+    };
+    if (raw) contenders['ours kern'] = () => raw.exports.aw_bench_matmul(pc, pa, pb, M, N, K, 0, 1);
+    const t = await interleaveAsync(contenders, { samples: SAMPLES, minMs: MIN_MS });
+    const gf = (x) => (x ? (flop / (x.median * 1e6)).toFixed(1) : '-');
+    const pct = (x) => (x ? `${((100 * flop) / (x.median * 1e6) / peak).toFixed(0)}%` : '-');
+    timeRows.push([label, ms(t.ours), t['ours kern'] ? ms(t['ours kern']) : '-', ms(t.tfjs), ms(t['tfjs res']), ms(t.ort)]);
+    rateRows.push([label, gf(t.ours), gf(t['ours kern']), gf(t.tfjs), gf(t['tfjs res']), gf(t.ort),
+      ratio(t.tfjs, t.ours), ratio(t.ort, t.ours), t['ours kern'] ? ratio(t['tfjs res'], t['ours kern']) : '-',
+      pct(t.ours), pct(t['ours kern'])]);
+    tA.dispose(), tB.dispose();
+    await ort.session.release();
+    if (raw) raw.free(pa), raw.free(pb), raw.free(pc);
+  }
+  console.log('\nmax abs error against ours (ours vs ref: against the naive double-accumulating reference):');
+  ctx.table(['case', 'ours vs ref', 'ours kern', 'tfjs', 'tfjs res', 'ort'], errRows);
+  console.log('\nms per call, median [min-max]:');
+  ctx.table(['case', 'ours', 'ours kern', 'tfjs', 'tfjs res', 'ort'], timeRows);
+  console.log('\nGFLOP/s (from the medians), speed-ups (peer time / our time) and fraction of the SIMD128 peak:');
+  ctx.table(['case', 'ours', 'ours kern', 'tfjs', 'tfjs res', 'ort', 'ours/tfjs', 'ours/ort', 'kern/tfjs res',
+    'ours %peak', 'kern %peak'], rateRows);
+}
+
+// ---- single-head softmax attention forward --------------------------------------------
+// Peers are built from their ops the fast way: K^T first, then matmul, scale, softmax, matmul.
+async function attentionSection(ctx, lib, tf) {
+  const d = 64, scale = 1 / Math.sqrt(d);
+  console.log(`\n### softmax attention forward, one head, d = dv = ${d}, n = m (O = softmax(Q K^T / sqrt(d)) V)`);
+  const hasLinear = typeof lib.linearAttention === 'function';
+  if (!hasLinear) console.log('(lib.linearAttention is not in this build: the linear attention column is skipped)');
+  const timeRows = [], ratioRows = [], errRows = [];
+  let mhaNote = null;
+  for (const n of [128, 256, 512, 1024, 2048]) {
+    const q = ctx.randomF32(n * d, 21), k = ctx.randomF32(n * d, 22), v = ctx.randomF32(n * d, 23);
+    const ortOps = await ortSession(buildModel({
+      inputs: { Q: [n, d], K: [n, d], V: [n, d] }, outputs: { O: [n, d] },
+      initializers: { scale: [[], [scale]] },
+      nodes: [
+        { op: 'Transpose', inputs: ['K'], outputs: ['KT'], attrs: {} },
+        { op: 'MatMul', inputs: ['Q', 'KT'], outputs: ['S'] },
+        { op: 'Mul', inputs: ['S', 'scale'], outputs: ['Ss'] },
+        { op: 'Softmax', inputs: ['Ss'], outputs: ['P'], attrs: { axis: -1 } },
+        { op: 'MatMul', inputs: ['P', 'V'], outputs: ['O'] },
+      ],
+    }));
+    let ortMha = null;
+    try {
+      ortMha = await ortSession(buildModel({
+        inputs: { Q: [1, n, d], K: [1, n, d], V: [1, n, d] }, outputs: { O: [1, n, d] },
+        nodes: [{ op: 'MultiHeadAttention', domain: 'com.microsoft', inputs: ['Q', 'K', 'V'], outputs: ['O'],
+          attrs: { num_heads: 1, scale: { float: scale } } }],
+      }));
+    } catch (e) {
+      mhaNote = `onnxruntime-web's com.microsoft MultiHeadAttention did not run in the wasm backend: ${e.message}`;
+    }
+    const feeds = { Q: [q, [n, d]], K: [k, [n, d]], V: [v, [n, d]] };
+    const feeds3 = { Q: [q, [1, n, d]], K: [k, [1, n, d]], V: [v, [1, n, d]] };
+    const tfjsCall = () => {
+      const Q = tf.tensor2d(q, [n, d]), K = tf.tensor2d(k, [n, d]), V = tf.tensor2d(v, [n, d]);
+      const O = tf.tidy(() => tf.matMul(tf.softmax(tf.mul(tf.matMul(Q, tf.transpose(K)), scale)), V));
+      const out = O.dataSync();
+      Q.dispose(), K.dispose(), V.dispose(), O.dispose();
+      return out;
+    };
+    const args = { q, k, v, n, d };
+    const ours = lib.softmaxAttention(args).output;
+    const errs = {
+      'stream vs ref': maxAbs(ours, lib.softmaxAttention({ ...args, reference: true }).output),
+      weights: maxAbs(lib.softmaxAttention({ ...args, returnWeights: true }).output, ours),
+      tfjs: maxAbs(tfjsCall(), ours),
+      'ort ops': maxAbs(await ortOps(feeds), ours),
+      'ort MHA': ortMha ? maxAbs(await ortMha(feeds3), ours) : null,
+    };
+    const contenders = {
+      stream: () => lib.softmaxAttention(args),
+      weights: () => lib.softmaxAttention({ ...args, returnWeights: true }),
+      tfjs: tfjsCall,
+      'ort ops': () => ortOps(feeds),
+    };
+    if (ortMha) contenders['ort MHA'] = () => ortMha(feeds3);
+    if (hasLinear) {
+      try {
+        lib.linearAttention(args);
+        contenders.linear = () => lib.linearAttention(args);
+      } catch (e) {
+        console.log(`(lib.linearAttention(${JSON.stringify(Object.keys(args))}) threw: ${e.message}; skipped)`);
+      }
+    }
+    errRows.push([n, ...['stream vs ref', 'weights', 'tfjs', 'ort ops', 'ort MHA'].map((c) => errs[c]?.toExponential(1) ?? '-')]);
+    const t = await interleaveAsync(contenders, { samples: SAMPLES, minMs: MIN_MS });
+    const cell = (c) => (t[c] ? ms(t[c]) : '-');
+    timeRows.push([n, cell('stream'), cell('weights'), cell('tfjs'), cell('ort ops'), cell('ort MHA'), cell('linear')]);
+    const r = (peer, ourKey) => (t[peer] && t[ourKey] ? ratio(t[peer], t[ourKey]) : '-');
+    ratioRows.push([n, r('ort ops', 'stream'), r('ort MHA', 'stream'), r('tfjs', 'stream'),
+      r('ort ops', 'weights'), r('ort MHA', 'weights'), r('tfjs', 'weights'), r('stream', 'linear')]);
+    await ortOps.session.release();
+    if (ortMha) await ortMha.session.release();
+  }
+  if (mhaNote) console.log(mhaNote);
+  console.log('\nmax abs error against our streaming output (stream vs ref: against the double-precision reference):');
+  ctx.table(['n', 'stream vs ref', 'weights', 'tfjs', 'ort ops', 'ort MHA'], errRows);
+  console.log('\nms per call, median [min-max] (weights: also returns the n x n matrix, copied out of wasm):');
+  ctx.table(['n', 'ours stream', 'ours weights', 'tfjs', 'ort ops', 'ort MHA', 'ours linear'], timeRows);
+  console.log('\nspeed-ups, peer time / our time:');
+  ctx.table(['n', 'stream/ort ops', 'stream/ort MHA', 'stream/tfjs', 'weights/ort ops', 'weights/ort MHA',
+    'weights/tfjs', 'linear/stream'], ratioRows);
+}
+
+// ---- tiny-model training step -----------------------------------------------------------
+async function trainingSection(lib) {
+  console.log('\n### tiny-model training step');
+  if (typeof lib.createModel !== 'function') {
+    console.log('pending: lib.createModel is not in this build, so there is no training step to compare with tfjs yet.');
+    return;
+  }
+  console.log('lib.createModel exists, but this benchmark has no tfjs twin of the model yet: comparison pending.');
+}
