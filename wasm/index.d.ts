@@ -1,6 +1,7 @@
 // Types for attention-wasm. Each family's API lives in its own .d.ts beside this one.
 import type { SoftmaxApi } from './softmax.js';
 import type { KernelsApi } from './kernels.js';
+import type { LinearApi } from './linear.js';
 
 export interface LoadOptions {
   /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
@@ -9,7 +10,7 @@ export interface LoadOptions {
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
-export interface AttentionLib extends SoftmaxApi, KernelsApi {
+export interface AttentionLib extends SoftmaxApi, KernelsApi, LinearApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** The instance's wasm memory. */
