@@ -1,0 +1,137 @@
+// serve.js: the playground's static server. Serves web/ at / and the package's own wasm/ at /wasm/
+// (the page imports the package itself, no copy), on 127.0.0.1, with correct MIME types and the
+// cross-origin isolation headers (COOP same-origin + COEP require-corp). No server logic beyond files.
+//   node scripts/serve.js            (PORT env, default 8080)
+//   import { startServer } from './scripts/serve.js'; const { server, url } = await startServer({ port: 0 });
+import { createServer } from 'node:http';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.safetensors': 'application/octet-stream',
+  '.ts': 'text/plain; charset=utf-8',
+};
+
+const HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'no-cache',
+};
+
+/**
+ * Maps a URL path to a file: /wasm/... -> <root>/wasm/..., anything else -> <root>/web/...;
+ * mounts may override that (e.g. { '/': someDir } serves only someDir). Returns null for a
+ * path that would leave its mount (.., encoded separators, NUL).
+ */
+function resolvePath(mounts, urlPath) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(urlPath);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0') || decoded.includes('\\')) return null;
+  // Longest matching mount prefix wins.
+  const prefix = Object.keys(mounts)
+    .filter((p) => decoded === p.replace(/\/$/, '') || decoded.startsWith(p.endsWith('/') ? p : `${p}/`))
+    .sort((a, b) => b.length - a.length)[0];
+  if (prefix === undefined) return null;
+  const base = resolve(mounts[prefix]);
+  const rest = decoded.slice(prefix.replace(/\/$/, '').length);
+  const file = resolve(join(base, rest));
+  if (file !== base && !file.startsWith(base + sep)) return null;
+  return file;
+}
+
+async function handle(mounts, req, res) {
+  const send = (code, text) => {
+    res.writeHead(code, { ...HEADERS, 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end(req.method === 'HEAD' ? undefined : `${code} ${text}\n`);
+  };
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'method not allowed');
+  const urlPath = new URL(req.url, 'http://localhost').pathname;
+  let file = resolvePath(mounts, urlPath);
+  if (file === null) return send(404, 'not found');
+  let info;
+  try {
+    info = await stat(file);
+    if (info.isDirectory()) {
+      if (!urlPath.endsWith('/')) {
+        res.writeHead(301, { ...HEADERS, Location: `${urlPath}/` });
+        return res.end();
+      }
+      file = join(file, 'index.html');
+      info = await stat(file);
+    }
+  } catch {
+    return send(404, 'not found');
+  }
+  if (!info.isFile()) return send(404, 'not found');
+  res.writeHead(200, {
+    ...HEADERS,
+    'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'Content-Length': info.size,
+  });
+  if (req.method === 'HEAD') return res.end();
+  const stream = createReadStream(file);
+  stream.on('error', () => res.destroy());
+  stream.pipe(res);
+}
+
+/**
+ * Starts the server. port 0 picks a free port. mounts maps URL prefixes to directories; the default
+ * serves <root>/web at / and <root>/wasm at /wasm/ (root = this package).
+ * Resolves to { server, url, close } where close() also drops keep-alive connections.
+ */
+export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts } = {}) {
+  const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm') };
+  const server = createServer((req, res) => {
+    handle(table, req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+  return new Promise((resolveStart, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const url = `http://${host}:${server.address().port}/`;
+      const close = () => new Promise((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      });
+      resolveStart({ server, url, close });
+    });
+  });
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const port = process.env.PORT === undefined ? 8080 : Number(process.env.PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`serve.js: PORT must be an integer in 0..65535, got ${JSON.stringify(process.env.PORT)}`);
+    process.exit(1);
+  }
+  startServer({ port }).then(({ url }) => {
+    console.log(`attention-wasm playground: ${url}  (Ctrl+C to stop)`);
+  }, (e) => {
+    console.error(`serve.js: could not listen on 127.0.0.1:${port}: ${e.message}`);
+    process.exit(1);
+  });
+}

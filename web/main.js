@@ -1,0 +1,118 @@
+// main.js: the playground's wiring. One state object (state.js) lives in the URL; every edit goes
+// through setState(), which writes the URL and redraws the views. The views know nothing of each
+// other; the library knows nothing of the page.
+//
+// Adding a panel (e.g. the tiny Transformer's model and training panels when lib.createModel exists):
+// write web/views/<panel>.js exporting a create function like the ones below, add its section to
+// index.html, add its settings to DEFAULTS/parseState in state.js, and create it here behind a
+// feature test (`typeof lib.createModel === 'function'`), as the form families are.
+import { loadAttention } from '../wasm/index.js';
+import { probeForms } from './forms.js';
+import { makeInputs } from './inputs.js';
+import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
+import { createControls } from './views/controls.js';
+import { createFormulaView } from './views/formula.js';
+import { createHeatmapView } from './views/heatmap.js';
+import { createTimingsView } from './views/timings.js';
+
+const $ = (id) => document.getElementById(id);
+const HEATMAP_MAX_LEN = LIMITS.n.max; // synthesizers are made with L = 128 and show the top-left n x n block
+
+let state = parseState(location.search);
+let lib = null;
+let forms = [];
+let renders = 0;
+
+function showError(message) {
+  const el = $('error');
+  el.hidden = !message;
+  el.textContent = message ?? '';
+}
+
+function currentForm() {
+  return forms.find((f) => f.id === state.form) ?? forms[0];
+}
+
+const controls = createControls({
+  form: $('form'), input: document.querySelectorAll('input[name="input"]'), text: $('text'), n: $('n'),
+  d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), causalNote: $('causal-note'),
+  textField: $('text-field'), nField: $('n-field'),
+}, (patch) => setState(patch));
+const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note') });
+const heatmaps = createHeatmapView({ grid: $('heatmaps'), legend: $('legend'), readout: $('readout') });
+const timings = createTimingsView({
+  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'),
+  tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'),
+  chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
+}, { onChange: (patch) => setState(patch), onError: showError });
+
+function setState(patch) {
+  state = normalise({ ...state, ...patch });
+  history.replaceState(null, '', stateToSearch(state));
+  render();
+}
+
+// Runs the chosen form on the current input and splits its weights into one map per head.
+function computeMaps(form) {
+  const inputs = makeInputs(state, LIMITS.tokens);
+  const { n, d } = inputs;
+  const causal = state.causal && form.causal;
+  const result = form.run({ ...inputs, heads: state.heads, causal, weights: true, seed: state.seed, maxLen: HEATMAP_MAX_LEN });
+  const maps = [];
+  for (let h = 0; h < state.heads; h++) {
+    maps.push({ title: `Head ${h + 1} of ${state.heads}`, weights: result.weights.subarray(h * n * n, (h + 1) * n * n) });
+  }
+  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, alphas: result.alphas, components: result.components };
+}
+
+function render() {
+  const form = currentForm();
+  controls.update(state, forms, form);
+  timings.update(state, forms);
+  $('permalink').href = stateToSearch(state);
+  try {
+    const view = computeMaps(form);
+    heatmaps.render(view);
+    formula.render(form, state, view);
+    showError(null);
+  } catch (e) {
+    formula.render(form, state, {});
+    showError(`${form.label}: ${e.message}`);
+  }
+  document.body.dataset.renders = String(++renders);
+}
+
+async function init() {
+  try {
+    lib = await loadAttention({ simd: 'auto' });
+  } catch (e) {
+    $('status').textContent = 'The WebAssembly module did not load.';
+    showError(e.message);
+    document.body.dataset.state = 'failed';
+    return;
+  }
+  const probe = probeForms(lib);
+  forms = probe.forms;
+  const families = [...new Set(forms.map((f) => f.family))].length;
+  $('status').textContent = `Running the ${lib.simd ? 'SIMD' : 'scalar'} build on this page; `
+    + `${forms.length} attention form${forms.length === 1 ? '' : 's'} from ${families} famil${families === 1 ? 'y' : 'ies'} available.`;
+  $('skipped').hidden = probe.skipped.length === 0;
+  $('skipped').querySelector('ul').replaceChildren(...probe.skipped.map((s) => {
+    const li = document.createElement('li');
+    li.textContent = `${s.id}: ${s.reason}`;
+    return li;
+  }));
+  if (!forms.some((f) => f.id === state.form)) state = { ...state, form: forms[0].id };
+  history.replaceState(null, '', stateToSearch(state));
+  render();
+  let width = window.innerWidth;
+  window.addEventListener('resize', () => {
+    if (window.innerWidth === width) return;
+    width = window.innerWidth;
+    render();
+    timings.resize();
+  });
+  document.body.dataset.state = 'ready';
+}
+
+init();

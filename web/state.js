@@ -1,0 +1,87 @@
+// state.js: the playground's one state object and its URL form. Every setting lives here and in the
+// query string, so a link reproduces the view. Views read the state; only main.js writes it.
+
+export const LIMITS = {
+  n: { min: 2, max: 128 }, // heatmap sequence length (random input)
+  tokens: 64, // at most this many tokens of typed input
+  seed: { min: 0, max: 2 ** 31 - 1 },
+  dims: [8, 16, 32, 64],
+  heads: [1, 2, 4, 8],
+  timingSizes: [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
+  timingDims: [16, 32, 64, 128],
+};
+
+export const DEFAULTS = Object.freeze({
+  form: 'softmax', // a form id from forms.js: 'softmax', 'linear:elu+1', 'synth:random', ...
+  input: 'tokens', // 'tokens' (typed text, a fixed seeded embedding) or 'random' (seeded q, k, v)
+  text: 'the cat sat on the mat because the mat was warm',
+  n: 16,
+  d: 32,
+  heads: 2,
+  causal: false,
+  seed: 1,
+  build: 'auto', // timings: 'auto' | 'simd' | 'scalar'
+  tmin: 64, // timings: smallest n
+  tmax: 1024, // timings: largest n
+  td: 64, // timings: d
+  tforms: 'all', // timings: 'all' or a comma-separated list of form ids
+});
+
+const BOOL = { 1: true, 0: false, true: true, false: false };
+
+function intIn(value, lo, hi) {
+  if (!/^-?\d+$/.test(value ?? '')) return undefined;
+  const x = Number(value);
+  return x >= lo && x <= hi ? x : undefined;
+}
+
+function oneOf(value, list) {
+  const x = Number(value);
+  return list.includes(x) ? x : undefined;
+}
+
+/** Parses a query string into a full state; anything missing or invalid takes its default. */
+export function parseState(search) {
+  const p = new URLSearchParams(search);
+  const s = { ...DEFAULTS };
+  const set = (key, value) => {
+    if (value !== undefined) s[key] = value;
+  };
+  if (p.has('form') && /^[a-z0-9:+_-]{1,40}$/i.test(p.get('form'))) s.form = p.get('form');
+  if (['tokens', 'random'].includes(p.get('input'))) s.input = p.get('input');
+  if (p.has('text')) s.text = p.get('text').slice(0, 400);
+  set('n', intIn(p.get('n'), LIMITS.n.min, LIMITS.n.max));
+  set('d', oneOf(p.get('d'), LIMITS.dims));
+  set('heads', oneOf(p.get('heads'), LIMITS.heads));
+  set('causal', BOOL[p.get('causal')]);
+  set('seed', intIn(p.get('seed'), LIMITS.seed.min, LIMITS.seed.max));
+  if (['auto', 'simd', 'scalar'].includes(p.get('build'))) s.build = p.get('build');
+  set('tmin', oneOf(p.get('tmin'), LIMITS.timingSizes));
+  set('tmax', oneOf(p.get('tmax'), LIMITS.timingSizes));
+  set('td', oneOf(p.get('td'), LIMITS.timingDims));
+  if (p.has('tforms') && /^[a-z0-9:+_,-]{1,400}$/i.test(p.get('tforms'))) s.tforms = p.get('tforms');
+  return normalise(s);
+}
+
+/** Restores the invariants between fields: heads divide d, tmin <= tmax. */
+export function normalise(s) {
+  const out = { ...s };
+  if (out.d % out.heads) out.heads = LIMITS.heads.filter((h) => out.d % h === 0).pop();
+  if (out.tmin > out.tmax) [out.tmin, out.tmax] = [out.tmax, out.tmin];
+  return out;
+}
+
+/** The query string for a state (every field written, so a link survives changed defaults). */
+export function stateToSearch(s) {
+  const p = new URLSearchParams();
+  for (const key of Object.keys(DEFAULTS)) {
+    const v = s[key];
+    p.set(key, typeof v === 'boolean' ? (v ? '1' : '0') : String(v));
+  }
+  return `?${p.toString()}`;
+}
+
+/** The timing forms chosen in a state, as an array of ids (null means all available). */
+export function timingForms(s) {
+  return s.tforms === 'all' ? null : s.tforms.split(',').filter(Boolean);
+}

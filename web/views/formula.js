@@ -1,0 +1,27 @@
+// formula.js: the formula of the chosen form, as text beside the views (from ATTENTION_FORMS.md).
+import { formulaOf } from '../forms.js';
+
+export function createFormulaView({ formula, title, note }) {
+  return {
+    /** view: what the heatmap shows; a mixture adds alphas (heads * C) and its components. */
+    render(form, { causal, heads }, { alphas, components } = {}) {
+      title.textContent = form.label;
+      formula.textContent = formulaOf(form.id);
+      const notes = [];
+      if (form.family === 'linear') {
+        notes.push('The fast path never builds A; the heatmap shows the matrix it implies.');
+      }
+      if (form.family === 'synth') {
+        notes.push('The heatmap shows softmax of the synthesized logits B (maximum length L = 128, top-left n × n block).');
+      }
+      if (causal && form.causal) notes.push('Causal: the upper triangle (j > i) is zero.');
+      if (alphas && components) {
+        const c = components.length;
+        const perHead = Array.from({ length: heads }, (_, h) => `head ${h + 1}: `
+          + components.map((name, i) => `${name} ${alphas[h * c + i].toFixed(3)}`).join(', '));
+        notes.push(`Mixture weights α (${perHead.join('; ')}).`);
+      }
+      note.textContent = notes.join(' ');
+    },
+  };
+}

@@ -1,0 +1,215 @@
+// heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
+// positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
+// shared scale 0..max (the legend says which), hover or arrow keys read (i, j, value).
+import { VIRIDIS, viridisCss } from './colormap.js';
+
+const FONT = '11px system-ui, sans-serif';
+const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
+
+function shortLabel(s) {
+  return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s;
+}
+
+function cssVar(name, fallback) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+}
+
+/**
+ * A figure: one canvas drawing one n x m matrix with labels; keeps its own cursor for keyboard reading.
+ */
+class HeatmapFigure {
+  constructor(parent, onRead) {
+    this.figure = document.createElement('figure');
+    this.figure.className = 'heatmap';
+    this.canvas = document.createElement('canvas');
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute('role', 'img');
+    this.caption = document.createElement('figcaption');
+    this.figure.append(this.caption, this.canvas);
+    parent.append(this.figure);
+    this.onRead = onRead;
+    this.cursor = null;
+    this.canvas.addEventListener('mousemove', (e) => this.hover(e));
+    this.canvas.addEventListener('mouseleave', () => this.setCursor(null));
+    this.canvas.addEventListener('focus', () => this.setCursor(this.cursor ?? [0, 0]));
+    this.canvas.addEventListener('blur', () => this.setCursor(null));
+    this.canvas.addEventListener('keydown', (e) => this.key(e));
+  }
+
+  set(map, data) {
+    this.map = map;
+    this.data = data;
+    this.caption.textContent = map.title;
+    this.canvas.setAttribute('aria-label',
+      `${map.title}: attention weights, ${data.n} query rows by ${data.m} key columns. Arrow keys read values.`);
+    this.layout();
+    this.draw();
+  }
+
+  layout() {
+    const { n, m, rowLabels, colLabels, cellSize } = this.data;
+    const ctx = this.canvas.getContext('2d');
+    ctx.font = FONT;
+    const widest = (labels) => Math.max(...labels.map((s) => ctx.measureText(shortLabel(s)).width));
+    this.left = Math.ceil(widest(rowLabels)) + 8;
+    this.top = Math.ceil(widest(colLabels)) + 8;
+    this.cell = cellSize;
+    this.width = this.left + m * this.cell + 2;
+    this.height = this.top + n * this.cell + 2;
+    const dpr = window.devicePixelRatio || 1;
+    this.canvas.width = Math.round(this.width * dpr);
+    this.canvas.height = Math.round(this.height * dpr);
+    this.canvas.style.width = `${this.width}px`;
+    this.canvas.style.height = `${this.height}px`;
+    this.dpr = dpr;
+    // Where the matrix sits (CSS px), for readers of the pixels such as the browser tests.
+    Object.assign(this.canvas.dataset, { left: this.left, top: this.top, cell: this.cell, n, m });
+  }
+
+  draw() {
+    const { n, m, rowLabels, colLabels, vmax } = this.data;
+    const w = this.map.weights;
+    const ctx = this.canvas.getContext('2d');
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.clearRect(0, 0, this.width, this.height);
+
+    // The matrix: one pixel per entry in an offscreen image, scaled up without smoothing.
+    const img = new ImageData(m, n);
+    for (let idx = 0; idx < n * m; idx++) {
+      const t = Math.max(0, Math.min(1, w[idx] / vmax));
+      const c = 4 * Math.round(t * 255);
+      img.data[4 * idx] = VIRIDIS[c];
+      img.data[4 * idx + 1] = VIRIDIS[c + 1];
+      img.data[4 * idx + 2] = VIRIDIS[c + 2];
+      img.data[4 * idx + 3] = 255;
+    }
+    const off = document.createElement('canvas');
+    off.width = m;
+    off.height = n;
+    off.getContext('2d').putImageData(img, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(off, this.left, this.top, m * this.cell, n * this.cell);
+
+    // Labels: every one when cells are tall enough for text, else every k-th.
+    ctx.font = FONT;
+    ctx.fillStyle = cssVar('--fg', '#222');
+    const every = Math.max(1, Math.ceil(12 / this.cell));
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    for (let i = 0; i < n; i += every) {
+      ctx.fillText(shortLabel(rowLabels[i]), this.left - 4, this.top + (i + 0.5) * this.cell);
+    }
+    ctx.save();
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = 'left';
+    for (let j = 0; j < m; j += every) {
+      ctx.fillText(shortLabel(colLabels[j]), -(this.top - 4), this.left + (j + 0.5) * this.cell);
+    }
+    ctx.restore();
+
+    if (this.cursor) {
+      const [i, j] = this.cursor;
+      ctx.strokeStyle = '#ff3d7f';
+      ctx.lineWidth = 2;
+      ctx.strokeRect(this.left + j * this.cell, this.top + i * this.cell, this.cell, this.cell);
+    }
+  }
+
+  hover(e) {
+    const r = this.canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - r.left - this.left) / this.cell);
+    const i = Math.floor((e.clientY - r.top - this.top) / this.cell);
+    this.setCursor(i >= 0 && i < this.data.n && j >= 0 && j < this.data.m ? [i, j] : null);
+  }
+
+  key(e) {
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    const mv = moves[e.key];
+    if (!mv) return;
+    e.preventDefault();
+    const [i, j] = this.cursor ?? [0, 0];
+    this.setCursor([
+      Math.max(0, Math.min(this.data.n - 1, i + mv[0])),
+      Math.max(0, Math.min(this.data.m - 1, j + mv[1])),
+    ]);
+  }
+
+  setCursor(cell) {
+    const same = cell && this.cursor && cell[0] === this.cursor[0] && cell[1] === this.cursor[1];
+    if (same || (!cell && !this.cursor)) return;
+    this.cursor = cell;
+    this.draw();
+    if (cell) {
+      const [i, j] = cell;
+      this.onRead(`${this.map.title}: row i = ${i} “${this.data.rowLabels[i]}” → column j = ${j} “${this.data.colLabels[j]}”: `
+        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`);
+    }
+  }
+}
+
+function drawLegend(canvas, vmax) {
+  const width = 220, height = 34, barH = 12;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = width * dpr;
+  canvas.height = height * dpr;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  const x0 = 6, x1 = width - 6;
+  for (let x = x0; x < x1; x++) {
+    ctx.fillStyle = viridisCss((x - x0) / (x1 - x0 - 1));
+    ctx.fillRect(x, 2, 1, barH);
+  }
+  ctx.font = FONT;
+  ctx.fillStyle = cssVar('--fg', '#222');
+  ctx.textBaseline = 'top';
+  ctx.textAlign = 'left';
+  ctx.fillText('0', x0, barH + 6);
+  ctx.textAlign = 'center';
+  ctx.fillText((vmax / 2).toPrecision(2), (x0 + x1) / 2, barH + 6);
+  ctx.textAlign = 'right';
+  ctx.fillText(vmax.toPrecision(3), x1, barH + 6);
+  canvas.setAttribute('aria-label', `Colour scale: viridis from 0 (dark purple) to ${vmax.toPrecision(3)} (yellow)`);
+}
+
+const GAP = 13; // px between figures (the grid's CSS gap, 0.8rem)
+const LABEL_ROOM = 75; // px a figure spends on its row labels
+
+// Cell size in px: as many figures side by side as keep cells readable (at least 6 px, or 3 px for
+// long sequences), each at most a ~300 px square.
+function chooseCellSize(width, count, len) {
+  const minCell = len <= 32 ? 6 : 3;
+  for (let cols = count; cols >= 1; cols--) {
+    const room = Math.min(300, (width - (cols - 1) * GAP) / cols - LABEL_ROOM);
+    const cell = Math.min(28, Math.floor(room / len));
+    if (cell >= minCell || cols === 1) return Math.max(2, cell);
+  }
+  return 2;
+}
+
+/**
+ * The heatmap grid view. elements: { grid, legend (canvas), readout }.
+ * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels }).
+ */
+export function createHeatmapView({ grid, legend, readout }) {
+  const figures = [];
+  const read = (text) => {
+    readout.textContent = text;
+  };
+  return {
+    render({ maps, n, m, rowLabels, colLabels }) {
+      let vmax = 0;
+      for (const map of maps) for (const x of map.weights) if (x > vmax) vmax = x;
+      if (!(vmax > 0)) vmax = 1;
+      const cellSize = chooseCellSize(grid.clientWidth, maps.length, Math.max(n, m));
+      while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
+      while (figures.length > maps.length) figures.pop().figure.remove();
+      const data = { n, m, rowLabels, colLabels, vmax, cellSize };
+      maps.forEach((map, h) => figures[h].set(map, data));
+      drawLegend(legend, vmax);
+      read('Hover over a heatmap, or focus it and use the arrow keys, to read A[i, j].');
+    },
+  };
+}

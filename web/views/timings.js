@@ -1,0 +1,194 @@
+// timings.js: the timings panel. It asks the worker (../worker.js) to time each chosen form at each
+// n from the smallest to the largest power of two, and draws the medians on log-log axes as they come.
+import { LIMITS } from '../state.js';
+import { drawChart, logLogSlope, seriesStyle } from './chart.js';
+
+const SLOPE_POINTS = 3; // the legend's slope is fitted over the 3 largest sizes measured
+
+function fillSelect(select, values) {
+  select.replaceChildren(...values.map((v) => new Option(String(v), String(v))));
+}
+
+function fmtMs(ms) {
+  return ms >= 100 ? ms.toFixed(0) : ms >= 1 ? ms.toFixed(2) : ms.toPrecision(2);
+}
+
+/**
+ * el: { form, build, tmin, tmax, td, tforms, run, stop, progress, status, chart, legend, table }.
+ * onChange(patch) reports edited settings; onError(message) shows a failure.
+ */
+export function createTimingsView(el, { onChange, onError }) {
+  fillSelect(el.tmin, LIMITS.timingSizes);
+  fillSelect(el.tmax, LIMITS.timingSizes);
+  fillSelect(el.td, LIMITS.timingDims);
+  let state = null;
+  let forms = [];
+  let worker = null;
+  let runId = 0;
+  let results = new Map(); // form id -> [[n, ms]]
+  let labels = new Map(); // form id -> label
+  let skipped = [];
+
+  el.build.addEventListener('change', () => onChange({ build: el.build.value }));
+  el.tmin.addEventListener('change', () => onChange({ tmin: Number(el.tmin.value) }));
+  el.tmax.addEventListener('change', () => onChange({ tmax: Number(el.tmax.value) }));
+  el.td.addEventListener('change', () => onChange({ td: Number(el.td.value) }));
+  el.tforms.addEventListener('change', () => {
+    const boxes = [...el.tforms.querySelectorAll('input')];
+    const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
+    onChange({ tforms: chosen.length === boxes.length ? 'all' : chosen.join(',') });
+  });
+  el.form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    start();
+  });
+  el.stop.addEventListener('click', () => stop('Stopped.'));
+
+  function chosenForms() {
+    if (state.tforms === 'all') return forms.map((f) => f.id);
+    const wanted = state.tforms.split(',');
+    return forms.map((f) => f.id).filter((id) => wanted.includes(id));
+  }
+
+  function sizes() {
+    return LIMITS.timingSizes.filter((n) => n >= state.tmin && n <= state.tmax);
+  }
+
+  function redraw() {
+    const ids = [...results.keys()];
+    const series = ids.map((id, i) => ({ label: labels.get(id) ?? id, points: results.get(id), ...seriesStyle(i) }));
+    drawChart(el.chart, {
+      series, xLabel: 'sequence length n', yLabel: 'time per call (ms)',
+      guides: [{ label: '∝ n', slope: 1 }, { label: '∝ n²', slope: 2 }],
+    });
+    el.legend.replaceChildren(...series.map((s) => {
+      const li = document.createElement('li');
+      const sw = document.createElement('span');
+      sw.className = 'swatch';
+      sw.style.borderColor = s.color;
+      if (s.dash.length) sw.style.borderTopStyle = 'dashed';
+      const slope = logLogSlope(s.points, SLOPE_POINTS);
+      li.append(sw, `${s.label}${Number.isFinite(slope) ? `: slope ${slope.toFixed(2)}` : ''}`);
+      return li;
+    }));
+    const ns = [...new Set(ids.flatMap((id) => results.get(id).map((p) => p[0])))].sort((a, b) => a - b);
+    const head = document.createElement('tr');
+    head.append(...['n', ...ids.map((id) => `${labels.get(id) ?? id} (ms)`)].map((t) => {
+      const th = document.createElement('th');
+      th.textContent = t;
+      th.scope = 'col';
+      return th;
+    }));
+    const rows = ns.map((n) => {
+      const tr = document.createElement('tr');
+      tr.append(...[String(n), ...ids.map((id) => {
+        const p = results.get(id).find((q) => q[0] === n);
+        return p ? fmtMs(p[1]) : '–';
+      })].map((t) => {
+        const td = document.createElement('td');
+        td.textContent = t;
+        return td;
+      }));
+      return tr;
+    });
+    el.table.replaceChildren(head, ...rows);
+  }
+
+  function setRunning(running) {
+    el.run.disabled = running;
+    el.stop.disabled = !running;
+    el.panel.dataset.running = running ? '1' : '0';
+  }
+
+  function stop(message) {
+    if (worker) worker.terminate();
+    worker = null;
+    runId++;
+    setRunning(false);
+    el.status.textContent = message;
+  }
+
+  function start() {
+    const ids = chosenForms();
+    const ns = sizes();
+    if (ids.length === 0) {
+      el.status.textContent = 'Choose at least one form to time.';
+      return;
+    }
+    if (!worker) {
+      worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
+      worker.onerror = (e) => {
+        const message = `The timing worker failed: ${e.message || 'it could not load'}`;
+        stop(message);
+        onError(message);
+      };
+      worker.onmessage = (e) => receive(e.data);
+    }
+    runId++;
+    results = new Map();
+    skipped = [];
+    el.panel.dataset.done = '0';
+    redraw();
+    setRunning(true);
+    el.progress.value = 0;
+    el.status.textContent = `Loading the ${state.build} build in the worker…`;
+    worker.postMessage({ type: 'run', id: runId, build: state.build, forms: ids, sizes: ns, d: state.td });
+  }
+
+  let buildText = '';
+  function receive(msg) {
+    if (msg.id !== runId) return;
+    if (msg.type === 'loaded') {
+      buildText = msg.simd ? 'SIMD build (attention.wasm, lib.simd = true)' : 'scalar build (attention-scalar.wasm, lib.simd = false)';
+      for (const f of msg.forms) labels.set(f.id, f.label);
+    } else if (msg.type === 'progress') {
+      el.progress.max = msg.total;
+      el.progress.value = msg.done;
+      el.status.textContent = msg.form
+        ? `Running the ${buildText}: ${labels.get(msg.form) ?? msg.form} at n = ${msg.n} (${msg.done + 1} of ${msg.total})…`
+        : `Running the ${buildText}: ${msg.done} of ${msg.total} measured.`;
+    } else if (msg.type === 'result') {
+      if (!results.has(msg.form)) results.set(msg.form, []);
+      results.get(msg.form).push([msg.n, msg.ms]);
+      redraw();
+    } else if (msg.type === 'skipped') {
+      skipped.push(`${labels.get(msg.form) ?? msg.form} at n = ${msg.n}: ${msg.reason}`);
+    } else if (msg.type === 'done') {
+      setRunning(false);
+      el.panel.dataset.done = '1';
+      const count = [...results.values()].reduce((a, r) => a + r.length, 0);
+      el.status.textContent = `Done: ${count} measurements with the ${buildText}, d = ${state.td}.`
+        + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
+    } else if (msg.type === 'error') {
+      stop(`Timing failed: ${msg.message}`);
+      onError(`Timing failed: ${msg.message}`);
+    }
+  }
+
+  return {
+    update(newState, newForms) {
+      state = newState;
+      const key = newForms.map((f) => f.id).join();
+      if (key !== forms.map((f) => f.id).join()) {
+        forms = newForms;
+        for (const f of forms) labels.set(f.id, f.label);
+        el.tforms.replaceChildren(...forms.map((f) => {
+          const label = document.createElement('label');
+          const box = document.createElement('input');
+          box.type = 'checkbox';
+          box.value = f.id;
+          label.append(box, ` ${f.label}`);
+          return label;
+        }));
+      }
+      const wanted = chosenForms();
+      for (const box of el.tforms.querySelectorAll('input')) box.checked = wanted.includes(box.value);
+      el.build.value = state.build;
+      el.tmin.value = String(state.tmin);
+      el.tmax.value = String(state.tmax);
+      el.td.value = String(state.td);
+      if (!worker && results.size === 0) redraw();
+    },
+    resize: redraw,
+  };
+}
