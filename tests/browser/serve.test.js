@@ -1,0 +1,104 @@
+// serve.test.js: scripts/serve.js, the playground's static server: what it serves, with which
+// headers, and what it refuses. Plain HTTP from Node (no browser needed).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../../scripts/serve.js';
+
+let server;
+before(async () => {
+  server = await startServer({ port: 0 });
+});
+after(() => server?.close());
+
+// A raw GET (fetch would normalise '..' away before sending, which is exactly what must be tested).
+function get(path, method = 'GET') {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('serves web/ at / and the package wasm/ at /wasm/ with the right MIME types', async () => {
+  const cases = [
+    ['/', 'text/html; charset=utf-8'],
+    ['/index.html', 'text/html; charset=utf-8'],
+    ['/main.js', 'text/javascript; charset=utf-8'],
+    ['/style.css', 'text/css; charset=utf-8'],
+    ['/views/heatmap.js', 'text/javascript; charset=utf-8'],
+    ['/wasm/index.js', 'text/javascript; charset=utf-8'],
+    ['/wasm/attention.wasm', 'application/wasm'],
+    ['/wasm/attention-scalar.wasm', 'application/wasm'],
+  ];
+  for (const [path, type] of cases) {
+    const r = await get(path);
+    assert.equal(r.status, 200, path);
+    assert.equal(r.headers['content-type'], type, path);
+    assert.equal(Number(r.headers['content-length']), r.body.length, path);
+  }
+  const wasm = await get('/wasm/attention.wasm');
+  assert.deepEqual([...wasm.body.subarray(0, 4)], [0, 0x61, 0x73, 0x6d], 'wasm magic number');
+});
+
+test('sends the cross-origin isolation headers on every response, errors too', async () => {
+  for (const path of ['/', '/wasm/attention.wasm', '/missing']) {
+    const r = await get(path);
+    assert.equal(r.headers['cross-origin-opener-policy'], 'same-origin', path);
+    assert.equal(r.headers['cross-origin-embedder-policy'], 'require-corp', path);
+  }
+});
+
+test('refuses to leave its folders and answers 404, 405 and HEAD properly', async () => {
+  for (const path of ['/../package.json', '/wasm/../package.json', '/wasm/../../package.json', '/%2e%2e/package.json',
+    '/wasm/..%2f..%2fpackage.json', '/..%5cpackage.json', '/%00', '/nope.js', '/wasm/nope.wasm', '/%E0%A4%A']) {
+    const r = await get(path);
+    assert.equal(r.status, 404, path);
+    assert.doesNotMatch(r.body.toString(), /"name": "attention-wasm"/, path);
+  }
+  const dir = await get('/views');
+  assert.equal(dir.status, 301);
+  assert.equal(dir.headers.location, '/views/');
+  assert.equal((await get('/', 'POST')).status, 405);
+  const head = await get('/wasm/attention.wasm', 'HEAD');
+  assert.equal(head.status, 200);
+  assert.equal(head.body.length, 0);
+  assert.ok(Number(head.headers['content-length']) > 1000);
+});
+
+test('the command line prints its URL and serves on PORT', async () => {
+  const script = fileURLToPath(new URL('../../scripts/serve.js', import.meta.url));
+  const child = spawn(process.execPath, [script], { env: { ...process.env, PORT: '0' } });
+  try {
+    const line = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c) => {
+        out += c;
+        if (out.includes('\n')) resolve(out);
+      });
+      child.on('exit', (code) => reject(new Error(`serve.js exited with ${code}`)));
+    });
+    const url = line.match(/http:\/\/127\.0\.0\.1:\d+\//)?.[0];
+    assert.ok(url, `no URL in: ${line}`);
+    const res = await fetch(url);
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /Attention playground/);
+  } finally {
+    child.kill();
+  }
+  const bad = spawn(process.execPath, [script], { env: { ...process.env, PORT: 'eighty' } });
+  const [code, err] = await new Promise((resolve) => {
+    let e = '';
+    bad.stderr.on('data', (c) => (e += c));
+    bad.on('exit', (c) => resolve([c, e]));
+  });
+  assert.equal(code, 1);
+  assert.match(err, /PORT must be an integer/);
+});
