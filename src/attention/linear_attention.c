@@ -4,8 +4,10 @@
 #include "linear_attention.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/simd.h"
 #include "../kernels/status.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +35,11 @@ static int all_finite(const float *x, size_t len) {
 }
 
 // o (len) = o / den, or zero when den is not > 0 (no allowed similarity: a zero row, never NaN).
-// Divides rather than multiplying by 1 / den, which overflows for a subnormal den.
+// For a subnormal den, 1 / den overflows: divide element by element instead.
 static void normalise_row(float *o, float den, size_t len) {
-    if (den > 0.0f)
+    if (den >= FLT_MIN)
+        aw_scale(o, o, 1.0f / den, len);
+    else if (den > 0.0f)
         for (size_t c = 0; c < len; c++) o[c] /= den;
     else
         memset(o, 0, len * sizeof(float));
@@ -61,28 +65,63 @@ static float normalise_vector(float *y, const float *x, size_t len) {
     return amax * s;
 }
 
+// Branch-free elementwise pieces of the feature maps: with random signs a branch per element
+// mispredicts half the time (measured: 2/3 of the elu+1 forward time before these).
+// y = min(x, 0)
+static void min_zero(float *y, const float *x, size_t len) {
+    size_t c = 0;
+#if AW_SIMD
+    const aw_f32x4 zero = aw_splat(0.0f);
+    for (; c + 4 <= len; c += 4) aw_store(y + c, aw_min(aw_load(x + c), zero));
+#endif
+    for (; c < len; c++) y[c] = x[c] < 0.0f ? x[c] : 0.0f;
+}
+
+// y = max(x, 0)
+static void relu(float *y, const float *x, size_t len) {
+    size_t c = 0;
+#if AW_SIMD
+    const aw_f32x4 zero = aw_splat(0.0f);
+    for (; c + 4 <= len; c += 4) aw_store(y + c, aw_max(aw_load(x + c), zero));
+#endif
+    for (; c < len; c++) y[c] = x[c] > 0.0f ? x[c] : 0.0f;
+}
+
+// phi = x + 1 where x > 0, else phi unchanged (it holds exp(min(x, 0)))
+static void elu1_select(float *phi, const float *x, size_t len) {
+    size_t c = 0;
+#if AW_SIMD
+    const aw_f32x4 zero = aw_splat(0.0f), one = aw_splat(1.0f);
+    for (; c + 4 <= len; c += 4) {
+        const aw_f32x4 xv = aw_load(x + c);
+        aw_store(phi + c, aw_select(aw_gt(xv, zero), aw_add(xv, one), aw_load(phi + c)));
+    }
+#endif
+    for (; c < len; c++) phi[c] = x[c] > 0.0f ? x[c] + 1.0f : phi[c];
+}
+
 // phi (rows, D) = the row-local feature map of x (rows, dh), rows of x at stride ld.
 // For EFFICIENT this is the query map (softmax over the dh features).
 static void feature_rows(float *phi, const float *x, size_t rows, size_t dh, size_t ld, int feature) {
     const size_t D = feature_width(feature, dh);
+    if (feature == AW_LINEAR_ELU1) { // x + 1 for x > 0, exp(x) otherwise (exp of min(x, 0) cannot overflow)
+        for (size_t r = 0; r < rows; r++) min_zero(phi + r * D, x + r * ld, dh);
+        aw_exp(phi, phi, rows * D); // one call for the whole block: phi is dense (D == dh)
+        for (size_t r = 0; r < rows; r++) elu1_select(phi + r * D, x + r * ld, dh);
+        return;
+    }
     for (size_t r = 0; r < rows; r++) {
         const float *xr = x + r * ld;
         float *pr = phi + r * D;
         switch (feature) {
-        case AW_LINEAR_ELU1: // x + 1 for x > 0, exp(x) otherwise (exp of min(x, 0) cannot overflow)
-            for (size_t c = 0; c < dh; c++) pr[c] = xr[c] < 0.0f ? xr[c] : 0.0f;
-            aw_exp(pr, pr, dh);
-            for (size_t c = 0; c < dh; c++)
-                if (xr[c] > 0.0f) pr[c] = xr[c] + 1.0f;
-            break;
         case AW_LINEAR_RELU:
-            for (size_t c = 0; c < dh; c++) pr[c] = xr[c] > 0.0f ? xr[c] : 0.0f;
+            relu(pr, xr, dh);
             break;
         case AW_LINEAR_EFFICIENT:
             memcpy(pr, xr, dh * sizeof(float));
             aw_softmax_rows(pr, 1, dh, dh);
             break;
-        default: // AW_LINEAR_TAYLOR: [1, x / |x|]
+        default: // AW_LINEAR_TAYLOR: [1, x / |x|] (ELU1 is handled above)
             pr[0] = 1.0f;
             normalise_vector(pr + 1, xr, dh);
             break;
