@@ -277,3 +277,18 @@ test('docs screenshot (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.pn
   assertNoProblems(problems);
   await page.close();
 });
+
+test('Synthesizer random ignores the input (position only); softmax does not', async () => {
+  const { page, problems } = await open('?form=synth:random&input=tokens&text=a+b+c+d+e&heads=1&d=16');
+  const a = (await readHeatmaps(page))[0].colours;
+  await changeAndWait(page, () => page.fill('#text', 'v w x y z'));
+  const b = (await readHeatmaps(page))[0].colours;
+  assert.deepEqual(b, a, 'random synthesizer: same length, other tokens, same A');
+  await changeAndWait(page, () => page.selectOption('#form', 'softmax'));
+  const c = (await readHeatmaps(page))[0].colours;
+  await changeAndWait(page, () => page.fill('#text', 'a b c d e'));
+  const d = (await readHeatmaps(page))[0].colours;
+  assert.notDeepEqual(c, d, 'softmax: other tokens, other A');
+  assertNoProblems(problems);
+  await page.close();
+});
