@@ -20,7 +20,7 @@ export const DEFAULTS = Object.freeze({
   heads: 2,
   causal: false,
   seed: 1,
-  build: 'auto', // timings: 'auto' | 'simd' | 'scalar'
+  build: 'auto', // timings: 'auto' | 'simd' | 'scalar' | 'both' (SIMD and scalar side by side)
   tmin: 64, // timings: smallest n
   tmax: 1024, // timings: largest n
   td: 64, // timings: d
@@ -55,7 +55,7 @@ export function parseState(search) {
   set('heads', oneOf(p.get('heads'), LIMITS.heads));
   set('causal', BOOL[p.get('causal')]);
   set('seed', intIn(p.get('seed'), LIMITS.seed.min, LIMITS.seed.max));
-  if (['auto', 'simd', 'scalar'].includes(p.get('build'))) s.build = p.get('build');
+  if (['auto', 'simd', 'scalar', 'both'].includes(p.get('build'))) s.build = p.get('build');
   set('tmin', oneOf(p.get('tmin'), LIMITS.timingSizes));
   set('tmax', oneOf(p.get('tmax'), LIMITS.timingSizes));
   set('td', oneOf(p.get('td'), LIMITS.timingDims));

@@ -1,10 +1,11 @@
 // worker.js: the playground's heavy work, off the page's thread so the page never freezes.
 // It loads the package itself (../wasm/index.js) and measures forward time against n.
-// Messages in:  { type: 'run', id, build: 'auto' | 'simd' | 'scalar', forms: [id] | null, sizes: [n], d }
-// Messages out: { type: 'loaded', id, simd, forms: [{ id, label }] }
-//               { type: 'progress', id, done, total, form, n }
-//               { type: 'result', id, form, n, ms, reps }        (ms: median of reps calls)
-//               { type: 'skipped', id, form, n, reason }
+// Messages in:  { type: 'run', id, builds: ['auto' | 'simd' | 'scalar', ...], forms: [id] | null, sizes: [n], d }
+// Messages out: { type: 'loaded', id, builds: [{ build, simd }], forms: [{ id, label }] }
+//               { type: 'progress', id, done, total, form, build, n }
+//               { type: 'result', id, form, build, n, ms, reps }        (ms: median of reps calls)
+//               { type: 'skipped', id, form, build, n, reason }
+// With two builds, each (form, n) is measured on both back to back, so their ratio is fair.
 //               { type: 'done', id } | { type: 'error', id, message }
 // To stop a run, the page terminates the worker.
 import { loadAttention } from '../wasm/index.js';
@@ -22,8 +23,10 @@ function load(build) {
   return libs.get(build);
 }
 
+const BATCH_MS = 2; // a sample runs the call this long (a batch of calls when one is shorter)
 const MIN_MS = 60; // measure each point for at least this long ...
-const MAX_REPS = 25; // ... but at most this many calls
+const MIN_SAMPLES = 3; // ... with at least this many samples ...
+const MAX_SAMPLES = 25; // ... and at most this many
 const SLOW_MS = 3000; // a call slower than this stops the larger sizes of that form
 
 function median(xs) {
@@ -31,46 +34,69 @@ function median(xs) {
   return s[Math.floor(s.length / 2)];
 }
 
-async function run({ id, build, forms: wanted, sizes, d }) {
-  const { lib, forms: available } = await load(build);
-  const forms = wanted ? available.filter((f) => wanted.includes(f.id)) : available;
-  postMessage({ type: 'loaded', id, simd: lib.simd, forms: available.map((f) => ({ id: f.id, label: f.label })) });
-  const total = forms.length * sizes.length;
+// Times one call of form at inp: the median over samples (after a warm-up call). Browsers coarsen
+// performance.now() (5 us to 100 us), so a sample times a batch of calls lasting about 2 ms.
+function measure(form, inp) {
+  const cache = new Map();
+  try {
+    form.run(inp, cache); // warm-up (and creates a synthesizer's weights outside the timing)
+    let t0 = performance.now();
+    form.run(inp, cache);
+    const once = performance.now() - t0;
+    const batch = Math.max(1, Math.min(1000, Math.ceil(BATCH_MS / Math.max(once, 0.005))));
+    const samples = [];
+    const start = performance.now();
+    while (samples.length < MIN_SAMPLES || (performance.now() - start < MIN_MS && samples.length < MAX_SAMPLES)) {
+      t0 = performance.now();
+      for (let i = 0; i < batch; i++) form.run(inp, cache);
+      samples.push((performance.now() - t0) / batch);
+      if (samples[samples.length - 1] > SLOW_MS) break;
+    }
+    return { ms: median(samples), reps: samples.length * batch };
+  } finally {
+    clearCache(cache);
+  }
+}
+
+async function run({ id, builds, forms: wanted, sizes, d }) {
+  const loaded = [];
+  for (const build of builds) loaded.push({ build, ...(await load(build)) });
+  const available = loaded[0].forms;
+  const ids = available.map((f) => f.id).filter((f) => !wanted || wanted.includes(f));
+  postMessage({
+    type: 'loaded', id, builds: loaded.map((l) => ({ build: l.build, simd: l.lib.simd })),
+    forms: available.map((f) => ({ id: f.id, label: f.label })),
+  });
+  const total = ids.length * sizes.length * loaded.length;
   let done = 0;
-  const tooSlow = new Set();
+  const tooSlow = new Set(); // form@build
   for (const n of sizes) {
     const inp = {
       n, d, heads: 1, causal: false, weights: false, seed: 7, maxLen: n,
       q: randomF32(n * d, 11, -2, 2), k: randomF32(n * d, 12, -2, 2), v: randomF32(n * d, 13), x: randomF32(n * d, 14),
     };
-    for (const form of forms) {
-      postMessage({ type: 'progress', id, done, total, form: form.id, n });
-      if (tooSlow.has(form.id)) {
-        postMessage({ type: 'skipped', id, form: form.id, n, reason: `a smaller n already took over ${SLOW_MS} ms` });
-      } else {
-        const cache = new Map();
-        try {
-          form.run(inp, cache); // warm-up (and creates a synthesizer's weights outside the timing)
-          const times = [];
-          const start = performance.now();
-          while (times.length < 2 || (performance.now() - start < MIN_MS && times.length < MAX_REPS)) {
-            const t0 = performance.now();
-            form.run(inp, cache);
-            times.push(performance.now() - t0);
-            if (times[times.length - 1] > SLOW_MS) break;
+    for (const formId of ids) {
+      for (const { build, forms } of loaded) {
+        const form = forms.find((f) => f.id === formId);
+        const key = `${formId}@${build}`;
+        postMessage({ type: 'progress', id, done, total, form: formId, build, n });
+        if (!form) {
+          postMessage({ type: 'skipped', id, form: formId, build, n, reason: 'not in this build' });
+        } else if (tooSlow.has(key)) {
+          postMessage({ type: 'skipped', id, form: formId, build, n, reason: `a smaller n already took over ${SLOW_MS} ms` });
+        } else {
+          try {
+            const { ms, reps } = measure(form, inp);
+            if (ms > SLOW_MS) tooSlow.add(key);
+            postMessage({ type: 'result', id, form: formId, build, n, ms, reps });
+          } catch (e) {
+            postMessage({ type: 'skipped', id, form: formId, build, n, reason: e.message });
           }
-          const ms = median(times);
-          if (ms > SLOW_MS) tooSlow.add(form.id);
-          postMessage({ type: 'result', id, form: form.id, n, ms, reps: times.length });
-        } catch (e) {
-          postMessage({ type: 'skipped', id, form: form.id, n, reason: e.message });
-        } finally {
-          clearCache(cache);
         }
+        done++;
+        // Let the progress message go out before the next (possibly long) measurement.
+        await new Promise((r) => setTimeout(r, 0));
       }
-      done++;
-      // Let the progress message go out before the next (possibly long) measurement.
-      await new Promise((r) => setTimeout(r, 0));
     }
   }
   postMessage({ type: 'progress', id, done, total });

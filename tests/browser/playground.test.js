@@ -192,11 +192,17 @@ test('the timings panel measures two sizes in a worker and plots them', async (t
   assert.match(legend, /slope -?\d+\.\d\d/);
   await screenshot(page, 'timings');
 
-  // Switch to SIMD (when this Chromium has it) and run again: the status names the build.
-  await changeAndWait(page, () => page.selectOption('#build', 'auto'));
+  // Both builds side by side: one column per (form, build) and the scalar/SIMD ratio per form.
+  await changeAndWait(page, () => page.selectOption('#build', 'both'));
   await page.click('#trun');
   await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
-  assert.match(await page.textContent('#tstatus'), /with the (SIMD|scalar) build/);
+  const both = await page.textContent('#tstatus');
+  t.diagnostic(both);
+  assert.match(both, /with the SIMD and scalar builds, side by side.*Scalar time \/ SIMD time: Softmax \(scaled dot-product\) \d+\.\d\d× at n = 128/);
+  const header = await page.$$eval('#ttable th', (ths) => ths.map((th) => th.textContent));
+  assert.equal(header.length, 1 + 2 * keep.length);
+  assert.ok(header.includes('Softmax (scaled dot-product) (SIMD), ms') && header.includes('Softmax (scaled dot-product) (scalar), ms'));
+  await screenshot(page, 'timings-both');
   assertNoProblems(problems);
   await page.close();
 });

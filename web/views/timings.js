@@ -25,7 +25,7 @@ export function createTimingsView(el, { onChange, onError }) {
   let forms = [];
   let worker = null;
   let runId = 0;
-  let results = new Map(); // form id -> [[n, ms]]
+  let results = new Map(); // series key (form id, or form@build when both builds run) -> [[n, ms]]
   let labels = new Map(); // form id -> label
   let skipped = [];
 
@@ -54,9 +54,23 @@ export function createTimingsView(el, { onChange, onError }) {
     return LIMITS.timingSizes.filter((n) => n >= state.tmin && n <= state.tmax);
   }
 
+  const BUILD_NAMES = { simd: 'SIMD', scalar: 'scalar', auto: 'auto' };
+  let both = false; // the current run measures both builds
+  const formOf = (key) => key.split('@')[0];
+  const labelOf = (key) => {
+    const [form, build] = key.split('@');
+    return `${labels.get(form) ?? form}${build ? ` (${BUILD_NAMES[build]})` : ''}`;
+  };
+
   function redraw() {
     const ids = [...results.keys()];
-    const series = ids.map((id, i) => ({ label: labels.get(id) ?? id, points: results.get(id), ...seriesStyle(i) }));
+    // With both builds a form keeps one colour: solid for SIMD, dashed for scalar.
+    const formOrder = [...new Set(ids.map(formOf))];
+    const series = ids.map((id, i) => {
+      const style = both ? seriesStyle(formOrder.indexOf(formOf(id))) : seriesStyle(i);
+      if (both && id.endsWith('@scalar')) style.dash = [6, 3];
+      return { label: labelOf(id), points: results.get(id), ...style };
+    });
     drawChart(el.chart, {
       series, xLabel: 'sequence length n', yLabel: 'time per call (ms)',
       guides: [{ label: '∝ n', slope: 1 }, { label: '∝ n²', slope: 2 }],
@@ -73,7 +87,7 @@ export function createTimingsView(el, { onChange, onError }) {
     }));
     const ns = [...new Set(ids.flatMap((id) => results.get(id).map((p) => p[0])))].sort((a, b) => a - b);
     const head = document.createElement('tr');
-    head.append(...['n', ...ids.map((id) => `${labels.get(id) ?? id} (ms)`)].map((t) => {
+    head.append(...['n', ...ids.map((id) => `${labelOf(id)}, ms`)].map((t) => {
       const th = document.createElement('th');
       th.textContent = t;
       th.scope = 'col';
@@ -132,33 +146,55 @@ export function createTimingsView(el, { onChange, onError }) {
     setRunning(true);
     el.progress.value = 0;
     el.status.textContent = `Loading the ${state.build} build in the worker…`;
-    worker.postMessage({ type: 'run', id: runId, build: state.build, forms: ids, sizes: ns, d: state.td });
+    both = state.build === 'both';
+    const builds = both ? ['simd', 'scalar'] : [state.build];
+    worker.postMessage({ type: 'run', id: runId, builds, forms: ids, sizes: ns, d: state.td });
+  }
+
+  // Series key of a worker message: the form, plus the build when both run.
+  const keyOf = (msg) => (both ? `${msg.form}@${msg.build}` : msg.form);
+
+  // Scalar time / SIMD time per form at the largest n both measured.
+  function ratios() {
+    const parts = [];
+    for (const form of new Set([...results.keys()].map(formOf))) {
+      const simd = results.get(`${form}@simd`) ?? [], scalar = results.get(`${form}@scalar`) ?? [];
+      const common = simd.map((p) => p[0]).filter((n) => scalar.some((p) => p[0] === n));
+      if (!common.length) continue;
+      const n = Math.max(...common);
+      const r = scalar.find((p) => p[0] === n)[1] / simd.find((p) => p[0] === n)[1];
+      parts.push(`${labels.get(form) ?? form} ${r.toFixed(2)}× at n = ${n}`);
+    }
+    return parts.length ? `Scalar time / SIMD time: ${parts.join('; ')}.` : '';
   }
 
   let buildText = '';
   function receive(msg) {
     if (msg.id !== runId) return;
     if (msg.type === 'loaded') {
-      buildText = msg.simd ? 'SIMD build (attention.wasm, lib.simd = true)' : 'scalar build (attention-scalar.wasm, lib.simd = false)';
+      buildText = msg.builds.length > 1 ? 'SIMD and scalar builds, side by side'
+        : msg.builds[0].simd ? 'SIMD build (attention.wasm, lib.simd = true)'
+          : 'scalar build (attention-scalar.wasm, lib.simd = false)';
       for (const f of msg.forms) labels.set(f.id, f.label);
     } else if (msg.type === 'progress') {
       el.progress.max = msg.total;
       el.progress.value = msg.done;
       el.status.textContent = msg.form
-        ? `Running the ${buildText}: ${labels.get(msg.form) ?? msg.form} at n = ${msg.n} (${msg.done + 1} of ${msg.total})…`
+        ? `Running the ${buildText}: ${labelOf(keyOf(msg))} at n = ${msg.n} (${msg.done + 1} of ${msg.total})…`
         : `Running the ${buildText}: ${msg.done} of ${msg.total} measured.`;
     } else if (msg.type === 'result') {
-      if (!results.has(msg.form)) results.set(msg.form, []);
-      results.get(msg.form).push([msg.n, msg.ms]);
+      const key = keyOf(msg);
+      if (!results.has(key)) results.set(key, []);
+      results.get(key).push([msg.n, msg.ms]);
       redraw();
     } else if (msg.type === 'skipped') {
-      skipped.push(`${labels.get(msg.form) ?? msg.form} at n = ${msg.n}: ${msg.reason}`);
+      skipped.push(`${labelOf(keyOf(msg))} at n = ${msg.n}: ${msg.reason}`);
     } else if (msg.type === 'done') {
       setRunning(false);
       el.panel.dataset.done = '1';
       const count = [...results.values()].reduce((a, r) => a + r.length, 0);
       el.status.textContent = `Done: ${count} measurements with the ${buildText}, d = ${state.td}.`
-        + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
+        + (both ? ` ${ratios()}` : '') + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
     } else if (msg.type === 'error') {
       stop(`Timing failed: ${msg.message}`);
       onError(`Timing failed: ${msg.message}`);
