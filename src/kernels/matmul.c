@@ -6,6 +6,7 @@
 // is a 4 x 8 register tile accumulated with mul + add and no k-unrolling: V8 gives wasm
 // 15 XMM registers, and larger or k-unrolled tiles spill (measured; see README, bench).
 #include "kernels.h"
+#include "matmul_packed.h"
 #include "simd.h"
 
 #include <string.h>
@@ -109,7 +110,28 @@ static void kernel_edge(float *c, size_t ldc, const float *a, size_t a_rs, size_
         for (size_t j = 0; j < nr; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
 }
 
+// One 8-column panel of C for rows 0 .. M: full 4 x 8 tiles in registers, a last partial row
+// group through the scalar edge kernel. nr < 8 columns (a zero-padded panel) go through a
+// scratch tile so the vector kernel still does the work.
+static void panel_rows(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *bp, size_t kc,
+                       size_t M, size_t nr, int acc) {
+    size_t i0 = 0;
+    if (nr == NR) {
+        for (; i0 + MR <= M; i0 += MR) kernel_4x8(c + i0 * ldc, ldc, a + i0 * a_rs, a_rs, a_ks, bp, kc, acc);
+    } else {
+        float t[MR * NR] __attribute__((aligned(16)));
+        for (; i0 + MR <= M; i0 += MR) {
+            kernel_4x8(t, NR, a + i0 * a_rs, a_rs, a_ks, bp, kc, 0);
+            float *ci = c + i0 * ldc;
+            for (size_t r = 0; r < MR; r++)
+                for (size_t j = 0; j < nr; j++) ci[r * ldc + j] = acc ? ci[r * ldc + j] + t[r * NR + j] : t[r * NR + j];
+        }
+    }
+    if (i0 < M) kernel_edge(c + i0 * ldc, ldc, a + i0 * a_rs, a_rs, a_ks, bp, kc, M - i0, nr, acc);
+}
+
 // The driver: A element (i, k) at a[i * a_rs + k * a_ks], B element (k, j) at b[k * b_ks + j * b_js].
+// Per 8-column panel of B and KC-deep block: pack it (kc x 8, L1-resident), then sweep all rows.
 static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
                  size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
     if (M == 0 || N == 0) return;
@@ -123,17 +145,48 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
         size_t nr = N - j0 < NR ? N - j0 : NR;
         for (size_t k0 = 0; k0 < K; k0 += KC) {
             size_t kc = K - k0 < KC ? K - k0 : KC;
-            int acc = accumulate || k0 > 0;
             pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
-            const float *ak = a + k0 * a_ks;
-            size_t i0 = 0;
-            if (nr == NR)
-                for (; i0 + MR <= M; i0 += MR)
-                    kernel_4x8(c + i0 * ldc + j0, ldc, ak + i0 * a_rs, a_rs, a_ks, bp, kc, acc);
-            for (; i0 < M; i0 += MR) {
-                size_t mr = M - i0 < MR ? M - i0 : MR;
-                kernel_edge(c + i0 * ldc + j0, ldc, ak + i0 * a_rs, a_rs, a_ks, bp, kc, mr, nr, acc);
+            panel_rows(c + j0, ldc, a + k0 * a_ks, a_rs, a_ks, bp, kc, M, nr, accumulate || k0 > 0);
+        }
+    }
+}
+
+// ---- pre-packed B: pack once, multiply many times ------------------------------------------
+size_t aw_packed_b_floats(size_t K, size_t N) {
+    return (N + NR - 1) / NR * NR * K;
+}
+
+void aw_pack_b_panels(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js) {
+    for (size_t j0 = 0; j0 < N; j0 += NR) {
+        size_t nr = N - j0 < NR ? N - j0 : NR;
+        float *panel = bp + j0 * K; // (j0 / NR) * K * NR
+        if (b_ks == 1) { // B^T layout: each column of B is contiguous in k
+            for (size_t j = 0; j < nr; j++) {
+                const float *col = b + (j0 + j) * b_js;
+                for (size_t k = 0; k < K; k++) panel[k * NR + j] = col[k];
             }
+            for (size_t j = nr; j < NR; j++)
+                for (size_t k = 0; k < K; k++) panel[k * NR + j] = 0.0f;
+        } else {
+            pack_b(panel, b, b_ks, b_js, 0, K, j0, nr);
+        }
+    }
+}
+
+void aw_matmul_packed(float *c, const float *a, const float *bp, size_t M, size_t N, size_t K, size_t lda,
+                      size_t panel_stride, size_t ldc, int accumulate) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        if (!accumulate)
+            for (size_t i = 0; i < M; i++) memset(c + i * ldc, 0, N * sizeof(float));
+        return;
+    }
+    for (size_t j0 = 0; j0 < N; j0 += NR) {
+        const size_t nr = N - j0 < NR ? N - j0 : NR;
+        const float *panel = bp + (j0 / NR) * panel_stride;
+        for (size_t k0 = 0; k0 < K; k0 += KC) { // KC-deep slices keep the panel slice in L1
+            const size_t kc = K - k0 < KC ? K - k0 : KC;
+            panel_rows(c + j0, ldc, a + k0, lda, 1, panel + k0 * NR, kc, M, nr, accumulate || k0 > 0);
         }
     }
 }
