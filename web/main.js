@@ -35,7 +35,7 @@ function currentForm() {
 
 const controls = createControls({
   form: $('form'), input: document.querySelectorAll('input[name="input"]'), text: $('text'), n: $('n'),
-  d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), causalNote: $('causal-note'),
+  d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), scale: $('scale'), causalNote: $('causal-note'),
   textField: $('text-field'), nField: $('n-field'),
 }, (patch) => setState(patch));
 const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note') });
@@ -62,7 +62,7 @@ function computeMaps(form) {
   for (let h = 0; h < state.heads; h++) {
     maps.push({ title: `Head ${h + 1} of ${state.heads}`, weights: result.weights.subarray(h * n * n, (h + 1) * n * n) });
   }
-  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, alphas: result.alphas, components: result.components };
+  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, scale: state.scale, alphas: result.alphas, components: result.components };
 }
 
 function render() {

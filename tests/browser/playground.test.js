@@ -135,6 +135,17 @@ test('causal masking zeroes the upper triangle; typed tokens and hover read the 
   assert.ok(upper(map).every((c) => c === zero), 'causal: every j > i entry is drawn as 0');
   assert.notEqual(map.colours[0], zero, 'row 0 attends to itself with weight 1');
 
+  // Per-row colour scale: every row's largest weight is drawn at the top of the colormap.
+  await changeAndWait(page, () => page.selectOption('#scale', 'row'));
+  assert.match(page.url(), /scale=row/);
+  [map] = await readHeatmaps(page);
+  const top = await page.evaluate(async () => {
+    const { VIRIDIS } = await import('/views/colormap.js');
+    return `${VIRIDIS[1020]},${VIRIDIS[1021]},${VIRIDIS[1022]}`;
+  });
+  for (let i = 0; i < map.n; i++) assert.ok(map.colours.slice(i * map.m, (i + 1) * map.m).includes(top), `row ${i} has no row-max colour`);
+  await changeAndWait(page, () => page.selectOption('#scale', 'max'));
+
   await changeAndWait(page, () => page.fill('#text', 'one two three one two three four'));
   [map] = await readHeatmaps(page);
   assert.equal(map.n, 7);
@@ -218,6 +229,7 @@ test('the URL restores every setting after a reload', async () => {
   await changeAndWait(page, () => page.selectOption('#d', '64'));
   await changeAndWait(page, () => page.selectOption('#heads', '4'));
   await changeAndWait(page, () => page.selectOption('#tmax', '256'));
+  await changeAndWait(page, () => page.selectOption('#scale', 'row'));
   const url = page.url();
   const before = await readHeatmaps(page);
   assert.equal(before.length, 4);
@@ -233,6 +245,7 @@ test('the URL restores every setting after a reload', async () => {
   assert.equal(await page.inputValue('#d'), '64');
   assert.equal(await page.inputValue('#heads'), '4');
   assert.equal(await page.inputValue('#tmax'), '256');
+  assert.equal(await page.inputValue('#scale'), 'row');
   assert.deepEqual((await readHeatmaps(page)).map((m) => m.colours), before.map((m) => m.colours));
 
   // The same link in a fresh tab gives the same view.

@@ -33,6 +33,7 @@ export function createControls(el, onChange) {
   el.d.addEventListener('change', () => onChange({ d: Number(el.d.value) }));
   el.heads.addEventListener('change', () => onChange({ heads: Number(el.heads.value) }));
   el.causal.addEventListener('change', () => onChange({ causal: el.causal.checked }));
+  el.scale.addEventListener('change', () => onChange({ scale: el.scale.value }));
 
   let formsKey = '';
   return {
@@ -64,6 +65,7 @@ export function createControls(el, onChange) {
       el.heads.value = String(state.heads);
       el.causal.checked = state.causal && form.causal;
       el.causal.disabled = !form.causal;
+      el.scale.value = state.scale;
       el.causalNote.hidden = form.causal;
       el.causalNote.textContent = form.causal ? '' : `${form.label} has no causal form.`;
     },

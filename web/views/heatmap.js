@@ -1,6 +1,7 @@
 // heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
 // positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
-// shared scale 0..max (the legend says which), hover or arrow keys read (i, j, value).
+// shared scale 0..max, or per row 0..row max (the legend says which); hover or arrow keys read
+// (i, j, value).
 import { VIRIDIS, viridisCss } from './colormap.js';
 
 const FONT = '11px system-ui, sans-serif';
@@ -67,7 +68,7 @@ class HeatmapFigure {
   }
 
   draw() {
-    const { n, m, rowLabels, colLabels, vmax } = this.data;
+    const { n, m, rowLabels, colLabels, vmax, scale } = this.data;
     const w = this.map.weights;
     const ctx = this.canvas.getContext('2d');
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
@@ -75,8 +76,14 @@ class HeatmapFigure {
 
     // The matrix: one pixel per entry in an offscreen image, scaled up without smoothing.
     const img = new ImageData(m, n);
+    let top = vmax;
     for (let idx = 0; idx < n * m; idx++) {
-      const t = Math.max(0, Math.min(1, w[idx] / vmax));
+      if (scale === 'row' && idx % m === 0) {
+        top = 0;
+        for (let j = idx; j < idx + m; j++) if (w[j] > top) top = w[j];
+        if (!(top > 0)) top = 1; // an all-zero row stays dark
+      }
+      const t = Math.max(0, Math.min(1, w[idx] / top));
       const c = 4 * Math.round(t * 255);
       img.data[4 * idx] = VIRIDIS[c];
       img.data[4 * idx + 1] = VIRIDIS[c + 1];
@@ -147,7 +154,7 @@ class HeatmapFigure {
   }
 }
 
-function drawLegend(canvas, vmax) {
+function drawLegend(canvas, vmax, scale) {
   const width = 220, height = 34, barH = 12;
   const dpr = window.devicePixelRatio || 1;
   canvas.width = width * dpr;
@@ -168,10 +175,12 @@ function drawLegend(canvas, vmax) {
   ctx.textAlign = 'left';
   ctx.fillText('0', x0, barH + 6);
   ctx.textAlign = 'center';
-  ctx.fillText((vmax / 2).toPrecision(2), (x0 + x1) / 2, barH + 6);
+  ctx.fillText(scale === 'row' ? '½ row max' : (vmax / 2).toPrecision(2), (x0 + x1) / 2, barH + 6);
   ctx.textAlign = 'right';
-  ctx.fillText(vmax.toPrecision(3), x1, barH + 6);
-  canvas.setAttribute('aria-label', `Colour scale: viridis from 0 (dark purple) to ${vmax.toPrecision(3)} (yellow)`);
+  ctx.fillText(scale === 'row' ? 'row max' : vmax.toPrecision(3), x1, barH + 6);
+  canvas.setAttribute('aria-label', scale === 'row'
+    ? 'Colour scale: viridis from 0 (dark purple) to the largest weight of each row (yellow)'
+    : `Colour scale: viridis from 0 (dark purple) to ${vmax.toPrecision(3)} (yellow)`);
 }
 
 const GAP = 13; // px between figures (the grid's CSS gap, 0.8rem)
@@ -199,16 +208,16 @@ export function createHeatmapView({ grid, legend, readout }) {
     readout.textContent = text;
   };
   return {
-    render({ maps, n, m, rowLabels, colLabels }) {
+    render({ maps, n, m, rowLabels, colLabels, scale = 'max' }) {
       let vmax = 0;
       for (const map of maps) for (const x of map.weights) if (x > vmax) vmax = x;
       if (!(vmax > 0)) vmax = 1;
       const cellSize = chooseCellSize(grid.clientWidth, maps.length, Math.max(n, m));
       while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
       while (figures.length > maps.length) figures.pop().figure.remove();
-      const data = { n, m, rowLabels, colLabels, vmax, cellSize };
+      const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
       maps.forEach((map, h) => figures[h].set(map, data));
-      drawLegend(legend, vmax);
+      drawLegend(legend, vmax, scale);
       read('Hover over a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };
