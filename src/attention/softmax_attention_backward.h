@@ -1,0 +1,18 @@
+// softmax_attention_backward.h: the gradient of O = softmax(Q K^T s + M) V per head, with the
+// same desc (sizes, causal, key_mask, scale) as the forward in softmax_attention.h.
+#ifndef AW_SOFTMAX_ATTENTION_BACKWARD_H
+#define AW_SOFTMAX_ATTENTION_BACKWARD_H
+
+#include "softmax_attention.h"
+
+// Accumulates (+=) dq (n, d), dk (m, d), dv (m, dv) from dout (n, dv), given the forward's
+// probabilities weights (heads, n, m) (softmax_attention_forward_weights). Masked entries have
+// probability 0 and so get no gradient. scratch: n * m floats. Returns an aw_status.
+int softmax_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                               const float *weights, const float *q, const float *k, const float *v,
+                               const aw_softmax_attention_desc *desc);
+// Naive reference: recomputes the probabilities in double, no weights or scratch needed.
+int softmax_attention_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                                   const float *k, const float *v, const aw_softmax_attention_desc *desc);
+
+#endif

@@ -1,0 +1,367 @@
+// checkpoint.c: safetensors write and read (see checkpoint.h), with a small JSON reader that
+// accepts what the header format needs: objects, strings, integer arrays.
+#include "checkpoint.h"
+
+#include "../kernels/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const FORMS[] = {"softmax", "linear", "synthesizer"};
+static const char *const FEATURES[] = {"elu+1", "relu", "efficient", "taylor"};
+static const char *const VARIANTS[] = {"dense", "random", "factorized-dense", "factorized-random", "mixture", "dot"};
+static const char *const POSITIONALS[] = {"sinusoidal", "learned"};
+static const char *const NORMS[] = {"pre", "post"};
+static const char *const ARCHS[] = {"decoder", "encoder-decoder"};
+
+const char *attention_form_name(int f) { return f >= 0 && f < 3 ? FORMS[f] : NULL; }
+const char *linear_feature_name(int f) { return f >= 0 && f < 4 ? FEATURES[f] : NULL; }
+const char *synth_variant_name(int v) { return v >= 0 && v < 6 ? VARIANTS[v] : NULL; }
+
+int name_index(const char *const *names, int count, const char *name) {
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return -1;
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#include <stdarg.h>
+static void put(text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        const int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = 1;
+            return;
+        }
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        const size_t cap = (t->cap + (size_t)n + 256) * 2;
+        char *s = realloc(t->s, cap);
+        if (!s) {
+            t->oom = 1;
+            return;
+        }
+        t->s = s, t->cap = cap;
+    }
+}
+
+// The JSON header, unpadded. Caller frees t->s.
+static int build_header(const aw_model *m, text *t) {
+    const aw_model_config *c = &m->cfg;
+    memset(t, 0, sizeof *t);
+    put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"1\"");
+    put(t, ",\"vocab\":\"%d\",\"d_model\":\"%d\",\"heads\":\"%d\",\"layers\":\"%d\",\"d_ff\":\"%d\",\"max_len\":\"%d\"",
+        (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
+    put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
+        FORMS[c->attention], POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
+    if (c->attention == AW_FORM_LINEAR) put(t, ",\"feature\":\"%s\"", FEATURES[c->feature]);
+    if (c->attention == AW_FORM_SYNTHESIZER) {
+        const aw_synthesizer_config *s = &c->synth;
+        put(t, ",\"synth_variant\":\"%s\",\"synth_trainable\":\"%d\",\"synth_a\":\"%u\",\"synth_b\":\"%u\",\"synth_k\":\"%u\"",
+            VARIANTS[s->variant], s->trainable, (unsigned)s->a, (unsigned)s->b, (unsigned)s->k);
+        put(t, ",\"synth_components\":\"");
+        for (size_t i = 0; i < s->n_components && s->variant == AW_SYNTH_MIXTURE; i++)
+            put(t, "%s%s", i ? "," : "", VARIANTS[s->components[i]]);
+        put(t, "\"");
+    }
+    put(t, "}");
+    size_t off = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const aw_tensor_info *ti = &m->tensors[i];
+        const size_t bytes = model_tensor_size(ti) * sizeof(float);
+        if (ti->cols) put(t, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u,%u]", ti->name, (unsigned)ti->rows, (unsigned)ti->cols);
+        else put(t, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u]", ti->name, (unsigned)ti->rows);
+        put(t, ",\"data_offsets\":[%u,%u]}", (unsigned)off, (unsigned)(off + bytes));
+        off += bytes;
+    }
+    put(t, "}");
+    return t->oom ? AW_ERR_NOMEM : AW_OK;
+}
+
+static size_t data_bytes(const aw_model *m) {
+    size_t n = 0;
+    for (size_t i = 0; i < m->n_tensors; i++) n += model_tensor_size(&m->tensors[i]) * sizeof(float);
+    return n;
+}
+
+int checkpoint_size(const aw_model *m, size_t *bytes) {
+    text t;
+    int st = build_header(m, &t);
+    if (!st) *bytes = 8 + ((t.len + 7) & ~(size_t)7) + data_bytes(m);
+    free(t.s);
+    return st;
+}
+
+int checkpoint_write(const aw_model *m, uint8_t *buf, size_t cap) {
+    text t;
+    int st = build_header(m, &t);
+    if (st) {
+        free(t.s);
+        return st;
+    }
+    const size_t hlen = (t.len + 7) & ~(size_t)7;
+    if (cap < 8 + hlen + data_bytes(m)) {
+        free(t.s);
+        return AW_ERR_ARG;
+    }
+    for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    memcpy(buf + 8, t.s, t.len);
+    memset(buf + 8 + t.len, ' ', hlen - t.len);
+    free(t.s);
+    uint8_t *p = buf + 8 + hlen;
+    for (size_t i = 0; i < m->n_tensors; i++) { // float32 little-endian: the host order of wasm and x86
+        const aw_tensor_info *ti = &m->tensors[i];
+        const size_t bytes = model_tensor_size(ti) * sizeof(float);
+        memcpy(p, model_tensor_data((aw_model *)m, ti), bytes);
+        p += bytes;
+    }
+    return AW_OK;
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+
+enum { MAX_META = 48, MAX_ENTRIES = AW_MAX_TENSORS + 8 };
+
+typedef struct {
+    char key[40], value[128];
+} meta_kv;
+
+typedef struct {
+    char name[48], dtype[8];
+    size_t shape[4], rank;
+    size_t begin, end;
+} entry;
+
+typedef struct {
+    const char *p, *end;
+    meta_kv meta[MAX_META];
+    size_t n_meta;
+    entry *entries;
+    size_t n_entries;
+} parser;
+
+static void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) ps->p++;
+}
+
+static int expect(parser *ps, char c) {
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == c) {
+        ps->p++;
+        return 1;
+    }
+    return 0;
+}
+
+// A JSON string without \u escapes into out (cap bytes, NUL-terminated); 0 on error or overflow.
+static int parse_string(parser *ps, char *out, size_t cap) {
+    if (!expect(ps, '"')) return 0;
+    size_t n = 0;
+    while (ps->p < ps->end && *ps->p != '"') {
+        char c = *ps->p++;
+        if (c == '\\') {
+            if (ps->p >= ps->end) return 0;
+            c = *ps->p++;
+            if (c == 'n') c = '\n';
+            else if (c == 't') c = '\t';
+            else if (c != '"' && c != '\\' && c != '/') return 0;
+        }
+        if (n + 1 >= cap) return 0;
+        out[n++] = c;
+    }
+    if (ps->p >= ps->end) return 0;
+    ps->p++;
+    out[n] = '\0';
+    return 1;
+}
+
+static int parse_uint(parser *ps, size_t *out) {
+    skip_ws(ps);
+    size_t v = 0;
+    const char *start = ps->p;
+    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+        if (v > (SIZE_MAX - 9) / 10) return 0;
+        v = v * 10 + (size_t)(*ps->p++ - '0');
+    }
+    *out = v;
+    return ps->p > start;
+}
+
+static int parse_uint_array(parser *ps, size_t *out, size_t cap, size_t *count) {
+    if (!expect(ps, '[')) return 0;
+    *count = 0;
+    if (expect(ps, ']')) return 1;
+    do {
+        if (*count >= cap || !parse_uint(ps, &out[(*count)++])) return 0;
+    } while (expect(ps, ','));
+    return expect(ps, ']');
+}
+
+static int parse_entry(parser *ps, entry *e) {
+    if (!expect(ps, '{')) return 0;
+    int got = 0;
+    do {
+        char key[32];
+        size_t n;
+        if (!parse_string(ps, key, sizeof key) || !expect(ps, ':')) return 0;
+        if (strcmp(key, "dtype") == 0) {
+            if (!parse_string(ps, e->dtype, sizeof e->dtype)) return 0;
+            got |= 1;
+        } else if (strcmp(key, "shape") == 0) {
+            if (!parse_uint_array(ps, e->shape, 4, &e->rank)) return 0;
+            got |= 2;
+        } else if (strcmp(key, "data_offsets") == 0) {
+            size_t off[2];
+            if (!parse_uint_array(ps, off, 2, &n) || n != 2) return 0;
+            e->begin = off[0], e->end = off[1];
+            got |= 4;
+        } else return 0;
+    } while (expect(ps, ','));
+    return expect(ps, '}') && got == 7;
+}
+
+static int parse_header(parser *ps) {
+    if (!expect(ps, '{')) return 0;
+    if (expect(ps, '}')) return 1;
+    do {
+        char key[48];
+        if (!parse_string(ps, key, sizeof key) || !expect(ps, ':')) return 0;
+        if (strcmp(key, "__metadata__") == 0) {
+            if (!expect(ps, '{')) return 0;
+            if (expect(ps, '}')) continue;
+            do {
+                if (ps->n_meta >= MAX_META) return 0;
+                meta_kv *kv = &ps->meta[ps->n_meta++];
+                if (!parse_string(ps, kv->key, sizeof kv->key) || !expect(ps, ':') ||
+                    !parse_string(ps, kv->value, sizeof kv->value))
+                    return 0;
+            } while (expect(ps, ','));
+            if (!expect(ps, '}')) return 0;
+        } else {
+            if (ps->n_entries >= MAX_ENTRIES) return 0;
+            entry *e = &ps->entries[ps->n_entries++];
+            memcpy(e->name, key, sizeof e->name);
+            if (!parse_entry(ps, e)) return 0;
+        }
+    } while (expect(ps, ','));
+    return expect(ps, '}');
+}
+
+static const char *meta(const parser *ps, const char *key) {
+    for (size_t i = 0; i < ps->n_meta; i++)
+        if (strcmp(ps->meta[i].key, key) == 0) return ps->meta[i].value;
+    return NULL;
+}
+
+static int meta_int(const parser *ps, const char *key, long lo, long hi, long *out) {
+    const char *v = meta(ps, key);
+    if (!v || !*v) return 0;
+    char *end;
+    const long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi) return 0;
+    *out = x;
+    return 1;
+}
+
+static int meta_enum(const parser *ps, const char *key, const char *const *names, int count, int32_t *out) {
+    const char *v = meta(ps, key);
+    const int i = v ? name_index(names, count, v) : -1;
+    if (i < 0) return 0;
+    *out = i;
+    return 1;
+}
+
+static int config_from_meta(const parser *ps, aw_model_config *c, long *step) {
+    memset(c, 0, sizeof *c);
+    long v[7];
+    const char *fmt = meta(ps, "format");
+    if (!fmt || strcmp(fmt, "attention-wasm-model") != 0) return 0;
+    if (!meta_int(ps, "vocab", 2, 1 << 20, &v[0]) || !meta_int(ps, "d_model", 1, 4096, &v[1]) ||
+        !meta_int(ps, "heads", 1, 4096, &v[2]) || !meta_int(ps, "layers", 1, AW_MAX_LAYERS, &v[3]) ||
+        !meta_int(ps, "d_ff", 1, 16384, &v[4]) || !meta_int(ps, "max_len", 2, 4096, &v[5]) ||
+        !meta_int(ps, "seed", 0, 4294967295L, &v[6]) || !meta_int(ps, "step", 0, 1L << 40, step))
+        return 0;
+    c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
+    c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
+    if (!meta_enum(ps, "attention", FORMS, 3, &c->attention) || !meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) ||
+        !meta_enum(ps, "norm", NORMS, 2, &c->norm) || !meta_enum(ps, "arch", ARCHS, 2, &c->arch))
+        return 0;
+    if (c->attention == AW_FORM_LINEAR && !meta_enum(ps, "feature", FEATURES, 4, &c->feature)) return 0;
+    if (c->attention == AW_FORM_SYNTHESIZER) {
+        aw_synthesizer_config *s = &c->synth;
+        long tr, a, b, k;
+        int32_t variant;
+        if (!meta_enum(ps, "synth_variant", VARIANTS, 5, &variant) || !meta_int(ps, "synth_trainable", 0, 1, &tr) ||
+            !meta_int(ps, "synth_a", 0, 4096, &a) || !meta_int(ps, "synth_b", 0, 4096, &b) ||
+            !meta_int(ps, "synth_k", 0, 4096, &k))
+            return 0;
+        s->variant = variant, s->trainable = (int)tr, s->a = (size_t)a, s->b = (size_t)b, s->k = (size_t)k;
+        const char *comps = meta(ps, "synth_components");
+        if (!comps) return 0;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", comps);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            const int i = name_index(VARIANTS, 6, tok);
+            if (i < 0 || i == AW_SYNTH_MIXTURE || s->n_components >= AW_SYNTH_MAX_COMPONENTS) return 0;
+            s->components[s->n_components++] = i;
+        }
+    }
+    return 1;
+}
+
+int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
+    *out = NULL;
+    if (len < 8) return AW_ERR_FORMAT;
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)buf[i] << (8 * i);
+    if (hlen < 2 || hlen > len - 8) return AW_ERR_FORMAT;
+    parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0};
+    ps.entries = malloc(MAX_ENTRIES * sizeof(entry));
+    if (!ps.entries) return AW_ERR_NOMEM;
+    aw_model_config cfg;
+    long step = 0;
+    int st = AW_ERR_FORMAT;
+    aw_model *m = NULL;
+    if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end) || !config_from_meta(&ps, &cfg, &step)) goto fail;
+    if ((st = model_create(&m, &cfg))) goto fail;
+    st = AW_ERR_FORMAT;
+    if (ps.n_entries != m->n_tensors) goto fail;
+    const uint8_t *data = buf + 8 + hlen;
+    const size_t data_len = len - 8 - (size_t)hlen;
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const aw_tensor_info *ti = &m->tensors[i];
+        const entry *e = NULL;
+        for (size_t j = 0; j < ps.n_entries && !e; j++)
+            if (strcmp(ps.entries[j].name, ti->name) == 0) e = &ps.entries[j];
+        const size_t bytes = model_tensor_size(ti) * sizeof(float);
+        if (!e || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len || e->end - e->begin != bytes)
+            goto fail;
+        if (ti->cols ? (e->rank != 2 || e->shape[0] != ti->rows || e->shape[1] != ti->cols)
+                     : (e->rank != 1 || e->shape[0] != ti->rows))
+            goto fail;
+        memcpy(model_tensor_data(m, ti), data + e->begin, bytes);
+    }
+    m->step = step;
+    free(ps.entries);
+    *out = m;
+    return AW_OK;
+fail:
+    model_destroy(m);
+    free(ps.entries);
+    return st;
+}

@@ -1,0 +1,26 @@
+// checkpoint.h: a model's parameters as safetensors bytes (https://huggingface.co/docs/safetensors):
+// 8-byte little-endian header length, a JSON header {"__metadata__": {config as strings},
+// "<tensor>": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...} padded with
+// spaces to a multiple of 8, then the raw little-endian float32 data in table order.
+// The config (and the step count) travel in __metadata__; AdamW moments are not saved.
+#ifndef AW_MODEL_CHECKPOINT_H
+#define AW_MODEL_CHECKPOINT_H
+
+#include "transformer.h"
+
+// *bytes = the size checkpoint_write will produce.
+int checkpoint_size(const aw_model *m, size_t *bytes);
+// Writes into buf (cap bytes, at least checkpoint_size). AW_ERR_ARG when cap is too small.
+int checkpoint_write(const aw_model *m, uint8_t *buf, size_t cap);
+// Creates a model from safetensors bytes written by checkpoint_write (or any writer that uses the
+// same metadata keys and tensor names). AW_ERR_FORMAT for malformed bytes, a missing or extra
+// tensor, a wrong dtype or shape; AW_ERR_ARG for a config the model rejects.
+int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len);
+
+// The names used in __metadata__ and the JS config for each enum value (NULL when out of range).
+const char *attention_form_name(int form);
+const char *linear_feature_name(int feature);
+const char *synth_variant_name(int variant);
+int name_index(const char *const *names, int count, const char *name); // -1 when absent
+
+#endif

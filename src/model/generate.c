@@ -1,0 +1,230 @@
+// generate.c: autoregressive generation. The incremental path keeps, per decoder layer, a KV
+// cache (softmax) or the recurrent state (causal linear attention) so each new token costs one
+// row through the network; the reference path re-runs the full forward for every token.
+#include "transformer.h"
+
+#include "../attention/softmax_attention.h"
+#include "../kernels/kernels.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float *kc[AW_MAX_LAYERS], *vc[AW_MAX_LAYERS]; // (L, C) self-attention keys and values (softmax)
+    aw_linear_state *ls[AW_MAX_LAYERS];           // causal linear attention's (S, z) per layer
+    float *ck[AW_MAX_LAYERS], *cv[AW_MAX_LAYERS]; // (S, C) cross-attention keys and values
+    float *x, *ln, *q, *k, *v, *o, *res;          // (C) one position's vectors
+    float *h, *r;                                 // (F)
+    float *logits;                                // (V)
+    float mean, rstd;
+    float *mem;
+} decode_state;
+
+static void state_free(decode_state *s) {
+    for (int l = 0; l < AW_MAX_LAYERS; l++) linear_state_destroy(s->ls[l]);
+    free(s->mem);
+}
+
+static int state_init(decode_state *s, aw_model *m, size_t S) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model, L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
+    const int nl = c->layers;
+    memset(s, 0, sizeof *s);
+    const size_t floats = (size_t)nl * (2 * L * C + 2 * S * C) + 7 * C + 2 * F + V;
+    s->mem = malloc(floats * sizeof(float));
+    if (!s->mem) return AW_ERR_NOMEM;
+    float *p = s->mem;
+    for (int l = 0; l < nl; l++) {
+        s->kc[l] = p, p += L * C;
+        s->vc[l] = p, p += L * C;
+        s->ck[l] = p, p += S * C;
+        s->cv[l] = p, p += S * C;
+        if (m->self_form[l].form == AW_FORM_LINEAR) {
+            s->ls[l] = linear_state_create(C, C, (size_t)c->heads, c->feature);
+            if (!s->ls[l]) return AW_ERR_NOMEM;
+        }
+    }
+    s->x = p, p += C;
+    s->ln = p, p += C;
+    s->q = p, p += C;
+    s->k = p, p += C;
+    s->v = p, p += C;
+    s->o = p, p += C;
+    s->res = p, p += C;
+    s->h = p, p += F;
+    s->r = p, p += F;
+    s->logits = p;
+    return AW_OK;
+}
+
+// One attention sublayer for one position. Self: appends k, v at `pos` (cache) or steps the
+// recurrent state. Cross: reads the precomputed ck, cv (Sk rows).
+static int step_attn(aw_model *m, decode_state *s, const aw_attn_form *f, const aw_attn_weights *w, int l,
+                     size_t pos, int cross, size_t Sk) {
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    if (pre) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1, C);
+    const float *xin = pre ? s->ln : s->x;
+    linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
+    int st;
+    if (cross) {
+        if (f->form == AW_FORM_LINEAR) {
+            aw_linear_attention_desc ds = {1, Sk, C, C, H, f->feature, 0, AW_LINEAR_PARALLEL};
+            st = linear_attention_forward(s->o, NULL, s->q, s->ck[l], s->cv[l], &ds);
+        } else {
+            aw_softmax_attention_desc ds = {1, Sk, C, C, H, 0, 1.0f / sqrtf((float)(C / H)), NULL};
+            st = softmax_attention_forward(s->o, NULL, s->q, s->ck[l], s->cv[l], &ds);
+        }
+    } else {
+        linear_forward(s->k, xin, w->wk, w->bk, 1, C, C);
+        linear_forward(s->v, xin, w->wv, w->bv, 1, C, C);
+        if (f->form == AW_FORM_LINEAR) st = linear_state_step(s->o, s->ls[l], s->q, s->k, s->v);
+        else {
+            memcpy(s->kc[l] + pos * C, s->k, C * sizeof(float));
+            memcpy(s->vc[l] + pos * C, s->v, C * sizeof(float));
+            // the cache holds positions 0..pos only, so no causal mask is needed
+            aw_softmax_attention_desc ds = {1, pos + 1, C, C, H, 0, 1.0f / sqrtf((float)(C / H)), NULL};
+            st = softmax_attention_forward(s->o, NULL, s->q, s->kc[l], s->vc[l], &ds);
+        }
+    }
+    if (st) return st;
+    linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
+    aw_axpy(s->res, 1.0f, s->x, C);
+    if (pre) memcpy(s->x, s->res, C * sizeof(float));
+    else layernorm_forward(s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1, C);
+    return AW_OK;
+}
+
+static void step_ffn(aw_model *m, decode_state *s, const aw_ffn_weights *w) {
+    const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    if (pre) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1, C);
+    linear_forward(s->h, pre ? s->ln : s->x, w->w1, w->b1, 1, C, F);
+    relu_forward(s->r, s->h, F);
+    linear_forward(s->res, s->r, w->w2, w->b2, 1, F, C);
+    aw_axpy(s->res, 1.0f, s->x, C);
+    if (pre) memcpy(s->x, s->res, C * sizeof(float));
+    else layernorm_forward(s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1, C);
+}
+
+// Feeds token at position pos through every layer; leaves the logits in s->logits.
+static int step_token(aw_model *m, decode_state *s, int32_t token, size_t pos, size_t Sk) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model;
+    embedding_forward(s->x, &token, m->w.wte, m->pe + pos * C, 1, 1, C);
+    int st;
+    for (int l = 0; l < c->layers; l++) {
+        if ((st = step_attn(m, s, &m->self_form[l], &m->w.dec[l].self, l, pos, 0, 0))) return st;
+        if (c->arch == AW_ARCH_ENCODER_DECODER &&
+            (st = step_attn(m, s, &m->cross_form[l], &m->w.dec[l].cross, l, pos, 1, Sk)))
+            return st;
+        step_ffn(m, s, &m->w.dec[l].ffn);
+    }
+    const float *x = s->x;
+    if (c->norm == AW_NORM_PRE) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, m->w.lnf_w, m->w.lnf_b, 1, C), x = s->ln;
+    linear_forward(s->logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
+    return AW_OK;
+}
+
+// Picks the next token from logits (V): greedy, or softmax(logits / temperature) over the top_k.
+static int32_t sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng) {
+    size_t arg = 0;
+    for (size_t j = 1; j < V; j++)
+        if (logits[j] > logits[arg]) arg = j;
+    if (!(temperature > 0.0f)) return (int32_t)arg;
+    if (top_k > 0 && (size_t)top_k < V) { // keep logits >= the k-th largest (ties kept)
+        float kth = -INFINITY;
+        for (int r = 0; r < top_k; r++) { // k passes of "largest below the previous": fine for small k
+            float best = -INFINITY;
+            for (size_t j = 0; j < V; j++)
+                if (logits[j] > best && (r == 0 || logits[j] < kth)) best = logits[j];
+            kth = best;
+        }
+        for (size_t j = 0; j < V; j++)
+            if (logits[j] < kth) logits[j] = -INFINITY;
+    }
+    const float mx = logits[arg];
+    double sum = 0.0;
+    for (size_t j = 0; j < V; j++) sum += logits[j] = logits[j] == -INFINITY ? 0.0f : expf((logits[j] - mx) / temperature);
+    double u = aw_rng_uniform(rng) * sum;
+    for (size_t j = 0; j < V; j++) {
+        u -= logits[j];
+        if (u < 0.0 && logits[j] > 0.0f) return (int32_t)j;
+    }
+    return (int32_t)arg;
+}
+
+int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
+                   const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
+                   int use_cache) {
+    const aw_model_config *c = &m->cfg;
+    const size_t L = (size_t)c->max_len, C = (size_t)c->d_model, V = (size_t)c->vocab;
+    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    *n_out = 0;
+    if (np == 0 || np > L || (encdec && (ns == 0 || ns > L)) || (!encdec && ns)) return AW_ERR_ARG;
+    for (size_t i = 0; i < np; i++)
+        if (prompt[i] < 0 || prompt[i] >= c->vocab) return AW_ERR_ARG;
+    for (size_t i = 0; i < ns; i++)
+        if (src[i] < 0 || src[i] >= c->vocab) return AW_ERR_ARG;
+    aw_rng rng;
+    aw_rng_seed(&rng, seed);
+    int32_t *seq = malloc(L * sizeof(int32_t));
+    float *logits = malloc(V * sizeof(float));
+    if (!seq || !logits) {
+        free(seq), free(logits);
+        return AW_ERR_NOMEM;
+    }
+    memcpy(seq, prompt, np * sizeof(int32_t));
+    int st = AW_OK;
+    // a synthesizer has no incremental form here: it always takes the full-forward path
+    if (c->attention == AW_FORM_SYNTHESIZER) use_cache = 0;
+    decode_state s;
+    int have_state = 0;
+    if (use_cache) {
+        if ((st = state_init(&s, m, ns))) goto done;
+        have_state = 1;
+        if (encdec) { // encode once (a decoder pass of one token comes along), then project K, V per layer
+            if ((st = model_reserve(m, 1, 1, ns))) goto done;
+            memcpy(m->src, src, ns * sizeof(int32_t));
+            m->tokens[0] = seq[0], m->targets[0] = -1;
+            if ((st = model_forward(m, NULL))) goto done;
+            const float *enc = c->norm == AW_NORM_PRE ? m->a.enc_lnf : m->a.enc_ffn[c->layers - 1].ln;
+            for (int l = 0; l < c->layers; l++) {
+                linear_forward(s.ck[l], enc, m->w.dec[l].cross.wk, m->w.dec[l].cross.bk, ns, C, C);
+                linear_forward(s.cv[l], enc, m->w.dec[l].cross.wv, m->w.dec[l].cross.bv, ns, C, C);
+            }
+        }
+        for (size_t p = 0; p + 1 < np; p++)
+            if ((st = step_token(m, &s, seq[p], p, ns))) goto done;
+    }
+    // the model reads at most L positions: after the prompt, up to L - np + 1 new tokens
+    while (*n_out < max_new && np + *n_out <= L) {
+        const size_t len = np + *n_out;
+        if (use_cache) {
+            if ((st = step_token(m, &s, seq[len - 1], len - 1, ns))) goto done;
+            memcpy(logits, s.logits, V * sizeof(float));
+        } else {
+            if ((st = model_reserve(m, 1, len, encdec ? ns : 0))) goto done;
+            memcpy(m->tokens, seq, len * sizeof(int32_t));
+            for (size_t i = 0; i < len; i++) m->targets[i] = -1;
+            if (encdec) memcpy(m->src, src, ns * sizeof(int32_t));
+            if ((st = model_forward(m, NULL))) goto done;
+            memcpy(logits, m->a.logits + (len - 1) * V, V * sizeof(float));
+        }
+        for (size_t j = 0; j < V; j++)
+            if (!isfinite(logits[j])) {
+                st = AW_ERR_NONFINITE;
+                goto done;
+            }
+        const int32_t t = sample(logits, V, temperature, top_k, &rng);
+        out[(*n_out)++] = t;
+        if (t == stop_token || len == L) break;
+        seq[len] = t;
+    }
+done:
+    if (have_state) state_free(&s);
+    free(seq), free(logits);
+    return st;
+}

@@ -1,0 +1,65 @@
+// layers.h: the Transformer's ops as forward/backward pairs over flat float arrays, in the
+// llm.c manner: outputs first, then inputs, then weights, then sizes; the forward saves what
+// the backward needs; every backward accumulates (+=) into its gradient arguments.
+// N is the number of rows (batch * positions), C the model width.
+#ifndef AW_MODEL_LAYERS_H
+#define AW_MODEL_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// ---- embedding + positional encoding ---------------------------------------------------
+// out[b,t,:] = wte[tokens[b,t], :] + pos[t, :]; pos is the learned table or the sinusoid.
+void embedding_forward(float *out, const int32_t *tokens, const float *wte, const float *pos, size_t B, size_t T,
+                       size_t C);
+// dwte[tok] += dout; dpos[t] += dout (dpos NULL for the fixed sinusoid).
+void embedding_backward(float *dwte, float *dpos, const float *dout, const int32_t *tokens, size_t B, size_t T,
+                        size_t C);
+// pe (L, C): PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(p / 10000^(2i/C)).
+void sinusoidal_encoding(float *pe, size_t L, size_t C);
+
+// ---- LayerNorm ----------------------------------------------------------------------------
+// out = (x - mean) * rstd * w + b per row; saves mean (N) and rstd (N).
+void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
+                       size_t N, size_t C);
+void layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                        const float *mean, const float *rstd, size_t N, size_t C);
+
+// ---- linear -------------------------------------------------------------------------------
+// out (N, OC) = x (N, IC) W (IC, OC) + b (OC); b may be NULL.
+void linear_forward(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC, size_t OC);
+void linear_forward_ref(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC,
+                        size_t OC);
+// dx += dout W^T; dw += x^T dout; db += column sums of dout. dx or db may be NULL.
+void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, size_t N,
+                     size_t IC, size_t OC);
+
+// ---- ReLU, residual -----------------------------------------------------------------------
+void relu_forward(float *out, const float *x, size_t n);                   // out = max(x, 0)
+void relu_backward(float *dx, const float *dout, const float *x, size_t n); // dx += dout * (x > 0)
+void residual_forward(float *out, const float *a, const float *b, size_t n); // out = a + b
+
+// ---- softmax cross-entropy ------------------------------------------------------------------
+// probs (N, V) = softmax(logits); losses[r] = -log probs[r, targets[r]] for targets[r] >= 0,
+// 0 for ignored rows (targets[r] < 0). Returns the mean loss over the counted rows, and the
+// count of rows and of rows whose argmax equals the target through *count and *correct.
+double crossentropy_forward(float *probs, float *losses, const float *logits, const int32_t *targets, size_t N,
+                            size_t V, size_t *count, size_t *correct);
+// dlogits = (probs - onehot(target)) * dloss for counted rows (dloss = 1 / count for a mean).
+void crossentropy_backward(float *dlogits, const float *probs, const int32_t *targets, float dloss, size_t N,
+                           size_t V);
+
+// ---- optimizer ------------------------------------------------------------------------------
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+} aw_adamw_config;
+// One AdamW step over n parameters: m, v moments; t is the 1-based step count; decay applies
+// only where decay_mask (n) is 1 (matrices, not biases, norms or embeddings), or everywhere
+// when decay_mask is NULL.
+void adamw_update(float *params, float *m, float *v, const float *grads, const uint8_t *decay_mask, size_t n,
+                  const aw_adamw_config *cfg, long t);
+// Scales grads so their global L2 norm is at most max_norm (max_norm <= 0: no clipping).
+// Returns the norm before clipping.
+double clip_grad_norm(float *grads, size_t n, double max_norm);
+
+#endif

@@ -1,0 +1,127 @@
+// tasks.c: the seeded data generators of tasks.h.
+#include "tasks.h"
+
+#include "../kernels/status.h"
+
+#include <string.h>
+
+void aw_rng_seed(aw_rng *rng, uint64_t seed) { rng->state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull; }
+
+uint32_t aw_rng_u32(aw_rng *rng) {
+    uint64_t z = (rng->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+float aw_rng_uniform(aw_rng *rng) { return (float)(aw_rng_u32(rng) >> 8) * (1.0f / 16777216.0f); }
+
+uint32_t aw_rng_below(aw_rng *rng, uint32_t n) { return (uint32_t)(((uint64_t)aw_rng_u32(rng) * n) >> 32); }
+
+const char AW_CHARSET[] = " \n!\"'(),-.0123456789:;?abcdefghijklmnopqrstuvwxyz";
+
+size_t chars_vocab(void) { return 1 + sizeof AW_CHARSET - 1; }
+
+int32_t char_to_token(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') c = (unsigned char)(c - 'A' + 'a');
+    const char *p = c ? strchr(AW_CHARSET, c) : NULL;
+    return p ? (int32_t)(p - AW_CHARSET) + 1 : 0;
+}
+
+char token_to_char(int32_t t) { return t >= 1 && (size_t)t < chars_vocab() ? AW_CHARSET[t - 1] : '\0'; }
+
+static const char *const DIGIT_WORDS[10] = {"zero", "one", "two", "three", "four",
+                                            "five", "six", "seven", "eight", "nine"};
+
+int task_check(const aw_task_spec *s) {
+    if (s->task < 0 || s->task >= AW_TASK_COUNT || s->length == 0 || s->length > 4096) return AW_ERR_ARG;
+    switch (s->task) {
+    case AW_TASK_COPY:
+    case AW_TASK_REVERSE:
+    case AW_TASK_SORT: return s->symbols >= 2 ? AW_OK : AW_ERR_ARG;
+    case AW_TASK_RECALL: return s->symbols >= 4 && s->symbols <= 4096 && s->length <= s->symbols / 2 ? AW_OK : AW_ERR_ARG;
+    case AW_TASK_CHARS: return s->length + 1 < aw_chars_corpus_len ? AW_OK : AW_ERR_ARG;
+    default: return AW_OK;
+    }
+}
+
+size_t task_src_len(const aw_task_spec *s) {
+    switch (s->task) {
+    case AW_TASK_RECALL: return 2 * s->length + 1;
+    case AW_TASK_CHARS: return 0;
+    default: return s->length;
+    }
+}
+
+size_t task_tgt_len(const aw_task_spec *s) {
+    switch (s->task) {
+    case AW_TASK_RECALL: return 1;
+    case AW_TASK_TRANSLATE: return 6 * s->length; // up to 5 letters + a space (or the end marker) per digit
+    case AW_TASK_CHARS: return s->length + 1;
+    default: return s->length;
+    }
+}
+
+int task_is_lm(const aw_task_spec *s) { return s->task == AW_TASK_CHARS; }
+
+int32_t task_min_vocab(const aw_task_spec *s) {
+    if (s->task == AW_TASK_TRANSLATE || s->task == AW_TASK_CHARS) return (int32_t)chars_vocab();
+    return (int32_t)s->symbols + 1;
+}
+
+static void sort_tokens(int32_t *x, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        int32_t v = x[i];
+        size_t j = i;
+        for (; j > 0 && x[j - 1] > v; j--) x[j] = x[j - 1];
+        x[j] = v;
+    }
+}
+
+size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *rng) {
+    const size_t n = s->length;
+    switch (s->task) {
+    case AW_TASK_COPY:
+    case AW_TASK_REVERSE:
+    case AW_TASK_SORT:
+        for (size_t i = 0; i < n; i++) src[i] = 1 + (int32_t)aw_rng_below(rng, (uint32_t)s->symbols);
+        for (size_t i = 0; i < n; i++) tgt[i] = s->task == AW_TASK_REVERSE ? src[n - 1 - i] : src[i];
+        if (s->task == AW_TASK_SORT) sort_tokens(tgt, n);
+        return n;
+    case AW_TASK_RECALL: {
+        const uint32_t keys = (uint32_t)(s->symbols / 2), values = (uint32_t)(s->symbols - keys);
+        int32_t pool[2048];
+        for (uint32_t i = 0; i < keys && i < 2048; i++) pool[i] = 1 + (int32_t)i;
+        for (size_t i = 0; i < n; i++) { // partial Fisher-Yates: n distinct keys
+            uint32_t j = (uint32_t)i + aw_rng_below(rng, keys - (uint32_t)i);
+            int32_t t = pool[i];
+            pool[i] = pool[j], pool[j] = t;
+            src[2 * i] = pool[i];
+            src[2 * i + 1] = 1 + (int32_t)keys + (int32_t)aw_rng_below(rng, values);
+        }
+        const size_t q = aw_rng_below(rng, (uint32_t)n);
+        src[2 * n] = src[2 * q];
+        tgt[0] = src[2 * q + 1];
+        return 1;
+    }
+    case AW_TASK_TRANSLATE: {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            const uint32_t digit = aw_rng_below(rng, 10);
+            src[i] = char_to_token((unsigned char)('0' + digit));
+            if (i) tgt[k++] = char_to_token(' ');
+            for (const char *w = DIGIT_WORDS[digit]; *w; w++) tgt[k++] = char_to_token((unsigned char)*w);
+        }
+        tgt[k++] = 0; // end marker
+        const size_t real = k;
+        while (k < task_tgt_len(s)) tgt[k++] = 0;
+        return real;
+    }
+    case AW_TASK_CHARS: {
+        const size_t start = aw_rng_below(rng, (uint32_t)(aw_chars_corpus_len - (n + 1)));
+        for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)aw_chars_corpus[start + i]);
+        return n + 1;
+    }
+    default: return 0;
+    }
+}

@@ -1,0 +1,56 @@
+// tasks.h: the built-in tasks, as seeded data generators in C so that Node, browsers and the
+// native trainer see exactly the same examples. Each example is a source sequence and a target
+// sequence of token ids; token 0 is the separator (and the end marker of variable targets).
+//   copy, reverse, sort   src: `length` symbols 1..symbols; tgt: the same, reversed, sorted
+//   recall                src: `length` key-value pairs then one of the keys; tgt: its value.
+//                         Keys are drawn from 1..symbols/2 (distinct), values from the rest.
+//   translate             src: `length` digit characters; tgt: their number words in letters,
+//                         space-separated, then the end marker 0 (chars token ids)
+//   chars                 character language modelling on data/chars.txt: tgt = length + 1
+//                         consecutive characters (no source)
+#ifndef AW_MODEL_TASKS_H
+#define AW_MODEL_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum aw_task { AW_TASK_COPY, AW_TASK_REVERSE, AW_TASK_SORT, AW_TASK_RECALL, AW_TASK_TRANSLATE, AW_TASK_CHARS,
+               AW_TASK_COUNT };
+
+// A small, fast, portable generator (splitmix64): the same stream in every build.
+typedef struct {
+    uint64_t state;
+} aw_rng;
+void aw_rng_seed(aw_rng *rng, uint64_t seed);
+uint32_t aw_rng_u32(aw_rng *rng);
+float aw_rng_uniform(aw_rng *rng);         // [0, 1), 24 random bits
+uint32_t aw_rng_below(aw_rng *rng, uint32_t n); // [0, n)
+
+typedef struct {
+    int task;       // enum aw_task
+    size_t length;  // symbols (copy/reverse/sort), pairs (recall), digits (translate), characters (chars)
+    size_t symbols; // distinct symbols, ids 1..symbols (copy/reverse/sort/recall; ignored otherwise)
+} aw_task_spec;
+
+// Checks a spec: AW_OK or AW_ERR_ARG (length 0, too few symbols, recall with more pairs than keys).
+int task_check(const aw_task_spec *spec);
+size_t task_src_len(const aw_task_spec *spec);     // source tokens (0 for chars)
+size_t task_tgt_len(const aw_task_spec *spec);     // target tokens, the maximum for translate
+int task_is_lm(const aw_task_spec *spec);          // 1 for chars: a plain token stream, no source
+int32_t task_min_vocab(const aw_task_spec *spec);  // the smallest model vocabulary that holds it
+// Draws one example: src (task_src_len), tgt (task_tgt_len); returns how many target tokens
+// are real (the rest, for translate, are padding 0s that carry no loss).
+size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *spec, aw_rng *rng);
+
+// The chars tokenizer: id = 1 + index in AW_CHARSET after lower-casing; 0 for unknown bytes.
+extern const char AW_CHARSET[];
+size_t chars_vocab(void); // 1 + strlen(AW_CHARSET)
+int32_t char_to_token(unsigned char c);
+char token_to_char(int32_t t); // '\0' for ids outside the charset
+
+// The text of data/chars.txt, compiled in (src/model/chars_corpus.c, made by
+// scripts/gen_corpus.mjs).
+extern const char aw_chars_corpus[];
+extern const size_t aw_chars_corpus_len;
+
+#endif

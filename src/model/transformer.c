@@ -1,0 +1,654 @@
+// transformer.c: the model: size tables, init, forward, backward, AdamW update, batches.
+// Formulas: ATTENTION_FORMS.md section 5. The per-op forward/backward pairs are in layers.h;
+// the attention forms plug in through attention_forms.c.
+#include "transformer.h"
+
+#include "../kernels/kernels.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- config ---------------------------------------------------------------------------------
+
+int model_check_config(const aw_model_config *c) {
+    if (c->vocab < 2 || c->vocab > (1 << 20) || c->d_model < 1 || c->d_model > 4096 || c->heads < 1 ||
+        c->d_model % c->heads || c->layers < 1 || c->layers > AW_MAX_LAYERS || c->d_ff < 1 || c->d_ff > 16384 ||
+        c->max_len < 2 || c->max_len > 4096)
+        return AW_ERR_ARG;
+    if (c->attention < AW_FORM_SOFTMAX || c->attention > AW_FORM_SYNTHESIZER) return AW_ERR_ARG;
+    if (c->attention == AW_FORM_LINEAR && (c->feature < AW_LINEAR_ELU1 || c->feature > AW_LINEAR_TAYLOR))
+        return AW_ERR_ARG;
+    // the decoder's self-attention is causal: efficient attention has no causal form
+    if (c->attention == AW_FORM_LINEAR && c->feature == AW_LINEAR_EFFICIENT) return AW_ERR_ARG;
+    if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED) return AW_ERR_ARG;
+    if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return AW_ERR_ARG;
+    if (c->arch != AW_ARCH_DECODER && c->arch != AW_ARCH_ENCODER_DECODER) return AW_ERR_ARG;
+    return AW_OK;
+}
+
+// ---- the parameter size table -----------------------------------------------------------------
+
+typedef struct {
+    aw_model *m;
+    float *base;   // NULL: record names, shapes and offsets into m->tensors
+    size_t off;
+    int overflow;
+} walker;
+
+static float *take(walker *wk, const char *name, size_t rows, size_t cols) {
+    const size_t n = rows * (cols ? cols : 1);
+    if (!wk->base) {
+        if (wk->m->n_tensors >= AW_MAX_TENSORS) {
+            wk->overflow = 1;
+            return NULL;
+        }
+        aw_tensor_info *t = &wk->m->tensors[wk->m->n_tensors++];
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->offset = wk->off, t->rows = rows, t->cols = cols, t->group = 0;
+    }
+    float *p = wk->base ? wk->base + wk->off : NULL;
+    wk->off += n;
+    return p;
+}
+
+static float *take_named(walker *wk, const char *prefix, const char *suffix, size_t rows, size_t cols) {
+    char name[48];
+    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    return take(wk, name, rows, cols);
+}
+
+static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t C, int uses_qk) {
+    a->ln_w = take_named(wk, prefix, "ln.w", C, 0);
+    a->ln_b = take_named(wk, prefix, "ln.b", C, 0);
+    a->wq = a->bq = a->wk = a->bk = NULL;
+    if (uses_qk) {
+        a->wq = take_named(wk, prefix, "wq", C, C);
+        a->bq = take_named(wk, prefix, "bq", C, 0);
+        a->wk = take_named(wk, prefix, "wk", C, C);
+        a->bk = take_named(wk, prefix, "bk", C, 0);
+    }
+    a->wv = take_named(wk, prefix, "wv", C, C);
+    a->bv = take_named(wk, prefix, "bv", C, 0);
+    a->wo = take_named(wk, prefix, "wo", C, C);
+    a->bo = take_named(wk, prefix, "bo", C, 0);
+}
+
+static void walk_ffn(walker *wk, aw_ffn_weights *f, const char *prefix, size_t C, size_t F) {
+    f->ln_w = take_named(wk, prefix, "ln.w", C, 0);
+    f->ln_b = take_named(wk, prefix, "ln.b", C, 0);
+    f->w1 = take_named(wk, prefix, "w1", C, F);
+    f->b1 = take_named(wk, prefix, "b1", F, 0);
+    f->w2 = take_named(wk, prefix, "w2", F, C);
+    f->b2 = take_named(wk, prefix, "b2", C, 0);
+}
+
+// Walks every parameter tensor in a fixed order (the checkpoint order), binding `w` into base.
+static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->max_len, F = (size_t)c->d_ff;
+    const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    walker wk = {m, base, 0, 0};
+    char prefix[32];
+    memset(w, 0, sizeof *w);
+    w->wte = take(&wk, "wte", V, C);
+    if (c->positional == AW_POS_LEARNED) w->wpe = take(&wk, "wpe", L, C);
+    for (int l = 0; encdec && l < c->layers; l++) {
+        snprintf(prefix, sizeof prefix, "enc.%d.self", l);
+        walk_attn(&wk, &w->enc[l].self, prefix, C, m->enc_form[l].uses_qk);
+        snprintf(prefix, sizeof prefix, "enc.%d.ffn", l);
+        walk_ffn(&wk, &w->enc[l].ffn, prefix, C, F);
+    }
+    if (encdec && pre) w->enc_lnf_w = take(&wk, "enc.lnf.w", C, 0), w->enc_lnf_b = take(&wk, "enc.lnf.b", C, 0);
+    for (int l = 0; l < c->layers; l++) {
+        snprintf(prefix, sizeof prefix, "dec.%d.self", l);
+        walk_attn(&wk, &w->dec[l].self, prefix, C, m->self_form[l].uses_qk);
+        if (encdec) {
+            snprintf(prefix, sizeof prefix, "dec.%d.cross", l);
+            walk_attn(&wk, &w->dec[l].cross, prefix, C, 1);
+        }
+        snprintf(prefix, sizeof prefix, "dec.%d.ffn", l);
+        walk_ffn(&wk, &w->dec[l].ffn, prefix, C, F);
+    }
+    if (pre) w->lnf_w = take(&wk, "lnf.w", C, 0), w->lnf_b = take(&wk, "lnf.b", C, 0);
+    w->w_out = take(&wk, "out.w", C, V);
+    w->b_out = take(&wk, "out.b", V, 0);
+    return wk.overflow ? 0 : wk.off;
+}
+
+// Adds the synthesizers' tensors to the table (group 1 + i) after the main arena's.
+static int table_synth(aw_model *m, aw_synthesizer *s, const char *prefix) {
+    const size_t g = m->n_synth;
+    m->synths[m->n_synth++] = s;
+    for (size_t i = 0; i < s->n_tensors; i++) {
+        if (m->n_tensors >= AW_MAX_TENSORS) return AW_ERR_ARG;
+        aw_tensor_info *t = &m->tensors[m->n_tensors++];
+        snprintf(t->name, sizeof t->name, "%s.synth.%s", prefix, s->tensors[i].name);
+        t->offset = s->tensors[i].offset, t->rows = s->tensors[i].size, t->cols = 0, t->group = 1 + (int)g;
+    }
+    return AW_OK;
+}
+
+size_t model_tensor_size(const aw_tensor_info *t) { return t->rows * (t->cols ? t->cols : 1); }
+
+const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name) {
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+float *model_tensor_data(aw_model *m, const aw_tensor_info *t) {
+    return (t->group ? m->synths[t->group - 1]->params : m->params) + t->offset;
+}
+
+float *model_tensor_grad(aw_model *m, const aw_tensor_info *t) {
+    return (t->group ? m->synths[t->group - 1]->grads : m->grads) + t->offset;
+}
+
+// ---- init -------------------------------------------------------------------------------------
+
+static void fill(float *x, size_t n, float value) {
+    for (size_t i = 0; i < n; i++) x[i] = value;
+}
+
+// U(-a, a) with a = std sqrt(3), so the standard deviation is std; no libm, so every build agrees.
+static void init_uniform(float *x, size_t n, float std, aw_rng *rng) {
+    const float a = std * 1.7320508f;
+    for (size_t i = 0; i < n; i++) x[i] = (2.0f * aw_rng_uniform(rng) - 1.0f) * a;
+}
+
+static void init_params(aw_model *m) {
+    const aw_model_config *c = &m->cfg;
+    const float C = (float)c->d_model, F = (float)c->d_ff;
+    const float resid = 1.0f / sqrtf(2.0f * (float)c->layers * (c->arch == AW_ARCH_ENCODER_DECODER ? 2 : 1));
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        const aw_tensor_info *t = &m->tensors[i];
+        if (t->group) continue; // synthesizers initialise themselves
+        float *x = m->params + t->offset;
+        const size_t n = model_tensor_size(t);
+        const char *leaf = strrchr(t->name, '.');
+        leaf = leaf ? leaf + 1 : t->name;
+        aw_rng rng;
+        aw_rng_seed(&rng, ((uint64_t)c->seed << 16) ^ (uint64_t)(i + 1));
+        if (strstr(t->name, "ln.w") || strcmp(t->name, "lnf.w") == 0 || strcmp(t->name, "enc.lnf.w") == 0)
+            fill(x, n, 1.0f);
+        else if (t->cols == 0) fill(x, n, 0.0f); // biases, LayerNorm shifts
+        else if (strcmp(t->name, "wte") == 0) init_uniform(x, n, 0.7f, &rng); // ~ the sinusoid's scale
+        else if (strcmp(t->name, "wpe") == 0) init_uniform(x, n, 0.2f, &rng);
+        else if (strcmp(leaf, "wo") == 0) init_uniform(x, n, resid / sqrtf(C), &rng);
+        else if (strcmp(leaf, "w2") == 0) init_uniform(x, n, resid / sqrtf(F), &rng);
+        else init_uniform(x, n, 1.0f / sqrtf(C), &rng);
+        // weight decay on matrices other than the embeddings
+        memset(m->decay + t->offset, t->cols != 0 && strcmp(t->name, "wte") && strcmp(t->name, "wpe"), n);
+    }
+}
+
+// ---- create / destroy -------------------------------------------------------------------------
+
+void model_destroy(aw_model *m) {
+    if (!m) return;
+    for (int l = 0; l < AW_MAX_LAYERS; l++) {
+        attn_form_free(&m->enc_form[l]);
+        attn_form_free(&m->self_form[l]);
+        attn_form_free(&m->cross_form[l]);
+    }
+    for (size_t i = 0; i < m->n_synth; i++) free(m->synth_m[i]);
+    free(m->params);
+    free(m->pe_sin);
+    free(m->act_mem);
+    free(m->dact_mem);
+    free(m->tokens);
+    free(m->scratch);
+    free(m);
+}
+
+int model_create(aw_model **out, const aw_model_config *cfg) {
+    *out = NULL;
+    if (model_check_config(cfg)) return AW_ERR_ARG;
+    aw_model *m = calloc(1, sizeof *m);
+    if (!m) return AW_ERR_NOMEM;
+    m->cfg = *cfg;
+    const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
+    int st = AW_OK;
+    for (int l = 0; l < cfg->layers && !st; l++) {
+        const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
+        if (encdec) st = attn_form_init(&m->enc_form[l], cfg, 0, 1, s + 1);
+        if (!st) st = attn_form_init(&m->self_form[l], cfg, 1, 1, s + 2);
+        if (!st && encdec) st = attn_form_init(&m->cross_form[l], cfg, 0, 0, s + 3);
+    }
+    if (st) {
+        model_destroy(m);
+        return st;
+    }
+    m->n_params = walk_params(m, NULL, &m->w);
+    char prefix[32];
+    for (int l = 0; l < cfg->layers && !st; l++) {
+        if (m->enc_form[l].synth) snprintf(prefix, sizeof prefix, "enc.%d.self", l), st = table_synth(m, m->enc_form[l].synth, prefix);
+        if (!st && m->self_form[l].synth)
+            snprintf(prefix, sizeof prefix, "dec.%d.self", l), st = table_synth(m, m->self_form[l].synth, prefix);
+    }
+    if (st || m->n_params == 0) {
+        model_destroy(m);
+        return AW_ERR_ARG;
+    }
+    // params, grads, AdamW m and v: one allocation carved in four, then the decay mask
+    const size_t P = m->n_params, L = (size_t)cfg->max_len, C = (size_t)cfg->d_model;
+    m->params = calloc(4 * P * sizeof(float) + P, 1);
+    m->pe_sin = malloc(L * C * sizeof(float));
+    if (!m->params || !m->pe_sin) {
+        model_destroy(m);
+        return AW_ERR_NOMEM;
+    }
+    m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
+    m->decay = (uint8_t *)(m->adam_v + P);
+    walk_params(m, m->params, &m->w);
+    walk_params(m, m->grads, &m->g);
+    for (size_t i = 0; i < m->n_synth; i++) { // AdamW state of each synthesizer: m and v in one block
+        m->synth_m[i] = calloc(2 * m->synths[i]->n_params + 1, sizeof(float));
+        if (!m->synth_m[i]) {
+            model_destroy(m);
+            return AW_ERR_NOMEM;
+        }
+        m->synth_v[i] = m->synth_m[i] + m->synths[i]->n_params;
+    }
+    sinusoidal_encoding(m->pe_sin, L, C);
+    m->pe = cfg->positional == AW_POS_LEARNED ? m->w.wpe : m->pe_sin;
+    init_params(m);
+    aw_rng_seed(&m->data_rng, ((uint64_t)cfg->seed << 32) ^ 0xDA7Au);
+    *out = m;
+    return AW_OK;
+}
+
+// ---- activations ------------------------------------------------------------------------------
+
+typedef struct {
+    float *base;
+    size_t off;
+} carver;
+
+static float *carve(carver *cv, size_t n) {
+    float *p = cv->base ? cv->base + cv->off : NULL;
+    cv->off += n;
+    return p;
+}
+
+static void carve_attn(carver *cv, aw_attn_acts *a, size_t B, size_t T, size_t Tk, size_t C, size_t H) {
+    const size_t N = B * T, Nk = B * Tk;
+    a->ln = carve(cv, N * C), a->ln_mean = carve(cv, N), a->ln_rstd = carve(cv, N);
+    a->q = carve(cv, N * C), a->k = carve(cv, Nk * C), a->v = carve(cv, Nk * C);
+    a->att = carve(cv, B * H * T * Tk), a->o = carve(cv, N * C), a->res = carve(cv, N * C);
+}
+
+static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F) {
+    f->ln = carve(cv, N * C), f->ln_mean = carve(cv, N), f->ln_rstd = carve(cv, N);
+    f->h = carve(cv, N * F), f->r = carve(cv, N * F), f->res = carve(cv, N * C);
+}
+
+static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, size_t T, size_t S) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, F = (size_t)c->d_ff, H = (size_t)c->heads;
+    const size_t N = B * T, Ne = B * S;
+    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    carver cv = {base, 0};
+    memset(a, 0, sizeof *a);
+    a->x0 = carve(&cv, N * C);
+    if (encdec) {
+        a->e0 = carve(&cv, Ne * C);
+        for (int l = 0; l < c->layers; l++) {
+            carve_attn(&cv, &a->enc_attn[l], B, S, S, C, H);
+            carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F);
+        }
+        a->enc_lnf = carve(&cv, Ne * C), a->enc_lnf_mean = carve(&cv, Ne), a->enc_lnf_rstd = carve(&cv, Ne);
+    }
+    for (int l = 0; l < c->layers; l++) {
+        carve_attn(&cv, &a->dec_self[l], B, T, T, C, H);
+        if (encdec) carve_attn(&cv, &a->dec_cross[l], B, T, S, C, H);
+        carve_ffn(&cv, &a->dec_ffn[l], N, C, F);
+    }
+    a->lnf = carve(&cv, N * C), a->lnf_mean = carve(&cv, N), a->lnf_rstd = carve(&cv, N);
+    a->logits = carve(&cv, N * V), a->probs = carve(&cv, N * V), a->losses = carve(&cv, N);
+    return cv.off;
+}
+
+int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
+    const size_t L = (size_t)m->cfg.max_len, C = (size_t)m->cfg.d_model;
+    if (B == 0 || T == 0 || T > L || S > L || B > 65536) return AW_ERR_ARG;
+    if ((m->cfg.arch == AW_ARCH_ENCODER_DECODER) != (S > 0)) return AW_ERR_ARG;
+    aw_acts tmp;
+    const size_t floats = carve_acts(m, NULL, &tmp, B, T, S);
+    if (floats > m->act_cap) {
+        free(m->act_mem), free(m->dact_mem);
+        m->act_mem = malloc(floats * sizeof(float));
+        m->dact_mem = malloc(floats * sizeof(float));
+        if (!m->act_mem || !m->dact_mem) {
+            free(m->act_mem), free(m->dact_mem);
+            m->act_mem = m->dact_mem = NULL, m->act_cap = 0, m->B = 0;
+            return AW_ERR_NOMEM;
+        }
+        m->act_cap = floats;
+    }
+    const size_t toks = 2 * B * T + B * S + 1;
+    if (toks > m->tok_cap) {
+        free(m->tokens);
+        m->tokens = malloc(toks * sizeof(int32_t));
+        if (!m->tokens) {
+            m->tok_cap = 0, m->B = 0;
+            return AW_ERR_NOMEM;
+        }
+        m->tok_cap = toks;
+    }
+    const size_t Tk = S > T ? S : T, scratch = T * (Tk + C);
+    if (scratch > m->scratch_cap) {
+        free(m->scratch);
+        m->scratch = malloc(scratch * sizeof(float));
+        if (!m->scratch) {
+            m->scratch_cap = 0, m->B = 0;
+            return AW_ERR_NOMEM;
+        }
+        m->scratch_cap = scratch;
+    }
+    m->targets = m->tokens + B * T, m->src = m->targets + B * T;
+    m->B = B, m->T = T, m->S = S, m->act_floats = floats;
+    carve_acts(m, m->act_mem, &m->a, B, T, S);
+    carve_acts(m, m->dact_mem, &m->da, B, T, S);
+    return AW_OK;
+}
+
+// ---- sublayers --------------------------------------------------------------------------------
+
+static const float *attn_out(const aw_model *m, const aw_attn_acts *a) {
+    return m->cfg.norm == AW_NORM_PRE ? a->res : a->ln;
+}
+static float *attn_dout(const aw_model *m, aw_attn_acts *da) { return m->cfg.norm == AW_NORM_PRE ? da->res : da->ln; }
+static const float *ffn_out(const aw_model *m, const aw_ffn_acts *a) {
+    return m->cfg.norm == AW_NORM_PRE ? a->res : a->ln;
+}
+static float *ffn_dout(const aw_model *m, aw_ffn_acts *da) { return m->cfg.norm == AW_NORM_PRE ? da->res : da->ln; }
+
+// pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
+// encoder output (B*Tk, C), or NULL for self-attention.
+static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
+                                 const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, N = B * T, Nk = B * Tk;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    if (pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N, C);
+    const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
+    if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
+    if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
+    linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+    for (size_t b = 0; b < B; b++) {
+        int st = attn_form_forward(f, a->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C, a->q + b * T * C,
+                                   a->k + b * Tk * C, a->v + b * Tk * C, T, Tk, C, H);
+        if (st) return st;
+    }
+    linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
+    aw_axpy(a->res, 1.0f, in, N * C);
+    if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
+    return AW_OK;
+}
+
+static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_weights *g,
+                                  const aw_attn_acts *a, aw_attn_acts *da, const float *in, float *d_in,
+                                  const float *kv_src, float *d_kv_src, size_t B, size_t T, size_t Tk) {
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, N = B * T, Nk = B * Tk;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    // post: out = LN(res)
+    if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    // res = in + o Wo + bo
+    aw_axpy(d_in, 1.0f, da->res, N * C);
+    linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
+    const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
+    float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
+    for (size_t b = 0; b < B; b++) { // o = form(q, k, v)
+        int st = attn_form_backward(f, dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C, da->v + b * Tk * C,
+                                    m->scratch, da->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C,
+                                    a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk, C, H);
+        if (st) return st;
+    }
+    // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
+    linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
+    if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
+    if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, C);
+    // pre: ln = LN(in)
+    if (pre) layernorm_backward(d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    return AW_OK;
+}
+
+// pre:  out = in + FFN(LN(in));   post: out = LN(in + FFN(in));   FFN(x) = relu(x W1 + b1) W2 + b2.
+static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_acts *a, const float *in, size_t N) {
+    const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    if (pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N, C);
+    linear_forward(a->h, pre ? a->ln : in, w->w1, w->b1, N, C, F);
+    relu_forward(a->r, a->h, N * F);
+    linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
+    aw_axpy(a->res, 1.0f, in, N * C);
+    if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
+}
+
+static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_weights *g, const aw_ffn_acts *a,
+                                  aw_ffn_acts *da, const float *in, float *d_in, size_t N) {
+    const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    aw_axpy(d_in, 1.0f, da->res, N * C);                                    // res = in + ...
+    linear_backward(da->r, g->w2, g->b2, da->res, a->r, w->w2, N, F, C);   // ... r W2 + b2
+    relu_backward(da->h, da->r, a->h, N * F);                              // r = relu(h)
+    linear_backward(pre ? da->ln : d_in, g->w1, g->b1, da->h, pre ? a->ln : in, w->w1, N, C, F); // h = x W1 + b1
+    if (pre) layernorm_backward(d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+}
+
+// ---- whole model ------------------------------------------------------------------------------
+
+static const float *encoder_out(const aw_model *m, const aw_acts *a) {
+    if (m->cfg.norm == AW_NORM_PRE) return a->enc_lnf;
+    return ffn_out(m, &a->enc_ffn[m->cfg.layers - 1]);
+}
+
+static const float *decoder_stream_out(const aw_model *m, const aw_acts *a) {
+    return ffn_out(m, &a->dec_ffn[m->cfg.layers - 1]);
+}
+
+static int check_tokens(const aw_model *m, const int32_t *t, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < 0 || t[i] >= m->cfg.vocab) return AW_ERR_ARG;
+    return AW_OK;
+}
+
+int model_forward(aw_model *m, aw_metrics *metrics) {
+    if (m->B == 0) return AW_ERR_STATE;
+    const aw_model_config *c = &m->cfg;
+    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
+    const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    aw_acts *a = &m->a;
+    if (check_tokens(m, m->tokens, N) || (encdec && check_tokens(m, m->src, B * S))) return AW_ERR_ARG;
+    for (size_t i = 0; i < N; i++)
+        if (m->targets[i] >= c->vocab) return AW_ERR_ARG;
+    int st;
+    const float *enc = NULL;
+    if (encdec) {
+        embedding_forward(a->e0, m->src, m->w.wte, m->pe, B, S, C);
+        const float *x = a->e0;
+        for (int l = 0; l < c->layers; l++) {
+            if ((st = attn_sublayer_forward(m, &m->enc_form[l], &m->w.enc[l].self, &a->enc_attn[l], x, NULL, B, S, S)))
+                return st;
+            x = attn_out(m, &a->enc_attn[l]);
+            ffn_sublayer_forward(m, &m->w.enc[l].ffn, &a->enc_ffn[l], x, B * S);
+            x = ffn_out(m, &a->enc_ffn[l]);
+        }
+        if (pre) layernorm_forward(a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S, C);
+        enc = encoder_out(m, a);
+    }
+    embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
+    const float *x = a->x0;
+    for (int l = 0; l < c->layers; l++) {
+        if ((st = attn_sublayer_forward(m, &m->self_form[l], &m->w.dec[l].self, &a->dec_self[l], x, NULL, B, T, T)))
+            return st;
+        x = attn_out(m, &a->dec_self[l]);
+        if (encdec) {
+            if ((st = attn_sublayer_forward(m, &m->cross_form[l], &m->w.dec[l].cross, &a->dec_cross[l], x, enc, B, T, S)))
+                return st;
+            x = attn_out(m, &a->dec_cross[l]);
+        }
+        ffn_sublayer_forward(m, &m->w.dec[l].ffn, &a->dec_ffn[l], x, N);
+        x = ffn_out(m, &a->dec_ffn[l]);
+    }
+    if (pre) layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N, C), x = a->lnf;
+    linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
+    size_t count = 0, correct = 0;
+    const double loss = crossentropy_forward(a->probs, a->losses, a->logits, m->targets, N, V, &count, &correct);
+    if (metrics) {
+        metrics->loss = loss, metrics->count = count, metrics->grad_norm = 0.0;
+        metrics->accuracy = count ? (double)correct / (double)count : 0.0;
+    }
+    return isfinite(loss) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int model_backward(aw_model *m) {
+    if (m->B == 0) return AW_ERR_STATE;
+    const aw_model_config *c = &m->cfg;
+    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
+    const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    const aw_acts *a = &m->a;
+    aw_acts *da = &m->da;
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    memset(m->dact_mem, 0, m->act_floats * sizeof(float));
+    for (size_t i = 0; i < m->n_synth; i++) synthesizer_zero_grad(m->synths[i]);
+    size_t count = 0;
+    for (size_t i = 0; i < N; i++) count += m->targets[i] >= 0;
+    if (count == 0) return AW_OK;
+    // loss = mean over counted rows of -log probs[target]
+    crossentropy_backward(da->logits, a->probs, m->targets, 1.0f / (float)count, N, V);
+    const float *xl = decoder_stream_out(m, a);
+    float *dxl = (float *)decoder_stream_out(m, da);
+    linear_backward(pre ? da->lnf : dxl, m->g.w_out, m->g.b_out, da->logits, pre ? a->lnf : xl, m->w.w_out, N, C, V);
+    if (pre) layernorm_backward(dxl, m->g.lnf_w, m->g.lnf_b, da->lnf, xl, m->w.lnf_w, a->lnf_mean, a->lnf_rstd, N, C);
+    const float *enc = encdec ? encoder_out(m, a) : NULL;
+    float *denc = encdec ? (float *)encoder_out(m, da) : NULL;
+    int st;
+    for (int l = c->layers - 1; l >= 0; l--) {
+        const float *in_self = l ? ffn_out(m, &a->dec_ffn[l - 1]) : a->x0;
+        float *din_self = l ? ffn_dout(m, &da->dec_ffn[l - 1]) : da->x0;
+        const float *in_ffn = attn_out(m, encdec ? &a->dec_cross[l] : &a->dec_self[l]);
+        float *din_ffn = attn_dout(m, encdec ? &da->dec_cross[l] : &da->dec_self[l]);
+        ffn_sublayer_backward(m, &m->w.dec[l].ffn, &m->g.dec[l].ffn, &a->dec_ffn[l], &da->dec_ffn[l], in_ffn, din_ffn, N);
+        if (encdec &&
+            (st = attn_sublayer_backward(m, &m->cross_form[l], &m->w.dec[l].cross, &m->g.dec[l].cross, &a->dec_cross[l],
+                                         &da->dec_cross[l], attn_out(m, &a->dec_self[l]),
+                                         attn_dout(m, &da->dec_self[l]), enc, denc, B, T, S)))
+            return st;
+        if ((st = attn_sublayer_backward(m, &m->self_form[l], &m->w.dec[l].self, &m->g.dec[l].self, &a->dec_self[l],
+                                         &da->dec_self[l], in_self, din_self, NULL, NULL, B, T, T)))
+            return st;
+    }
+    embedding_backward(m->g.wte, m->g.wpe, da->x0, m->tokens, B, T, C);
+    if (!encdec) return AW_OK;
+    const float *xe = ffn_out(m, &a->enc_ffn[c->layers - 1]);
+    float *dxe = ffn_dout(m, &da->enc_ffn[c->layers - 1]);
+    if (pre) layernorm_backward(dxe, m->g.enc_lnf_w, m->g.enc_lnf_b, da->enc_lnf, xe, m->w.enc_lnf_w, a->enc_lnf_mean,
+                                a->enc_lnf_rstd, B * S, C);
+    for (int l = c->layers - 1; l >= 0; l--) {
+        const float *in = l ? ffn_out(m, &a->enc_ffn[l - 1]) : a->e0;
+        float *din = l ? ffn_dout(m, &da->enc_ffn[l - 1]) : da->e0;
+        ffn_sublayer_backward(m, &m->w.enc[l].ffn, &m->g.enc[l].ffn, &a->enc_ffn[l], &da->enc_ffn[l],
+                              attn_out(m, &a->enc_attn[l]), attn_dout(m, &da->enc_attn[l]), B * S);
+        if ((st = attn_sublayer_backward(m, &m->enc_form[l], &m->w.enc[l].self, &m->g.enc[l].self, &a->enc_attn[l],
+                                         &da->enc_attn[l], in, din, NULL, NULL, B, S, S)))
+            return st;
+    }
+    embedding_backward(m->g.wte, m->g.wpe, da->e0, m->src, B, S, C);
+    return AW_OK;
+}
+
+double model_update(aw_model *m, const aw_train_config *tc) {
+    double ss = 0.0;
+    for (size_t i = 0; i < m->n_params; i++) ss += (double)m->grads[i] * m->grads[i];
+    for (size_t s = 0; s < m->n_synth; s++)
+        for (size_t i = 0; i < m->synths[s]->n_params; i++) ss += (double)m->synths[s]->grads[i] * m->synths[s]->grads[i];
+    const double norm = sqrt(ss);
+    const float scale = (tc->clip > 0.0f && norm > tc->clip) ? (float)(tc->clip / (norm + 1e-12)) : 1.0f;
+    if (scale != 1.0f) {
+        aw_scale(m->grads, m->grads, scale, m->n_params);
+        for (size_t s = 0; s < m->n_synth; s++) aw_scale(m->synths[s]->grads, m->synths[s]->grads, scale, m->synths[s]->n_params);
+    }
+    m->step++;
+    const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
+    adamw_update(m->params, m->adam_m, m->adam_v, m->grads, m->decay, m->n_params, &ac, m->step);
+    for (size_t s = 0; s < m->n_synth; s++) {
+        aw_synthesizer *sy = m->synths[s];
+        // a fixed (non-trainable) random table gets no gradient and must not decay either
+        const aw_adamw_config sc = {tc->lr, tc->beta1, tc->beta2, tc->eps, sy->cfg.trainable ? tc->weight_decay : 0.0f};
+        adamw_update(sy->params, m->synth_m[s], m->synth_v[s], sy->grads, NULL, sy->n_params, &sc, m->step);
+    }
+    return norm;
+}
+
+// ---- tasks ------------------------------------------------------------------------------------
+
+int model_task_dims(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S) {
+    if (task_check(spec) || task_min_vocab(spec) > m->cfg.vocab) return AW_ERR_ARG;
+    const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
+    if (m->cfg.arch == AW_ARCH_DECODER) *T = task_is_lm(spec) ? nt - 1 : ns + nt, *S = 0;
+    else {
+        if (task_is_lm(spec)) return AW_ERR_ARG;
+        *T = nt, *S = ns;
+    }
+    return *T <= (size_t)m->cfg.max_len && *S <= (size_t)m->cfg.max_len ? AW_OK : AW_ERR_ARG;
+}
+
+int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rng) {
+    size_t T, S;
+    int st = model_task_dims(m, spec, &T, &S);
+    if (st || (st = model_reserve(m, B, T, S))) return st;
+    const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
+    int32_t *buf = malloc((ns + nt + 1) * sizeof(int32_t));
+    if (!buf) return AW_ERR_NOMEM;
+    int32_t *src = buf, *tgt = buf + ns;
+    for (size_t b = 0; b < B; b++) {
+        const size_t real = task_example(src, tgt, spec, rng);
+        int32_t *tok = m->tokens + b * T, *trg = m->targets + b * T;
+        if (m->cfg.arch == AW_ARCH_ENCODER_DECODER) {
+            memcpy(m->src + b * S, src, ns * sizeof(int32_t));
+            tok[0] = 0; // the separator starts the decoder
+            for (size_t i = 0; i < T; i++) {
+                if (i) tok[i] = tgt[i - 1];
+                trg[i] = i < real ? tgt[i] : -1;
+            }
+        } else if (task_is_lm(spec)) {
+            for (size_t i = 0; i < T; i++) tok[i] = tgt[i], trg[i] = tgt[i + 1];
+        } else { // seq = src, 0, tgt: predict the tgt tokens
+            for (size_t i = 0; i < T; i++) {
+                tok[i] = i < ns ? src[i] : i == ns ? 0 : tgt[i - ns - 1];
+                trg[i] = (i >= ns && i - ns < real) ? tgt[i - ns] : -1;
+            }
+        }
+    }
+    free(buf);
+    return AW_OK;
+}
+
+int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_train_config *tc, aw_metrics *mt) {
+    int st = model_make_batch(m, spec, B, &m->data_rng);
+    if (st || (st = model_forward(m, mt)) || (st = model_backward(m))) return st;
+    mt->grad_norm = model_update(m, tc);
+    return isfinite(mt->grad_norm) ? AW_OK : AW_ERR_NONFINITE;
+}
+
+int model_evaluate(aw_model *m, const aw_task_spec *spec, size_t B, size_t batches, uint64_t seed, aw_metrics *mt) {
+    aw_rng rng;
+    aw_rng_seed(&rng, seed);
+    double loss = 0.0, correct = 0.0;
+    size_t count = 0;
+    for (size_t i = 0; i < batches; i++) {
+        aw_metrics one;
+        int st = model_make_batch(m, spec, B, &rng);
+        if (st || (st = model_forward(m, &one))) return st;
+        loss += one.loss * (double)one.count, correct += one.accuracy * (double)one.count, count += one.count;
+    }
+    mt->loss = count ? loss / (double)count : 0.0;
+    mt->accuracy = count ? correct / (double)count : 0.0;
+    mt->count = count, mt->grad_norm = 0.0;
+    return AW_OK;
+}

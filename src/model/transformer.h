@@ -1,0 +1,201 @@
+// transformer.h: the tiny Transformer of ATTENTION_FORMS.md section 5, in the llm.c manner:
+// a config, one allocation each for parameters, gradients, activations (and their gradients)
+// and AdamW state, carved by a size table; a forward that saves what the backward needs, a
+// backward for every op, AdamW with global-norm clipping; deterministic from the seed.
+//
+// Shapes: B batch, T decoder positions, S encoder positions, C = d_model, F = d_ff,
+// V = vocab, H = heads, L = max_len. Tokens are int32 ids in [0, V).
+#ifndef AW_MODEL_TRANSFORMER_H
+#define AW_MODEL_TRANSFORMER_H
+
+#include "../attention/linear_attention.h"
+#include "../attention/synthesizer.h"
+#include "layers.h"
+#include "tasks.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum aw_attention_form { AW_FORM_SOFTMAX = 0, AW_FORM_LINEAR = 1, AW_FORM_SYNTHESIZER = 2 };
+enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1 };
+enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
+enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1 };
+enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
+
+typedef struct {
+    int32_t vocab, d_model, heads, layers, d_ff, max_len;
+    int32_t attention;  // enum aw_attention_form, for every self-attention
+    int32_t feature;    // linear: enum aw_linear_feature
+    aw_synthesizer_config synth; // synthesizer: variant, trainable, a, b, k, components (d, max_len,
+                                 // heads and seed are filled in per layer)
+    int32_t positional; // enum aw_positional
+    int32_t norm;       // enum aw_norm
+    int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks
+    uint32_t seed;
+} aw_model_config;
+
+typedef struct {
+    char name[40];       // e.g. "dec.0.self.wq"; synthesizer tensors "dec.0.self.synth.W1"
+    size_t offset;       // floats into the arena (main) or into the synthesizer's params
+    size_t rows, cols;   // shape (rows, cols); cols = 0 for a vector of `rows`
+    int group;           // 0 = main arena, 1 + i = synthesizer i
+} aw_tensor_info;
+
+typedef struct {
+    float *ln_w, *ln_b; // (C) the sublayer's LayerNorm
+    float *wq, *bq;     // (C, C), (C); NULL for a synthesizer without a dot component
+    float *wk, *bk;     // (C, C), (C); idem
+    float *wv, *bv;     // (C, C), (C)
+    float *wo, *bo;     // (C, C), (C)
+} aw_attn_weights;
+
+typedef struct {
+    float *ln_w, *ln_b; // (C)
+    float *w1, *b1;     // (C, F), (F)
+    float *w2, *b2;     // (F, C), (C)
+} aw_ffn_weights;
+
+typedef struct {
+    aw_attn_weights self, cross; // cross: decoder blocks of encoder-decoder only
+    aw_ffn_weights ffn;
+} aw_block_weights;
+
+typedef struct {
+    float *wte;                     // (V, C)
+    float *wpe;                     // (L, C) learned positions, or NULL
+    aw_block_weights enc[AW_MAX_LAYERS], dec[AW_MAX_LAYERS];
+    float *enc_lnf_w, *enc_lnf_b;   // (C) pre-norm encoder's final LayerNorm
+    float *lnf_w, *lnf_b;           // (C) pre-norm decoder's final LayerNorm
+    float *w_out, *b_out;           // (C, V), (V)
+} aw_weights;
+
+// The form-specific part of one attention sublayer (see attention_forms.c).
+typedef struct {
+    int form;              // enum aw_attention_form
+    int causal;
+    int feature;           // linear
+    aw_synthesizer *synth; // synthesizer (owned)
+    int uses_qk;           // 0 when the form never reads Q and K
+} aw_attn_form;
+
+typedef struct {
+    float *ln, *ln_mean, *ln_rstd; // (N, C), (N), (N): LayerNorm of the input (pre) or of res (post)
+    float *q;                      // (N, C)
+    float *k, *v;                  // (Nk, C)
+    float *att;                    // (B, H, T, Tk) attention weights
+    float *o;                      // (N, C) concatenated heads, before Wo
+    float *res;                    // (N, C) in + o Wo + bo
+} aw_attn_acts;
+
+typedef struct {
+    float *ln, *ln_mean, *ln_rstd; // (N, C), (N), (N)
+    float *h, *r;                  // (N, F) pre-activation and ReLU
+    float *res;                    // (N, C) in + r W2 + b2
+} aw_ffn_acts;
+
+typedef struct {
+    float *x0, *e0;                // (B*T, C) decoder, (B*S, C) encoder embeddings
+    aw_attn_acts enc_attn[AW_MAX_LAYERS], dec_self[AW_MAX_LAYERS], dec_cross[AW_MAX_LAYERS];
+    aw_ffn_acts enc_ffn[AW_MAX_LAYERS], dec_ffn[AW_MAX_LAYERS];
+    float *enc_lnf, *enc_lnf_mean, *enc_lnf_rstd; // (B*S, C), (B*S), (B*S)
+    float *lnf, *lnf_mean, *lnf_rstd;             // (B*T, C), (B*T), (B*T)
+    float *logits, *probs;         // (B*T, V)
+    float *losses;                 // (B*T)
+} aw_acts;
+
+typedef struct {
+    double loss;      // mean cross-entropy over target tokens (nats)
+    double accuracy;  // fraction of target tokens whose argmax is right
+    double grad_norm; // global gradient norm before clipping (train steps)
+    size_t count;     // target tokens counted
+} aw_metrics;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, clip; // clip <= 0: none
+} aw_train_config;
+
+typedef struct aw_model {
+    aw_model_config cfg;
+    size_t n_tensors;
+    aw_tensor_info tensors[AW_MAX_TENSORS];
+    size_t n_params;            // floats in the main arena
+    float *params, *grads;      // (n_params) each
+    float *adam_m, *adam_v;     // (n_params) each
+    uint8_t *decay;             // (n_params) 1 where weight decay applies
+    aw_weights w, g;            // pointers into params and grads
+    float *pe;                  // (L, C) the positional table in use (wpe or the sinusoid)
+    float *pe_sin;              // (L, C) the sinusoid (owned)
+    size_t n_synth;
+    aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
+    aw_synthesizer *synths[3 * AW_MAX_LAYERS]; // not owned here: the forms own them
+    float *synth_m[3 * AW_MAX_LAYERS], *synth_v[3 * AW_MAX_LAYERS];
+    long step;                  // AdamW steps taken
+    aw_rng data_rng;            // training batches
+    // activations for the current (B, T, S); grown, never shrunk
+    size_t B, T, S, act_floats, act_cap;
+    float *act_mem, *dact_mem;  // (act_cap) each
+    aw_acts a, da;
+    int32_t *tokens, *targets, *src; // (B*T), (B*T), (B*S)
+    size_t tok_cap;
+    float *scratch;             // (T * max(T, S)) attention backward
+    size_t scratch_cap;
+} aw_model;
+
+// Checks cfg (sizes, d_model % heads, known enums, synthesizer options). AW_OK or AW_ERR_ARG.
+int model_check_config(const aw_model_config *cfg);
+// Allocates and initialises a model from cfg (deterministic from cfg->seed).
+int model_create(aw_model **out, const aw_model_config *cfg);
+void model_destroy(aw_model *m);
+
+// Forward over a batch already in m->tokens (B, T) (and m->src (B, S) for encoder-decoder) with
+// m->targets (B, T) (-1 = no loss); saves every activation. Call model_reserve(B, T, S) first.
+int model_reserve(aw_model *m, size_t B, size_t T, size_t S);
+int model_forward(aw_model *m, aw_metrics *metrics);
+// Backward of the last forward's mean loss into m->grads (zeroed first) and the synthesizers' grads.
+int model_backward(aw_model *m);
+// Global-norm clipping and one AdamW step over every parameter. Returns the norm before clipping.
+double model_update(aw_model *m, const aw_train_config *tc);
+
+// The sequence layout of a task for this model's architecture: T (decoder positions) and S
+// (encoder positions, 0 for decoder-only). AW_ERR_ARG when the task does not fit (too long for
+// max_len, vocab too small, chars with an encoder-decoder).
+int model_task_dims(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S);
+// Fills m->tokens / m->targets / m->src with B examples drawn from rng (reserves the buffers).
+int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rng);
+// One training step on a fresh batch from m->data_rng: forward, backward, clip, AdamW.
+int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_train_config *tc,
+                     aw_metrics *metrics);
+// Mean metrics over `batches` batches of B drawn from a generator seeded with `seed`.
+int model_evaluate(aw_model *m, const aw_task_spec *spec, size_t B, size_t batches, uint64_t seed,
+                   aw_metrics *metrics);
+
+// Autoregressive generation. Decoder: continues prompt (np tokens). Encoder-decoder: encodes
+// src (ns tokens) and continues prompt (np >= 1 tokens, usually the separator 0). Writes up to
+// max_new tokens into out and returns how many through *n_out; stops early at stop_token (>= 0,
+// included in out) or at max_len. temperature <= 0: greedy; top_k > 0 keeps the k largest.
+// use_cache: 1 = incremental (KV cache for softmax, recurrent state for causal linear; a
+// synthesizer recomputes), 0 = re-run the full forward for every token (the reference).
+int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
+                   const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
+                   int use_cache);
+
+// The tensor named `name`, or NULL; its data pointer (params or synthesizer params).
+const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name);
+float *model_tensor_data(aw_model *m, const aw_tensor_info *t);
+float *model_tensor_grad(aw_model *m, const aw_tensor_info *t);
+size_t model_tensor_size(const aw_tensor_info *t);
+
+// attention_forms.c: create the form of a sublayer, and its core O = form(Q, K, V) over one
+// sequence: q (T, C), k, v (Tk, C), x (T, C) the sublayer input (synthesizer dense forms),
+// out (T, C), att (H, T, Tk) or NULL.
+int attn_form_init(aw_attn_form *f, const aw_model_config *cfg, int causal, int self, uint32_t seed);
+void attn_form_free(aw_attn_form *f);
+int attn_form_forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
+                      const float *v, size_t T, size_t Tk, size_t C, size_t H);
+// Accumulates dx, dq, dk, dv (and the synthesizer's grads) from dout; att is the forward's
+// weights (softmax uses them; the others recompute). scratch: T * (Tk + C) floats.
+int attn_form_backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *scratch,
+                       const float *dout, const float *att, const float *x, const float *q, const float *k,
+                       const float *v, size_t T, size_t Tk, size_t C, size_t H);
+
+#endif
