@@ -109,13 +109,6 @@ export function formulaOf(id) {
   return FORMULAS[id] ?? `(no formula text for ${id})`;
 }
 
-function releaseSynth(synth) {
-  for (const name of ['free', 'dispose', 'destroy', 'delete']) {
-    if (typeof synth?.[name] === 'function') return synth[name]();
-  }
-  return undefined;
-}
-
 // The largest divisor of L that is at most sqrt(L): factorized-dense needs a * b = L.
 function splitLength(L) {
   let a = Math.floor(Math.sqrt(L));
@@ -133,8 +126,10 @@ export function synthOptions(variant, { d, heads, n, maxLen, seed }) {
   return opts;
 }
 
-// Calls one form. inp: { n, d, heads, q, k, v, x, causal, seed, weights }. Returns the library's
-// result ({ output, weights? }).
+// One caller per form the library's families offer. run(inp, cache?) calls it, with
+// inp: { n, d, heads, q, k, v, x (n*d each), causal, weights (boolean), seed, maxLen? }, and returns the
+// library's result ({ output, weights? }, plus alphas and components for a mixture). Synthesizer layers
+// are created on the call (maxLen defaults to n) and kept in cache when one is given, else disposed.
 function callers(lib) {
   const list = [];
   if (typeof lib.softmaxAttention === 'function') {
@@ -158,8 +153,7 @@ function callers(lib) {
     }
   }
   if (typeof lib.createSynthesizer === 'function') {
-    const variants = lib.synthesizerVariants ?? lib.SYNTHESIZER_VARIANTS ?? SYNTH_VARIANTS;
-    for (const variant of variants) {
+    for (const variant of SYNTH_VARIANTS) {
       list.push({
         id: `synth:${variant}`, family: 'synth',
         // A synthesizer holds weights sized by maxLen: make one per (variant, d, heads, L, seed) and keep it.
@@ -178,7 +172,7 @@ function callers(lib) {
             if (synth.alphas) Object.assign(result, { alphas: Float32Array.from(synth.alphas), components: [...synth.components] });
             return result;
           } finally {
-            if (!cache) releaseSynth(synth);
+            if (!cache) synth.dispose();
           }
         },
       });
@@ -189,7 +183,7 @@ function callers(lib) {
 
 /** Releases the synthesizers a cache holds. */
 export function clearCache(cache) {
-  for (const synth of cache.values()) releaseSynth(synth);
+  for (const synth of cache.values()) synth.dispose();
   cache.clear();
 }
 

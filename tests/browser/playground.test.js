@@ -124,6 +124,21 @@ test('causal masking zeroes the upper triangle; typed tokens and hover read the 
   const { page, problems } = await open('?form=softmax&input=tokens&text=a+b+c+d+e+f&heads=1&d=16');
   let [map] = await readHeatmaps(page);
   assert.equal(map.n, 6, 'six tokens typed, six rows');
+  // Each cell has the viridis colour of the library's own weight (computed here straight from the package).
+  const want = await page.evaluate(async () => {
+    const { loadAttention } = await import('/wasm/index.js');
+    const { makeInputs } = await import('/inputs.js');
+    const { VIRIDIS } = await import('/views/colormap.js');
+    const x = makeInputs({ input: 'tokens', text: 'a b c d e f', d: 16, seed: 1 }, 64);
+    const lib = await loadAttention();
+    const { weights } = lib.softmaxAttention({ q: x.q, k: x.k, v: x.v, n: x.n, d: 16, heads: 1, returnWeights: true });
+    const vmax = Math.max(...weights);
+    return [...weights].map((w) => {
+      const c = 4 * Math.round((w / vmax) * 255);
+      return `${VIRIDIS[c]},${VIRIDIS[c + 1]},${VIRIDIS[c + 2]}`;
+    });
+  });
+  assert.deepEqual(map.colours, want, 'drawn colours vs the weights of lib.softmaxAttention');
   const zero = await page.evaluate(async () => {
     const { VIRIDIS } = await import('/views/colormap.js');
     return `${VIRIDIS[0]},${VIRIDIS[1]},${VIRIDIS[2]}`;
@@ -308,6 +323,28 @@ test('Synthesizer random ignores the input (position only); softmax does not', a
   await changeAndWait(page, () => page.fill('#text', 'a b c d e'));
   const d = (await readHeatmaps(page))[0].colours;
   assert.notDeepEqual(c, d, 'softmax: other tokens, other A');
+  assertNoProblems(problems);
+  await page.close();
+});
+
+test('Stop ends a long timing run at once; bad URL values fall back to defaults', async () => {
+  const { page, problems } = await open('?tmin=1024&tmax=8192&tforms=softmax&build=scalar&n=abc&heads=3&form=bogus&seed=-4&input=x');
+  // Bad values: the defaults, and the URL rewritten to a valid state.
+  assert.equal(await page.inputValue('#form'), 'softmax');
+  assert.equal(await page.inputValue('#heads'), '2');
+  assert.equal(await page.inputValue('#seed'), '1');
+  assert.equal(await page.isChecked('input[name="input"][value="tokens"]'), true);
+  assert.match(page.url(), /form=softmax&input=tokens&.*&n=16&d=32&heads=2&causal=0&seed=1&/);
+  await page.click('#trun');
+  await page.waitForFunction(() => document.querySelector('#tstop').disabled === false);
+  await page.click('#tstop');
+  assert.equal(await page.textContent('#tstatus'), 'Stopped.');
+  assert.equal(await page.isEnabled('#trun'), true);
+  assert.equal(await page.getAttribute('#timings', 'data-done'), '0');
+  // The panel works again after a stop (a new worker).
+  await changeAndWait(page, () => page.selectOption('#tmax', '1024'));
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
   assertNoProblems(problems);
   await page.close();
 });
