@@ -268,11 +268,11 @@ static const char *meta(const parser *ps, const char *key) {
     return NULL;
 }
 
-static int meta_int(const parser *ps, const char *key, long lo, long hi, long *out) {
+static int meta_int(const parser *ps, const char *key, long long lo, long long hi, long long *out) {
     const char *v = meta(ps, key);
     if (!v || !*v) return 0;
     char *end;
-    const long x = strtol(v, &end, 10);
+    const long long x = strtoll(v, &end, 10);
     if (*end || x < lo || x > hi) return 0;
     *out = x;
     return 1;
@@ -286,15 +286,15 @@ static int meta_enum(const parser *ps, const char *key, const char *const *names
     return 1;
 }
 
-static int config_from_meta(const parser *ps, aw_model_config *c, long *step) {
+static int config_from_meta(const parser *ps, aw_model_config *c, long long *step) {
     memset(c, 0, sizeof *c);
-    long v[7];
+    long long v[7];
     const char *fmt = meta(ps, "format");
     if (!fmt || strcmp(fmt, "attention-wasm-model") != 0) return 0;
     if (!meta_int(ps, "vocab", 2, 1 << 20, &v[0]) || !meta_int(ps, "d_model", 1, 4096, &v[1]) ||
         !meta_int(ps, "heads", 1, 4096, &v[2]) || !meta_int(ps, "layers", 1, AW_MAX_LAYERS, &v[3]) ||
         !meta_int(ps, "d_ff", 1, 16384, &v[4]) || !meta_int(ps, "max_len", 2, 4096, &v[5]) ||
-        !meta_int(ps, "seed", 0, 4294967295L, &v[6]) || !meta_int(ps, "step", 0, 1L << 40, step))
+        !meta_int(ps, "seed", 0, 4294967295LL, &v[6]) || !meta_int(ps, "step", 0, 2147483647LL, step))
         return 0;
     c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
     c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
@@ -304,7 +304,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long *step) {
     if (c->attention == AW_FORM_LINEAR && !meta_enum(ps, "feature", FEATURES, 4, &c->feature)) return 0;
     if (c->attention == AW_FORM_SYNTHESIZER) {
         aw_synthesizer_config *s = &c->synth;
-        long tr, a, b, k;
+        long long tr, a, b, k;
         int32_t variant;
         if (!meta_enum(ps, "synth_variant", VARIANTS, 5, &variant) || !meta_int(ps, "synth_trainable", 0, 1, &tr) ||
             !meta_int(ps, "synth_a", 0, 4096, &a) || !meta_int(ps, "synth_b", 0, 4096, &b) ||
@@ -334,7 +334,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     ps.entries = malloc(MAX_ENTRIES * sizeof(entry));
     if (!ps.entries) return AW_ERR_NOMEM;
     aw_model_config cfg;
-    long step = 0;
+    long long step = 0;
     int st = AW_ERR_FORMAT;
     aw_model *m = NULL;
     if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end) || !config_from_meta(&ps, &cfg, &step)) goto fail;
@@ -356,7 +356,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
             goto fail;
         memcpy(model_tensor_data(m, ti), data + e->begin, bytes);
     }
-    m->step = step;
+    m->step = (long)step;
     free(ps.entries);
     *out = m;
     return AW_OK;
