@@ -82,8 +82,3 @@ export function stateToSearch(s) {
   }
   return `?${p.toString()}`;
 }
-
-/** The timing forms chosen in a state, as an array of ids (null means all available). */
-export function timingForms(s) {
-  return s.tforms === 'all' ? null : s.tforms.split(',').filter(Boolean);
-}

@@ -14,7 +14,8 @@ function fmtMs(ms) {
 }
 
 /**
- * el: { form, build, tmin, tmax, td, tforms, run, stop, progress, status, chart, legend, table }.
+ * el: { panel, form, build, tmin, tmax, td, tforms, run, stop, progress, status, chart, legend, table }
+ * (panel gets data-running and data-done = '1' when a run has finished).
  * onChange(patch) reports edited settings; onError(message) shows a failure.
  */
 export function createTimingsView(el, { onChange, onError }) {
