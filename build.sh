@@ -59,6 +59,7 @@ build_native() {
 case "$what" in
   wasm) build_wasm ;;
   native) build_native ;;
+  trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer" ;;
   all) build_wasm; build_native ;;
   *) echo "usage: bash build.sh [wasm|native]" >&2; exit 2 ;;
 esac
