@@ -48,10 +48,25 @@ build_native() {
     require("fs").writeFileSync(process.argv[1], h);' "$out/tolerances.h"
   local flags=(-std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all
     -fno-omit-frame-pointer -I"$out")
+  # The library is compiled once per variant (SSE2 vector path, forced scalar path), two
+  # compilers at a time, and linked into every test binary.
+  compile_objects() { # dir extra-flags...
+    local dir=$1 src pids=()
+    shift
+    rm -rf "$dir" && mkdir -p "$dir"
+    for src in $sources; do
+      "$cc" "${flags[@]}" "$@" -c "$src" -o "$dir/$(echo "${src#src/}" | tr / _ | sed 's/\.c$/.o/')" &
+      pids+=($!)
+      if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+    done
+    for src in "${pids[@]}"; do wait "$src"; done
+  }
+  compile_objects "$out/obj-vector"
+  compile_objects "$out/obj-scalar" -DAW_FORCE_SCALAR
   for t in tests/native/test_*.c; do
     local name; name=$(basename "$t" .c)
-    "$cc" "${flags[@]}" $sources "$t" -o "$out/$name" -lm
-    "$cc" "${flags[@]}" -DAW_FORCE_SCALAR $sources "$t" -o "$out/${name}_scalar" -lm
+    "$cc" "${flags[@]}" "$t" "$out"/obj-vector/*.o -o "$out/$name" -lm
+    "$cc" "${flags[@]}" -DAW_FORCE_SCALAR "$t" "$out"/obj-scalar/*.o -o "$out/${name}_scalar" -lm
   done
   echo "build.sh: native tests in $out/"
 }
