@@ -1,7 +1,7 @@
 // gen_corpus.mjs: compiles data/chars.txt (the `chars` task's text) into src/model/chars_corpus.c,
 // so that the wasm module, Node, browsers and the native trainer all read the same bytes with
 // nothing fetched at run time. Run after editing data/chars.txt:  node scripts/gen_corpus.mjs
-// (tests/node/model.test.js checks the two agree). Every character must be in AW_CHARSET
+// (node scripts/gen_corpus.mjs --check, run by tests/node/model.test.js, says whether they agree). Every character must be in AW_CHARSET
 // (src/model/tasks.c) after lower-casing.
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -20,5 +20,14 @@ out += '#include "tasks.h"\n\nconst char aw_chars_corpus[] =\n';
 for (let i = 0; i < text.length; i += 72) out += '    ' + JSON.stringify(text.slice(i, i + 72)).replace(/\?/g, '\\?') + '\n';
 out += '    ;\n';
 out += `const size_t aw_chars_corpus_len = ${text.length};\n`;
-writeFileSync(new URL('src/model/chars_corpus.c', root), out);
-console.log(`gen_corpus: ${text.length} characters -> src/model/chars_corpus.c`);
+const target = new URL('src/model/chars_corpus.c', root);
+if (process.argv.includes('--check')) { // used by tests/node/model.test.js
+  if (readFileSync(target, 'latin1') !== out) {
+    console.error('gen_corpus: src/model/chars_corpus.c is out of date; run node scripts/gen_corpus.mjs');
+    process.exit(1);
+  }
+  console.log(`gen_corpus: src/model/chars_corpus.c matches data/chars.txt (${text.length} characters)`);
+} else {
+  writeFileSync(target, out);
+  console.log(`gen_corpus: ${text.length} characters -> src/model/chars_corpus.c`);
+}

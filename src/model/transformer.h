@@ -179,6 +179,19 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                    const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
                    int use_cache);
 
+// Finite-difference gradient check of the whole model on a random batch (B, T, S) drawn from
+// seed, up to per_tensor entries of every tensor (gradcheck.c explains the measure).
+typedef struct {
+    double error;              // ||numeric - analytic|| / max norm, over every checked entry
+    double worst_tensor_error; // the same per tensor (norm floored at 1e-3), the worst one
+    char worst_tensor[40];
+    size_t checked, skipped;   // entries compared; entries skipped at a kink
+    size_t zero_grad_tensors;  // trainable tensors (not embeddings) whose gradient is all zero
+    char zero_grad_name[40];   // the first of them
+    size_t fixed_with_grad;    // fixed (non-trainable) tensors that got a gradient
+} aw_grad_check;
+int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, size_t per_tensor, aw_grad_check *out);
+
 // The tensor named `name`, or NULL; its data pointer (params or synthesizer params).
 const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name);
 float *model_tensor_data(aw_model *m, const aw_tensor_info *t);

@@ -3,10 +3,11 @@
 // reference, determinism, the safetensors round trip, cached vs full generation, and a short
 // learning check. Gradient errors are ||numeric - analytic|| / max(||numeric||, ||analytic||)
 // over the checked entries (central differences, step 1e-2); the bound is TOL_GRAD_CHECK.
-// Whole models are float32 with ReLUs, so an entry whose differences at steps 1e-2 and 1e-3
-// disagree (a kink crossed, or rounding) is skipped and counted (at most a fifth may be), and
-// the per-tensor bound (six entries each, TOL_GRAD_CHECK_TENSOR) is loose: it is there to catch
-// a missing, mis-scaled or mis-wired gradient, which gives errors of order 1.
+// Whole models (model_grad_check, src/model/gradcheck.c) are float32 with ReLUs, so an entry
+// whose differences at steps 1e-2 and 1e-3 disagree (a kink crossed, or rounding) is skipped and
+// counted (at most a fifth may be), and the per-tensor bound (six entries each,
+// TOL_GRAD_CHECK_TENSOR) is loose: it is there to catch a missing, mis-scaled or mis-wired
+// gradient, which gives errors of order 1.
 #include "../../src/attention/softmax_attention_backward.h"
 #include "../../src/kernels/status.h"
 #include "../../src/model/checkpoint.h"
@@ -232,92 +233,24 @@ static aw_model_config base_config(void) {
     return c;
 }
 
-static double model_loss(void *p) {
-    aw_model *m = p;
-    aw_metrics mt;
-    model_forward(m, &mt);
-    return mt.loss;
-}
-
-// Random tokens and targets (some ignored), forward + backward, then central differences on up
-// to `per` entries of every tensor. Also checks every trainable tensor got a non-zero gradient.
+// model_grad_check (src/model/gradcheck.c) on a random batch: every tensor, six entries each.
 static void grad_check_model(const char *label, aw_model_config cfg) {
     aw_model *m = NULL;
     int st = model_create(&m, &cfg);
     CHECK(st == AW_OK, "%s: model_create status %d", label, st);
     if (st) return;
-    const size_t B = 2, T = 6, S = cfg.arch == AW_ARCH_ENCODER_DECODER ? 5 : 0;
-    CHECK(model_reserve(m, B, T, S) == AW_OK, "%s: reserve", label);
-    aw_rng rng;
-    aw_rng_seed(&rng, 77);
-    for (size_t i = 0; i < B * T; i++) {
-        m->tokens[i] = (int32_t)aw_rng_below(&rng, (uint32_t)cfg.vocab);
-        m->targets[i] = i % 5 == 2 ? -1 : (int32_t)aw_rng_below(&rng, (uint32_t)cfg.vocab);
-    }
-    for (size_t i = 0; i < B * S; i++) m->src[i] = (int32_t)aw_rng_below(&rng, (uint32_t)cfg.vocab);
-    aw_metrics mt;
-    CHECK(model_forward(m, &mt) == AW_OK && model_backward(m) == AW_OK, "%s: forward/backward", label);
-    grad_acc all = {0};
-    double worst_tensor = 0.0;
-    char worst_name[48] = "";
-    int zero_grads = 0;
-    size_t checked = 0, skipped = 0;
-    for (size_t t = 0; t < m->n_tensors; t++) {
-        const aw_tensor_info *ti = &m->tensors[t];
-        const size_t n = model_tensor_size(ti);
-        float *x = model_tensor_data(m, ti);
-        float *g = malloc(n * sizeof(float));
-        memcpy(g, model_tensor_grad(m, ti), n * sizeof(float)); // the FD forwards leave grads alone, but be safe
-        double gn = 0.0;
-        for (size_t i = 0; i < n; i++) gn += (double)g[i] * g[i];
-        const int fixed = ti->group && !m->synths[ti->group - 1]->cfg.trainable &&
-                          (strstr(ti->name, ".R") != NULL);
-        if (gn == 0.0 && !fixed && !strstr(ti->name, "wpe")) {
-            zero_grads++;
-            printf("  %s: %s has an all-zero gradient\n", label, ti->name);
-        }
-        if (fixed) { // a fixed random table: the backward must leave its gradient at zero
-            CHECK(gn == 0.0, "%s: fixed %s got a gradient", label, ti->name);
-            free(g);
-            continue;
-        }
-        // central differences at two step sizes; where they disagree the step crossed a ReLU
-        // kink (or rounding dominates), and the entry is skipped and counted
-        grad_acc one = {0};
-        const size_t stride = n > 6 ? n / 6 : 1;
-        for (size_t i = 0; i < n; i += stride) {
-            double num[2];
-            const float steps[2] = {1e-2f, 1e-3f}, keep = x[i];
-            for (int e = 0; e < 2; e++) {
-                x[i] = keep + steps[e];
-                const double lp = model_loss(m);
-                x[i] = keep - steps[e];
-                num[e] = (lp - model_loss(m)) / (2.0 * steps[e]);
-                x[i] = keep;
-            }
-            const double big = fabs(num[0]) > fabs(num[1]) ? fabs(num[0]) : fabs(num[1]);
-            if (fabs(num[0] - num[1]) > 0.03 * big + 3e-4) {
-                skipped++;
-                continue;
-            }
-            if (getenv("GRAD_DEBUG") && fabs(num[0] - g[i]) > 1e-3) printf("    %s[%zu]: fd %g %g analytic %g\n", ti->name, i, num[0], num[1], g[i]);
-            acc_add(&one, num[0], g[i]);
-            checked++;
-        }
-        all.num2 += one.num2, all.ana2 += one.ana2, all.diff2 += one.diff2;
-        // per tensor, with an absolute floor of 1e-3 on the norm
-        const double big = sqrt(one.num2 > one.ana2 ? one.num2 : one.ana2);
-        const double e = sqrt(one.diff2) / (big > 1e-3 ? big : 1e-3);
-        if (e > worst_tensor) worst_tensor = e, snprintf(worst_name, sizeof worst_name, "%s", ti->name);
-        free(g);
-    }
-    CHECK(zero_grads == 0, "%s: %d tensors with no gradient", label, zero_grads);
+    aw_grad_check gc;
+    st = model_grad_check(m, 2, 6, cfg.arch == AW_ARCH_ENCODER_DECODER ? 5 : 0, 77, 6, &gc);
+    CHECK(st == AW_OK, "%s: grad check status %d", label, st);
+    CHECK(gc.zero_grad_tensors == 0, "%s: %zu tensors with an all-zero gradient (first: %s)", label, gc.zero_grad_tensors,
+          gc.zero_grad_name);
+    CHECK(gc.fixed_with_grad == 0, "%s: a fixed random table got a gradient", label);
+    CHECK(gc.skipped * 4 <= gc.checked, "%s: too many entries skipped (%zu of %zu)", label, gc.skipped, gc.checked + gc.skipped);
     char line[128];
-    snprintf(line, sizeof line, "grad check: model %s (%zu entries, %zu at kinks)", label, checked, skipped);
-    CHECK(skipped * 4 <= checked, "%s: too many entries skipped (%zu of %zu)", label, skipped, checked + skipped);
-    REPORT(line, acc_err(&all), TOL_GRAD_CHECK);
-    snprintf(line, sizeof line, "  worst tensor (%s)", worst_name);
-    REPORT(line, worst_tensor, TOL_GRAD_CHECK_TENSOR);
+    snprintf(line, sizeof line, "grad check: model %s (%zu entries, %zu at kinks)", label, gc.checked, gc.skipped);
+    REPORT(line, gc.error, TOL_GRAD_CHECK);
+    snprintf(line, sizeof line, "  worst tensor (%s)", gc.worst_tensor);
+    REPORT(line, gc.worst_tensor_error, TOL_GRAD_CHECK_TENSOR);
     model_destroy(m);
 }
 
@@ -498,7 +431,26 @@ static void test_learning(void) {
     model_destroy(m);
 }
 
-int main(void) {
+// --curve: the loss curve that tests/node/model.test.js compares with the wasm build's (same
+// config, task, seed and hyperparameters there).
+static int print_curve(void) {
+    aw_model_config c = base_config();
+    c.vocab = 16, c.d_model = 32, c.heads = 4, c.layers = 2, c.d_ff = 64, c.max_len = 24, c.seed = 3;
+    aw_model *m = NULL;
+    if (model_create(&m, &c)) return 1;
+    const aw_task_spec spec = {AW_TASK_SORT, 8, 10};
+    const aw_train_config tc = {3e-3f, 0.9f, 0.98f, 1e-8f, 0.01f, 1.0f};
+    for (int s = 0; s < 30; s++) {
+        aw_metrics mt;
+        if (model_train_step(m, &spec, 8, &tc, &mt)) return 1;
+        printf("%.9g\n", mt.loss);
+    }
+    model_destroy(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--curve") == 0) return print_curve();
     test_linear_op();
     test_layernorm_op();
     test_relu_embedding_ops();

@@ -1,0 +1,204 @@
+// The tiny Transformer through the wasm wrapper (lib.createModel / lib.loadModel), on both builds:
+// argument errors, gradient checks for every attention form, native vs wasm loss curves, the
+// safetensors round trip, cached vs full generation, and training reverse to >= 99%.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { TOL, builds, expectError } from './helpers.js';
+
+const small = { vocab: 12, dModel: 8, heads: 2, layers: 2, dFF: 12, maxLen: 8, seed: 5 };
+
+// Every attention form the model wires in, as createModel configs (over `small`).
+const FORMS = [
+  { attention: 'softmax' },
+  { attention: 'softmax', norm: 'post', positional: 'learned' },
+  { attention: 'softmax', arch: 'encoder-decoder' },
+  { attention: 'linear:elu+1' },
+  { attention: 'linear:relu' },
+  { attention: 'linear:taylor' },
+  { attention: 'linear:elu+1', arch: 'encoder-decoder', norm: 'post' },
+  { attention: 'synth:dense' },
+  { attention: 'synth:random' },
+  { attention: 'synth:random', attentionOptions: { trainable: false } },
+  { attention: 'synth:factorized-dense' },
+  { attention: 'synth:factorized-random', attentionOptions: { k: 3 } },
+  { attention: 'synth:mixture', attentionOptions: { components: ['random', 'dot'] } },
+  { attention: 'synth:mixture', attentionOptions: { components: ['dense', 'factorized-random'], k: 2 } },
+  { attention: 'synth:dense', arch: 'encoder-decoder' },
+];
+const label = (f) => Object.entries(f).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+
+for (const { name, lib } of builds) {
+  test(`model [${name}]: bad configs and inputs throw clear errors, and the library stays usable`, () => {
+    expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", "linear:elu\+1".*got "cosine"/);
+    expectError(() => lib.createModel({ dModel: 30, heads: 4 }), /dModel \(30\) must be divisible by heads \(4\)/);
+    expectError(() => lib.createModel({ attention: 'linear:efficient' }), /no causal form/);
+    expectError(() => lib.createModel({ layers: 40 }), /layers must be in \[1, 16\], got 40/);
+    expectError(() => lib.createModel({ dmodel: 8 }), /unknown option "dmodel"/);
+    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /apply to "synth:\*" attention only/);
+    expectError(() => lib.createModel({ attention: 'synth:factorized-dense', maxLen: 12, attentionOptions: { a: 5, b: 2 } }),
+      /a \* b = maxLen \(12\), got 5 \* 2/);
+    expectError(() => lib.createModel({ attention: 'synth:mixture', attentionOptions: { components: ['random', 'random'] } }), /distinct/);
+    const m = lib.createModel(small);
+    expectError(() => m.forward([1, 2, 12]), /tokens\[2\] is 12; token ids must be integers in \[0, 12\)/);
+    expectError(() => m.forward([1, 2.5]), /tokens\[1\] is 2\.5/);
+    expectError(() => m.forward([]), /tokens is empty/);
+    expectError(() => m.forward(new Array(9).fill(1)), /tokens has 9 tokens, more than this model's maxLen \(8\)/);
+    expectError(() => m.generate(new Array(9).fill(1)), /prompt has 9 tokens, more than this model's maxLen \(8\)/);
+    expectError(() => m.generate([1], { temperature: -1 }), /temperature must be >= 0/);
+    expectError(() => m.trainStep({ task: 'parity' }), /task must be one of "copy", "reverse".*got "parity"/);
+    expectError(() => m.trainStep({ task: 'reverse' }), /task reverse with length 16 needs 32 positions, more than this model's maxLen \(8\)/);
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, symbols: 12 }), /needs vocab >= 13, this model has 12/);
+    expectError(() => m.trainStep({ task: 'chars', length: 4 }), /needs vocab >= 50, this model has 12/);
+    expectError(() => m.trainStep({ task: 'recall', length: 3, symbols: 4 }), /recall draws 3 distinct keys/);
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, lr: -1 }), /lr must be > 0/);
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, batchsize: 4 }), /unknown option "batchsize"/);
+    expectError(() => m.forward([1], { source: [1] }), /source is for arch "encoder-decoder" models only/);
+    const synth = lib.createModel({ ...small, attention: 'synth:random' });
+    expectError(() => synth.forward(new Array(9).fill(1)), /more than this model's maxLen \(8\) \(a Synthesizer fixes its length when created\)/);
+    synth.dispose();
+    const ed = lib.createModel({ ...small, arch: 'encoder-decoder', vocab: 64 });
+    expectError(() => ed.forward([0, 1]), /encoder-decoder model needs \{ source \}/);
+    expectError(() => ed.trainStep({ task: 'chars', length: 4 }), /task chars is plain language modelling.*arch "decoder"/);
+    ed.dispose();
+    expectError(() => lib.loadModel(new Uint8Array(20)), /not an attention-wasm model checkpoint/);
+    expectError(() => lib.loadModel('weights'), /bytes must be a Uint8Array or ArrayBuffer/);
+    const r = m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }); // still usable
+    assert.ok(Number.isFinite(r.loss) && r.loss > 0);
+    m.dispose();
+    m.dispose();
+    expectError(() => m.trainStep({ task: 'reverse', length: 3 }), /this model was disposed/);
+  });
+
+  test(`model [${name}]: finite-difference gradient checks for every attention form`, (t) => {
+    for (const f of FORMS) {
+      const m = lib.createModel({ ...small, ...f });
+      const g = m.gradientCheck();
+      t.diagnostic(`${label(f)}: error ${g.error.toExponential(2)} (tol ${TOL.grad_check}), worst tensor ${g.worstTensor} ` +
+        `${g.worstTensorError.toExponential(2)} (tol ${TOL.grad_check_tensor}), ${g.checked} entries, ${g.skipped} at kinks`);
+      assert.ok(g.error <= TOL.grad_check, `${label(f)}: gradient error ${g.error}`);
+      assert.ok(g.worstTensorError <= TOL.grad_check_tensor, `${label(f)}: ${g.worstTensor} error ${g.worstTensorError}`);
+      assert.equal(g.zeroGradTensors, 0, `${label(f)}: ${g.firstZeroGradTensor} has no gradient`);
+      assert.equal(g.fixedWithGrad, 0);
+      assert.ok(g.skipped * 4 <= g.checked, `${label(f)}: ${g.skipped} of ${g.checked + g.skipped} entries at kinks`);
+      m.dispose();
+    }
+  });
+
+  test(`model [${name}]: the same seed gives the native build's loss curve`, (t) => {
+    const bin = new URL(`../../build/native/test_model${name === 'simd' ? '' : '_scalar'}`, import.meta.url).pathname;
+    assert.ok(existsSync(bin), `${bin} is missing: run bash build.sh native`);
+    const r = spawnSync(bin, ['--curve'], { encoding: 'utf8', env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=0' } });
+    assert.equal(r.status, 0, r.stderr);
+    const native = r.stdout.trim().split('\n').map(Number);
+    // the same config, task and hyperparameters as print_curve in tests/native/test_model.c
+    const m = lib.createModel({ vocab: 16, dModel: 32, heads: 4, layers: 2, dFF: 64, maxLen: 24, seed: 3 });
+    const wasm = native.map(() => m.trainStep({ task: 'sort', length: 8, symbols: 10, batchSize: 8, lr: 3e-3 }).loss);
+    m.dispose();
+    let worst = 0;
+    for (let i = 0; i < native.length; i++) worst = Math.max(worst, Math.abs(wasm[i] - native[i]) / (1 + Math.abs(native[i])));
+    t.diagnostic(`30 steps: loss ${native[0].toFixed(4)} -> ${native.at(-1).toFixed(4)}; max err wasm vs native ${worst.toExponential(2)} (tol ${TOL.model_native_vs_wasm})`);
+    assert.equal(native.length, 30);
+    assert.ok(native.at(-1) < native[0] * 0.8, 'the loss falls');
+    assert.ok(worst <= TOL.model_native_vs_wasm, `loss curves differ by ${worst}`);
+  });
+
+  test(`model [${name}]: save/load round-trips bit-exactly`, () => {
+    for (const f of [{ attention: 'softmax', positional: 'learned' }, { attention: 'synth:mixture' },
+      { attention: 'linear:taylor', arch: 'encoder-decoder', norm: 'post' }]) {
+      const m = lib.createModel({ ...small, ...f });
+      for (let i = 0; i < 3; i++) m.trainStep({ task: 'copy', length: 3, symbols: 6, batchSize: 4 });
+      const bytes = m.save();
+      const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer).getBigUint64(0, true)))));
+      assert.equal(header.__metadata__.format, 'attention-wasm-model');
+      assert.equal(header.__metadata__.step, '3');
+      const r = lib.loadModel(bytes);
+      assert.deepEqual(r.config, m.config);
+      assert.equal(r.steps, 3);
+      assert.deepEqual(r.save(), bytes, `${label(f)}: re-saved bytes differ`);
+      const source = f.arch ? [1, 2, 3] : undefined;
+      const a = m.forward([0, 4, 5], source ? { source } : {}), b = r.forward([0, 4, 5], source ? { source } : {});
+      assert.deepEqual(b.logits, a.logits);
+      m.dispose(), r.dispose();
+    }
+  });
+
+  test(`model [${name}]: cached generation equals generation by the full forward`, () => {
+    for (const f of [{ attention: 'softmax' }, { attention: 'softmax', norm: 'post' }, { attention: 'linear:elu+1' },
+      { attention: 'linear:relu' }, { attention: 'softmax', arch: 'encoder-decoder' }, { attention: 'linear:taylor', arch: 'encoder-decoder' }]) {
+      const m = lib.createModel({ ...small, maxLen: 16, ...f });
+      for (let i = 0; i < 5; i++) m.trainStep({ task: 'copy', length: 4, symbols: 8, batchSize: 8 });
+      const encdec = f.arch === 'encoder-decoder';
+      const prompt = encdec ? [0] : [3, 1, 4];
+      const source = encdec ? { source: [3, 1, 4, 1] } : {};
+      for (const o of [{}, { temperature: 0.8, topK: 4, seed: 9 }]) {
+        const cached = m.generate(prompt, { maxTokens: 30, ...o, ...source });
+        const full = m.generate(prompt, { maxTokens: 30, ...o, ...source, cache: false });
+        assert.equal(cached.length, 16 - prompt.length + 1, 'generation runs to maxLen');
+        assert.deepEqual(cached, full, `${label(f)} ${JSON.stringify(o)}`);
+      }
+      m.dispose();
+    }
+  });
+
+  test(`model [${name}]: forward returns logits and per-layer, per-head attention rows that sum to 1`, () => {
+    const m = lib.createModel({ ...small, vocab: 64, arch: 'encoder-decoder' });
+    const { logits, attention, crossAttention, encoderAttention } = m.forward([0, 5, 6], { source: [1, 2, 3, 4] });
+    assert.equal(logits.length, 3 * 64);
+    assert.equal(attention.length, 2);
+    assert.equal(attention[0].length, 2);
+    assert.equal(attention[1][1].length, 9);
+    assert.equal(crossAttention[0][0].length, 12);
+    assert.equal(encoderAttention[1][0].length, 16);
+    for (let i = 0; i < 3; i++) {
+      const row = attention[0][1].subarray(i * 3, i * 3 + 3);
+      assert.ok(Math.abs(row.reduce((s, x) => s + x, 0) - 1) < 1e-5);
+      for (let j = i + 1; j < 3; j++) assert.equal(row[j], 0, 'causal');
+    }
+    m.dispose();
+  });
+
+  test(`model [${name}]: every form and task trains (the loss falls in a few steps)`, (t) => {
+    const tasks = [['reverse', {}, { length: 4, symbols: 6 }], ['recall', {}, { length: 3, symbols: 8 }],
+      ['chars', {}, { length: 12 }], ['translate', { arch: 'encoder-decoder', maxLen: 24 }, { length: 2 }]];
+    for (const attention of ['softmax', 'linear:elu+1', 'synth:dense', 'synth:random']) {
+      for (const [task, cfg, opts] of tasks) {
+        const m = lib.createModel({ vocab: 64, dModel: 16, heads: 2, layers: 1, dFF: 32, maxLen: 24, seed: 2, attention, ...cfg });
+        const first = m.evaluate({ task, ...opts, batches: 2, batchSize: 16 });
+        for (let i = 0; i < 25; i++) m.trainStep({ task, ...opts, batchSize: 16, lr: 1e-2 });
+        const after = m.evaluate({ task, ...opts, batches: 2, batchSize: 16 });
+        t.diagnostic(`${attention} ${task}: loss ${first.loss.toFixed(3)} -> ${after.loss.toFixed(3)}`);
+        assert.ok(after.loss < first.loss * 0.85, `${attention} ${task}: loss ${first.loss} -> ${after.loss}`);
+        m.dispose();
+      }
+    }
+  });
+
+  if (name === 'simd')
+    test(`model [${name}]: softmax attention learns reverse (length 16, 10 symbols) to >= 99% token accuracy`, (t) => {
+      const m = lib.createModel({ vocab: 16, dModel: 64, heads: 4, layers: 2, dFF: 256, maxLen: 40, seed: 1 });
+      const t0 = performance.now();
+      let acc = 0, steps = 0;
+      while (acc < 0.99 && steps < 600) {
+        for (let i = 0; i < 50; i++, steps++) m.trainStep({ task: 'reverse', batchSize: 32, lr: steps < 100 ? 2e-3 * (steps + 1) / 100 : 2e-3 });
+        acc = m.evaluate({ task: 'reverse', batches: 8 }).accuracy;
+        t.diagnostic(`step ${steps}: held-out token accuracy ${acc.toFixed(4)}`);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      t.diagnostic(`reverse: ${(acc * 100).toFixed(2)}% after ${steps} steps, ${seconds.toFixed(1)} s wall (one thread, ${(1000 * seconds / steps).toFixed(1)} ms/step)`);
+      assert.ok(acc >= 0.99, `accuracy ${acc} after ${steps} steps`);
+      const ex = m.example({ task: 'reverse', seed: 42 });
+      assert.deepEqual(m.generate(ex.prompt, { maxTokens: 16 }), ex.target, 'the trained model reverses a held-out sequence');
+      m.dispose();
+    });
+}
+
+test('model: data/chars.txt and the compiled corpus agree; the chars tokenizer round-trips', () => {
+  const r = spawnSync(process.execPath, [new URL('../../scripts/gen_corpus.mjs', import.meta.url).pathname, '--check'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const { lib } = builds[0];
+  const ids = lib.charsTokenizer.encode('Hello, world!\n');
+  assert.equal(lib.charsTokenizer.decode(ids), 'hello, world!\n');
+  assert.ok([...ids].every((t) => t > 0 && t < lib.charsTokenizer.vocab));
+});
