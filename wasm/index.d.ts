@@ -3,6 +3,7 @@ import type { SoftmaxApi } from './softmax.js';
 import type { KernelsApi } from './kernels.js';
 import type { LinearApi } from './linear.js';
 import type { SynthesizerApi } from './synthesizer.js';
+import type { ModelApi } from './model.js';
 
 export interface LoadOptions {
   /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
@@ -11,7 +12,7 @@ export interface LoadOptions {
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
-export interface AttentionLib extends SoftmaxApi, KernelsApi, LinearApi, SynthesizerApi {
+export interface AttentionLib extends SoftmaxApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** The instance's wasm memory. */

@@ -1,0 +1,151 @@
+// Types for lib.createModel / lib.loadModel: the tiny Transformer (docs/model.md).
+
+/** Attention form ids (as in the playground). 'linear:efficient' has no causal form, so a decoder rejects it. */
+export type ModelAttention =
+  | 'softmax'
+  | 'linear:elu+1' | 'linear:relu' | 'linear:taylor' | 'linear:efficient'
+  | 'synth:dense' | 'synth:random' | 'synth:factorized-dense' | 'synth:factorized-random' | 'synth:mixture';
+
+export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars';
+
+export interface ModelAttentionOptions {
+  /** synth random forms: train the random tables (default true) or keep them fixed */
+  trainable?: boolean;
+  /** synth factorized-dense: a * b = maxLen (default: the most square split) */
+  a?: number;
+  b?: number;
+  /** synth factorized-random: rank of R1 R2^T (default 8) */
+  k?: number;
+  /** synth:mixture: distinct components (default ['random', 'dot']) */
+  components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
+}
+
+export interface ModelConfig {
+  /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */
+  vocab?: number;
+  /** width, default 64 */
+  dModel?: number;
+  /** attention heads; dModel % heads == 0; default 4 */
+  heads?: number;
+  /** blocks (encoder-decoder: this many in each); 1..16, default 2 */
+  layers?: number;
+  /** FFN hidden width, default 4 * dModel */
+  dFF?: number;
+  /** the longest sequence (positions), default 64; a Synthesizer's L */
+  maxLen?: number;
+  /** default 'softmax'. Cross-attention (encoder-decoder) uses the same form, except that a
+   *  Synthesizer replaces self-attention only and cross-attention stays softmax. */
+  attention?: ModelAttention;
+  attentionOptions?: ModelAttentionOptions;
+  /** default 'sinusoidal' */
+  positional?: 'sinusoidal' | 'learned';
+  /** LayerNorm placement, default 'pre' */
+  norm?: 'pre' | 'post';
+  /** default 'decoder' (causal LM); 'encoder-decoder' adds a bidirectional encoder and cross-attention */
+  arch?: 'decoder' | 'encoder-decoder';
+  /** initialisation and training-batch stream, default 1 */
+  seed?: number;
+}
+
+export interface TaskOptions {
+  task: ModelTask;
+  /** copy/reverse/sort: symbols (16); recall: key-value pairs (8); translate: digits (4); chars: characters (min(64, maxLen)) */
+  length?: number;
+  /** distinct symbols, ids 1..symbols (copy/reverse/sort 10, recall 20: keys from the first half) */
+  symbols?: number;
+}
+
+export interface TrainStepOptions extends TaskOptions {
+  /** default 32 */
+  batchSize?: number;
+  /** AdamW: lr 2e-3, beta1 0.9, beta2 0.98, eps 1e-8, weightDecay 0.01 (matrices only); clip: global norm 1 (<= 0: none) */
+  lr?: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weightDecay?: number;
+  clip?: number;
+}
+
+export interface EvaluateOptions extends TaskOptions {
+  /** default 8 */
+  batches?: number;
+  /** default 64 */
+  batchSize?: number;
+  /** the data seed (default 12345: the same held-out batches every call) */
+  seed?: number;
+}
+
+export interface ForwardResult {
+  /** (T, vocab) row-major */
+  logits: Float32Array;
+  /** attention[layer][head]: the decoder self-attention weights, (T, T) row-major */
+  attention: Float32Array[][];
+  /** encoder-decoder: [layer][head] (T, S) */
+  crossAttention?: Float32Array[][];
+  /** encoder-decoder: [layer][head] (S, S) */
+  encoderAttention?: Float32Array[][];
+}
+
+export interface GenerateOptions {
+  /** default 16; generation also stops when the sequence reaches maxLen */
+  maxTokens?: number;
+  /** 0 (default) = greedy */
+  temperature?: number;
+  /** 0 (default) = all tokens */
+  topK?: number;
+  /** sampling seed, default 1 */
+  seed?: number;
+  /** stop after this token (it is included) */
+  stop?: number;
+  /** encoder-decoder: the source tokens */
+  source?: ArrayLike<number>;
+  /** true (default): KV cache (softmax) / recurrent state (causal linear); false: re-run the full forward */
+  cache?: boolean;
+}
+
+export interface TaskExample {
+  source: Int32Array;
+  /** what the model should produce */
+  target: Int32Array;
+  /** what generate() continues: decoder source + [0]; encoder-decoder [0] (source goes to the encoder) */
+  prompt: Int32Array;
+}
+
+export interface GradientCheckResult {
+  error: number;
+  worstTensor: string;
+  worstTensorError: number;
+  checked: number;
+  skipped: number;
+  zeroGradTensors: number;
+  firstZeroGradTensor: string;
+  fixedWithGrad: number;
+}
+
+export interface Model {
+  /** the resolved config (defaults filled in) */
+  readonly config: Readonly<Required<Omit<ModelConfig, 'attentionOptions'>> & { attentionOptions?: ModelAttentionOptions }>;
+  readonly parameterCount: number;
+  /** AdamW steps taken (restored by loadModel; the optimizer moments are not saved) */
+  readonly steps: number;
+  trainStep(opts: TrainStepOptions): { loss: number; accuracy: number; gradNorm: number };
+  evaluate(opts: EvaluateOptions): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
+  forward(tokens: ArrayLike<number>, opts?: { source?: ArrayLike<number> }): ForwardResult;
+  generate(prompt?: ArrayLike<number>, opts?: GenerateOptions): Int32Array;
+  example(opts: TaskOptions & { seed?: number }): TaskExample;
+  /** safetensors bytes; the config is in __metadata__ */
+  save(): Uint8Array;
+  /** finite-difference check of every gradient on a random batch (for tests) */
+  gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; perTensor?: number }): GradientCheckResult;
+  /** frees the wasm memory; later calls throw */
+  dispose(): void;
+}
+
+export interface ModelApi {
+  createModel(config?: ModelConfig): Model;
+  /** from save() or the native trainer's .safetensors file */
+  loadModel(bytes: Uint8Array | ArrayBuffer): Model;
+  /** the chars task's tokenizer (lower-cases; unknown characters become 0) */
+  readonly charsTokenizer: { readonly vocab: number; encode(text: string): Int32Array; decode(ids: ArrayLike<number>): string };
+}
