@@ -2,10 +2,9 @@
 // through setState(), which writes the URL and redraws the views. The views know nothing of each
 // other; the library knows nothing of the page.
 //
-// Adding a panel (e.g. the tiny Transformer's model and training panels when lib.createModel exists):
-// write web/views/<panel>.js exporting a create function like the ones below, add its section to
-// index.html, add its settings to DEFAULTS/parseState in state.js, and create it here behind a
-// feature test (`typeof lib.createModel === 'function'`), as the form families are.
+// A panel is a web/views/<panel>.js module with a create function like the ones below, a section in
+// index.html and its settings in state.js; one that needs a part of the library is created behind a
+// feature test, as the model panel is (`typeof lib.createModel === 'function'`).
 import { loadAttention } from '../wasm/index.js';
 import { probeForms } from './forms.js';
 import { makeInputs } from './inputs.js';
@@ -13,6 +12,7 @@ import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
 import { createControls } from './views/controls.js';
 import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
+import { createModelView } from './views/model.js';
 import { createTimingsView } from './views/timings.js';
 
 const $ = (id) => document.getElementById(id);
@@ -22,6 +22,7 @@ let state = parseState(location.search);
 let lib = null;
 let forms = [];
 let renders = 0;
+let modelView = null; // the model panel, when the library has lib.createModel
 
 function showError(message) {
   const el = $('error');
@@ -69,6 +70,7 @@ function render() {
   const form = currentForm();
   controls.update(state, forms, form);
   timings.update(state, forms);
+  modelView?.update(state, form);
   $('permalink').href = stateToSearch(state);
   try {
     const view = computeMaps(form);
@@ -103,6 +105,16 @@ async function init() {
     return li;
   }));
   if (!forms.some((f) => f.id === state.form)) state = { ...state, form: forms[0].id };
+  if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
+    $('model').hidden = false;
+    modelView = createModelView({
+      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), msize: $('msize'),
+      msteps: $('msteps'), mseed: $('mseed'), mtext: $('mtext'), mtextLabel: $('mtext-label'), about: $('task-about'),
+      train: $('mtrain'), stop: $('mstop'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
+      output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
+      readout: $('mreadout'),
+    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+  }
   history.replaceState(null, '', stateToSearch(state));
   render();
   let width = window.innerWidth;

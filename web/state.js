@@ -9,6 +9,10 @@ export const LIMITS = {
   heads: [1, 2, 4, 8],
   timingSizes: [16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
   timingDims: [16, 32, 64, 128],
+  tasks: ['copy', 'reverse', 'sort', 'recall', 'translate', 'chars'],
+  taskLength: { min: 1, max: 32 },
+  modelSizes: ['tiny', 'small'],
+  trainSteps: [100, 200, 500, 1000, 2000, 5000],
 };
 
 export const DEFAULTS = Object.freeze({
@@ -26,6 +30,12 @@ export const DEFAULTS = Object.freeze({
   tmax: 1024, // timings: largest n
   td: 64, // timings: d
   tforms: 'all', // timings: 'all' or a comma-separated list of form ids
+  task: 'reverse', // model: the task it learns
+  mlen: 6, // model: task length (symbols, pairs, digits or characters)
+  msize: 'tiny', // model: 'tiny' | 'small'
+  mseed: 1, // model: which example of the task to show
+  mtext: '', // model: a typed input instead of the example (copy/reverse/sort: numbers; chars: text)
+  msteps: 500, // model: steps per press of Train
 });
 
 const BOOL = { 1: true, 0: false, true: true, false: false };
@@ -62,6 +72,12 @@ export function parseState(search) {
   set('tmax', oneOf(p.get('tmax'), LIMITS.timingSizes));
   set('td', oneOf(p.get('td'), LIMITS.timingDims));
   if (p.has('tforms') && /^[a-z0-9:+_,-]{1,400}$/i.test(p.get('tforms'))) s.tforms = p.get('tforms');
+  if (LIMITS.tasks.includes(p.get('task'))) s.task = p.get('task');
+  set('mlen', intIn(p.get('mlen'), LIMITS.taskLength.min, LIMITS.taskLength.max));
+  if (LIMITS.modelSizes.includes(p.get('msize'))) s.msize = p.get('msize');
+  set('mseed', intIn(p.get('mseed'), LIMITS.seed.min, LIMITS.seed.max));
+  if (p.has('mtext')) s.mtext = p.get('mtext').slice(0, 200);
+  set('msteps', oneOf(p.get('msteps'), LIMITS.trainSteps));
   return normalise(s);
 }
 

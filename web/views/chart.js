@@ -1,5 +1,5 @@
-// chart.js: a small canvas line chart with logarithmic axes (both, or y only), for the timings
-// (time against n, where O(n^2) and O(n) show as slopes 2 and 1) and later the training curves.
+// chart.js: a small canvas line chart with logarithmic or linear axes, for the timings (time
+// against n on log-log axes, where O(n^2) and O(n) show as slopes 2 and 1) and the training curves.
 // Plain canvas: no library, so the page works offline with nothing to vendor.
 
 /** Colour-blind-safe series colours (Okabe-Ito), with dash patterns to tell more series apart. */
@@ -37,14 +37,29 @@ export function logLogSlope(points, last = Infinity) {
   return sxx > 0 ? sxy / sxx : NaN;
 }
 
+// Round tick values for a linear axis: about `count` steps of 1, 2 or 5 x 10^k.
+function linearTicks(lo, hi, count) {
+  const raw = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((st) => st >= raw) ?? 10 * mag;
+  const ticks = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}
+
 /**
- * draw(canvas, { series: [{ label, color, dash, points: [[x, y]] }], xLabel, yLabel, logX = true,
- *   guides: [{ label, slope }] (dashed power-law lines through the lowest first point) }).
+ * draw(canvas, { series: [{ label, color, dash, points: [[x, y]] }], xLabel, yLabel,
+ *   logX = true, logY = true, yRange: [lo, hi] (fixed y range, for a linear y axis),
+ *   guides: [{ label, slope }] (dashed power-law lines through the lowest first point; log-log only),
+ *   emptyText }).
  */
-export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides = [] }) {
+export function drawChart(canvas, {
+  series, xLabel, yLabel, logX = true, logY = true, yRange, guides = [], emptyText = 'no measurements yet',
+}) {
   const width = Math.max(260, Math.min(640, canvas.parentElement.clientWidth || 480));
-  const empty = !series.some((s) => s.points.length);
-  const height = empty ? 60 : Math.round(Math.min(360, width * 0.62));
+  const usable = ([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!logX || x > 0) && (!logY || y > 0);
+  const all = series.flatMap((s) => s.points).filter(usable);
+  const height = all.length === 0 ? 60 : Math.round(Math.min(360, width * 0.62));
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(width * dpr);
   canvas.height = Math.round(height * dpr);
@@ -56,41 +71,50 @@ export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides 
   const fg = cssVar('--fg', '#222'), grid = cssVar('--grid', '#ddd');
   ctx.font = '11px system-ui, sans-serif';
 
-  const pad = { left: 58, right: 12, top: 10, bottom: 40 };
+  const pad = { left: 58, right: 18, top: 10, bottom: 40 };
   const pw = width - pad.left - pad.right, ph = height - pad.top - pad.bottom;
-  const all = series.flatMap((s) => s.points).filter(([x, y]) => x > 0 && y > 0);
   if (all.length === 0) {
     ctx.fillStyle = fg;
     ctx.textAlign = 'center';
-    ctx.fillText('no measurements yet', width / 2, height / 2);
+    ctx.fillText(emptyText, width / 2, height / 2);
     return;
   }
   const tx = logX ? Math.log10 : (v) => v;
+  const ty = logY ? Math.log10 : (v) => v;
   let [xmin, xmax] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
-  let [ymin, ymax] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+  let [ymin, ymax] = yRange ?? [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
   if (logX) {
     xmin /= 1.15; xmax *= 1.15;
   } else if (xmin === xmax) {
     xmin -= 1; xmax += 1;
   }
-  ymin = 10 ** (Math.floor(Math.log10(ymin) * 2) / 2); // whole or half decades keep the ticks readable
-  ymax = 10 ** (Math.ceil(Math.log10(ymax) * 2) / 2);
-  if (ymax <= ymin) ymax = ymin * 10;
+  if (logY && !yRange) {
+    ymin = 10 ** (Math.floor(Math.log10(ymin) * 2) / 2); // whole or half decades keep the ticks readable
+    ymax = 10 ** (Math.ceil(Math.log10(ymax) * 2) / 2);
+    if (ymax <= ymin) ymax = ymin * 10;
+  } else if (ymax <= ymin) {
+    ymax = ymin + 1;
+  }
   const X = (x) => pad.left + ((tx(x) - tx(xmin)) / (tx(xmax) - tx(xmin))) * pw;
-  const Y = (y) => pad.top + (1 - (Math.log10(y) - Math.log10(ymin)) / (Math.log10(ymax) - Math.log10(ymin))) * ph;
+  const Y = (y) => pad.top + (1 - (ty(y) - ty(ymin)) / (ty(ymax) - ty(ymin))) * ph;
 
-  // Grid and ticks: y at 1, 2, 5 x 10^k; x at the measured sizes (powers of 2) or round numbers.
+  // Grid and ticks. y: 1, 2, 5 x 10^k (log) or round steps (linear). x: the measured values when
+  // few (the powers of 2 of the timings), else round steps.
   ctx.strokeStyle = grid;
   ctx.fillStyle = fg;
   ctx.lineWidth = 1;
   ctx.textAlign = 'right';
   ctx.textBaseline = 'middle';
   const yTicks = [];
-  for (let e = Math.floor(Math.log10(ymin)); e <= Math.ceil(Math.log10(ymax)); e++) {
-    for (const m of [1, 2, 5]) {
-      const v = m * 10 ** e;
-      if (v >= ymin * 0.999 && v <= ymax * 1.001) yTicks.push({ v, major: m === 1 });
+  if (logY) {
+    for (let e = Math.floor(Math.log10(ymin)); e <= Math.ceil(Math.log10(ymax)); e++) {
+      for (const m of [1, 2, 5]) {
+        const v = m * 10 ** e;
+        if (v >= ymin * 0.999 && v <= ymax * 1.001) yTicks.push({ v, major: m === 1 });
+      }
     }
+  } else {
+    for (const v of linearTicks(ymin, ymax, 5)) yTicks.push({ v, major: true });
   }
   const showMinor = yTicks.length <= 10;
   for (const { v, major } of yTicks) {
@@ -102,10 +126,11 @@ export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides 
     ctx.fillText(fmtTick(v), pad.left - 5, Y(v));
   }
   const xs = [...new Set(all.map((p) => p[0]))].sort((a, b) => a - b);
+  const xTicks = logX || xs.length <= 12 ? xs : linearTicks(xmin, xmax, Math.max(2, Math.floor(pw / 70)));
   ctx.textAlign = 'center';
   ctx.textBaseline = 'top';
-  const step = Math.max(1, Math.ceil(xs.length / Math.floor(pw / 40)));
-  xs.forEach((v, i) => {
+  const step = Math.max(1, Math.ceil(xTicks.length / Math.floor(pw / 40)));
+  xTicks.forEach((v, i) => {
     ctx.beginPath();
     ctx.moveTo(X(v), pad.top);
     ctx.lineTo(X(v), pad.top + ph);
@@ -127,6 +152,7 @@ export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides 
   ctx.rect(pad.left, pad.top, pw, ph);
   ctx.clip();
   // Guides: y = c * x^slope through the lowest point at the smallest x, grey and dashed.
+  if (!(logX && logY)) guides = [];
   const x0 = xs[0], x1 = xs[xs.length - 1];
   const y0 = Math.min(...all.filter((p) => p[0] === x0).map((p) => p[1]));
   for (const g of guides) {
@@ -144,7 +170,7 @@ export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides 
     ctx.fillText(g.label, X(x1) - 6, Math.max(pad.top + 14, Y(y0 * (x1 / x0) ** g.slope) - 2));
   }
   for (const s of series) {
-    const pts = s.points.filter(([x, y]) => x > 0 && y > 0).sort((a, b) => a[0] - b[0]);
+    const pts = s.points.filter(usable).sort((a, b) => a[0] - b[0]);
     ctx.strokeStyle = s.color;
     ctx.fillStyle = s.color;
     ctx.lineWidth = 2;
@@ -153,7 +179,7 @@ export function drawChart(canvas, { series, xLabel, yLabel, logX = true, guides 
     pts.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
     ctx.stroke();
     ctx.setLineDash([]);
-    for (const [x, y] of pts) {
+    for (const [x, y] of pts.length <= 40 ? pts : []) {
       ctx.beginPath();
       ctx.arc(X(x), Y(y), 3, 0, 2 * Math.PI);
       ctx.fill();

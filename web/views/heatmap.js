@@ -100,7 +100,7 @@ class HeatmapFigure {
     // Labels: every one when cells are tall enough for text, else every k-th.
     ctx.font = FONT;
     ctx.fillStyle = cssVar('--fg', '#222');
-    const every = Math.max(1, Math.ceil(12 / this.cell));
+    const every = Math.max(1, Math.ceil(11 / this.cell));
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < n; i += every) {

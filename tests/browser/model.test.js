@@ -1,0 +1,166 @@
+// model.test.js: the playground's model panel (web/views/model.js, web/train-worker.js) in headless
+// Chromium: a tiny Transformer with the chosen attention learns a task in a worker while the page
+// stays usable. The panel exists exactly when the package has lib.createModel.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startServer } from '../../scripts/serve.js';
+import { launch, openPage, screenshot } from './helpers.js';
+
+let server;
+let browser;
+let hasModel;
+
+before(async () => {
+  server = await startServer({ port: 0 });
+  browser = await launch();
+  const { page } = await openPage(browser.context);
+  await page.goto(server.url);
+  await page.waitForSelector('body[data-state="ready"]');
+  hasModel = await page.evaluate(async () => {
+    const lib = await (await import('/wasm/index.js')).loadAttention();
+    return typeof lib.createModel === 'function';
+  });
+  assert.equal(await page.isVisible('#model'), hasModel, 'the model panel is shown exactly when lib.createModel exists');
+  await page.close();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function open(query) {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${server.url}${query}`);
+  await page.waitForSelector('body[data-state="ready"]');
+  await page.waitForSelector('#model[data-state="ready"]', { timeout: 20000 });
+  return { page, problems };
+}
+
+function heatmapColours(page) {
+  return page.$$eval('#mheatmaps canvas', (cs) => cs.map((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let i = 0; i < d.length; i += 4) h = (Math.imul(h, 31) + d[i] * 65536 + d[i + 1] * 256 + d[i + 2]) | 0;
+    return h;
+  }));
+}
+
+const data = (page, name) => page.getAttribute('#model', `data-${name}`);
+
+test('trains reverse in a worker: held-out loss falls, the answer comes out right, the heatmaps change', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&msize=tiny&msteps=500&mseed=1');
+  assert.match(await page.textContent('#mstatus'), /New model: [\d,]+ parameters .*attention softmax/);
+  const maps = await page.$$eval('#mheatmaps figcaption', (fs) => fs.map((f) => f.textContent));
+  assert.deepEqual(maps, ['Layer 1, head 1', 'Layer 1, head 2', 'Layer 2, head 1', 'Layer 2, head 2']);
+  const before = await heatmapColours(page);
+  const loss0 = Number(await data(page, 'eval-loss'));
+  t.diagnostic(`held-out loss before training: ${loss0.toFixed(3)}`);
+  assert.ok(loss0 > 1, 'an untrained model is not good at reverse');
+
+  await page.click('#mtrain');
+  // While it trains the page answers: an edit in Settings redraws the attention panel.
+  const renders = Number(await page.getAttribute('body', 'data-renders'));
+  await page.fill('#seed', '3');
+  await page.waitForFunction((r) => Number(document.body.dataset.renders) > r, renders);
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 90000 });
+  const status = await page.textContent('#mstatus');
+  t.diagnostic(status);
+  assert.match(status, /Done at step 500: held-out accuracy \d+\.\d%/);
+  const loss1 = Number(await data(page, 'eval-loss'));
+  const acc1 = Number(await data(page, 'eval-accuracy'));
+  t.diagnostic(`held-out after 500 steps: loss ${loss1.toFixed(4)}, accuracy ${acc1.toFixed(4)}`);
+  assert.ok(loss1 < loss0 / 4, `held-out loss ${loss1} did not fall well below ${loss0}`);
+  assert.ok(acc1 > 0.9, `held-out accuracy ${acc1} after 500 steps of reverse`);
+  const output = await page.textContent('#moutput');
+  t.diagnostic(output);
+  const [, target] = output.match(/target: (.*)\n/);
+  const [, model] = output.match(/model: {2}(.*?) {3}/);
+  assert.equal(model, target);
+  assert.match(output, /✓ correct/);
+  const after = await heatmapColours(page);
+  assert.equal(after.length, 4);
+  after.forEach((h, i) => assert.notEqual(h, before[i], `heatmap ${i} did not change with training`));
+  // The curves: both charts drawn with points.
+  const progress = await page.$eval('#mprogress', (p) => [p.value, p.max]);
+  assert.deepEqual(progress, [500, 500]);
+  await screenshot(page, 'model-trained');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('Stop and resume; typed input; the URL keeps the model settings', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { page, problems } = await open('?form=softmax&task=sort&mlen=5&msize=tiny&msteps=5000');
+  await page.click('#mtrain');
+  await page.waitForFunction(() => Number(document.querySelector('#model').dataset.step) >= 100);
+  await page.click('#mstop');
+  await page.waitForSelector('#model[data-training="0"]');
+  const stoppedAt = Number(await data(page, 'step'));
+  assert.ok(stoppedAt >= 100 && stoppedAt < 5000, `stopped at ${stoppedAt}`);
+  assert.match(await page.textContent('#mstatus'), new RegExp(`Stopped at step ${stoppedAt}`));
+  // Resume: the same model goes on from there.
+  await page.selectOption('#msteps', '100');
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]');
+  assert.match(await page.textContent('#mstatus'), new RegExp(`Done at step ${stoppedAt + 100}`));
+
+  // Typed input: the page shows it, its sorted target, and the model's answer.
+  const snaps = Number(await data(page, 'snapshots'));
+  await page.fill('#mtext', '9 2 7 2');
+  await page.waitForFunction((s) => Number(document.querySelector('#model').dataset.snapshots) > s, snaps);
+  const out = await page.textContent('#moutput');
+  assert.match(out, /input: {2}9 2 7 2 ⟂\ntarget: 2 2 7 9\nmodel: {2}[\d ]+/);
+  await page.fill('#mtext', '9 x');
+  await page.waitForFunction(() => /Your input: "x" is not a whole number from 1 to 10/.test(document.querySelector('#moutput').textContent));
+
+  // The URL holds the model settings; a reload restores them.
+  await page.selectOption('#task', 'recall');
+  await page.fill('#mlen', '4');
+  await page.selectOption('#msize', 'small');
+  await page.fill('#mseed', '7');
+  await page.waitForFunction(() => /mseed=7/.test(location.search));
+  const url = page.url();
+  assert.match(url, /task=recall&mlen=4&msize=small&mseed=7&mtext=&msteps=100/);
+  await page.reload();
+  await page.waitForSelector('#model[data-state="ready"]');
+  assert.equal(await page.inputValue('#task'), 'recall');
+  assert.equal(await page.inputValue('#mlen'), '4');
+  assert.equal(await page.inputValue('#msize'), 'small');
+  assert.equal(await page.inputValue('#mseed'), '7');
+  assert.equal(await page.isDisabled('#mtext'), true, 'recall takes no typed input');
+  assert.match(await page.textContent('#mstatus'), /heads/);
+  assert.equal((await page.$$('#mheatmaps canvas')).length, 8, 'small: 2 layers x 4 heads');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('every attention form the model accepts builds and runs a forward pass; efficient says why not', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { page, problems } = await open('?form=softmax&task=copy&mlen=4');
+  const forms = await page.$$eval('#form option', (os) => os.map((o) => o.value));
+  const ran = ['softmax'];
+  assert.match(await page.textContent('#mstatus'), /attention softmax\)/);
+  for (const id of forms) {
+    const snaps = Number(await data(page, 'snapshots'));
+    if ((await page.inputValue('#form')) === id) continue; // softmax: built and checked by open()
+    await page.selectOption('#form', id);
+    await page.waitForFunction((s) => {
+      const m = document.querySelector('#model');
+      return Number(m.dataset.snapshots) > s || m.dataset.state === 'error';
+    }, snaps);
+    const status = await page.textContent('#mstatus');
+    if (id === 'linear:efficient') {
+      assert.match(status, /could not run: .*no causal form/);
+      // Back to a working form, the panel recovers.
+      continue;
+    }
+    assert.match(status, new RegExp(`attention ${id.replace(/[+]/g, '\\+')}\\)`));
+    assert.equal(await page.getAttribute('#model', 'data-state'), 'ready');
+    ran.push(id);
+  }
+  t.diagnostic(`model built with: ${ran.join(', ')}`);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});

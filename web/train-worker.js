@@ -1,0 +1,164 @@
+// train-worker.js: the tiny Transformer of the model panel, living in a Web Worker so that training
+// never freezes the page. It loads the package itself and owns one model at a time.
+// Messages in:  { type: 'setup', config, task: {task, length, symbols?}, input: { seed, text }, fresh? }
+//                 (re)creates the model when config or task changed (or fresh), then shows the input
+//               { type: 'train', steps, lr }   train until `steps` more steps are done or 'stop'
+//               { type: 'stop' }
+// Messages out: { type: 'created', parameterCount, config }
+//               { type: 'progress', step, goal, loss, accuracy }   (means over the last ~50 ms of steps)
+//               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
+//               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
+//               { type: 'stopped', step, finished }
+//               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
+import { loadAttention } from '../wasm/index.js';
+import { BATCH, TASKS } from './tasks.js';
+
+const libPromise = loadAttention();
+let lib = null;
+let model = null;
+let key = ''; // JSON of the config and task the model was made for
+let task = null; // { task, length, symbols? }
+let input = null; // what the heatmaps show: { seq, labels, prompt, target, kind }
+let running = false;
+
+const SNAPSHOT_MS = 400; // held-out metrics, heatmaps and output during training, at most this often
+const CHUNK_MS = 50; // train this long between progress messages (and 'stop' checks)
+
+function tokenLabel(t) {
+  if (t === 0) return '⟂';
+  if (TASKS[task.task].symbols) return String(t);
+  const ch = lib.charsTokenizer.decode([t]);
+  return ch === ' ' ? '␣' : ch;
+}
+
+// Numbers for copy/reverse/sort: 1..symbols, separated by spaces or commas.
+function parseNumbers(text, symbols, maxLength) {
+  const parts = text.split(/[\s,]+/).filter(Boolean);
+  if (parts.length === 0) throw new Error('type some numbers, e.g. 3 1 4 1 5');
+  if (parts.length > maxLength) throw new Error(`at most ${maxLength} numbers for this task, got ${parts.length}`);
+  return parts.map((p) => {
+    const x = Number(p);
+    if (!Number.isInteger(x) || x < 1 || x > symbols) throw new Error(`"${p}" is not a whole number from 1 to ${symbols}`);
+    return x;
+  });
+}
+
+// The sequence the model reads for one example, laid out as in training (teacher forcing):
+// decoder tasks read source, separator, target but its last token; chars reads the text.
+function makeInput({ seed, text }) {
+  const t = TASKS[task.task];
+  if (text && t.typed === 'numbers') {
+    const source = parseNumbers(text, t.symbols, t.maxLength);
+    const target = task.task === 'copy' ? [...source] : task.task === 'reverse' ? [...source].reverse()
+      : [...source].sort((a, b) => a - b);
+    return { kind: 'seq2seq', source, target, prompt: [...source, 0], seq: [...source, 0, ...target.slice(0, -1)] };
+  }
+  if (text && t.typed === 'text') {
+    const seq = [...lib.charsTokenizer.encode(text.slice(0, model.config.maxLen))];
+    if (seq.length === 0) throw new Error('type some text');
+    return { kind: 'text', seq, prompt: seq, target: [] };
+  }
+  const ex = model.example({ ...task, seed });
+  if (task.task === 'chars') {
+    const all = [...ex.target];
+    const half = Math.max(1, Math.floor(all.length / 2));
+    return { kind: 'text', seq: all.slice(0, -1), prompt: all.slice(0, half), target: all.slice(half) };
+  }
+  const source = [...ex.source], target = [...ex.target];
+  return { kind: 'seq2seq', source, target, prompt: [...ex.prompt], seq: [...ex.prompt, ...target.slice(0, -1)] };
+}
+
+function snapshot() {
+  if (!input) return;
+  const { seq, prompt, target, kind } = input;
+  const { attention } = model.forward(Int32Array.from(seq));
+  const room = model.config.maxLen - prompt.length + 1;
+  const maxTokens = Math.max(0, Math.min(kind === 'text' && target.length === 0 ? 16 : target.length, room));
+  const output = [...model.generate(Int32Array.from(prompt), { maxTokens })];
+  const words = (ids) => ids.map(tokenLabel).join(TASKS[task.task].symbols ? ' ' : '');
+  const view = {
+    kind, prompt: words(prompt), target: words(target), output: words(output),
+    correct: target.length > 0 && output.length === target.length && output.every((x, i) => x === target[i]),
+  };
+  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel), maps: attention, T: seq.length, view });
+}
+
+function evaluate() {
+  const r = model.evaluate({ ...task, batches: 4, batchSize: 32 });
+  postMessage({ type: 'evaluated', step: model.steps, loss: r.loss, accuracy: r.accuracy });
+}
+
+async function train({ steps, lr }) {
+  if (running) return;
+  running = true;
+  const goal = model.steps + steps;
+  let lastSnapshot = performance.now();
+  while (running && model.steps < goal) {
+    const t0 = performance.now();
+    let loss = 0, accuracy = 0, count = 0;
+    while (performance.now() - t0 < CHUNK_MS && model.steps < goal) {
+      const r = model.trainStep({ ...task, batchSize: BATCH, lr });
+      loss += r.loss;
+      accuracy += r.accuracy;
+      count++;
+    }
+    postMessage({ type: 'progress', step: model.steps, goal, loss: loss / count, accuracy: accuracy / count });
+    if (performance.now() - lastSnapshot > SNAPSHOT_MS) {
+      evaluate();
+      snapshot();
+      lastSnapshot = performance.now();
+    }
+    await new Promise((r) => setTimeout(r, 0)); // lets a 'stop' message in
+  }
+  const finished = model.steps >= goal;
+  running = false;
+  evaluate();
+  snapshot();
+  postMessage({ type: 'stopped', step: model.steps, finished });
+}
+
+function setup(msg) {
+  const newKey = JSON.stringify([msg.config, msg.task]);
+  if (newKey !== key || !model || msg.fresh) {
+    running = false;
+    model?.dispose();
+    model = null;
+    key = newKey;
+    task = msg.task;
+    model = lib.createModel(msg.config);
+    postMessage({ type: 'created', parameterCount: model.parameterCount, config: model.config });
+    evaluate();
+  }
+  // A typed input that does not parse leaves the model as it is and says what is wrong.
+  try {
+    input = makeInput(msg.input);
+  } catch (e) {
+    input = null;
+    postMessage({ type: 'inputError', message: e.message });
+    return;
+  }
+  snapshot();
+}
+
+let queue = Promise.resolve();
+onmessage = (e) => {
+  const msg = e.data;
+  if (msg?.type === 'stop') {
+    running = false;
+    return;
+  }
+  // Messages run one after another (a setup waits for a training run to end: the page sends 'stop'
+  // first); the training loop yields between chunks, so 'stop' gets through at once.
+  const step = async () => {
+    lib ??= await libPromise;
+    if (msg.type === 'setup') setup(msg);
+    else if (msg.type === 'train') {
+      if (!model) throw new Error('no model yet');
+      await train(msg);
+    }
+  };
+  queue = queue.then(step).catch((err) => {
+    running = false;
+    postMessage({ type: 'error', message: err.message });
+  });
+};

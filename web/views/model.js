@@ -1,0 +1,221 @@
+// model.js: the model panel. A tiny Transformer (lib.createModel) with the chosen attention form
+// learns a task in a worker (../train-worker.js); this view sends it the settings, starts and stops
+// training, and draws what comes back: loss and accuracy curves, the model's output on one
+// example, and the attention of every layer and head.
+import { LIMITS } from '../state.js';
+import { MAX_LEN, SIZES, TASKS, modelConfig, taskOptions } from '../tasks.js';
+import { drawChart, seriesStyle } from './chart.js';
+import { createHeatmapView } from './heatmap.js';
+
+const LR = 2e-3;
+
+function fillSelect(select, values, label = String) {
+  select.replaceChildren(...values.map((v) => new Option(label(v), String(v))));
+}
+
+/**
+ * el: { panel, form, task, mlen, msize, msteps, mseed, mtext, mtextLabel, about, train, stop, reset,
+ *   progress, status, output, loss, acc, curvesLegend, grid, legend, readout }.
+ * The panel gets data-state ('busy' while a setup is on its way, 'ready' when its snapshot is shown,
+ * 'error'), data-training, data-step, data-snapshots, data-correct, data-eval-loss, data-eval-accuracy.
+ */
+export function createModelView(el, { onChange, charsVocab }) {
+  fillSelect(el.task, LIMITS.tasks, (t) => TASKS[t].label);
+  fillSelect(el.msize, LIMITS.modelSizes, (s) => {
+    const z = SIZES[s];
+    return `${s} (d = ${z.dModel}, ${z.heads} heads, ${z.layers} layers)`;
+  });
+  fillSelect(el.msteps, LIMITS.trainSteps);
+  const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout });
+
+  const intValue = (input, lo, hi) => {
+    const x = Number(input.value);
+    const ok = input.value !== '' && Number.isInteger(x) && x >= lo && x <= hi;
+    input.setAttribute('aria-invalid', String(!ok));
+    return ok ? x : undefined;
+  };
+  el.task.addEventListener('change', () => onChange({ task: el.task.value, mtext: '' }));
+  el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
+  el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
+  el.mlen.addEventListener('input', () => {
+    const v = intValue(el.mlen, 1, TASKS[state.task].maxLength);
+    if (v !== undefined) onChange({ mlen: v });
+  });
+  el.mseed.addEventListener('input', () => {
+    const v = intValue(el.mseed, LIMITS.seed.min, LIMITS.seed.max);
+    if (v !== undefined) onChange({ mseed: v, mtext: '' });
+  });
+  el.mtext.addEventListener('input', () => onChange({ mtext: el.mtext.value }));
+
+  let state = null;
+  let form = null;
+  let worker = null;
+  let lastSetup = ''; // the last setup message sent
+  let lastModel = ''; // its config and task part
+  let training = false;
+  let curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
+  let scheduled = false;
+  requestAnimationFrame(drawCurves);
+  el.curvesLegend.replaceChildren(...[['training batches (mean over ~50 ms of steps)', seriesStyle(0)],
+    ['held-out batches (fixed seed)', seriesStyle(1)]].map(([text, style]) => {
+    const li = document.createElement('li');
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.borderColor = style.color;
+    li.append(sw, text);
+    return li;
+  }));
+
+  function resetCurves() {
+    curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
+    drawCurves();
+  }
+
+  function drawCurves() {
+    scheduled = false;
+    const [train, held] = [seriesStyle(0), seriesStyle(1)];
+    drawChart(el.loss, {
+      series: [{ label: 'training batches', points: curves.loss, ...train },
+        { label: 'held-out', points: curves.evalLoss, ...held }],
+      xLabel: 'step', yLabel: 'loss', logX: false, emptyText: 'press Train',
+    });
+    drawChart(el.acc, {
+      series: [{ label: 'training batches', points: curves.acc, ...train },
+        { label: 'held-out', points: curves.evalAcc, ...held }],
+      xLabel: 'step', yLabel: 'accuracy', logX: false, logY: false, yRange: [0, 1], emptyText: 'press Train',
+    });
+  }
+
+  // Curves redraw at most once per frame, however fast progress messages arrive.
+  function scheduleCurves() {
+    if (!scheduled) {
+      scheduled = true;
+      requestAnimationFrame(drawCurves);
+    }
+  }
+
+  function setTraining(on) {
+    training = on;
+    el.train.disabled = on;
+    el.stop.disabled = !on;
+    el.panel.dataset.training = on ? '1' : '0';
+  }
+
+  function status(text) {
+    el.status.textContent = text;
+  }
+
+  function receive(msg) {
+    if (msg.type === 'created') {
+      resetCurves();
+      el.progress.value = 0;
+      const c = msg.config;
+      status(`New model: ${msg.parameterCount.toLocaleString('en')} parameters (vocab ${c.vocab}, d = ${c.dModel}, `
+        + `${c.heads} heads, ${c.layers} layers, attention ${c.attention}). Press Train.`);
+      el.panel.dataset.step = '0';
+    } else if (msg.type === 'progress') {
+      curves.loss.push([msg.step, msg.loss]);
+      curves.acc.push([msg.step, msg.accuracy]);
+      el.progress.max = msg.goal;
+      el.progress.value = msg.step;
+      el.panel.dataset.step = String(msg.step);
+      status(`Training: step ${msg.step} of ${msg.goal}, loss ${msg.loss.toFixed(3)}, accuracy ${(100 * msg.accuracy).toFixed(1)}%`);
+      scheduleCurves();
+    } else if (msg.type === 'evaluated') {
+      curves.evalLoss.push([msg.step, msg.loss]);
+      curves.evalAcc.push([msg.step, msg.accuracy]);
+      el.panel.dataset.evalLoss = String(msg.loss);
+      el.panel.dataset.evalAccuracy = String(msg.accuracy);
+      scheduleCurves();
+    } else if (msg.type === 'snapshot') {
+      const maps = [];
+      msg.maps.forEach((heads, l) => heads.forEach((weights, h) => {
+        maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights });
+      }));
+      heatmaps.render({ maps, n: msg.T, m: msg.T, rowLabels: msg.labels, colLabels: msg.labels, scale: state.scale });
+      const v = msg.view;
+      el.output.textContent = v.kind === 'seq2seq'
+        ? `input:  ${v.prompt}\ntarget: ${v.target}\nmodel:  ${v.output}   ${v.correct ? '✓ correct' : '✗ not yet'}   (step ${msg.step})`
+        : `text:   ${v.prompt}\nmodel:  ${v.prompt}[${v.output}]${v.target ? `\nreal:   ${v.prompt}[${v.target}]` : ''}   (step ${msg.step})`;
+      el.panel.dataset.correct = v.correct ? '1' : '0';
+      el.panel.dataset.state = 'ready';
+      el.panel.dataset.snapshots = String(Number(el.panel.dataset.snapshots ?? 0) + 1);
+    } else if (msg.type === 'stopped') {
+      setTraining(false);
+      const last = curves.evalAcc[curves.evalAcc.length - 1];
+      status(`${msg.finished ? 'Done' : 'Stopped'} at step ${msg.step}`
+        + (last ? `: held-out accuracy ${(100 * last[1]).toFixed(1)}%` : '') + '. Train again to go on.');
+    } else if (msg.type === 'inputError') {
+      el.output.textContent = `Your input: ${msg.message}`;
+    } else if (msg.type === 'error') {
+      setTraining(false);
+      el.panel.dataset.state = 'error';
+      status(`The model could not run: ${msg.message}`);
+      heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
+      el.output.textContent = '';
+    }
+  }
+
+  function ensureWorker() {
+    if (!worker) {
+      worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+      worker.onmessage = (e) => receive(e.data);
+      worker.onerror = (e) => {
+        setTraining(false);
+        status(`The training worker failed: ${e.message || 'it could not load'}`);
+      };
+    }
+    return worker;
+  }
+
+  function setupMessage(fresh = false) {
+    const config = modelConfig({ ...state, form: form.id }, charsVocab);
+    const task = taskOptions(state);
+    const text = TASKS[state.task].typed ? state.mtext : '';
+    return { type: 'setup', config, task, input: { seed: state.mseed, text }, fresh };
+  }
+
+  el.form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (training) return;
+    setTraining(true);
+    status('Training…');
+    ensureWorker().postMessage({ type: 'train', steps: state.msteps, lr: LR });
+  });
+  el.stop.addEventListener('click', () => worker?.postMessage({ type: 'stop' }));
+  el.reset.addEventListener('click', () => {
+    if (training) worker.postMessage({ type: 'stop' });
+    ensureWorker().postMessage(setupMessage(true));
+  });
+
+  return {
+    /** Shows the state; form is the attention form chosen in Settings. */
+    update(newState, newForm) {
+      state = newState;
+      form = newForm;
+      const t = TASKS[state.task];
+      el.task.value = state.task;
+      el.mlen.max = String(t.maxLength);
+      const mlen = Math.min(state.mlen, t.maxLength);
+      if (Number(el.mlen.value) !== mlen || el.mlen.value === '') el.mlen.value = String(mlen);
+      el.msize.value = state.msize;
+      el.msteps.value = String(state.msteps);
+      if (Number(el.mseed.value) !== state.mseed || el.mseed.value === '') el.mseed.value = String(state.mseed);
+      el.about.textContent = `${t.label}: ${t.about}. Sequences of up to ${MAX_LEN} positions; token ⟂ separates input and answer.`;
+      el.mtext.disabled = !t.typed;
+      el.mtextLabel.textContent = t.typed === 'numbers' ? `Your own input (numbers 1 to ${t.symbols}; empty: the example)`
+        : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
+      if (el.mtext.value !== state.mtext) el.mtext.value = state.mtext;
+
+      const msg = setupMessage();
+      const whole = JSON.stringify(msg);
+      if (whole === lastSetup) return;
+      const modelPart = JSON.stringify([msg.config, msg.task]);
+      if (modelPart !== lastModel && training) worker.postMessage({ type: 'stop' });
+      lastSetup = whole;
+      lastModel = modelPart;
+      el.panel.dataset.state = 'busy';
+      ensureWorker().postMessage(msg);
+    },
+  };
+}
