@@ -51,6 +51,7 @@ static int parse_attention(const char *s, aw_model_config *c) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); // progress lines appear as they come, also through a pipe
     aw_model_config c = {0};
     c.vocab = 64, c.d_model = 64, c.heads = 4, c.layers = 2, c.d_ff = 128, c.max_len = 64, c.seed = 1;
     c.synth.trainable = 1, c.synth.k = 8;

@@ -108,7 +108,7 @@ export interface TaskExample {
   source: Int32Array;
   /** what the model should produce */
   target: Int32Array;
-  /** what generate() continues: decoder source + [0]; encoder-decoder [0] (source goes to the encoder) */
+  /** what generate() continues: decoder source + [0] (recall: the source alone); encoder-decoder [0] (source goes to the encoder) */
   prompt: Int32Array;
 }
 

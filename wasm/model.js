@@ -189,7 +189,8 @@ export function modelMethods(core) {
         fail(`${what}: task ${spec.task}${spec.symbols ? ` with symbols ${spec.symbols}` : ''} needs vocab >= ${minVocab}, this model has ${c.vocab}`);
       if (c.arch === 'encoder-decoder' && spec.task === 'chars')
         fail(`${what}: task chars is plain language modelling (no source sequence); it needs arch "decoder"`);
-      const T = c.arch === 'decoder' ? (spec.task === 'chars' ? nt - 1 : ns + nt) : nt;
+      const sep = spec.task === 'chars' || spec.task === 'recall' ? 0 : 1; // src, [0], tgt (task_uses_separator)
+      const T = c.arch === 'decoder' ? ns + sep + nt - 1 : nt;
       const S = c.arch === 'decoder' ? 0 : ns;
       fail(`${what}: task ${spec.task} with length ${spec.length} needs ${Math.max(T, S)} positions, more than this ` +
         `model's maxLen (${c.maxLen}); pass a smaller length or create the model with a larger maxLen`);
@@ -340,8 +341,9 @@ export function modelMethods(core) {
 
     /**
      * One example of a task, laid out for this model: { source, target, prompt } where prompt is
-     * what generate() continues (decoder: source then the separator 0; encoder-decoder: [0] with
-     * source going to the encoder) and target the tokens it should produce.
+     * what generate() continues (decoder: source then the separator 0, or the source alone for
+     * recall, whose query predicts the value; encoder-decoder: [0] with source going to the
+     * encoder) and target the tokens it should produce.
      */
     example(opts) {
       const what = 'example';
@@ -360,7 +362,8 @@ export function modelMethods(core) {
             const source = new Int32Array(core.memory.buffer, sp, ns).slice();
             const target = new Int32Array(core.memory.buffer, tp, real).slice();
             if (spec.task === 'chars') return { source, target, prompt: target.slice(0, 1) };
-            const prompt = this.config.arch === 'decoder' ? Int32Array.from([...source, 0]) : Int32Array.of(0);
+            const decoderPrompt = spec.task === 'recall' ? source : Int32Array.from([...source, 0]);
+            const prompt = this.config.arch === 'decoder' ? decoderPrompt : Int32Array.of(0);
             return { source, target, prompt };
           });
       });

@@ -64,6 +64,8 @@ size_t task_tgt_len(const aw_task_spec *s) {
 
 int task_is_lm(const aw_task_spec *s) { return s->task == AW_TASK_CHARS; }
 
+int task_uses_separator(const aw_task_spec *s) { return s->task != AW_TASK_CHARS && s->task != AW_TASK_RECALL; }
+
 int32_t task_min_vocab(const aw_task_spec *s) {
     if (s->task == AW_TASK_TRANSLATE || s->task == AW_TASK_CHARS) return (int32_t)chars_vocab();
     return (int32_t)s->symbols + 1;

@@ -2,7 +2,8 @@
 // native trainer see exactly the same examples. Each example is a source sequence and a target
 // sequence of token ids; token 0 is the separator (and the end marker of variable targets).
 //   copy, reverse, sort   src: `length` symbols 1..symbols; tgt: the same, reversed, sorted
-//   recall                src: `length` key-value pairs then one of the keys; tgt: its value.
+//   recall                src: `length` key-value pairs then one of the keys; tgt: its value
+//                         (a decoder predicts it at the query, with no separator).
 //                         Keys are drawn from 1..symbols/2 (distinct), values from the rest.
 //   translate             src: `length` digit characters; tgt: their number words in letters,
 //                         space-separated, then the end marker 0 (chars token ids)
@@ -37,6 +38,9 @@ int task_check(const aw_task_spec *spec);
 size_t task_src_len(const aw_task_spec *spec);     // source tokens (0 for chars)
 size_t task_tgt_len(const aw_task_spec *spec);     // target tokens, the maximum for translate
 int task_is_lm(const aw_task_spec *spec);          // 1 for chars: a plain token stream, no source
+// 1 when a decoder-only model sees src, 0, tgt; 0 for recall, whose query key itself is the
+// position that predicts the value (the usual associative-recall layout), and for chars.
+int task_uses_separator(const aw_task_spec *spec);
 int32_t task_min_vocab(const aw_task_spec *spec);  // the smallest model vocabulary that holds it
 // Draws one example: src (task_src_len), tgt (task_tgt_len); returns how many target tokens
 // are real (the rest, for translate, are padding 0s that carry no loss).

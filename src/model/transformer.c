@@ -590,7 +590,7 @@ double model_update(aw_model *m, const aw_train_config *tc) {
 int model_task_dims(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S) {
     if (task_check(spec) || task_min_vocab(spec) > m->cfg.vocab) return AW_ERR_ARG;
     const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
-    if (m->cfg.arch == AW_ARCH_DECODER) *T = task_is_lm(spec) ? nt - 1 : ns + nt, *S = 0;
+    if (m->cfg.arch == AW_ARCH_DECODER) *T = ns + (size_t)task_uses_separator(spec) + nt - 1, *S = 0;
     else {
         if (task_is_lm(spec)) return AW_ERR_ARG;
         *T = nt, *S = ns;
@@ -616,12 +616,12 @@ int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rn
                 if (i) tok[i] = tgt[i - 1];
                 trg[i] = i < real ? tgt[i] : -1;
             }
-        } else if (task_is_lm(spec)) {
-            for (size_t i = 0; i < T; i++) tok[i] = tgt[i], trg[i] = tgt[i + 1];
-        } else { // seq = src, 0, tgt: predict the tgt tokens
+        } else { // seq = src, [0], tgt (the separator only when the task uses one): predict tgt
+            const size_t sep = (size_t)task_uses_separator(spec), start = ns + sep; // tgt's first index in seq
             for (size_t i = 0; i < T; i++) {
-                tok[i] = i < ns ? src[i] : i == ns ? 0 : tgt[i - ns - 1];
-                trg[i] = (i >= ns && i - ns < real) ? tgt[i - ns] : -1;
+                tok[i] = i < ns ? src[i] : i < start ? 0 : tgt[i - start];
+                const size_t next = i + 1; // position i predicts seq[next]
+                trg[i] = (next >= start && next - start < real) ? tgt[next - start] : -1;
             }
         }
     }

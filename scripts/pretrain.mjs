@@ -1,0 +1,64 @@
+// pretrain.mjs: trains the checkpoints the playground loads instantly (web/models/), with the
+// native trainer (build/trainer), one per task x attention form, in the playground's own model
+// shape (web/tasks.js: SIZES.tiny, MAX_LEN 64, vocab = symbols + 1 or the chars vocabulary), and
+// writes web/models/index.json describing them (task, form, config, steps, held-out accuracy).
+//   node scripts/pretrain.mjs                 (all; a few minutes)
+//   node scripts/pretrain.mjs --tasks reverse --forms softmax
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const FORMS = (args.forms ?? 'softmax,linear:elu+1,synth:dense,synth:random').split(',');
+const CHARS_VOCAB = 50; // lib.charsTokenizer.vocab (1 + the charset of src/model/tasks.c)
+// length and symbols as the playground sets them (web/tasks.js TASKS[...].maxLength / symbols)
+const TASKS = {
+  copy: { length: 16, symbols: 10, steps: 600 },
+  reverse: { length: 16, symbols: 10, steps: 800 },
+  sort: { length: 16, symbols: 10, steps: 1000 },
+  recall: { length: 10, symbols: 20, steps: 4000 },
+  translate: { length: 6, symbols: 0, steps: 1000 },
+  chars: { length: 32, symbols: 0, steps: 3000 },
+};
+const tasks = (args.tasks ?? Object.keys(TASKS).join(',')).split(',');
+const SIZE = { dModel: 32, heads: 2, layers: 2, dFF: 64, maxLen: 64 };
+
+const trainer = new URL('build/trainer', root).pathname;
+const build = spawnSync('bash', [new URL('build.sh', root).pathname, 'trainer'], { stdio: 'inherit' });
+if (build.status !== 0 || !existsSync(trainer)) process.exit(1);
+const outDir = new URL('web/models/', root);
+mkdirSync(outDir, { recursive: true });
+const indexUrl = new URL('index.json', outDir);
+const index = existsSync(indexUrl) ? JSON.parse(readFileSync(indexUrl, 'utf8')) : { models: [] };
+
+for (const task of tasks)
+  for (const form of FORMS) {
+    const t = TASKS[task];
+    const vocab = t.symbols ? t.symbols + 1 : CHARS_VOCAB;
+    const file = `${task}-${form.replace(':', '-').replace('+', '')}.safetensors`;
+    const flags = ['--task', task, '--attention', form, '--length', `${t.length}`, '--vocab', `${vocab}`,
+      '--d-model', `${SIZE.dModel}`, '--heads', `${SIZE.heads}`, '--layers', `${SIZE.layers}`, '--d-ff', `${SIZE.dFF}`,
+      '--max-len', `${SIZE.maxLen}`, '--steps', `${t.steps}`, '--lr', '3e-3', '--eval-every', `${t.steps}`,
+      '--out', new URL(file, outDir).pathname];
+    if (t.symbols) flags.push('--symbols', `${t.symbols}`);
+    const r = spawnSync(trainer, flags, { encoding: 'utf8' });
+    process.stdout.write(r.stdout);
+    if (r.status !== 0) {
+      console.error(r.stderr);
+      process.exit(1);
+    }
+    const m = /final: eval loss ([\d.]+) \(([\d.]+) bits\/token\), accuracy ([\d.]+), ([\d.]+) ms\/step/.exec(r.stdout);
+    const entry = {
+      file, task, attention: form, length: t.length, symbols: t.symbols, steps: t.steps,
+      config: { vocab, ...SIZE, attention: form }, accuracy: Number(m[3]), loss: Number(m[1]),
+      bytes: statSync(new URL(file, outDir)).size, command: `build/trainer ${flags.slice(0, -2).join(' ')}`,
+    };
+    if (task === 'chars') entry.bitsPerChar = Number(m[2]);
+    index.models = index.models.filter((e) => e.file !== file).concat(entry);
+    writeFileSync(indexUrl, JSON.stringify(index, null, 1) + '\n');
+  }
+const total = index.models.reduce((s, e) => s + e.bytes, 0);
+console.log(`web/models: ${index.models.length} checkpoints, ${(total / 2 ** 20).toFixed(2)} MiB`);
