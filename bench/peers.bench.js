@@ -16,6 +16,7 @@ import { measureClockGHz } from './peers/clock.js';
 import { buildModel, ortSession } from './peers/onnx.js';
 import { loadRaw } from './peers/raw.js';
 import { loadTfjs } from './peers/tfjs.js';
+import { reverseBatch, tfjsTinyTransformer } from './peers/tfjs_model.js';
 import { interleaveAsync } from './peers/timing.js';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 25);
@@ -48,7 +49,7 @@ export default async function run(ctx) {
 
   if (SECTIONS.includes('matmul')) await matmulSection(ctx, lib, tf, raw, peak);
   if (SECTIONS.includes('attention')) await attentionSection(ctx, lib, tf);
-  if (SECTIONS.includes('training')) await trainingSection(lib);
+  if (SECTIONS.includes('training')) await trainingSection(ctx, lib, tf);
 }
 
 // ---- matmul ---------------------------------------------------------------------------
@@ -207,11 +208,47 @@ async function attentionSection(ctx, lib, tf) {
 }
 
 // ---- tiny-model training step -----------------------------------------------------------
-async function trainingSection(lib) {
-  console.log('\n### tiny-model training step');
+// The same decoder-only model in both engines (bench/peers/tfjs_model.js mirrors src/model):
+// one step = a fresh `reverse` batch, forward, backward, global-norm clip, AdamW. tfjs runs
+// twice: with its own autograd (whose MatMul gradient takes the slow transposed matMul paths)
+// and with a transpose-first matmul gradient (tf.customGrad), the faster of the two.
+async function trainingSection(ctx, lib, tf) {
+  console.log('\n### tiny-model training step (decoder-only, pre-norm, softmax attention, task reverse)');
   if (typeof lib.createModel !== 'function') {
     console.log('pending: lib.createModel is not in this build, so there is no training step to compare with tfjs yet.');
     return;
   }
-  console.log('lib.createModel exists, but this benchmark has no tfjs twin of the model yet: comparison pending.');
+  const hyper = { lr: 3e-3, beta1: 0.9, beta2: 0.98, eps: 1e-8, weightDecay: 0.01, clip: 1 };
+  const length = 16, symbols = 10, T = 2 * length; // the decoder sees src, 0, tgt[:-1]
+  const rows = [];
+  for (const [dModel, heads, layers, batch] of [[64, 4, 2, 16], [64, 4, 2, 64], [128, 4, 2, 32]]) {
+    const cfg = { vocab: 16, dModel, heads, layers, dFF: 4 * dModel, maxLen: T, seed: 1 };
+    const ours = lib.createModel({ ...cfg, attention: 'softmax' });
+    const stock = tfjsTinyTransformer(tf, { ...cfg, T, batch, ...hyper });
+    const fast = tfjsTinyTransformer(tf, { ...cfg, T, batch, ...hyper, fastGrad: true });
+    let s = 7;
+    const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const peerStep = (model) => () => {
+      const { tokens, targets } = reverseBatch(batch, length, symbols, rand);
+      return model.step(tokens, targets);
+    };
+    const steps = {
+      ours: () => ours.trainStep({ task: 'reverse', batchSize: batch, length, symbols, ...hyper }).loss,
+      'tfjs autograd': peerStep(stock),
+      'tfjs T-first': peerStep(fast),
+    };
+    // Before timing: every engine starts near ln(vocab) and learns the same task.
+    const first = Object.values(steps).map((f) => f());
+    for (let i = 0; i < 40; i++) for (const f of Object.values(steps)) f();
+    const last = Object.values(steps).map((f) => f());
+    const t = await interleaveAsync(steps, { samples: Math.min(SAMPLES, 11), minMs: MIN_MS, warmup: 1 });
+    const best = t['tfjs T-first'].median < t['tfjs autograd'].median ? t['tfjs T-first'] : t['tfjs autograd'];
+    rows.push([`C=${dModel} H=${heads} L=${layers} B=${batch} T=${T}`,
+      first.map((x, i) => `${x.toFixed(2)}->${last[i].toFixed(2)}`).join(', '),
+      ms(t.ours), ms(t['tfjs autograd']), ms(t['tfjs T-first']), ratio(t['tfjs autograd'], t.ours), ratio(best, t.ours)]);
+    ours.dispose(), stock.dispose(), fast.dispose();
+  }
+  console.log(`loss at step 1 -> step 42, ours, tfjs autograd, tfjs T-first (ln vocab = ${Math.log(16).toFixed(2)}); ` +
+    'ms per step, median [min-max]; speed-ups "ratio of medians (ratio of minimums)":');
+  ctx.table(['model', 'loss 1->42', 'ours', 'tfjs autograd', 'tfjs T-first', 'autograd/ours', 'faster tfjs/ours'], rows);
 }
