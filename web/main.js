@@ -12,6 +12,7 @@ import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
 import { createControls } from './views/controls.js';
 import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
+import { createExperimentView } from './views/experiment.js';
 import { createModelView } from './views/model.js';
 import { createTimingsView } from './views/timings.js';
 
@@ -23,6 +24,7 @@ let lib = null;
 let forms = [];
 let renders = 0;
 let modelView = null; // the model panel, when the library has lib.createModel
+let experimentView = null; // the experiment panel, likewise
 
 function showError(message) {
   const el = $('error');
@@ -71,6 +73,7 @@ function render() {
   controls.update(state, forms, form);
   timings.update(state, forms);
   modelView?.update(state, form);
+  experimentView?.update(state, forms);
   $('permalink').href = stateToSearch(state);
   try {
     const view = computeMaps(form);
@@ -113,6 +116,11 @@ async function init() {
       train: $('mtrain'), stop: $('mstop'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'),
+    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+    $('experiment').hidden = false;
+    experimentView = createExperimentView({
+      panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), run: $('erun'), stop: $('estop'),
+      progress: $('eprogress'), status: $('estatus'), table: $('etable'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
   }
   history.replaceState(null, '', stateToSearch(state));

@@ -13,6 +13,7 @@ export const LIMITS = {
   taskLength: { min: 1, max: 32 },
   modelSizes: ['tiny', 'small'],
   trainSteps: [100, 200, 500, 1000, 2000, 5000],
+  budgets: [250, 500, 1000, 2000],
 };
 
 export const DEFAULTS = Object.freeze({
@@ -36,6 +37,7 @@ export const DEFAULTS = Object.freeze({
   mseed: 1, // model: which example of the task to show
   mtext: '', // model: a typed input instead of the example (copy/reverse/sort: numbers; chars: text)
   msteps: 500, // model: steps per press of Train
+  ebudget: 1000, // experiment: training steps per run
 });
 
 const BOOL = { 1: true, 0: false, true: true, false: false };
@@ -78,6 +80,7 @@ export function parseState(search) {
   set('mseed', intIn(p.get('mseed'), LIMITS.seed.min, LIMITS.seed.max));
   if (p.has('mtext')) s.mtext = p.get('mtext').slice(0, 200);
   set('msteps', oneOf(p.get('msteps'), LIMITS.trainSteps));
+  set('ebudget', oneOf(p.get('ebudget'), LIMITS.budgets));
   return normalise(s);
 }
 

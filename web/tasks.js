@@ -31,6 +31,26 @@ export function taskOptions({ task, mlen }) {
   return opts;
 }
 
+/**
+ * The sources' claim, as a small experiment: Random Synthesizer (attention from position alone) does
+ * as well as softmax on reverse, where what to attend to depends on position only, but cannot do
+ * recall, which needs content-based lookup. Every run: a fresh tiny model, the same budget of steps,
+ * the same schedule (EXPERIMENT.lr warmed up over 100 steps, then a cosine down to 10%).
+ */
+export const EXPERIMENT = {
+  tasks: [{ task: 'reverse', mlen: 6 }, { task: 'recall', mlen: 2 }],
+  forms: ['softmax', 'linear:elu+1', 'synth:random', 'synth:dense'],
+  size: 'tiny',
+  lr: 3e-3,
+  budgets: [250, 500, 1000, 2000],
+};
+
+/** The learning rate of step `step` (0-based) of `steps`: linear warm-up over 100 steps, cosine to 10%. */
+export function scheduledLr(lr, step, steps) {
+  const warm = Math.min(1, (step + 1) / 100);
+  return lr * warm * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / steps)));
+}
+
 export const MODEL_SEED = 1; // the initial weights: the same for every run, so results reproduce
 
 /** The createModel config for a state; charsVocab is lib.charsTokenizer.vocab. */

@@ -3,15 +3,18 @@
 // Messages in:  { type: 'setup', config, task: {task, length, symbols?}, input: { seed, text }, fresh? }
 //                 (re)creates the model when config or task changed (or fresh), then shows the input
 //               { type: 'train', steps, lr }   train until `steps` more steps are done or 'stop'
+//               { type: 'experiment', runs: [{ config, task }], steps, lr }   train a fresh model per run
 //               { type: 'stop' }
 // Messages out: { type: 'created', parameterCount, config }
 //               { type: 'progress', step, goal, loss, accuracy }   (means over the last ~50 ms of steps)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
 //               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
 //               { type: 'stopped', step, finished }
+//               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
+//               { type: 'experimentDone', finished }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
 import { loadAttention } from '../wasm/index.js';
-import { BATCH, TASKS } from './tasks.js';
+import { BATCH, TASKS, scheduledLr } from './tasks.js';
 
 const libPromise = loadAttention();
 let lib = null;
@@ -117,6 +120,37 @@ async function train({ steps, lr }) {
   postMessage({ type: 'stopped', step: model.steps, finished });
 }
 
+// The experiment: one fresh model per run, the same budget and schedule for each, then held-out
+// accuracy on a fixed set of batches. A progress cell goes out after every chunk.
+async function experiment({ runs, steps, lr }) {
+  running = true;
+  for (let index = 0; index < runs.length && running; index++) {
+    const { config, task: spec } = runs[index];
+    const m = lib.createModel(config);
+    try {
+      const t0 = performance.now();
+      while (running && m.steps < steps) {
+        const c0 = performance.now();
+        while (performance.now() - c0 < CHUNK_MS && m.steps < steps) {
+          m.trainStep({ ...spec, batchSize: BATCH, lr: scheduledLr(lr, m.steps, steps) });
+        }
+        postMessage({ type: 'cell', index, step: m.steps, steps, done: false });
+        await new Promise((r) => setTimeout(r, 0)); // lets a 'stop' message in
+      }
+      if (m.steps >= steps) {
+        const r = m.evaluate({ ...spec, batches: 8, batchSize: 64 });
+        postMessage({ type: 'cell', index, step: m.steps, steps, done: true, loss: r.loss, accuracy: r.accuracy,
+          ms: performance.now() - t0 });
+      }
+    } finally {
+      m.dispose();
+    }
+  }
+  const finished = running;
+  running = false;
+  postMessage({ type: 'experimentDone', finished });
+}
+
 function setup(msg) {
   const newKey = JSON.stringify([msg.config, msg.task]);
   if (newKey !== key || !model || msg.fresh) {
@@ -152,6 +186,7 @@ onmessage = (e) => {
   const step = async () => {
     lib ??= await libPromise;
     if (msg.type === 'setup') setup(msg);
+    else if (msg.type === 'experiment') await experiment(msg);
     else if (msg.type === 'train') {
       if (!model) throw new Error('no model yet');
       await train(msg);

@@ -164,3 +164,20 @@ test('every attention form the model accepts builds and runs a forward pass; eff
   assert.deepEqual(problems(), []);
   await page.close();
 });
+
+test('the experiment: Random Synthesizer reverses as well as softmax but cannot recall', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { page, problems } = await open('?ebudget=1000');
+  await page.click('#erun');
+  await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
+  const cells = await page.$$eval('#etable td', (tds) => tds.map((td) => ({ ...td.dataset, text: td.textContent })));
+  const acc = (form, task) => Number(cells.find((c) => c.form === form && c.task === task).accuracy);
+  t.diagnostic(cells.map((c) => `${c.form} ${c.task}: ${c.text}`).join('; '));
+  assert.ok(cells.every((c) => /^\d+\.\d%$/.test(c.text)), 'every cell has a result');
+  assert.ok(acc('softmax', 'reverse') > 0.95 && acc('synth:random', 'reverse') > 0.95, 'both learn reverse');
+  assert.ok(acc('softmax', 'recall') > 0.9, 'softmax learns recall');
+  assert.ok(acc('synth:random', 'recall') < 0.7, 'Random Synthesizer stays near chance (50%) on recall');
+  await screenshot(page, 'experiment');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
