@@ -111,7 +111,7 @@ async function init() {
   if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
     $('model').hidden = false;
     modelView = createModelView({
-      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), msize: $('msize'),
+      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), msize: $('msize'), mstart: $('mstart'),
       msteps: $('msteps'), mseed: $('mseed'), mtext: $('mtext'), mtextLabel: $('mtext-label'), about: $('task-about'),
       train: $('mtrain'), stop: $('mstop'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),

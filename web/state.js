@@ -34,6 +34,7 @@ export const DEFAULTS = Object.freeze({
   task: 'reverse', // model: the task it learns
   mlen: 6, // model: task length (symbols, pairs, digits or characters)
   msize: 'tiny', // model: 'tiny' | 'small'
+  mstart: 'pretrained', // model: start from 'pretrained' (a checkpoint of web/models/, when one fits) or 'fresh'
   mseed: 1, // model: which example of the task to show
   mtext: '', // model: a typed input instead of the example (copy/reverse/sort: numbers; chars: text)
   msteps: 500, // model: steps per press of Train
@@ -77,6 +78,7 @@ export function parseState(search) {
   if (LIMITS.tasks.includes(p.get('task'))) s.task = p.get('task');
   set('mlen', intIn(p.get('mlen'), LIMITS.taskLength.min, LIMITS.taskLength.max));
   if (LIMITS.modelSizes.includes(p.get('msize'))) s.msize = p.get('msize');
+  if (['pretrained', 'fresh'].includes(p.get('mstart'))) s.mstart = p.get('mstart');
   set('mseed', intIn(p.get('mseed'), LIMITS.seed.min, LIMITS.seed.max));
   if (p.has('mtext')) s.mtext = p.get('mtext').slice(0, 200);
   set('msteps', oneOf(p.get('msteps'), LIMITS.trainSteps));

@@ -1,11 +1,12 @@
 // train-worker.js: the tiny Transformer of the model panel, living in a Web Worker so that training
 // never freezes the page. It loads the package itself and owns one model at a time.
-// Messages in:  { type: 'setup', config, task: {task, length, symbols?}, input: { seed, text }, fresh? }
-//                 (re)creates the model when config or task changed (or fresh), then shows the input
+// Messages in:  { type: 'setup', config, task: {task, length, symbols?}, start, input: { seed, text }, fresh? }
+//                 (re)creates the model when config, task or start changed (or fresh), then shows the
+//                 input; start 'pretrained' loads the matching checkpoint of web/models/ when there is one
 //               { type: 'train', steps, lr }   train until `steps` more steps are done or 'stop'
 //               { type: 'experiment', runs: [{ config, task }], steps, lr }   train a fresh model per run
 //               { type: 'stop' }
-// Messages out: { type: 'created', parameterCount, config }
+// Messages out: { type: 'created', parameterCount, config, pretrained: { file, steps, length } | null }
 //               { type: 'progress', step, goal, loss, accuracy }   (means over the last ~50 ms of steps)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
 //               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
@@ -151,16 +152,49 @@ async function experiment({ runs, steps, lr }) {
   postMessage({ type: 'experimentDone', finished });
 }
 
-function setup(msg) {
-  const newKey = JSON.stringify([msg.config, msg.task]);
+// The pretrained checkpoints (web/models/index.json, written by scripts/pretrain.mjs):
+// [{ file, task, attention, length, symbols, steps, config, accuracy, ... }]; none when it is missing.
+let catalog = null;
+function checkpoints() {
+  catalog ??= fetch(new URL('./models/index.json', import.meta.url))
+    .then((r) => (r.ok ? r.json() : { models: [] }))
+    .then((j) => j.models ?? [], () => []);
+  return catalog;
+}
+
+const SHAPE_KEYS = ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'maxLen', 'attention'];
+
+// The checkpoint for this task and config, if one was trained: same task, attention and shape.
+async function findCheckpoint(config, spec) {
+  const list = await checkpoints();
+  return list.find((e) => e.task === spec.task && e.config
+    && SHAPE_KEYS.every((k) => e.config[k] === config[k]) && (e.symbols ?? 0) === (spec.symbols ?? 0));
+}
+
+async function setup(msg) {
+  const newKey = JSON.stringify([msg.config, msg.task, msg.start]);
   if (newKey !== key || !model || msg.fresh) {
     running = false;
     model?.dispose();
     model = null;
     key = newKey;
     task = msg.task;
-    model = lib.createModel(msg.config);
-    postMessage({ type: 'created', parameterCount: model.parameterCount, config: model.config });
+    const entry = msg.start === 'pretrained' ? await findCheckpoint(msg.config, msg.task) : undefined;
+    let pretrained = null;
+    if (entry) {
+      const res = await fetch(new URL(`./models/${entry.file}`, import.meta.url));
+      if (!res.ok) throw new Error(`could not fetch the checkpoint models/${entry.file}: HTTP ${res.status}`);
+      model = lib.loadModel(new Uint8Array(await res.arrayBuffer()));
+      // The checkpoint was trained at its own task length: keep to it.
+      task = { ...task, length: entry.length };
+      pretrained = { file: entry.file, steps: model.steps, length: entry.length };
+    } else {
+      model = lib.createModel(msg.config);
+    }
+    postMessage({
+      type: 'created', parameterCount: model.parameterCount, config: model.config, pretrained,
+      available: msg.start === 'pretrained' && !entry ? 'none' : undefined,
+    });
     evaluate();
   }
   // A typed input that does not parse leaves the model as it is and says what is wrong.
@@ -185,7 +219,7 @@ onmessage = (e) => {
   // first); the training loop yields between chunks, so 'stop' gets through at once.
   const step = async () => {
     lib ??= await libPromise;
-    if (msg.type === 'setup') setup(msg);
+    if (msg.type === 'setup') await setup(msg);
     else if (msg.type === 'experiment') await experiment(msg);
     else if (msg.type === 'train') {
       if (!model) throw new Error('no model yet');

@@ -50,7 +50,7 @@ const data = (page, name) => page.getAttribute('#model', `data-${name}`);
 
 test('trains reverse in a worker: held-out loss falls, the answer comes out right, the heatmaps change', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
-  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&msize=tiny&msteps=500&mseed=1');
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&msize=tiny&mstart=fresh&msteps=500&mseed=1');
   assert.match(await page.textContent('#mstatus'), /New model: [\d,]+ parameters .*attention softmax/);
   const maps = await page.$$eval('#mheatmaps figcaption', (fs) => fs.map((f) => f.textContent));
   assert.deepEqual(maps, ['Layer 1, head 1', 'Layer 1, head 2', 'Layer 2, head 1', 'Layer 2, head 2']);
@@ -92,7 +92,7 @@ test('trains reverse in a worker: held-out loss falls, the answer comes out righ
 
 test('Stop and resume; typed input; the URL keeps the model settings', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
-  const { page, problems } = await open('?form=softmax&task=sort&mlen=5&msize=tiny&msteps=5000');
+  const { page, problems } = await open('?form=softmax&task=sort&mlen=5&msize=tiny&mstart=fresh&msteps=5000');
   await page.click('#mtrain');
   await page.waitForFunction(() => Number(document.querySelector('#model').dataset.step) >= 100);
   await page.click('#mstop');
@@ -122,7 +122,7 @@ test('Stop and resume; typed input; the URL keeps the model settings', async (t)
   await page.fill('#mseed', '7');
   await page.waitForFunction(() => /mseed=7/.test(location.search));
   const url = page.url();
-  assert.match(url, /task=recall&mlen=4&msize=small&mseed=7&mtext=&msteps=100/);
+  assert.match(url, /task=recall&mlen=4&msize=small&mstart=fresh&mseed=7&mtext=&msteps=100/);
   await page.reload();
   await page.waitForSelector('#model[data-state="ready"]');
   assert.equal(await page.inputValue('#task'), 'recall');
@@ -138,7 +138,7 @@ test('Stop and resume; typed input; the URL keeps the model settings', async (t)
 
 test('every attention form the model accepts builds and runs a forward pass; efficient says why not', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
-  const { page, problems } = await open('?form=softmax&task=copy&mlen=4');
+  const { page, problems } = await open('?form=softmax&task=copy&mlen=4&mstart=fresh');
   const forms = await page.$$eval('#form option', (os) => os.map((o) => o.value));
   const ran = ['softmax'];
   assert.match(await page.textContent('#mstatus'), /attention softmax\)/);
@@ -180,4 +180,69 @@ test('the experiment: Random Synthesizer reverses as well as softmax but cannot 
   await screenshot(page, 'experiment');
   assert.deepEqual(problems(), []);
   await page.close();
+});
+
+test('a pretrained checkpoint loads at once when the catalogue has one for the task, form and size', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const { loadAttention } = await import('../../wasm/index.js');
+  const { modelConfig, taskOptions } = await import('../../web/tasks.js');
+  // A catalogue of one checkpoint, trained here as scripts/pretrain.mjs would (reverse, length 5).
+  const lib = await loadAttention();
+  const config = modelConfig({ task: 'reverse', msize: 'tiny', form: 'softmax' }, lib.charsTokenizer.vocab);
+  const spec = taskOptions({ task: 'reverse', mlen: 5 });
+  const m = lib.createModel(config);
+  for (let i = 0; i < 400; i++) m.trainStep({ ...spec, batchSize: 16, lr: 3e-3 });
+  const { accuracy } = m.evaluate({ ...spec, batches: 4 });
+  const dir = mkdtempSync(join(tmpdir(), 'aw-models-'));
+  writeFileSync(join(dir, 'reverse-softmax.safetensors'), m.save());
+  m.dispose();
+  writeFileSync(join(dir, 'index.json'), JSON.stringify({ models: [{
+    file: 'reverse-softmax.safetensors', task: 'reverse', attention: 'softmax', length: 5, symbols: 10, steps: 400,
+    config: { ...config, seed: undefined }, accuracy,
+  }] }));
+  t.diagnostic(`checkpoint: reverse length 5, 400 steps, held-out accuracy ${accuracy.toFixed(3)}`);
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const other = await startServer({ port: 0, mounts: { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/models/': dir } });
+  try {
+    const { page, problems } = await openPage(browser.context);
+    await page.goto(`${other.url}?form=softmax&task=reverse&mlen=9&msize=tiny&mstart=pretrained&mseed=4`);
+    await page.waitForSelector('#model[data-state="ready"]', { timeout: 20000 });
+    const status = await page.textContent('#mstatus');
+    t.diagnostic(status);
+    assert.match(status, /Pretrained model loaded from models\/reverse-softmax.safetensors: .* trained 400 steps at length 5/);
+    assert.equal(await page.inputValue('#mlen'), '5', 'the checkpoint\'s own length');
+    assert.equal(await page.isDisabled('#mlen'), true);
+    assert.match(await page.textContent('#moutput'), /input: {2}(\d+ ){5}⟂\n.*✓ correct/s, 'trained already, no Train pressed');
+    // Another form has no checkpoint: a fresh model, and the page says so.
+    await page.selectOption('#form', 'linear:elu+1');
+    await page.waitForFunction(() => /No pretrained checkpoint/.test(document.querySelector('#mstatus').textContent));
+    assert.equal(await page.isDisabled('#mlen'), false);
+    assert.deepEqual(problems(), []);
+    await page.close();
+  } finally {
+    await other.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the shipped catalogue (web/models/index.json, when present) fits the playground\'s model shapes', async (t) => {
+  const { existsSync, readFileSync, statSync } = await import('node:fs');
+  const { modelConfig, TASKS } = await import('../../web/tasks.js');
+  const catalog = new URL('../../web/models/index.json', import.meta.url);
+  if (!existsSync(catalog)) return t.skip('no web/models/index.json yet');
+  const { models } = JSON.parse(readFileSync(catalog, 'utf8'));
+  for (const e of models) {
+    assert.ok(TASKS[e.task], `${e.file}: unknown task ${e.task}`);
+    assert.ok(e.length <= TASKS[e.task].maxLength, `${e.file}: length ${e.length} > the page's maximum`);
+    const want = modelConfig({ task: e.task, msize: 'tiny', form: e.attention }, e.config.vocab);
+    for (const k of ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'maxLen', 'attention']) {
+      assert.equal(e.config[k], want[k], `${e.file}: config.${k}`);
+    }
+    assert.ok(statSync(new URL(`../../web/models/${e.file}`, import.meta.url)).size > 0, `${e.file} is missing`);
+  }
+  t.diagnostic(`${models.length} checkpoints fit`);
 });

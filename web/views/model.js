@@ -14,7 +14,7 @@ function fillSelect(select, values, label = String) {
 }
 
 /**
- * el: { panel, form, task, mlen, msize, msteps, mseed, mtext, mtextLabel, about, train, stop, reset,
+ * el: { panel, form, task, mlen, msize, mstart, msteps, mseed, mtext, mtextLabel, about, train, stop, reset,
  *   progress, status, output, loss, acc, curvesLegend, grid, legend, readout }.
  * The panel gets data-state ('busy' while a setup is on its way, 'ready' when its snapshot is shown,
  * 'error'), data-training, data-step, data-snapshots, data-correct, data-eval-loss, data-eval-accuracy.
@@ -36,6 +36,7 @@ export function createModelView(el, { onChange, charsVocab }) {
   };
   el.task.addEventListener('change', () => onChange({ task: el.task.value, mtext: '' }));
   el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
+  el.mstart.addEventListener('change', () => onChange({ mstart: el.mstart.value }));
   el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
   el.mlen.addEventListener('input', () => {
     const v = intValue(el.mlen, 1, TASKS[state.task].maxLength);
@@ -110,9 +111,17 @@ export function createModelView(el, { onChange, charsVocab }) {
       resetCurves();
       el.progress.value = 0;
       const c = msg.config;
-      status(`New model: ${msg.parameterCount.toLocaleString('en')} parameters (vocab ${c.vocab}, d = ${c.dModel}, `
-        + `${c.heads} heads, ${c.layers} layers, attention ${c.attention}). Press Train.`);
-      el.panel.dataset.step = '0';
+      const p = msg.pretrained;
+      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (vocab ${c.vocab}, d = ${c.dModel}, `
+        + `${c.heads} heads, ${c.layers} layers, attention ${c.attention})`;
+      status(p ? `Pretrained model loaded from models/${p.file}: ${shape}, trained ${p.steps} steps at length ${p.length}. `
+        + 'Train to go on.'
+        : `New model: ${shape}.${state.mstart === 'pretrained' ? ' (No pretrained checkpoint for this task, form and size.)' : ''} `
+        + 'Press Train.');
+      el.mlen.disabled = Boolean(p);
+      if (p) el.mlen.value = String(p.length);
+      el.panel.dataset.pretrained = p ? p.file : '';
+      el.panel.dataset.step = String(p ? p.steps : 0);
     } else if (msg.type === 'progress') {
       curves.loss.push([msg.step, msg.loss]);
       curves.acc.push([msg.step, msg.accuracy]);
@@ -151,6 +160,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       setTraining(false);
       el.panel.dataset.state = 'error';
       status(`The model could not run: ${msg.message}`);
+      el.mlen.disabled = false;
       heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
       el.output.textContent = '';
     }
@@ -172,7 +182,7 @@ export function createModelView(el, { onChange, charsVocab }) {
     const config = modelConfig({ ...state, form: form.id }, charsVocab);
     const task = taskOptions(state);
     const text = TASKS[state.task].typed ? state.mtext : '';
-    return { type: 'setup', config, task, input: { seed: state.mseed, text }, fresh };
+    return { type: 'setup', config, task, start: state.mstart, input: { seed: state.mseed, text }, fresh };
   }
 
   el.form.addEventListener('submit', (e) => {
@@ -199,6 +209,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       const mlen = Math.min(state.mlen, t.maxLength);
       if (Number(el.mlen.value) !== mlen || el.mlen.value === '') el.mlen.value = String(mlen);
       el.msize.value = state.msize;
+      el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
       if (Number(el.mseed.value) !== state.mseed || el.mseed.value === '') el.mseed.value = String(state.mseed);
       el.about.textContent = `${t.label}: ${t.about}. Sequences of up to ${MAX_LEN} positions; token ⟂ separates input and answer.`;
@@ -210,7 +221,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       const msg = setupMessage();
       const whole = JSON.stringify(msg);
       if (whole === lastSetup) return;
-      const modelPart = JSON.stringify([msg.config, msg.task]);
+      const modelPart = JSON.stringify([msg.config, msg.task, msg.start]);
       if (modelPart !== lastModel && training) worker.postMessage({ type: 'stop' });
       lastSetup = whole;
       lastModel = modelPart;
