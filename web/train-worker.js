@@ -25,7 +25,8 @@ let task = null; // { task, length, symbols? }
 let input = null; // what the heatmaps show: { seq, labels, prompt, target, kind }
 let running = false;
 
-const SNAPSHOT_MS = 400; // held-out metrics, heatmaps and output during training, at most this often
+const SNAPSHOT_MS = 400; // heatmaps and output during training, at most this often
+const EVALS_PER_RUN = 20; // held-out metrics this many times per run of Train (and at its end)
 const CHUNK_MS = 50; // train this long between progress messages (and 'stop' checks)
 
 function tokenLabel(t) {
@@ -96,19 +97,24 @@ async function train({ steps, lr }) {
   if (running) return;
   running = true;
   const goal = model.steps + steps;
+  const evalEvery = Math.max(10, Math.round(steps / EVALS_PER_RUN));
+  let nextEval = model.steps + evalEvery;
   let lastSnapshot = performance.now();
   while (running && model.steps < goal) {
     const t0 = performance.now();
     let loss = 0, accuracy = 0, count = 0;
-    while (performance.now() - t0 < CHUNK_MS && model.steps < goal) {
+    while (performance.now() - t0 < CHUNK_MS && model.steps < goal && model.steps < nextEval) {
       const r = model.trainStep({ ...task, batchSize: BATCH, lr });
       loss += r.loss;
       accuracy += r.accuracy;
       count++;
     }
     postMessage({ type: 'progress', step: model.steps, goal, loss: loss / count, accuracy: accuracy / count });
-    if (performance.now() - lastSnapshot > SNAPSHOT_MS) {
+    if (model.steps >= nextEval && model.steps < goal) {
       evaluate();
+      nextEval += evalEvery;
+    }
+    if (performance.now() - lastSnapshot > SNAPSHOT_MS) {
       snapshot();
       lastSnapshot = performance.now();
     }

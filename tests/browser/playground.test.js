@@ -304,7 +304,15 @@ test('docs screenshot (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.pn
     t.skip('set AW_UPDATE_DOCS_SCREENSHOT=1 to refresh it');
     return;
   }
-  const { page, problems } = await open('?tmin=32&tmax=1024&td=64&heads=2', { width: 1280, height: 900 });
+  const { page, problems } = await open('?tmin=32&tmax=1024&td=64&heads=2&task=reverse&mlen=6&mstart=fresh&msteps=500',
+    { width: 1280, height: 900 });
+  if (await page.isVisible('#model')) {
+    await page.waitForSelector('#model[data-state="ready"]');
+    await page.click('#mtrain');
+    await page.waitForSelector('#model[data-training="0"]', { timeout: 120000 });
+    await page.click('#erun');
+    await page.waitForSelector('#experiment[data-done="1"]', { timeout: 180000 });
+  }
   await page.click('#trun');
   await page.waitForSelector('#timings[data-done="1"]', { timeout: 180000 });
   copyFileSync(await screenshot(page, 'readme'), new URL('../../docs/screenshot.png', import.meta.url));
