@@ -30,7 +30,7 @@ export const DEFAULTS = Object.freeze({
   tmin: 64, // timings: smallest n
   tmax: 1024, // timings: largest n
   td: 64, // timings: d
-  tforms: 'all', // timings: 'all' or a comma-separated list of form ids
+  tforms: 'softmax,linear:elu+1,synth:dense,synth:random', // timings: 'all' or a comma-separated list of form ids
   task: 'reverse', // model: the task it learns
   mlen: 6, // model: task length (symbols, pairs, digits or characters)
   msize: 'tiny', // model: 'tiny' | 'small'
