@@ -3,14 +3,20 @@
 // playground sets them up. Token 0 is the separator (and a variable target's end marker).
 
 export const TASKS = {
-  copy: { label: 'copy', symbols: 10, maxLength: 16, typed: 'numbers', about: 'repeat the sequence' },
-  reverse: { label: 'reverse', symbols: 10, maxLength: 16, typed: 'numbers', about: 'write the sequence backwards' },
-  sort: { label: 'sort', symbols: 10, maxLength: 16, typed: 'numbers', about: 'write the sequence in ascending order' },
+  copy: { label: 'copy', symbols: 10, maxLength: 16, typed: 'numbers', about: 'repeat the sequence after the separator ⟂' },
+  reverse: {
+    label: 'reverse', symbols: 10, maxLength: 16, typed: 'numbers', about: 'write the sequence backwards after the separator ⟂',
+  },
+  sort: {
+    label: 'sort', symbols: 10, maxLength: 16, typed: 'numbers', about: 'write the sequence in ascending order after the separator ⟂',
+  },
   recall: {
     label: 'recall', symbols: 20, maxLength: 10, typed: null,
-    about: 'key-value pairs, then a key: answer its value (content-based lookup)',
+    about: 'length key-value pairs (keys 1 to 10, values 11 to 20), then one of the keys: answer its value (a lookup by content)',
   },
-  translate: { label: 'translate', symbols: 0, maxLength: 6, typed: null, about: 'digits to number words' },
+  translate: {
+    label: 'translate', symbols: 0, maxLength: 6, typed: null, about: 'digits, the separator ⟂, then their number words',
+  },
   chars: { label: 'chars', symbols: 0, maxLength: 32, typed: 'text', about: 'predict the next character of English text' },
 };
 

@@ -80,7 +80,9 @@ function snapshot() {
   const room = model.config.maxLen - prompt.length + 1;
   const maxTokens = Math.max(0, Math.min(kind === 'text' && target.length === 0 ? 16 : target.length, room));
   const output = [...model.generate(Int32Array.from(prompt), { maxTokens })];
-  const words = (ids) => ids.map(tokenLabel).join(TASKS[task.task].symbols ? ' ' : '');
+  // Numbers joined by spaces; text as text (real spaces; the heatmap labels show them as ␣).
+  const words = (ids) => (TASKS[task.task].symbols ? ids.map(tokenLabel).join(' ')
+    : ids.map((t) => (t === 0 ? '⟂' : lib.charsTokenizer.decode([t]))).join(''));
   const view = {
     kind, prompt: words(prompt), target: words(target), output: words(output),
     correct: target.length > 0 && output.length === target.length && output.every((x, i) => x === target[i]),

@@ -212,7 +212,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
       if (Number(el.mseed.value) !== state.mseed || el.mseed.value === '') el.mseed.value = String(state.mseed);
-      el.about.textContent = `${t.label}: ${t.about}. Sequences of up to ${MAX_LEN} positions; token ⟂ separates input and answer.`;
+      el.about.textContent = `${t.label}: ${t.about}. At most ${MAX_LEN} positions.`;
       el.mtext.disabled = !t.typed;
       el.mtextLabel.textContent = t.typed === 'numbers' ? `Your own input (numbers 1 to ${t.symbols}; empty: the example)`
         : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
