@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
             else return fprintf(stderr, "trainer: unknown mixture component %s\n", t), 2;
         }
     }
-    aw_task_spec spec = {task, 0, 0};
+    aw_task_spec spec = {task, 0, 0, 0};
     const long def_len[] = {16, 16, 16, 8, 4, 64}, def_sym[] = {10, 10, 10, 20, 0, 0};
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);

@@ -182,7 +182,7 @@ export function modelMethods(core) {
       }
       const minVocab = new Int32Array(core.memory.buffer, dims, 3)[2];
       if (ex.aw_model_task_lengths(spec.id, spec.length, spec.symbols, lens) !== 0)
-        fail(`${what}: task ${spec.task} with length ${spec.length} is not valid (length at most 4096; for chars, shorter than the text)`);
+        fail(`${what}: task ${spec.task} with length ${spec.length} is not valid (length at most 4096; for chars, shorter than a tenth of the text, the held-out part)`);
       const [ns, nt] = new Int32Array(core.memory.buffer, lens, 2);
       const c = model.config;
       if (minVocab > c.vocab)

@@ -68,7 +68,7 @@ AW_API int aw_model_step_count(const aw_model *m) { return (int)m->step; }
 // dims = [T, S, min_vocab] of the task for this model; AW_ERR_ARG when it does not fit.
 AW_API int aw_model_task_dims(const aw_model *m, int32_t task, int32_t length, int32_t symbols, int32_t *dims) {
     if (length <= 0 || symbols < 0) return AW_ERR_ARG;
-    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols};
+    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols, 0};
     size_t T = 0, S = 0;
     dims[2] = task_check(&spec) ? -1 : task_min_vocab(&spec);
     const int st = model_task_dims(m, &spec, &T, &S);
@@ -81,7 +81,7 @@ AW_API int aw_model_task_dims(const aw_model *m, int32_t task, int32_t length, i
 AW_API int aw_model_train_step(aw_model *m, int32_t task, int32_t length, int32_t symbols, int32_t batch,
                                const float *hyper, double *metrics) {
     if (length <= 0 || symbols < 0 || batch <= 0) return AW_ERR_ARG;
-    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols};
+    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols, 0};
     const aw_train_config tc = {hyper[0], hyper[1], hyper[2], hyper[3], hyper[4], hyper[5]};
     aw_metrics mt = {0};
     const int st = model_train_step(m, &spec, (size_t)batch, &tc, &mt);
@@ -92,7 +92,7 @@ AW_API int aw_model_train_step(aw_model *m, int32_t task, int32_t length, int32_
 AW_API int aw_model_evaluate(aw_model *m, int32_t task, int32_t length, int32_t symbols, int32_t batch,
                              int32_t batches, uint32_t seed, double *metrics) {
     if (length <= 0 || symbols < 0 || batch <= 0 || batches <= 0) return AW_ERR_ARG;
-    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols};
+    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols, 0};
     aw_metrics mt = {0};
     const int st = model_evaluate(m, &spec, (size_t)batch, (size_t)batches, seed, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = 0.0, metrics[3] = (double)mt.count;
@@ -104,7 +104,7 @@ AW_API int aw_model_evaluate(aw_model *m, int32_t task, int32_t length, int32_t 
 AW_API int aw_model_example(int32_t task, int32_t length, int32_t symbols, uint32_t seed, int32_t *src, int32_t *tgt,
                             int32_t *real) {
     if (length <= 0 || symbols < 0) return AW_ERR_ARG;
-    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols};
+    const aw_task_spec spec = {task, (size_t)length, (size_t)symbols, 0};
     if (task_check(&spec)) return AW_ERR_ARG;
     aw_rng rng;
     aw_rng_seed(&rng, seed);
@@ -114,7 +114,7 @@ AW_API int aw_model_example(int32_t task, int32_t length, int32_t symbols, uint3
 
 // lens = [source length, target length] of a task (0 and 0 when the spec is invalid).
 AW_API int aw_model_task_lengths(int32_t task, int32_t length, int32_t symbols, int32_t *lens) {
-    const aw_task_spec spec = {task, length > 0 ? (size_t)length : 0, symbols > 0 ? (size_t)symbols : 0};
+    const aw_task_spec spec = {task, length > 0 ? (size_t)length : 0, symbols > 0 ? (size_t)symbols : 0, 0};
     lens[0] = lens[1] = 0;
     if (length <= 0 || symbols < 0 || task_check(&spec)) return AW_ERR_ARG;
     lens[0] = (int32_t)task_src_len(&spec), lens[1] = (int32_t)task_tgt_len(&spec);

@@ -40,7 +40,7 @@ int task_check(const aw_task_spec *s) {
     case AW_TASK_REVERSE:
     case AW_TASK_SORT: return s->symbols >= 2 ? AW_OK : AW_ERR_ARG;
     case AW_TASK_RECALL: return s->symbols >= 4 && s->symbols <= 4096 && s->length <= s->symbols / 2 ? AW_OK : AW_ERR_ARG;
-    case AW_TASK_CHARS: return s->length + 1 < aw_chars_corpus_len ? AW_OK : AW_ERR_ARG;
+    case AW_TASK_CHARS: return s->length + 1 < aw_chars_corpus_len / 10 ? AW_OK : AW_ERR_ARG;
     default: return AW_OK;
     }
 }
@@ -120,7 +120,9 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
         return real;
     }
     case AW_TASK_CHARS: {
-        const size_t start = aw_rng_below(rng, (uint32_t)(aw_chars_corpus_len - (n + 1)));
+        const size_t split = aw_chars_corpus_len - aw_chars_corpus_len / 10; // training | held out
+        const size_t lo = s->heldout ? split : 0, hi = s->heldout ? aw_chars_corpus_len : split;
+        const size_t start = lo + aw_rng_below(rng, (uint32_t)(hi - lo - (n + 1)));
         for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)aw_chars_corpus[start + i]);
         return n + 1;
     }

@@ -8,7 +8,8 @@
 //   translate             src: `length` digit characters; tgt: their number words in letters,
 //                         space-separated, then the end marker 0 (chars token ids)
 //   chars                 character language modelling on data/chars.txt: tgt = length + 1
-//                         consecutive characters (no source)
+//                         consecutive characters (no source); training windows come from the
+//                         first 90% of the text, held-out ones (evaluation) from the last 10%
 #ifndef AW_MODEL_TASKS_H
 #define AW_MODEL_TASKS_H
 
@@ -31,6 +32,7 @@ typedef struct {
     int task;       // enum aw_task
     size_t length;  // symbols (copy/reverse/sort), pairs (recall), digits (translate), characters (chars)
     size_t symbols; // distinct symbols, ids 1..symbols (copy/reverse/sort/recall; ignored otherwise)
+    int heldout;    // chars: 0 = windows of the first 90% of the text (training), 1 = of the last 10%
 } aw_task_spec;
 
 // Checks a spec: AW_OK or AW_ERR_ARG (length 0, too few symbols, recall with more pairs than keys).

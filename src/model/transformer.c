@@ -636,7 +636,11 @@ int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_t
     return isfinite(mt->grad_norm) ? AW_OK : AW_ERR_NONFINITE;
 }
 
-int model_evaluate(aw_model *m, const aw_task_spec *spec, size_t B, size_t batches, uint64_t seed, aw_metrics *mt) {
+int model_evaluate(aw_model *m, const aw_task_spec *train_spec, size_t B, size_t batches, uint64_t seed,
+                   aw_metrics *mt) {
+    aw_task_spec held = *train_spec;
+    held.heldout = 1; // chars: text the training batches never show
+    const aw_task_spec *spec = &held;
     aw_rng rng;
     aw_rng_seed(&rng, seed);
     double loss = 0.0, correct = 0.0;

@@ -165,7 +165,8 @@ int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rn
 // One training step on a fresh batch from m->data_rng: forward, backward, clip, AdamW.
 int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_train_config *tc,
                      aw_metrics *metrics);
-// Mean metrics over `batches` batches of B drawn from a generator seeded with `seed`.
+// Mean metrics over `batches` batches of B drawn from a generator seeded with `seed` (held-out
+// data: for chars, the last 10% of the text, which training never draws from).
 int model_evaluate(aw_model *m, const aw_task_spec *spec, size_t B, size_t batches, uint64_t seed,
                    aw_metrics *metrics);
 

@@ -308,7 +308,7 @@ static void test_config_errors(void) {
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "factorized-dense with a*b != max_len must fail");
     c = base_config();
     CHECK(model_create(&m, &c) == AW_OK, "create");
-    aw_task_spec spec = {AW_TASK_REVERSE, 8, 6};
+    aw_task_spec spec = {AW_TASK_REVERSE, 8, 6, 0};
     size_t T, S;
     CHECK(model_task_dims(m, &spec, &T, &S) == AW_ERR_ARG, "reverse of 8 (16 positions) in max_len 8 must fail");
     spec.length = 3;
@@ -329,7 +329,7 @@ static void test_determinism_and_checkpoint(void) {
     c.vocab = 8, c.max_len = 12, c.positional = AW_POS_LEARNED;
     aw_model *a = NULL, *b = NULL;
     model_create(&a, &c), model_create(&b, &c);
-    const aw_task_spec spec = {AW_TASK_SORT, 5, 6};
+    const aw_task_spec spec = {AW_TASK_SORT, 5, 6, 0};
     const aw_train_config tc = train_config(3e-3f);
     int same = 1;
     for (int s = 0; s < 4; s++) {
@@ -372,7 +372,7 @@ static void check_generation(const char *label, aw_model_config c, int trained) 
     aw_model *m = NULL;
     CHECK(model_create(&m, &c) == AW_OK, "%s: create", label);
     if (!m) return;
-    const aw_task_spec spec = {AW_TASK_COPY, 4, 5};
+    const aw_task_spec spec = {AW_TASK_COPY, 4, 5, 0};
     const aw_train_config tc = train_config(3e-3f);
     aw_metrics mt;
     for (int s = 0; s < trained; s++) model_train_step(m, &spec, 8, &tc, &mt);
@@ -419,7 +419,7 @@ static void test_learning(void) {
     c.vocab = 6, c.d_model = 16, c.heads = 2, c.layers = 1, c.d_ff = 32, c.max_len = 8;
     aw_model *m = NULL;
     model_create(&m, &c);
-    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4};
+    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4, 0};
     const aw_train_config tc = train_config(1e-2f);
     aw_metrics first, mt, ev;
     model_evaluate(m, &spec, 32, 2, 1, &first);
@@ -438,7 +438,7 @@ static int print_curve(void) {
     c.vocab = 16, c.d_model = 32, c.heads = 4, c.layers = 2, c.d_ff = 64, c.max_len = 24, c.seed = 3;
     aw_model *m = NULL;
     if (model_create(&m, &c)) return 1;
-    const aw_task_spec spec = {AW_TASK_SORT, 8, 10};
+    const aw_task_spec spec = {AW_TASK_SORT, 8, 10, 0};
     const aw_train_config tc = {3e-3f, 0.9f, 0.98f, 1e-8f, 0.01f, 1.0f};
     for (int s = 0; s < 30; s++) {
         aw_metrics mt;
