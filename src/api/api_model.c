@@ -133,7 +133,10 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
     memcpy(m->tokens, tokens, (size_t)T * sizeof(int32_t));
     for (int32_t i = 0; i < T; i++) m->targets[i] = -1;
     if (encdec) memcpy(m->src, src, (size_t)S * sizeof(int32_t));
-    if ((st = model_forward(m, NULL))) return st;
+    m->keep_attention = 1; // every form's weights, for the caller
+    st = model_forward(m, NULL);
+    m->keep_attention = 0;
+    if (st) return st;
     const size_t V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, t = (size_t)T, s = (size_t)S;
     memcpy(logits, m->a.logits, t * V * sizeof(float));
     for (int l = 0; l < m->cfg.layers; l++) {

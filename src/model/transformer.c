@@ -378,8 +378,9 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
     if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
     linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+    const int keep = m->keep_attention || f->form == AW_FORM_SOFTMAX;
     for (size_t b = 0; b < B; b++) {
-        int st = attn_form_forward(f, a->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C, a->q + b * T * C,
+        int st = attn_form_forward(f, a->o + b * T * C, keep ? a->att + b * H * T * Tk : NULL, xq + b * T * C, a->q + b * T * C,
                                    a->k + b * Tk * C, a->v + b * Tk * C, T, Tk, C, H);
         if (st) return st;
     }

@@ -129,6 +129,9 @@ typedef struct aw_model {
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     aw_synthesizer *synths[3 * AW_MAX_LAYERS]; // not owned here: the forms own them
     float *synth_m[3 * AW_MAX_LAYERS], *synth_v[3 * AW_MAX_LAYERS];
+    int keep_attention;         // 1: forward stores every form's weights in acts.att (for display);
+                                // 0: only softmax does (its backward needs them), so linear
+                                // attention stays O(n) in memory while training
     long step;                  // AdamW steps taken
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
