@@ -142,7 +142,7 @@ for (const { name, lib } of builds) {
     }
   });
 
-  test(`model [${name}]: forward returns logits and per-layer, per-head attention rows that sum to 1`, () => {
+  test(`model [${name}]: forward returns logits and per-layer, per-head attention rows that sum to 1 (every family)`, () => {
     const m = lib.createModel({ ...small, vocab: 64, arch: 'encoder-decoder' });
     const { logits, attention, crossAttention, encoderAttention } = m.forward([0, 5, 6], { source: [1, 2, 3, 4] });
     assert.equal(logits.length, 3 * 64);
@@ -157,6 +157,16 @@ for (const { name, lib } of builds) {
       for (let j = i + 1; j < 3; j++) assert.equal(row[j], 0, 'causal');
     }
     m.dispose();
+    for (const attention of ['linear:elu+1', 'linear:taylor', 'synth:random', 'synth:dense']) {
+      const d = lib.createModel({ ...small, attention });
+      const w = d.forward([1, 2, 3, 4]).attention[1][0];
+      for (let i = 0; i < 4; i++) {
+        const row = w.subarray(i * 4, i * 4 + 4);
+        assert.ok(Math.abs(row.reduce((s, x) => s + x, 0) - 1) < 1e-5, `${attention} row ${i} sums to 1`);
+        for (let j = i + 1; j < 4; j++) assert.equal(row[j], 0, `${attention}: causal`);
+      }
+      d.dispose();
+    }
   });
 
   test(`model [${name}]: every form and task trains (the loss falls in a few steps)`, (t) => {
