@@ -20,7 +20,7 @@ import { BATCH, TASKS, scheduledLr } from './tasks.js';
 const libPromise = loadAttention();
 let lib = null;
 let model = null;
-let key = ''; // JSON of the config and task the model was made for
+let key = ''; // JSON of the config, task and start the model was made from
 let task = null; // { task, length, symbols? }
 let input = null; // what the heatmaps show: { seq, labels, prompt, target, kind }
 let running = false;
