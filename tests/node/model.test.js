@@ -204,6 +204,24 @@ for (const { name, lib } of builds) {
     });
 }
 
+test('model [simd]: an encoder-decoder learns translate and generates the number words', (t) => {
+  const { lib } = builds[0];
+  const m = lib.createModel({ vocab: lib.charsTokenizer.vocab, dModel: 32, heads: 2, layers: 2, dFF: 64, maxLen: 24,
+    arch: 'encoder-decoder', seed: 1 });
+  const t0 = performance.now();
+  let acc = 0, steps = 0;
+  while (acc < 0.99 && steps < 600) {
+    for (let i = 0; i < 50; i++, steps++) m.trainStep({ task: 'translate', batchSize: 32, lr: 3e-3 });
+    acc = m.evaluate({ task: 'translate', batches: 4 }).accuracy;
+  }
+  t.diagnostic(`translate: ${(acc * 100).toFixed(2)}% after ${steps} steps, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  assert.ok(acc >= 0.99, `accuracy ${acc}`);
+  const source = lib.charsTokenizer.encode('3051');
+  const out = m.generate([0], { source, maxTokens: 24, stop: 0 });
+  assert.equal(lib.charsTokenizer.decode(out.subarray(0, out.length - 1)), 'three zero five one');
+  m.dispose();
+});
+
 test('model: data/chars.txt and the compiled corpus agree; the chars tokenizer round-trips', () => {
   const r = spawnSync(process.execPath, [new URL('../../scripts/gen_corpus.mjs', import.meta.url).pathname, '--check'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
