@@ -18,6 +18,8 @@ const FORMS = [
   { attention: 'linear:relu' },
   { attention: 'linear:taylor' },
   { attention: 'linear:elu+1', arch: 'encoder-decoder', norm: 'post' },
+  { attention: 'linear:relu', arch: 'encoder-decoder' },
+  { attention: 'linear:taylor', arch: 'encoder-decoder', positional: 'learned' },
   { attention: 'synth:dense' },
   { attention: 'synth:random' },
   { attention: 'synth:random', attentionOptions: { trainable: false } },
