@@ -4,7 +4,12 @@
 // share the micro-kernel, and B is packed per (k-block x 8 columns) panel into a small
 // stack buffer, which turns NN and NT into the same contiguous stream. The micro-kernel
 // is a 4 x 8 register tile accumulated with mul + add and no k-unrolling: V8 gives wasm
-// 15 XMM registers, and larger or k-unrolled tiles spill (measured; see README, bench).
+// 15 XMM registers, and larger or k-unrolled tiles spill. It runs at ~90% of the SIMD128 peak
+// in V8 (docs/bench.md). Measured and not taken: packing A as well (GotoBLAS-style, 4-row
+// micro-panels, repacked per 64-column block of B) was ~12% slower at 64..512, and an extra
+// row blocking of A for L2 (64/128/256 rows) changed nothing up to 1024^3.
+// aw_matmul_packed (matmul_packed.h) takes a B packed once into the same panels, for callers
+// that reuse B (the streaming attention path).
 #include "kernels.h"
 #include "matmul_packed.h"
 #include "simd.h"
