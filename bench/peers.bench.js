@@ -5,19 +5,21 @@
 // Every engine's output is checked against ours (max abs error printed) before it is timed.
 // What a call costs, per engine:
 //   ours       the public API: argument checks, malloc, copy inputs into the wasm heap, compute,
-//              copy the result out, free (lib.kernels.matmul, lib.softmaxAttention)
+//              copy the result out, free (lib.kernels.matmul, lib.softmaxAttention,
+//              lib.linearAttention, model.trainStep)
 //   ours kern  matmul only: the kernel on buffers already in wasm memory (src/api/api_bench.c)
 //   tfjs       tf.tensor from the Float32Arrays (copy in), the ops, dataSync (copy out), dispose
 //   tfjs res   matmul only: the op on tensors already resident in the backend (no copies)
 //   ort        new ort.Tensor for each input, session.run (copies in and out), in-memory ONNX model
 // Environment: BENCH_SAMPLES (default 25) rounds per case, BENCH_MIN_MS (default 15) per sample,
 // BENCH_SECTIONS (default matmul,attention,training) to run only some sections.
+// The peers are devDependencies, so their modules are imported in run(), where a missing
+// package becomes a one-line note instead of a crash of the whole `npm run bench`.
 import { measureClockGHz } from './peers/clock.js';
-import { buildModel, ortSession } from './peers/onnx.js';
 import { loadRaw } from './peers/raw.js';
-import { loadTfjs } from './peers/tfjs.js';
-import { reverseBatch, tfjsTinyTransformer } from './peers/tfjs_model.js';
 import { interleaveAsync } from './peers/timing.js';
+
+let buildModel, ortSession, loadTfjs, reverseBatch, tfjsTinyTransformer;
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 25);
 const MIN_MS = Number(process.env.BENCH_MIN_MS ?? 15);
@@ -36,6 +38,14 @@ const ms = (t) => `${t.median.toFixed(3)} [${t.min.toFixed(3)}-${t.max.toFixed(3
 const ratio = (peer, ours) => `${(peer.median / ours.median).toFixed(2)}x (${(peer.min / ours.min).toFixed(2)}x)`;
 
 export default async function run(ctx) {
+  try {
+    ({ buildModel, ortSession } = await import('./peers/onnx.js'));
+    ({ loadTfjs } = await import('./peers/tfjs.js'));
+    ({ reverseBatch, tfjsTinyTransformer } = await import('./peers/tfjs_model.js'));
+  } catch (e) {
+    console.log(`skipped: the peer engines are not installed (${e.message.split('\n')[0]}); run npm ci first`);
+    return;
+  }
   const lib = ctx.simd;
   const { tf, simd: tfSimd, multithread: tfThreads } = await loadTfjs();
   const raw = await loadRaw();
