@@ -5,15 +5,17 @@
 // stack buffer, which turns NN and NT into the same contiguous stream. The micro-kernel
 // is a 4 x 8 register tile accumulated with mul + add and no k-unrolling: V8 gives wasm
 // 15 XMM registers, and larger or k-unrolled tiles spill. It runs at ~90% of the SIMD128 peak
-// in V8 (docs/bench.md). Measured and not taken: packing A as well (GotoBLAS-style, 4-row
-// micro-panels, repacked per 64-column block of B) was ~12% slower at 64..512, and an extra
-// row blocking of A for L2 (64/128/256 rows) changed nothing up to 1024^3.
+// in V8 (docs/bench.md). A is packed too (4-row micro-panels, once per k-block) only where
+// that was measured to pay: the TN layout beyond L1 and any A beyond L2 (see gemm). Measured
+// and not taken: packing A per 64-column block of B (~12% slower at 64..512), an extra row
+// blocking of A for L2 (no change up to 1024^3), a 5 x 8 tile (~20% slower: spills).
 // aw_matmul_packed (matmul_packed.h) takes a B packed once into the same panels, for callers
 // that reuse B (the streaming attention path).
 #include "kernels.h"
 #include "matmul_packed.h"
 #include "simd.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { MR = 4, NR = 8, KC = 256 };
@@ -115,6 +117,49 @@ static void kernel_edge(float *c, size_t ldc, const float *a, size_t a_rs, size_
         for (size_t j = 0; j < nr; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
 }
 
+#if AW_SIMD
+// c(4 x 8) (+)= A(4 x kc) bp(kc x 8) with A packed as (kc x 4): element (r, k) at ap[4 k + r].
+static inline void kernel_4x8_pa(float *c, size_t ldc, const float *ap, const float *bp, size_t kc, int accumulate) {
+    aw_f32x4 c00 = aw_splat(0), c01 = aw_splat(0), c10 = aw_splat(0), c11 = aw_splat(0);
+    aw_f32x4 c20 = aw_splat(0), c21 = aw_splat(0), c30 = aw_splat(0), c31 = aw_splat(0);
+    for (size_t k = 0; k < kc; k++, ap += MR, bp += NR) {
+        aw_f32x4 b0 = aw_load(bp), b1 = aw_load(bp + 4);
+        aw_f32x4 x = aw_splat(ap[0]);
+        c00 = aw_madd(c00, x, b0);
+        c01 = aw_madd(c01, x, b1);
+        x = aw_splat(ap[1]);
+        c10 = aw_madd(c10, x, b0);
+        c11 = aw_madd(c11, x, b1);
+        x = aw_splat(ap[2]);
+        c20 = aw_madd(c20, x, b0);
+        c21 = aw_madd(c21, x, b1);
+        x = aw_splat(ap[3]);
+        c30 = aw_madd(c30, x, b0);
+        c31 = aw_madd(c31, x, b1);
+    }
+    float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc;
+    if (accumulate) {
+        c00 = aw_add(c00, aw_load(r0)); c01 = aw_add(c01, aw_load(r0 + 4));
+        c10 = aw_add(c10, aw_load(r1)); c11 = aw_add(c11, aw_load(r1 + 4));
+        c20 = aw_add(c20, aw_load(r2)); c21 = aw_add(c21, aw_load(r2 + 4));
+        c30 = aw_add(c30, aw_load(r3)); c31 = aw_add(c31, aw_load(r3 + 4));
+    }
+    aw_store(r0, c00); aw_store(r0 + 4, c01);
+    aw_store(r1, c10); aw_store(r1 + 4, c11);
+    aw_store(r2, c20); aw_store(r2 + 4, c21);
+    aw_store(r3, c30); aw_store(r3 + 4, c31);
+}
+
+// Packs rows 0 .. M4 (a multiple of 4) of A(., k0 .. k0+kc) as M4 / 4 micro-panels of (kc x 4).
+static void pack_a4(float *ap, const float *a, size_t a_rs, size_t a_ks, size_t M4, size_t k0, size_t kc) {
+    for (size_t i = 0; i < M4; i += MR, ap += kc * MR) {
+        const float *ai = a + i * a_rs + k0 * a_ks;
+        for (size_t k = 0; k < kc; k++)
+            for (size_t r = 0; r < MR; r++) ap[k * MR + r] = ai[r * a_rs + k * a_ks];
+    }
+}
+#endif
+
 // One 8-column panel of C for rows 0 .. M: full 4 x 8 tiles in registers, a last partial row
 // group through the scalar edge kernel. nr < 8 columns (a zero-padded panel) go through a
 // scratch tile so the vector kernel still does the work.
@@ -136,7 +181,8 @@ static void panel_rows(float *c, size_t ldc, const float *a, size_t a_rs, size_t
 }
 
 // The driver: A element (i, k) at a[i * a_rs + k * a_ks], B element (k, j) at b[k * b_ks + j * b_js].
-// Per 8-column panel of B and KC-deep block: pack it (kc x 8, L1-resident), then sweep all rows.
+// Unpacked A: per 8-column panel of B and KC-deep block, pack the B panel (kc x 8, L1-resident)
+// and sweep all rows. Packed A: per KC-deep block, pack A once, then the same sweep per B panel.
 static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
                  size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
     if (M == 0 || N == 0) return;
@@ -146,14 +192,44 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
         return;
     }
     float bp[KC * NR] __attribute__((aligned(16)));
-    for (size_t j0 = 0; j0 < N; j0 += NR) {
-        size_t nr = N - j0 < NR ? N - j0 : NR;
-        for (size_t k0 = 0; k0 < K; k0 += KC) {
-            size_t kc = K - k0 < KC ? K - k0 : KC;
+    // A is packed into (kc x 4) micro-panels, once per k-block, when its rows are not contiguous
+    // in k and A outgrows L1 (the TN layout: the unpacked kernel then reads 4 scattered floats
+    // per k), or when A outgrows L2 (1 MiB here). Measured in V8: TN 48-50 -> 52-54 GFLOP/s at
+    // 128..512, 29 -> 53 at 1024^3; NN 50 -> 51-53 at 1024^3. Smaller A stays unpacked: packing
+    // cost ~5% there (TN 64^3) and gained nothing for NN up to 512^3.
+    const size_t M4 = M / MR * MR;
+    const int pack_a = AW_SIMD && M4 > 0 && ((a_ks != 1 && M * K >= 128 * 128) || M * K > 512 * 512);
+    float *ap = pack_a ? malloc(M4 * (K < KC ? K : KC) * sizeof(float)) : NULL; // NULL: unpacked path
+    if (!ap) {
+        for (size_t j0 = 0; j0 < N; j0 += NR) {
+            size_t nr = N - j0 < NR ? N - j0 : NR;
+            for (size_t k0 = 0; k0 < K; k0 += KC) {
+                size_t kc = K - k0 < KC ? K - k0 : KC;
+                pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
+                panel_rows(c + j0, ldc, a + k0 * a_ks, a_rs, a_ks, bp, kc, M, nr, accumulate || k0 > 0);
+            }
+        }
+        return;
+    }
+#if AW_SIMD
+    for (size_t k0 = 0; k0 < K; k0 += KC) {
+        const size_t kc = K - k0 < KC ? K - k0 : KC;
+        const int acc = accumulate || k0 > 0;
+        pack_a4(ap, a, a_rs, a_ks, M4, k0, kc);
+        for (size_t j0 = 0; j0 < N; j0 += NR) {
+            const size_t nr = N - j0 < NR ? N - j0 : NR;
             pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
-            panel_rows(c + j0, ldc, a + k0 * a_ks, a_rs, a_ks, bp, kc, M, nr, accumulate || k0 > 0);
+            if (nr == NR) {
+                for (size_t i0 = 0; i0 < M4; i0 += MR)
+                    kernel_4x8_pa(c + i0 * ldc + j0, ldc, ap + i0 * kc, bp, kc, acc);
+                if (M4 < M) panel_rows(c + M4 * ldc + j0, ldc, a + M4 * a_rs + k0 * a_ks, a_rs, a_ks, bp, kc, M - M4, nr, acc);
+            } else {
+                panel_rows(c + j0, ldc, a + k0 * a_ks, a_rs, a_ks, bp, kc, M, nr, acc);
+            }
         }
     }
+#endif
+    free(ap);
 }
 
 // ---- pre-packed B: pack once, multiply many times ------------------------------------------
