@@ -51,10 +51,15 @@ export function checkF32(name, arr, length, shape) {
   if (!(arr instanceof Float32Array))
     fail(`${name} must be a Float32Array of ${shape} = ${length} values, got ${describe(arr)}`);
   if (arr.length !== length) fail(`${name} has ${arr.length} values, expected ${shape} = ${length}`);
-  for (let i = 0; i < arr.length; i++) {
-    const x = arr[i];
-    if (x - x !== 0) fail(`${name}[${i}] is ${x}; inputs must be finite (no NaN or Infinity)`);
-  }
+  // x * 0 is NaN exactly for NaN and +-Infinity, so one branch-free pass decides (about twice
+  // as fast as testing each value); only a failing array is scanned again to name the index.
+  let acc = 0;
+  for (let i = 0; i < arr.length; i++) acc += arr[i] * 0;
+  if (acc !== 0)
+    for (let i = 0; i < arr.length; i++) {
+      const x = arr[i];
+      if (x - x !== 0) fail(`${name}[${i}] is ${x}; inputs must be finite (no NaN or Infinity)`);
+    }
   return arr;
 }
 
