@@ -15,11 +15,19 @@
 // BENCH_SECTIONS (default matmul,attention,training) to run only some sections.
 // The peers are devDependencies, so their modules are imported in run(), where a missing
 // package becomes a one-line note instead of a crash of the whole `npm run bench`.
+import v8 from 'node:v8';
 import { measureClockGHz } from './peers/clock.js';
 import { loadRaw } from './peers/raw.js';
 import { interleaveAsync } from './peers/timing.js';
 
 let buildModel, ortSession, loadTfjs, reverseBatch, tfjsTinyTransformer;
+
+// Every wasm function compiled from here on goes straight to TurboFan. With V8's default
+// (Liftoff first, TurboFan later on a background thread), on this busy 2-core machine one engine
+// now and then stayed on its Liftoff code for a whole section, 2-3x slower (seen for tfjs in 2 of
+// ~10 runs); with the flag, no such run was seen. Our library is compiled before this line (by
+// bench/run.js), so if anything the flag can only favour the peers.
+v8.setFlagsFromString('--no-liftoff');
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 25);
 const MIN_MS = Number(process.env.BENCH_MIN_MS ?? 15);
