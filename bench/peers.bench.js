@@ -25,8 +25,8 @@ let buildModel, ortSession, loadTfjs, reverseBatch, tfjsTinyTransformer;
 // Every wasm function compiled from here on goes straight to TurboFan. With V8's default
 // (Liftoff first, TurboFan later on a background thread), on this busy 2-core machine one engine
 // now and then stayed on its Liftoff code for a whole section, 2-4x slower (tfjs twice and
-// onnxruntime-web once in ~12 runs); with the flag, no such run was seen. Our library is compiled before this line (by
-// bench/run.js), so if anything the flag can only favour the peers.
+// onnxruntime-web once in ~12 runs); with the flag, no such run was seen. Our library is
+// compiled before this line (by bench/run.js), so if anything the flag favours the peers.
 v8.setFlagsFromString('--no-liftoff');
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 25);
