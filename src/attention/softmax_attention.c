@@ -13,9 +13,10 @@
 
 // Query rows per block and keys per tile of the streaming path: the S tile (BR x BC, 64 KiB)
 // and the block's output rows stay in L1/L2 while the packed K^T and V stream past. Measured in
-// V8 (docs/bench.md): 64 x 256 beat 64 x 128, 32 x 128, 128 x 128, 64 x 64 by 1-7% at n >= 512
-// (fewer rescales of the output rows per key). BC must stay a multiple of 8 (the matmul's panel
-// width), so every key tile starts on a panel of the packed K^T.
+// V8 at n = 512..2048 (docs/bench.md): 64 x 256 is 2% ahead of 64 x 128 (fewer rescales of the
+// output rows) and 4-7% ahead of 64 x 64; 32 x 256, 128 x 256 and 64 x 512 were within 1% of it.
+// BC must stay a multiple of 8 (the matmul's panel width), so every key tile starts on a panel
+// of the packed K^T.
 enum { BR = 64, BC = 256 };
 
 static int key_allowed(const aw_softmax_attention_desc *ds, size_t i, size_t j) {
