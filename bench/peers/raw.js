@@ -11,7 +11,14 @@ export async function loadRaw() {
     wasi_snapshot_preview1: { fd_write: () => 52, proc_exit: () => { throw new Error('exit'); }, clock_time_get: () => 52 },
   };
   const imports = {};
-  for (const imp of WebAssembly.Module.imports(module)) (imports[imp.module] ??= {})[imp.name] = known[imp.module][imp.name];
+  for (const imp of WebAssembly.Module.imports(module)) {
+    const fn = known[imp.module]?.[imp.name];
+    if (!fn) {
+      console.log(`(bench/peers/raw.js: wasm/attention.wasm now imports ${imp.module}.${imp.name}; add it here)`);
+      return null;
+    }
+    (imports[imp.module] ??= {})[imp.name] = fn;
+  }
   const { exports } = await WebAssembly.instantiate(module, imports);
   exports._initialize?.();
   if (!exports.aw_bench_matmul) return null; // a build from before api_bench.c
