@@ -15,14 +15,14 @@ export function kernelMethods(core) {
       const transA = checkBool(`${what}: transA`, opts.transA ?? false);
       const transB = checkBool(`${what}: transB`, opts.transB ?? false);
       if (transA && transB) fail(`${what}: transA and transB together are not offered`);
-      checkF32(`${what}: a`, a, M * K, `M*K = ${M}*${K}`);
-      checkF32(`${what}: b`, b, K * N, `K*N = ${K}*${N}`);
+      checkF32(`${what}: a`, a, M * K, `M*K = ${M}*${K}`, { scan: false });
+      checkF32(`${what}: b`, b, K * N, `K*N = ${K}*${N}`, { scan: false });
       const variant = transB ? 1 : transA ? 2 : 0;
       const ref = checkBool(`${what}: reference`, opts.reference ?? false);
       return core.withBuffers(what, [
         { name: 'c', bytes: M * N * 4 },
-        { name: 'a', bytes: M * K * 4, from: a },
-        { name: 'b', bytes: K * N * 4, from: b },
+        { name: 'a', bytes: M * K * 4, from: a, finite: true },
+        { name: 'b', bytes: K * N * 4, from: b, finite: true },
       ], ([pc, pa, pb]) => {
         core.check(core.exports.aw_matmul(pc, pa, pb, M, N, K, variant, ref ? 1 : 0), what);
         return core.readF32(pc, M * N);

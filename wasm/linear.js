@@ -41,9 +41,9 @@ export function linearMethods(core) {
       const specs = [
         { name: 'output', bytes: n * dv * 4 },
         { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
-        { name: 'q', bytes: n * d * 4, from: opts.q },
-        { name: 'k', bytes: m * d * 4, from: opts.k },
-        { name: 'v', bytes: m * dv * 4, from: opts.v },
+        { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
+        { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
+        { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
       ];
       return core.withBuffers(what, specs, ([out, w, q, k, v]) => {
         const status = core.exports.aw_linear_attention(out, w, q, k, v, n, m, d, dv, heads, FEATURES.indexOf(feature),

@@ -6,7 +6,8 @@ const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'causal', 'keyMask
 /**
  * Checks the shared shape arguments of an attention call: sizes are positive integers,
  * heads divide d and dv, q, k, v are Float32Arrays of the right length with finite values.
- * Returns the resolved sizes. Family modules (linear, synthesizer) reuse it.
+ * Returns the resolved sizes. The values of q, k, v are NOT scanned here: the caller must give
+ * them to Core.withBuffers with `finite: true`. Family modules (linear) reuse it.
  */
 export function checkAttentionShapes(what, opts) {
   const n = checkSize(`${what}: n`, opts.n);
@@ -16,9 +17,10 @@ export function checkAttentionShapes(what, opts) {
   const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
   if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
   if (dv % heads) fail(`${what}: dv (${dv}) must be divisible by heads (${heads})`);
-  checkF32(`${what}: q`, opts.q, n * d, `n*d = ${n}*${d}`);
-  checkF32(`${what}: k`, opts.k, m * d, `m*d = ${m}*${d}`);
-  checkF32(`${what}: v`, opts.v, m * dv, `m*dv = ${m}*${dv}`);
+  // values are checked in wasm after the copy: pass q, k, v to withBuffers with finite: true
+  checkF32(`${what}: q`, opts.q, n * d, `n*d = ${n}*${d}`, { scan: false });
+  checkF32(`${what}: k`, opts.k, m * d, `m*d = ${m}*${d}`, { scan: false });
+  checkF32(`${what}: v`, opts.v, m * dv, `m*dv = ${m}*${dv}`, { scan: false });
   return { n, m, d, dv, heads };
 }
 
@@ -40,9 +42,9 @@ export function softmaxMethods(core) {
       const specs = [
         { name: 'output', bytes: n * dv * 4 },
         { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
-        { name: 'q', bytes: n * d * 4, from: opts.q },
-        { name: 'k', bytes: m * d * 4, from: opts.k },
-        { name: 'v', bytes: m * dv * 4, from: opts.v },
+        { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
+        { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
+        { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
         { name: 'keyMask', bytes: mask ? m : 0, from: mask },
       ];
       return core.withBuffers(what, specs, ([out, w, q, k, v, km]) => {

@@ -33,3 +33,11 @@ AW_API int aw_exp_vec(float *y, const float *x, int32_t n) {
     aw_exp(y, x, (size_t)n);
     return AW_OK;
 }
+
+// Index of the first NaN or infinity in x (n floats), or -1 when all are finite. The wrapper
+// runs it on inputs right after copying them in, before any computation.
+AW_API int32_t aw_first_nonfinite(const float *x, int32_t n) {
+    if (n <= 0) return -1;
+    size_t i = aw_find_nonfinite(x, (size_t)n);
+    return i == (size_t)n ? -1 : (int32_t)i;
+}

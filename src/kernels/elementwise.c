@@ -58,3 +58,23 @@ void aw_transpose(float *dst, const float *src, size_t rows, size_t cols, size_t
                 for (size_t j = j0; j < j1; j++) dst[j * ld_dst + i] = src[i * ld_src + j];
         }
 }
+
+// x * 0 is NaN exactly when x is NaN or +-inf, so one vector pass of adds decides; only a
+// failing array is scanned again to find the first bad index.
+size_t aw_find_nonfinite(const float *x, size_t n) {
+    size_t i = 0;
+    float acc = 0.0f;
+#if AW_SIMD
+    aw_f32x4 zero = aw_splat(0.0f), a0 = zero, a1 = zero;
+    for (; i + 8 <= n; i += 8) {
+        a0 = aw_add(a0, aw_mul(aw_load(x + i), zero));
+        a1 = aw_add(a1, aw_mul(aw_load(x + i + 4), zero));
+    }
+    acc = aw_hsum(aw_add(a0, a1));
+#endif
+    for (; i < n; i++) acc += x[i] * 0.0f;
+    if (acc == 0.0f) return n;
+    for (i = 0; i < n; i++)
+        if (x[i] - x[i] != 0.0f) return i; // NaN - NaN and inf - inf are NaN
+    return n;
+}

@@ -43,6 +43,7 @@ void aw_scale(float *y, const float *x, float s, size_t n);   // y = s x
 void aw_axpy(float *y, float a, const float *x, size_t n);    // y += a x
 float aw_dot(const float *a, const float *b, size_t n);       // a . b
 float aw_sum(const float *x, size_t n);                       // sum x
+size_t aw_find_nonfinite(const float *x, size_t n);          // index of the first NaN/inf, n if none
 void aw_transpose(float *dst, const float *src, size_t rows, size_t cols, size_t ld_src,
                   size_t ld_dst); // dst (cols x rows) = src (rows x cols)^T
 

@@ -85,6 +85,11 @@ static void test_small_helpers(void) {
     for (int i = 0; i < 13; i++)
         for (int j = 0; j < 3; j++) ok &= back[j * 13 + i] == t[i * 3 + j];
     CHECK(ok, "transpose");
+    CHECK(aw_find_nonfinite(a, 13) == 13, "all finite: n");
+    a[12] = NAN; // in the scalar tail
+    CHECK(aw_find_nonfinite(a, 13) == 12, "NaN in the tail");
+    a[3] = -INFINITY; // inside the first vector block
+    CHECK(aw_find_nonfinite(a, 13) == 3, "-inf in a vector block");
 }
 
 int main(void) {

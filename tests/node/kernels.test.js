@@ -2,7 +2,7 @@
 // every edge tile), exp, and row softmax with masked entries.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { TOL, builds, expectClose, rand } from './helpers.js';
+import { TOL, builds, expectClose, expectError, rand } from './helpers.js';
 
 function matmulF64(a, b, M, N, K, transA, transB) {
   const c = new Float64Array(M * N);
@@ -60,6 +60,17 @@ for (const { name, lib } of builds) {
     assert.deepEqual([...huge], [0.5, 0, 0.5, 0]);
   });
 }
+
+for (const { name, lib } of builds)
+  test(`${name}: matmul names the first non-finite input, wherever it sits`, () => {
+    const M = 3, N = 5, K = 7, b = rand(K * N, 2);
+    for (const [i, bad] of [[0, NaN], [9, Infinity], [20, -Infinity]]) {
+      const a = rand(M * K, 1);
+      a[i] = bad;
+      expectError(() => lib.kernels.matmul(a, b, { M, N, K }), new RegExp(`kernels.matmul: a\\[${i}\\] is ${bad}; inputs must be finite`));
+    }
+    assert.equal(lib.kernels.matmul(rand(M * K, 1), b, { M, N, K }).length, M * N, 'still works');
+  });
 
 test('SIMD and scalar builds agree on matmul', (t) => {
   const [simd, scalar] = builds.map((b) => b.lib);
