@@ -16,7 +16,7 @@ const FORMS = (args.forms ?? 'softmax,linear:elu+1,synth:dense,synth:random').sp
 const CHARS_VOCAB = 50; // lib.charsTokenizer.vocab (1 + the charset of src/model/tasks.c)
 // length and symbols as the playground sets them (web/tasks.js TASKS[...].maxLength / symbols)
 const TASKS = {
-  copy: { length: 16, symbols: 10, steps: 600 },
+  copy: { length: 16, symbols: 10, steps: 1500 },
   reverse: { length: 16, symbols: 10, steps: 800 },
   sort: { length: 16, symbols: 10, steps: 1000 },
   recall: { length: 10, symbols: 20, steps: 4000 },
@@ -41,9 +41,9 @@ for (const task of tasks)
     const file = `${task}-${form.replace(':', '-').replace('+', '')}.safetensors`;
     const flags = ['--task', task, '--attention', form, '--length', `${t.length}`, '--vocab', `${vocab}`,
       '--d-model', `${SIZE.dModel}`, '--heads', `${SIZE.heads}`, '--layers', `${SIZE.layers}`, '--d-ff', `${SIZE.dFF}`,
-      '--max-len', `${SIZE.maxLen}`, '--steps', `${t.steps}`, '--lr', '3e-3', '--eval-every', `${t.steps}`,
-      '--out', new URL(file, outDir).pathname];
+      '--max-len', `${SIZE.maxLen}`, '--steps', `${t.steps}`, '--lr', '3e-3', '--eval-every', `${t.steps}`];
     if (t.symbols) flags.push('--symbols', `${t.symbols}`);
+    flags.push('--out', new URL(file, outDir).pathname);
     const r = spawnSync(trainer, flags, { encoding: 'utf8' });
     process.stdout.write(r.stdout);
     if (r.status !== 0) {
@@ -54,7 +54,7 @@ for (const task of tasks)
     const entry = {
       file, task, attention: form, length: t.length, symbols: t.symbols, steps: t.steps,
       config: { vocab, ...SIZE, attention: form }, accuracy: Number(m[3]), loss: Number(m[1]),
-      bytes: statSync(new URL(file, outDir)).size, command: `build/trainer ${flags.slice(0, -2).join(' ')}`,
+      bytes: statSync(new URL(file, outDir)).size, command: `npm run train -- ${flags.slice(0, -2).join(' ')} --out web/models/${file}`,
     };
     if (task === 'chars') entry.bitsPerChar = Number(m[2]);
     index.models = index.models.filter((e) => e.file !== file).concat(entry);
