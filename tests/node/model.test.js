@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { TOL, builds, expectError } from './helpers.js';
 
 const small = { vocab: 12, dModel: 8, heads: 2, layers: 2, dFF: 12, maxLen: 8, seed: 5 };
@@ -222,6 +222,26 @@ test('model [simd]: an encoder-decoder learns translate and generates the number
   const out = m.generate([0], { source, maxTokens: 24, stop: 0 });
   assert.equal(lib.charsTokenizer.decode(out.subarray(0, out.length - 1)), 'three zero five one');
   m.dispose();
+});
+
+test('model: the shipped checkpoints (web/models) load, fit their catalogue entries, and work', () => {
+  const { lib } = builds[0];
+  const dir = new URL('../../web/models/', import.meta.url);
+  const { models } = JSON.parse(readFileSync(new URL('index.json', dir), 'utf8'));
+  let total = 0;
+  for (const e of models) {
+    const bytes = readFileSync(new URL(e.file, dir));
+    total += bytes.length;
+    const m = lib.loadModel(bytes);
+    for (const [k, v] of Object.entries(e.config)) assert.equal(m.config[k], v, `${e.file}: config.${k}`);
+    assert.equal(m.steps, e.steps, `${e.file}: steps`);
+    if (e.task === 'reverse' && e.attention === 'softmax') {
+      const ex = m.example({ task: 'reverse', length: e.length, symbols: e.symbols, seed: 99 });
+      assert.deepEqual(m.generate(ex.prompt, { maxTokens: e.length }), ex.target, 'the shipped reverse model reverses');
+    }
+    m.dispose();
+  }
+  assert.ok(total < 5 * 2 ** 20, `web/models holds ${total} bytes of checkpoints (limit 5 MiB)`);
 });
 
 test('model: data/chars.txt and the compiled corpus agree; the chars tokenizer round-trips', () => {
