@@ -210,6 +210,12 @@ export function modelMethods(core) {
     return new Float32Array([lr, beta1, beta2, eps, wd, clip]);
   }
 
+  // Status 5 after training went wrong deserves its own advice.
+  function checkFinite(st, what) {
+    if (st === 5) fail(`${what}: the model produced NaN or Infinity (its parameters diverged, e.g. after too large an lr); create a new model or load a checkpoint`);
+    core.check(st, what);
+  }
+
   class Model {
     constructor(handle) {
       this.handle = handle;
@@ -259,7 +265,7 @@ export function modelMethods(core) {
       const seed = checkSeed(`${what}: seed`, opts.seed ?? 12345);
       taskDims(what, this, spec);
       return core.withBuffers(what, [{ name: 'metrics', bytes: 32 }], ([mp]) => {
-        core.check(ex.aw_model_evaluate(this.handle, spec.id, spec.length, spec.symbols, batch, batches, seed, mp), what);
+        checkFinite(ex.aw_model_evaluate(this.handle, spec.id, spec.length, spec.symbols, batch, batches, seed, mp), what);
         const m = new Float64Array(core.memory.buffer, mp, 4);
         const out = { loss: m[0], accuracy: m[1], tokens: m[3] };
         if (spec.task === 'chars') out.bitsPerChar = m[0] / Math.LN2;
@@ -292,7 +298,7 @@ export function modelMethods(core) {
         { name: 'encoderAttention', bytes: L * H * S * S * 4 },
       ];
       return core.withBuffers(what, specs, ([tp, sp, lp, ap, cp, ep]) => {
-        core.check(ex.aw_model_forward(this.handle, tp, T, sp, S, lp, ap, cp, ep), what);
+        checkFinite(ex.aw_model_forward(this.handle, tp, T, sp, S, lp, ap, cp, ep), what);
         const split = (ptr, rows, cols) =>
           Array.from({ length: L }, (_, l) => Array.from({ length: H }, (_, h) => core.readF32(ptr + ((l * H + h) * rows * cols) * 4, rows * cols)));
         const out = { logits: core.readF32(lp, T * V), attention: split(ap, T, T) };
@@ -332,7 +338,7 @@ export function modelMethods(core) {
         { name: 'prompt', bytes: p.length * 4, from: p }, { name: 'source', bytes: src ? src.length * 4 : 0, from: src },
       ];
       return core.withBuffers(what, specs, ([op, np, pp, sp]) => {
-        core.check(ex.aw_model_generate(this.handle, op, np, n, pp, p.length, sp, src ? src.length : 0, temperature, topK,
+        checkFinite(ex.aw_model_generate(this.handle, op, np, n, pp, p.length, sp, src ? src.length : 0, temperature, topK,
           seed, stop, cache ? 1 : 0), what);
         const count = new Int32Array(core.memory.buffer, np, 1)[0];
         return new Int32Array(core.memory.buffer, op, count).slice();

@@ -66,6 +66,11 @@ for (const { name, lib } of builds) {
     ed.dispose();
     expectError(() => lib.loadModel(new Uint8Array(20)), /not an attention-wasm model checkpoint/);
     expectError(() => lib.loadModel('weights'), /bytes must be a Uint8Array or ArrayBuffer/);
+    const wild = lib.createModel(small); // a diverging run says what went wrong
+    expectError(() => { for (let i = 0; i < 200; i++) wild.trainStep({ task: 'reverse', length: 3, lr: 1e4, clip: 0 }); },
+      /NaN or Infinity; lower lr \(now 10000\)/);
+    expectError(() => wild.evaluate({ task: 'reverse', length: 3 }), /parameters diverged.*create a new model or load a checkpoint/);
+    wild.dispose();
     const r = m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }); // still usable
     assert.ok(Number.isFinite(r.loss) && r.loss > 0);
     m.dispose();
