@@ -36,6 +36,22 @@ static void pack_b(float *bp, const float *b, size_t b_ks, size_t b_js, size_t k
 }
 
 #if AW_SIMD
+// Writes (or adds, when accumulate) a 4 x 8 register tile to c (row stride ldc).
+static inline void store_tile_4x8(float *c, size_t ldc, aw_f32x4 c00, aw_f32x4 c01, aw_f32x4 c10, aw_f32x4 c11,
+                                  aw_f32x4 c20, aw_f32x4 c21, aw_f32x4 c30, aw_f32x4 c31, int accumulate) {
+    float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc;
+    if (accumulate) {
+        c00 = aw_add(c00, aw_load(r0)); c01 = aw_add(c01, aw_load(r0 + 4));
+        c10 = aw_add(c10, aw_load(r1)); c11 = aw_add(c11, aw_load(r1 + 4));
+        c20 = aw_add(c20, aw_load(r2)); c21 = aw_add(c21, aw_load(r2 + 4));
+        c30 = aw_add(c30, aw_load(r3)); c31 = aw_add(c31, aw_load(r3 + 4));
+    }
+    aw_store(r0, c00); aw_store(r0 + 4, c01);
+    aw_store(r1, c10); aw_store(r1 + 4, c11);
+    aw_store(r2, c20); aw_store(r2 + 4, c21);
+    aw_store(r3, c30); aw_store(r3 + 4, c31);
+}
+
 // c(4 x 8) (+)= a(4 x kc) bp(kc x 8); a element (r, k) at a[r * a_rs + k * a_ks].
 static inline void kernel_4x8(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
                               const float *bp, size_t kc, int accumulate) {
@@ -58,17 +74,7 @@ static inline void kernel_4x8(float *c, size_t ldc, const float *a, size_t a_rs,
         c30 = aw_madd(c30, x, b0);
         c31 = aw_madd(c31, x, b1);
     }
-    float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc;
-    if (accumulate) {
-        c00 = aw_add(c00, aw_load(r0)); c01 = aw_add(c01, aw_load(r0 + 4));
-        c10 = aw_add(c10, aw_load(r1)); c11 = aw_add(c11, aw_load(r1 + 4));
-        c20 = aw_add(c20, aw_load(r2)); c21 = aw_add(c21, aw_load(r2 + 4));
-        c30 = aw_add(c30, aw_load(r3)); c31 = aw_add(c31, aw_load(r3 + 4));
-    }
-    aw_store(r0, c00); aw_store(r0 + 4, c01);
-    aw_store(r1, c10); aw_store(r1 + 4, c11);
-    aw_store(r2, c20); aw_store(r2 + 4, c21);
-    aw_store(r3, c30); aw_store(r3 + 4, c31);
+    store_tile_4x8(c, ldc, c00, c01, c10, c11, c20, c21, c30, c31, accumulate);
 }
 #else
 // Scalar build: a 4 x 4 tile (16 accumulators fit the register file), applied twice.
@@ -137,17 +143,7 @@ static inline void kernel_4x8_pa(float *c, size_t ldc, const float *ap, const fl
         c30 = aw_madd(c30, x, b0);
         c31 = aw_madd(c31, x, b1);
     }
-    float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc;
-    if (accumulate) {
-        c00 = aw_add(c00, aw_load(r0)); c01 = aw_add(c01, aw_load(r0 + 4));
-        c10 = aw_add(c10, aw_load(r1)); c11 = aw_add(c11, aw_load(r1 + 4));
-        c20 = aw_add(c20, aw_load(r2)); c21 = aw_add(c21, aw_load(r2 + 4));
-        c30 = aw_add(c30, aw_load(r3)); c31 = aw_add(c31, aw_load(r3 + 4));
-    }
-    aw_store(r0, c00); aw_store(r0 + 4, c01);
-    aw_store(r1, c10); aw_store(r1 + 4, c11);
-    aw_store(r2, c20); aw_store(r2 + 4, c21);
-    aw_store(r3, c30); aw_store(r3 + 4, c31);
+    store_tile_4x8(c, ldc, c00, c01, c10, c11, c20, c21, c30, c31, accumulate);
 }
 
 // Packs rows 0 .. M4 (a multiple of 4) of A(., k0 .. k0+kc) as M4 / 4 micro-panels of (kc x 4).
