@@ -1,24 +1,10 @@
-import type { AttentionResult } from './softmax.js';
+import type { AttentionResult, AttentionShapeOptions } from './softmax.js';
 
 /** 'elu+1': phi(x) = elu(x) + 1; 'relu': max(x, 0); 'efficient': softmax_2(Q) softmax_1(K)^T (no causal form);
  *  'taylor': sim(q, k) = 1 + cos(q, k) (a zero vector has cosine 0, so sim = 1). */
 export type LinearFeature = 'elu+1' | 'relu' | 'efficient' | 'taylor';
 
-export interface LinearAttentionOptions {
-  /** queries, (n, d) row-major */
-  q: Float32Array;
-  /** keys, (m, d) */
-  k: Float32Array;
-  /** values, (m, dv) */
-  v: Float32Array;
-  n: number;
-  /** key/value positions; default n (self-attention) */
-  m?: number;
-  d: number;
-  /** value width; default d */
-  dv?: number;
-  /** heads split the columns of q, k, v into equal blocks; default 1 */
-  heads?: number;
+export interface LinearAttentionOptions extends AttentionShapeOptions {
   /** feature map; default 'elu+1' */
   feature?: LinearFeature;
   /** query i uses keys j <= i only; default false. An Error with feature 'efficient'. */

@@ -1,4 +1,5 @@
-export interface SoftmaxAttentionOptions {
+/** The shapes every attention call shares (checked by checkAttentionShapes in softmax.js). */
+export interface AttentionShapeOptions {
   /** queries, (n, d) row-major */
   q: Float32Array;
   /** keys, (m, d) */
@@ -13,6 +14,9 @@ export interface SoftmaxAttentionOptions {
   dv?: number;
   /** heads split the columns of q, k, v into equal blocks; default 1 */
   heads?: number;
+}
+
+export interface SoftmaxAttentionOptions extends AttentionShapeOptions {
   /** query i may attend only to keys j <= i; default false */
   causal?: boolean;
   /** length m, 1 = attend, 0 = never (key padding) */

@@ -1,0 +1,33 @@
+// Compiled (not run) by tests/node/types.test.js: the package's .d.ts must accept real usage
+// of every family and reject the mistakes marked @ts-expect-error.
+import { loadAttention, simdSupported } from '../../wasm/index.js';
+
+const lib = await loadAttention({ simd: 'auto' });
+const ok: boolean = lib.simd && simdSupported();
+const q = new Float32Array(8);
+const r = lib.softmaxAttention({ q, k: q, v: q, n: 2, d: 4, heads: 2, causal: true, keyMask: [1, 0], returnWeights: true });
+const w: Float32Array | undefined = r.weights;
+lib.linearAttention({ q, k: q, v: q, n: 2, d: 4, feature: 'taylor', causal: true, mode: 'recurrent' });
+const state = lib.linearAttentionState({ d: 4, feature: 'elu+1' });
+const row: Float32Array = state.step(q.subarray(0, 4), q.subarray(0, 4), q.subarray(0, 4));
+state.dispose();
+const layer = lib.createSynthesizer({ variant: 'factorized-dense', d: 4, maxLen: 16, a: 4, b: 4 });
+layer.forward({ x: q, v: q, n: 2 });
+layer.dispose();
+const model = lib.createModel({ vocab: 11, dModel: 32, heads: 2, layers: 1, maxLen: 32, attention: 'synth:random' });
+const step: { loss: number; accuracy: number } = model.trainStep({ task: 'reverse', batchSize: 4 });
+const bytes: Uint8Array = model.save();
+lib.loadModel(bytes).dispose();
+model.dispose();
+lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
+
+// @ts-expect-error simd takes 'auto' or a boolean
+await loadAttention({ simd: 'yes' });
+// @ts-expect-error q must be a Float32Array
+lib.softmaxAttention({ q: [1, 2], k: q, v: q, n: 2, d: 4 });
+// @ts-expect-error unknown feature map
+lib.linearAttention({ q, k: q, v: q, n: 2, d: 4, feature: 'elu' });
+// @ts-expect-error unknown variant
+lib.createSynthesizer({ variant: 'sparse', d: 4, maxLen: 16 });
+
+export { ok, w, row, step };
