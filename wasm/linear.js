@@ -1,5 +1,5 @@
 // linear.js: lib.linearAttention and lib.linearAttentionState, linear attention with four
-// feature maps (ATTENTION_FORMS.md section 2; C side: src/attention/linear_attention.c).
+// feature maps (docs/attention-forms.md section 2; C side: src/attention/linear_attention.c).
 import { checkBool, checkF32, checkKeys, checkOneOf, checkSize, fail } from './core.js';
 import { checkAttentionShapes } from './softmax.js';
 

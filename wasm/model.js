@@ -1,4 +1,4 @@
-// model.js: lib.createModel / lib.loadModel, the tiny Transformer of ATTENTION_FORMS.md section 5
+// model.js: lib.createModel / lib.loadModel, the tiny Transformer of docs/attention-forms.md section 5
 // (C side: src/model, exported by src/api/api_model.c; docs/model.md). The model lives in the
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.

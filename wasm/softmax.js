@@ -1,4 +1,4 @@
-// softmax.js: lib.softmaxAttention, scaled dot-product attention (ATTENTION_FORMS.md section 1).
+// softmax.js: lib.softmaxAttention, scaled dot-product attention (docs/attention-forms.md section 1).
 import { checkBool, checkF32, checkFiniteNumber, checkKeys, checkMask, checkSize, fail } from './core.js';
 
 const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'causal', 'keyMask', 'scale', 'returnWeights', 'reference'];

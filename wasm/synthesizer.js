@@ -1,4 +1,4 @@
-// synthesizer.js: lib.createSynthesizer, Synthesizer attention layers (ATTENTION_FORMS.md section 3;
+// synthesizer.js: lib.createSynthesizer, Synthesizer attention layers (docs/attention-forms.md section 3;
 // docs/synthesizer.md). A layer's parameters live in the wasm heap, in one block owned by the C
 // layer (src/attention/synthesizer.h); layer.params hands out Float32Array views into it.
 import { checkBool, checkF32, checkKeys, checkOneOf, checkSize, describe, fail } from './core.js';

@@ -6,7 +6,7 @@
 const LINEAR_FEATURES = ['elu+1', 'relu', 'efficient', 'taylor'];
 const SYNTH_VARIANTS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'mixture'];
 
-// The formulas, as text, from ATTENTION_FORMS.md (sections 1-3).
+// The formulas, as text, from docs/attention-forms.md (sections 1-3).
 const FORMULAS = {
   softmax: `A = softmax(Q Kᵀ · s + M)
 s = 1/√d_head

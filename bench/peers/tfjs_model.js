@@ -1,4 +1,4 @@
-// tfjs_model.js: the tiny Transformer of ATTENTION_FORMS.md section 5 written with tfjs ops and
+// tfjs_model.js: the tiny Transformer of docs/attention-forms.md section 5 written with tfjs ops and
 // trained with tfjs autograd, as the peer of lib.createModel's trainStep: decoder-only, pre-norm,
 // sinusoidal positions, softmax attention with a causal mask, ReLU FFN, output projection,
 // masked softmax cross-entropy, global-norm gradient clipping and AdamW (Adam + decoupled decay

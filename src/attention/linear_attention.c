@@ -1,6 +1,6 @@
 // linear_attention.c: linear attention with four feature maps; non-causal, causal parallel
 // (chunked prefix sums) and causal recurrent forms; the implied weights; the naive reference;
-// the backward; and the constant-size decoding state. Formulas: ATTENTION_FORMS.md section 2.
+// the backward; and the constant-size decoding state. Formulas: docs/attention-forms.md section 2.
 #include "linear_attention.h"
 
 #include "../kernels/kernels.h"

@@ -1,6 +1,6 @@
 // linear_attention.h: linear attention, O_i = sum_j sim(q_i, k_j) v_j / sum_j sim(q_i, k_j) with
 // sim(q, k) = phi(q) . phi(k), so S = phi(K)^T V and z = sum_j phi(k_j) are formed once and the
-// cost is linear in n (ATTENTION_FORMS.md section 2).
+// cost is linear in n (docs/attention-forms.md section 2).
 //
 // Shapes (row-major): q (n, d), k (m, d), v (m, dv), out (n, dv), weights (heads, n, m).
 // Heads split the columns of q, k, v into equal blocks of dh = d / heads and dvh = dv / heads;

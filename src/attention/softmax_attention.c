@@ -1,5 +1,5 @@
 // softmax_attention.c: scaled dot-product attention, streaming and explicit-weights paths
-// plus the naive reference. Formula: ATTENTION_FORMS.md section 1.
+// plus the naive reference. Formula: docs/attention-forms.md section 1.
 #include "softmax_attention.h"
 
 #include "../kernels/kernels.h"

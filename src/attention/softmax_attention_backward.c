@@ -1,4 +1,4 @@
-// softmax_attention_backward.c: backward of scaled dot-product attention (ATTENTION_FORMS.md
+// softmax_attention_backward.c: backward of scaled dot-product attention (docs/attention-forms.md
 // section 1). Per head, with P = softmax(S), S = Q K^T s + M, O = P V:
 //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)),  dQ = s dS K,  dK = s dS^T Q.
 #include "softmax_attention_backward.h"

@@ -1,7 +1,7 @@
 // synthesizer.c: Synthesizer attention layers (Dense, Random, Factorized Dense, Factorized Random,
 // Mixture): create/destroy, the fast forward (matmul kernels + row softmax, saving what the
 // backward needs), the naive double-precision reference forward, and the backward.
-// Formulas: ATTENTION_FORMS.md section 3; shapes and conventions: synthesizer.h.
+// Formulas: docs/attention-forms.md section 3; shapes and conventions: synthesizer.h.
 #include "synthesizer.h"
 
 #include "../kernels/kernels.h"

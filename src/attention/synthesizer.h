@@ -1,4 +1,4 @@
-// synthesizer.h: Synthesizer attention (ATTENTION_FORMS.md section 3). The logits B (n, n) are
+// synthesizer.h: Synthesizer attention (docs/attention-forms.md section 3). The logits B (n, n) are
 // not token-to-token dot products but are synthesized: from each token alone (Dense), from a
 // learned table (Random), from factorized versions of both, or a learned mixture of these and
 // plain dot-product logits. Then A = softmax(B + causal mask) row-wise and O = A V.

@@ -1,4 +1,4 @@
-// embedding.c: token embedding plus positional encoding (ATTENTION_FORMS.md section 5).
+// embedding.c: token embedding plus positional encoding (docs/attention-forms.md section 5).
 #include "layers.h"
 
 #include <math.h>

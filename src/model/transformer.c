@@ -1,5 +1,5 @@
 // transformer.c: the model: size tables, init, forward, backward, AdamW update, batches.
-// Formulas: ATTENTION_FORMS.md section 5. The per-op forward/backward pairs are in layers.h;
+// Formulas: docs/attention-forms.md section 5. The per-op forward/backward pairs are in layers.h;
 // the attention forms plug in through attention_forms.c.
 #include "transformer.h"
 

@@ -1,4 +1,4 @@
-// transformer.h: the tiny Transformer of ATTENTION_FORMS.md section 5, in the llm.c manner:
+// transformer.h: the tiny Transformer of docs/attention-forms.md section 5, in the llm.c manner:
 // a config, one allocation each for parameters, gradients, activations (and their gradients)
 // and AdamW state, carved by a size table; a forward that saves what the backward needs, a
 // backward for every op, AdamW with global-norm clipping; deterministic from the seed.

@@ -10,7 +10,7 @@ import { loadAttention } from '../../wasm/index.js';
 const FEATURES = ['elu+1', 'relu', 'efficient', 'taylor'];
 
 /**
- * Float64 linear attention from the definitions (ATTENTION_FORMS.md section 2): per head,
+ * Float64 linear attention from the definitions (docs/attention-forms.md section 2): per head,
  * A_ij = sim(q_i, k_j) / sum_j sim(q_i, k_j) over allowed j (zero row when the sum is 0), O = A V.
  */
 function linearAttentionF64({ q, k, v, n, m = n, d, dv = d, heads = 1, feature = 'elu+1', causal = false }) {

@@ -1,6 +1,6 @@
 // Synthesizer layers on both builds: every variant, causal and not, two heads, with parameters
 // set through layer.params, against the naive C reference (forward({ reference: true })) and a
-// float64 JS reference written here from ATTENTION_FORMS.md section 3; mixture alphas; seeded
+// float64 JS reference written here from docs/attention-forms.md section 3; mixture alphas; seeded
 // init identical across builds; SIMD vs scalar; stale views after memory growth; every error.
 import test from 'node:test';
 import assert from 'node:assert/strict';

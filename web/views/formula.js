@@ -1,4 +1,4 @@
-// formula.js: the formula of the chosen form, as text beside the views (from ATTENTION_FORMS.md).
+// formula.js: the formula of the chosen form, as text beside the views (from docs/attention-forms.md).
 import { formulaOf } from '../forms.js';
 
 export function createFormulaView({ formula, title, note }) {
