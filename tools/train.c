@@ -4,6 +4,7 @@
 // (npm run train -- <the same flags>). --help lists every flag.
 #include "../src/kernels/status.h"
 #include "../src/model/checkpoint.h"
+#include "../src/model/config.h"
 #include "../src/model/transformer.h"
 
 #include <math.h>
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *const TASKS[] = {"copy", "reverse", "sort", "recall", "translate", "chars"};
 
 static double now_ms(void) {
     struct timespec ts;
@@ -35,102 +34,71 @@ static void usage(void) {
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
 }
 
-static int parse_attention(const char *s, aw_model_config *c) {
-    static const char *const FEATS[] = {"elu+1", "relu", "efficient", "taylor"};
-    static const char *const VARS[] = {"dense", "random", "factorized-dense", "factorized-random", "mixture"};
-    if (strcmp(s, "softmax") == 0) return c->attention = AW_FORM_SOFTMAX, 1;
-    const char *name = s;
-    if (strncmp(s, "linear:", 7) == 0) name = s + 7;
-    else if (strncmp(s, "synth:", 6) == 0) name = s + 6;
-    for (int i = 0; i < 4; i++)
-        if (strcmp(name, FEATS[i]) == 0 && strncmp(s, "synth:", 6) != 0) return c->attention = AW_FORM_LINEAR, c->feature = i, 1;
-    for (int i = 0; i < 5; i++)
-        if (strcmp(name, VARS[i]) == 0 && strncmp(s, "linear:", 7) != 0)
-            return c->attention = AW_FORM_SYNTHESIZER, c->synth.variant = i, 1;
-    return 0;
+// The registry name of --attention: a full name, or a short one (elu+1, relu, taylor, dense, ...).
+static const char *attention_name(const char *s) {
+    static char name[64];
+    if (aw_form_find(s)) return s;
+    snprintf(name, sizeof name, "linear:%s", s);
+    if (aw_form_find(name)) return name;
+    snprintf(name, sizeof name, "synth:%s", s);
+    return aw_form_find(name) ? name : s; // an unknown name: the builder's message lists the forms
 }
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); // progress lines appear as they come, also through a pipe
-    aw_model_config c = {0};
-    c.vocab = 64, c.d_model = 64, c.heads = 4, c.layers = 2, c.d_ff = 128, c.max_len = 64, c.seed = 1;
-    c.synth.trainable = 1, c.synth.k = 8;
-    const char *attention = "softmax", *out = NULL, *components = "random,dot";
-    int task = AW_TASK_REVERSE, quiet = 0;
+    // the model's fields go to the config builder under the names users write elsewhere
+    aw_config_builder cb;
+    config_builder_init(&cb);
+    config_builder_set(&cb, "dFF", "128"); // the trainer's default (the library's is 4 dModel)
+    static const char *const MODEL_FLAGS[][2] = {
+        {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
+        {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
+        {"--seed", "seed"}, {"--components", "attentionOptions.components"}};
+    const char *attention = "softmax", *out = NULL;
+    int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
     double lr = 2e-3, wd = 0.01, clip = 1.0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && !st; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int model_flag = 0;
+        for (size_t f = 0; f < sizeof MODEL_FLAGS / sizeof MODEL_FLAGS[0] && v; f++)
+            if (strcmp(a, MODEL_FLAGS[f][0]) == 0) st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, i++;
+        if (model_flag) continue;
 #define FLAG(name) (strcmp(a, name) == 0 && v && ++i)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(), 0;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;
-        else if (strcmp(a, "--fixed") == 0) c.synth.trainable = 0;
+        else if (strcmp(a, "--fixed") == 0) st = config_builder_set(&cb, "attentionOptions.trainable", "false");
         else if (FLAG("--task")) {
-            task = -1;
-            for (int t = 0; t < AW_TASK_COUNT; t++)
-                if (strcmp(v, TASKS[t]) == 0) task = t;
-            if (task < 0) return fprintf(stderr, "trainer: unknown task %s\n", v), 2;
-        } else if (FLAG("--attention")) attention = v;
-        else if (FLAG("--components")) components = v;
+            if ((task = task_find(v)) < 0) return fprintf(stderr, "trainer: unknown task %s\n", v), 2;
+        } else if (FLAG("--attention")) st = config_builder_set(&cb, "attention", attention = attention_name(v));
         else if (FLAG("--length")) length = atol(v);
         else if (FLAG("--symbols")) symbols = atol(v);
-        else if (FLAG("--vocab")) c.vocab = atoi(v);
-        else if (FLAG("--d-model")) c.d_model = atoi(v);
-        else if (FLAG("--heads")) c.heads = atoi(v);
-        else if (FLAG("--layers")) c.layers = atoi(v);
-        else if (FLAG("--d-ff")) c.d_ff = atoi(v);
-        else if (FLAG("--max-len")) c.max_len = atoi(v);
-        else if (FLAG("--positional")) c.positional = strcmp(v, "learned") == 0;
-        else if (FLAG("--norm")) c.norm = strcmp(v, "post") == 0;
-        else if (FLAG("--arch")) c.arch = strcmp(v, "encoder-decoder") == 0;
         else if (FLAG("--steps")) steps = atol(v);
         else if (FLAG("--batch")) batch = atol(v);
         else if (FLAG("--lr")) lr = atof(v);
         else if (FLAG("--warmup")) warmup = atol(v);
         else if (FLAG("--weight-decay")) wd = atof(v);
         else if (FLAG("--clip")) clip = atof(v);
-        else if (FLAG("--seed")) c.seed = (uint32_t)atol(v);
         else if (FLAG("--eval-every")) eval_every = atol(v);
         else if (FLAG("--eval-batches")) eval_batches = atol(v);
         else if (FLAG("--out")) out = v;
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
     }
-    if (!parse_attention(attention, &c)) return fprintf(stderr, "trainer: unknown attention %s\n", attention), 2;
-    if (c.attention == AW_FORM_SYNTHESIZER && c.synth.variant == AW_SYNTH_FACTORIZED_DENSE) { // a * b = max_len
-        size_t a = 1;
-        while ((a + 1) * (a + 1) <= (size_t)c.max_len) a++;
-        while ((size_t)c.max_len % a) a--;
-        c.synth.a = a, c.synth.b = (size_t)c.max_len / a;
-    }
-    if (c.attention == AW_FORM_SYNTHESIZER && c.synth.variant == AW_SYNTH_MIXTURE) {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", components);
-        for (char *t = strtok(buf, ","); t && c.synth.n_components < AW_SYNTH_MAX_COMPONENTS; t = strtok(NULL, ",")) {
-            aw_model_config tmp = c;
-            if (strcmp(t, "dot") == 0) c.synth.components[c.synth.n_components++] = AW_SYNTH_DOT;
-            else if (parse_attention(t, &tmp) && tmp.attention == AW_FORM_SYNTHESIZER)
-                c.synth.components[c.synth.n_components++] = tmp.synth.variant;
-            else return fprintf(stderr, "trainer: unknown mixture component %s\n", t), 2;
-        }
-    }
+    aw_model_config c;
+    if (st || (st = config_builder_finish(&cb, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 2;
     aw_task_spec spec = {task, 0, 0, 0};
     const long def_len[] = {16, 16, 16, 8, 4, 64}, def_sym[] = {10, 10, 10, 20, 0, 0};
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;
     aw_model *m = NULL;
-    int st = model_create(&m, &c);
-    if (st) return fprintf(stderr, "trainer: the model config was rejected (status %d)\n", st), 1;
+    if ((st = model_create(&m, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
     size_t T, S;
-    if (model_task_dims(m, &spec, &T, &S))
-        return fprintf(stderr, "trainer: task %s (length %zu, symbols %zu) does not fit this model (vocab %d, max-len %d, arch)\n",
-                       TASKS[task], spec.length, spec.symbols, c.vocab, c.max_len),
-               model_destroy(m), 1;
-    size_t params = m->n_params;
-    for (size_t i = 0; i < m->n_synth; i++) params += m->synths[i]->n_params;
+    if (model_task_dims(m, &spec, &T, &S)) return fprintf(stderr, "trainer: %s\n", aw_error_message()), model_destroy(m), 1;
+    const size_t params = m->n_params;
     printf("task %s (length %zu, symbols %zu: %zu positions%s), attention %s, %zu parameters, %ld steps of %ld\n",
-           TASKS[task], spec.length, spec.symbols, T, S ? " + encoder" : "", attention, params, steps, batch);
+           task_name(task), spec.length, spec.symbols, T, S ? " + encoder" : "", attention, params, steps, batch);
     aw_train_config tc = {(float)lr, 0.9f, 0.98f, 1e-8f, (float)wd, (float)clip};
     const double t0 = now_ms();
     double ema = -1.0, acc_ema = 0.0;
@@ -141,7 +109,7 @@ int main(int argc, char **argv) {
                                      : 0.1 + 0.9 * 0.5 * (1.0 + cos(M_PI * (double)(s - warmup) / (double)(steps - warmup + 1)));
         tc.lr = (float)(lr * p);
         if ((st = model_train_step(m, &spec, (size_t)batch, &tc, &mt))) {
-            fprintf(stderr, "trainer: step %ld failed with status %d\n", s, st);
+            fprintf(stderr, "trainer: step %ld: %s\n", s, aw_error_message());
             model_destroy(m);
             return 1;
         }

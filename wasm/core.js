@@ -126,11 +126,40 @@ export class Core {
     return new Int32Array(this.memory.buffer);
   }
 
-  /** Throws for a non-zero status; `what` names the call. */
+  /**
+   * Throws for a non-zero status; `what` names the call. The message is C's (aw_error: it names
+   * the argument and what was expected); the generic text per status is only a fallback.
+   */
   check(status, what) {
     if (status === 0) return;
-    if (status === 2) fail(`${what}: ${STATUS_MESSAGES[2]}`);
-    fail(`${what}: ${STATUS_MESSAGES[status] ?? `unknown status ${status}`}`);
+    const detail = this.cString(this.exports.aw_error());
+    this.exports.aw_error_clear(); // a later failure must not find this message
+    let message = detail || STATUS_MESSAGES[status] || `unknown status ${status}`;
+    if (status === 2 && !/memory|address space/.test(detail)) message = `${STATUS_MESSAGES[2]}${detail ? ` (${detail})` : ''}`;
+    if (/out of memory/.test(message)) message += this.liveObjectsNote();
+    fail(`${what}: ${message}`);
+  }
+
+  /** Appended to out-of-memory errors: what the live objects hold and how to free it. */
+  liveObjectsNote() {
+    const inUse = this.exports.aw_heap_in_use();
+    return `; live objects hold ${mib(inUse)} MiB of the ${mib(MAX_HEAP)} MiB heap: dispose() models, ` +
+      'layers and states you no longer need';
+  }
+
+  /** The NUL-terminated UTF-8 string at ptr in the heap. */
+  cString(ptr) {
+    if (!ptr) return '';
+    const u8 = this.u8;
+    let end = ptr;
+    while (u8[end] !== 0) end++;
+    return new TextDecoder().decode(u8.subarray(ptr, end));
+  }
+
+  /** Runs fn(ptrs) with each string copied into the heap as NUL-terminated UTF-8. */
+  withStrings(what, strings, fn) {
+    const bytes = strings.map((s) => new TextEncoder().encode(`${s}\0`));
+    return this.withBuffers(what, bytes.map((b, i) => ({ name: `string ${i}`, bytes: b.length, from: b })), fn);
   }
 
   /**
@@ -145,9 +174,12 @@ export class Core {
       fail(
         `${what}: out of memory: needs ${mib(total)} MiB of wasm heap for its buffers ` +
           `(${specs.filter((b) => b.bytes > 0).map((b) => `${b.name} ${mib(b.bytes)} MiB`).join(', ')}), ` +
-          `and the heap can grow to at most ${mib(MAX_HEAP)} MiB; use smaller sizes`,
+          `and the heap can grow to at most ${mib(MAX_HEAP)} MiB; use smaller sizes${this.liveObjectsNote()}`,
       );
     if (total >= MAX_HEAP) oom();
+    // an input that is itself a view into this heap would be detached when malloc grows the
+    // memory: copy it out first
+    specs = specs.map((b) => (b.from && b.from.buffer === this.memory.buffer ? { ...b, from: b.from.slice() } : b));
     const ptrs = [];
     try {
       for (const b of specs) {
@@ -177,4 +209,22 @@ export class Core {
   readF32(ptr, length) {
     return new Float32Array(this.memory.buffer, ptr, length).slice();
   }
+}
+
+// Bits of aw_form_flags (src/model/forms.h, enum aw_form_flag).
+const FORM_FLAGS = { causal: 1, nonCausal: 2, step: 4, usesQK: 8, usesX: 16, hasParams: 32, cross: 64 };
+
+/**
+ * The registry of attention forms as the loaded module has it: [{ name, family, crossForm,
+ * causal, nonCausal, step, usesQK, usesX, hasParams, cross }], frozen.
+ */
+export function readForms(core) {
+  const ex = core.exports;
+  return Object.freeze(Array.from({ length: ex.aw_form_count() }, (_, i) => {
+    const flags = ex.aw_form_flags(i);
+    const form = { name: core.cString(ex.aw_form_name(i)), family: core.cString(ex.aw_form_family(i)),
+      crossForm: core.cString(ex.aw_form_cross(i)) };
+    for (const [k, bit] of Object.entries(FORM_FLAGS)) form[k] = (flags & bit) !== 0;
+    return Object.freeze(form);
+  }));
 }

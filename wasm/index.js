@@ -1,7 +1,7 @@
 // attention-wasm: the ES-module loader. Works unchanged in Node 20+ and in browsers with no
 // bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
 // (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
-import { Core, checkKeys, checkOneOf, describe, fail } from './core.js';
+import { Core, checkKeys, checkOneOf, describe, fail, readForms } from './core.js';
 import { kernelMethods } from './kernels.js';
 import { softmaxMethods } from './softmax.js';
 import { linearMethods } from './linear.js';
@@ -104,8 +104,12 @@ export async function loadAttention(options = {}) {
     simd: core.exports.aw_simd_enabled() === 1,
     /** the wasm memory (its buffer.byteLength is the heap size) */
     memory: core.memory,
-    /** bytes of wasm memory in use by this instance right now */
+    /** the size of the wasm memory in bytes (it grows and never shrinks) */
     heapBytes: () => core.memory.buffer.byteLength,
+    /** bytes held by live objects right now (the allocator's count): what leak tests watch */
+    heapInUse: () => core.exports.aw_heap_in_use(),
+    /** the attention forms of the C registry (src/model/forms.h), in order */
+    forms: readForms(core),
   };
   for (const family of FAMILIES) Object.assign(lib, family(core));
   return lib;

@@ -74,7 +74,7 @@ export function linearMethods(core) {
       // One scratch block for a step's q, k, v and output, kept for the state's lifetime.
       const scratchBytes = (2 * d + 2 * dv) * 4;
       const handle = ex.aw_linear_state_create(d, dv, heads, FEATURES.indexOf(feature));
-      if (handle === 0) fail(`${what}: out of memory: the wasm heap could not grow to hold the state`);
+      if (handle === 0) core.check(2, what); // C's message: too large for the address space, or out of memory
       const scratch = ex.malloc(scratchBytes);
       if (scratch === 0) {
         ex.aw_linear_state_destroy(handle);

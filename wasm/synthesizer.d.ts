@@ -67,9 +67,9 @@ export interface SynthesizerLayer {
   /** name -> shape, heads first, e.g. W2: [heads, d, maxLen] */
   readonly paramShapes: Readonly<Record<string, readonly number[]>>;
   /**
-   * name -> a Float32Array view into wasm memory: read it, or write into it to set parameters.
-   * Each access builds a fresh view; a view kept across other library calls may be detached
-   * (length 0) when the wasm memory grows, so read layer.params.W1 again instead of keeping it.
+   * name -> the layer's Float32Array of that tensor, in JS memory: read it, or write into it to
+   * set parameters; every forward uses what it holds then. It never aliases wasm memory, so it
+   * stays valid across calls, and one kept after dispose() cannot touch other objects.
    */
   readonly params: Readonly<Record<string, Float32Array>>;
   /** mixture only: (heads * C) softmax of alphaLogits per head (each head's C values sum to 1) */

@@ -134,17 +134,17 @@ export function synthesizerMethods(core) {
       if (!handle) fail(`${where}: this Synthesizer layer was disposed; create a new one with lib.createSynthesizer`);
     };
 
-    // Getters: wasm memory growth detaches old buffers, so every access builds a fresh view.
+    // The parameters live in JS memory, one Float32Array per tensor that the caller may read and
+    // write; every call copies them into the layer's wasm block first. So no array handed out ever
+    // aliases wasm memory: one kept after dispose() writes only to itself, never into the heap
+    // that later objects use.
     const params = {};
-    for (const t of tensors)
-      Object.defineProperty(params, t.name, {
-        enumerable: true,
-        get() {
-          alive(`layer.params['${t.name}']`);
-          return new Float32Array(core.memory.buffer, paramsPtr + t.offset * 4, t.size);
-        },
-      });
+    for (const t of tensors) params[t.name] = core.readF32(paramsPtr + t.offset * 4, t.size);
     Object.freeze(params);
+    const syncParams = () => {
+      const heap = core.f32;
+      for (const t of tensors) heap.set(params[t.name], (paramsPtr >> 2) + t.offset);
+    };
 
     function forward(opts) {
       const fw = 'layer.forward';
@@ -188,6 +188,7 @@ export function synthesizerMethods(core) {
         { name: 'k', bytes: use('k') ? n * dqk * 4 : 0, from: use('k') ? opts.k : undefined },
       ];
       return core.withBuffers(fw, specs, ([out, w, x, pv, q, k]) => {
+        syncParams();
         const status = ex.aw_synth_forward(handle, out, w, x, pv, q, k, n, dv, hasDot ? dqk : 0, causal ? 1 : 0,
           reference ? 1 : 0);
         if (status === 5) fail(`${fw}: a logit is NaN or infinite; check the values written into layer.params`);
@@ -234,6 +235,7 @@ export function synthesizerMethods(core) {
           const where = 'layer.alphas';
           alive(where);
           return core.withBuffers(where, [{ name: 'alphas', bytes: cfg.heads * C * 4 }], ([p]) => {
+            syncParams();
             const status = ex.aw_synth_alphas(handle, p);
             if (status === 5) fail(`${where}: alphaLogits holds a NaN or an infinity`);
             core.check(status, where);

@@ -3,6 +3,9 @@
 
 #include "../kernels/kernels.h"
 #include "../kernels/simd.h"
+#include "../model/forms.h"
+
+#include <malloc.h>
 
 // 1 when this build's kernels use SIMD128, 0 for the scalar build.
 AW_API int aw_simd_enabled(void) { return AW_SIMD; }
@@ -11,6 +14,7 @@ AW_API int aw_simd_enabled(void) { return AW_SIMD; }
 // reference != 0 runs the naive double-accumulating twin. Dense leading dimensions.
 AW_API int aw_matmul(float *c, const float *a, const float *b, int32_t M, int32_t N, int32_t K, int32_t variant,
                      int32_t reference) {
+    aw_clear_error();
     if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2) return AW_ERR_ARG;
     size_t lda = variant == 2 ? (size_t)M : (size_t)K, ldb = variant == 1 ? (size_t)K : (size_t)N;
     typedef void (*mm)(float *, const float *, const float *, size_t, size_t, size_t, size_t, size_t, size_t, int);
@@ -22,6 +26,7 @@ AW_API int aw_matmul(float *c, const float *a, const float *b, int32_t M, int32_
 
 // In-place row softmax of x (rows x cols); reference != 0 uses libm exp in double.
 AW_API int aw_softmax(float *x, int32_t rows, int32_t cols, int32_t reference) {
+    aw_clear_error();
     if (rows <= 0 || cols <= 0) return AW_ERR_ARG;
     (reference ? aw_softmax_rows_ref : aw_softmax_rows)(x, (size_t)rows, (size_t)cols, (size_t)cols);
     return AW_OK;
@@ -29,6 +34,7 @@ AW_API int aw_softmax(float *x, int32_t rows, int32_t cols, int32_t reference) {
 
 // y = exp(x) with the vectorised approximation.
 AW_API int aw_exp_vec(float *y, const float *x, int32_t n) {
+    aw_clear_error();
     if (n <= 0) return AW_ERR_ARG;
     aw_exp(y, x, (size_t)n);
     return AW_OK;
@@ -40,4 +46,35 @@ AW_API int32_t aw_first_nonfinite(const float *x, int32_t n) {
     if (n <= 0) return -1;
     size_t i = aw_find_nonfinite(x, (size_t)n);
     return i == (size_t)n ? -1 : (int32_t)i;
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+
+// The message of the last failure (status.h), NUL-terminated; "" when none. The wrapper reads it
+// in one place (Core.check) and throws it.
+AW_API const char *aw_error(void) { return aw_error_message(); }
+AW_API void aw_error_clear(void) { aw_clear_error(); }
+
+// ---- the registry of attention forms (src/model/forms.h) ---------------------------------------
+// The wrapper and the playground read the list of forms from the module they loaded.
+
+AW_API int32_t aw_form_count(void) { return (int32_t)aw_form_count_all(); }
+AW_API const char *aw_form_name(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->name : ""; }
+AW_API const char *aw_form_family(int32_t i) {
+    return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->family : "";
+}
+AW_API const char *aw_form_cross(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->cross : ""; }
+AW_API int32_t aw_form_flags(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? (int32_t)aw_form_at((size_t)i)->flags : 0; }
+
+// ---- memory ------------------------------------------------------------------------------------
+
+// Bytes the allocator has handed out and not had back: what live objects hold. Leak tests read
+// this (the heap's size never shrinks, so it cannot show a leak).
+AW_API double aw_heap_in_use(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+    return (double)mallinfo2().uordblks;
+#else
+    struct mallinfo mi = mallinfo();
+    return (double)(unsigned)mi.uordblks;
+#endif
 }

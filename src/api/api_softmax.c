@@ -8,6 +8,7 @@
 AW_API int aw_softmax_attention(float *out, float *weights, const float *q, const float *k, const float *v,
                                 const uint8_t *key_mask, int32_t n, int32_t m, int32_t d, int32_t dv,
                                 int32_t heads, int32_t causal, float scale, int32_t path) {
+    aw_clear_error();
     if (n <= 0 || m <= 0 || d <= 0 || dv <= 0 || heads <= 0 || d % heads || dv % heads) return AW_ERR_ARG;
     aw_softmax_attention_desc desc = {(size_t)n, (size_t)m, (size_t)d, (size_t)dv, (size_t)heads,
                                       causal != 0, scale, key_mask};

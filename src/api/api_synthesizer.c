@@ -10,6 +10,7 @@
 AW_API int aw_synth_create(aw_synthesizer **out, int32_t variant, int32_t d, int32_t max_len, int32_t heads,
                            uint32_t seed, int32_t trainable, int32_t a, int32_t b, int32_t k,
                            const int32_t *components, int32_t n_components) {
+    aw_clear_error();
     if (!out || d <= 0 || max_len <= 0 || heads <= 0 || a < 0 || b < 0 || k < 0 || n_components < 0 ||
         n_components > AW_SYNTH_MAX_COMPONENTS || (n_components > 0 && !components))
         return AW_ERR_ARG;
@@ -22,14 +23,17 @@ AW_API int aw_synth_create(aw_synthesizer **out, int32_t variant, int32_t d, int
 AW_API void aw_synth_destroy(aw_synthesizer *s) { synthesizer_destroy(s); }
 
 // The tensor table: count, then per index its name (NUL-terminated), offset and size in floats.
-AW_API int32_t aw_synth_tensor_count(const aw_synthesizer *s) { return s ? (int32_t)s->n_tensors : 0; }
+AW_API int32_t aw_synth_tensor_count(const aw_synthesizer *s) {
+    aw_clear_error(); return s ? (int32_t)s->n_tensors : 0; }
 AW_API const char *aw_synth_tensor_name(const aw_synthesizer *s, int32_t i) {
     return s && i >= 0 && (size_t)i < s->n_tensors ? s->tensors[i].name : 0;
 }
 AW_API int32_t aw_synth_tensor_offset(const aw_synthesizer *s, int32_t i) {
+    aw_clear_error();
     return s && i >= 0 && (size_t)i < s->n_tensors ? (int32_t)s->tensors[i].offset : -1;
 }
 AW_API int32_t aw_synth_tensor_size(const aw_synthesizer *s, int32_t i) {
+    aw_clear_error();
     return s && i >= 0 && (size_t)i < s->n_tensors ? (int32_t)s->tensors[i].size : -1;
 }
 AW_API float *aw_synth_params(const aw_synthesizer *s) { return s ? s->params : 0; }
@@ -40,6 +44,7 @@ AW_API float *aw_synth_grads(const aw_synthesizer *s) { return s ? s->grads : 0;
 AW_API int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const float *x, const float *v,
                             const float *q, const float *k, int32_t n, int32_t dv, int32_t dqk, int32_t causal,
                             int32_t path) {
+    aw_clear_error();
     if (!s || n <= 0 || dv <= 0 || dqk < 0) return AW_ERR_ARG;
     if (path == 1)
         return synthesizer_forward_ref(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0);
@@ -49,14 +54,17 @@ AW_API int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const
 // Accumulates gradients of the last fast forward (see synthesizer_backward in synthesizer.h).
 AW_API int aw_synth_backward(aw_synthesizer *s, float *dx, float *dv, float *dq, float *dk, const float *dout,
                              const float *x, const float *v, const float *q, const float *k) {
+    aw_clear_error();
     return synthesizer_backward(s, dx, dv, dq, dk, dout, x, v, q, k);
 }
 
 AW_API int aw_synth_zero_grad(aw_synthesizer *s) {
+    aw_clear_error();
     if (!s) return AW_ERR_ARG;
     synthesizer_zero_grad(s);
     return AW_OK;
 }
 
 // alphas (heads, C): the mixture's softmax(alphaLogits) per head.
-AW_API int aw_synth_alphas(const aw_synthesizer *s, float *alphas) { return synthesizer_alphas(s, alphas); }
+AW_API int aw_synth_alphas(const aw_synthesizer *s, float *alphas) {
+    aw_clear_error(); return synthesizer_alphas(s, alphas); }

@@ -5,6 +5,7 @@
 
 #include "../kernels/kernels.h"
 #include "../kernels/simd.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <float.h>
@@ -34,10 +35,23 @@ static int all_finite(const float *x, size_t len) {
     return 1;
 }
 
-// o (len) = o / den, or zero when den is not > 0 (no allowed similarity: a zero row, never NaN).
-// For a subnormal den, 1 / den overflows: divide element by element instead.
-static void normalise_row(float *o, float den, size_t len) {
-    if (den >= FLT_MIN)
+// The denominator at or below which a row counts as having no similarity at all. Taylor's
+// similarities 1 + cos(q, k) lie in [0, 2] and are exactly 0 for k = -q; float32 rounding leaves
+// each one up to ~(D + 1) eps away from its true value, with either sign, and the parallel,
+// recurrent and chunked forms round differently. So a denominator within 4 (D + 1) eps per key of
+// zero is zero for every form (and the float64 reference) alike: the row is zero, never a ratio
+// of rounding errors. The other feature maps' similarities are products of non-negative values:
+// their denominators are exactly 0 when nothing matches.
+static float den_floor(int feature, size_t D, size_t keys) {
+    return feature == AW_LINEAR_TAYLOR ? 4.0f * (float)(D + 1) * FLT_EPSILON * (float)keys : 0.0f;
+}
+
+// o (len) = o / den, or zero when den is not > floor (no allowed similarity: a zero row, never
+// NaN). For a subnormal den, 1 / den overflows: divide element by element instead.
+static void normalise_row(float *o, float den, size_t len, float floor) {
+    if (!(den > floor))
+        memset(o, 0, len * sizeof(float));
+    else if (den >= FLT_MIN)
         aw_scale(o, o, 1.0f / den, len);
     else if (den > 0.0f)
         for (size_t c = 0; c < len; c++) o[c] /= den;
@@ -168,12 +182,13 @@ static void state_add(float *s, float *z, const float *phik, const float *v, siz
     aw_axpy(z, 1.0f, phik, D);
 }
 
-// out (dvh) = phiq S / (phiq . z), zero when phiq . z is not > 0.
-static void state_query(float *out, const float *s, const float *z, const float *phiq, size_t D, size_t dvh) {
+// out (dvh) = phiq S / (phiq . z), zero when phiq . z is not > floor.
+static void state_query(float *out, const float *s, const float *z, const float *phiq, size_t D, size_t dvh,
+                        float floor) {
     memset(out, 0, dvh * sizeof(float));
     for (size_t c = 0; c < D; c++)
         if (phiq[c] != 0.0f) aw_axpy(out, phiq[c], s + c * dvh, dvh);
-    normalise_row(out, aw_dot(phiq, z, D), dvh);
+    normalise_row(out, aw_dot(phiq, z, D), dvh, floor);
 }
 
 // ---- forward paths ----------------------------------------------------------------------
@@ -184,7 +199,7 @@ static int forward_noncausal(float *out, const float *q, const float *k, const f
                              const aw_linear_attention_desc *ds) {
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = malloc((D * dvh + D + 2 * CHUNK * D + 3 * dh) * sizeof(float));
+    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), aw_size_mul(3, dh))));
     if (!buf) return AW_ERR_NOMEM;
     float *s = buf;                  // (D, dvh)
     float *z = s + D * dvh;          // (D)
@@ -207,7 +222,8 @@ static int forward_noncausal(float *out, const float *q, const float *k, const f
             float *o = out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
             feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
             aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
-            for (size_t r = 0; r < cr; r++) normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh);
+            for (size_t r = 0; r < cr; r++)
+                normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh, den_floor(ds->feature, D, m));
         }
     }
     free(buf);
@@ -221,7 +237,7 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
     if (!ds->causal) return AW_ERR_ARG;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = malloc((D * dvh + D + 2 * CHUNK * D + CHUNK * CHUNK + CHUNK) * sizeof(float));
+    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), CHUNK * CHUNK + CHUNK)));
     if (!buf) return AW_ERR_NOMEM;
     float *s = buf;              // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
     float *z = s + D * dvh;      // (D): sum of phi(k_j) over the same keys
@@ -251,7 +267,10 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
                 aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
                 for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
             }
-            for (size_t r = 0; r < cr; r++) normalise_row(o + r * dv, den[r], dvh);
+            for (size_t r = 0; r < cr; r++) {
+                const size_t keys = i0 + r + 1 < m ? i0 + r + 1 : m; // keys 0 .. i0 + r
+                normalise_row(o + r * dv, den[r], dvh, den_floor(ds->feature, D, keys));
+            }
         }
     }
     free(buf);
@@ -265,7 +284,7 @@ int linear_attention_forward_causal_recurrent(float *out, const float *q, const 
     if (!ds->causal) return AW_ERR_ARG;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = malloc((D * dvh + 3 * D) * sizeof(float));
+    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_mul(3, D)));
     if (!buf) return AW_ERR_NOMEM;
     float *s = buf, *z = s + D * dvh, *phiq = z + D, *phik = phiq + D; // (D, dvh), (D), (D), (D)
     for (size_t hd = 0; hd < h; hd++) {
@@ -276,7 +295,7 @@ int linear_attention_forward_causal_recurrent(float *out, const float *q, const 
                 state_add(s, z, phik, v + i * dv + hd * dvh, D, dvh);
             }
             feature_rows(phiq, q + i * d + hd * dh, 1, dh, d, ds->feature);
-            state_query(out + i * dv + hd * dvh, s, z, phiq, D, dvh);
+            state_query(out + i * dv + hd * dvh, s, z, phiq, D, dvh, den_floor(ds->feature, D, i + 1 < m ? i + 1 : m));
         }
     }
     free(buf);
@@ -288,7 +307,7 @@ int linear_attention_weights(float *weights, const float *q, const float *k, con
     if (st) return st;
     const size_t n = ds->n, m = ds->m, d = ds->d, h = ds->heads;
     const size_t dh = d / h, D = feature_width(ds->feature, dh);
-    float *buf = malloc(((n + m) * D + 3 * dh) * sizeof(float));
+    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(aw_size_add(n, m), D), aw_size_mul(3, dh)));
     if (!buf) return AW_ERR_NOMEM;
     float *phiq = buf, *phik = phiq + n * D;                       // (n, D), (m, D)
     float *colmax = phik + m * D, *colinv = colmax + dh, *tmp = colinv + dh; // (dh) each
@@ -302,7 +321,9 @@ int linear_attention_weights(float *weights, const float *q, const float *k, con
             float *wr = w + i * m;
             const size_t allowed = ds->causal && i + 1 < m ? i + 1 : m;
             memset(wr + allowed, 0, (m - allowed) * sizeof(float));
-            normalise_row(wr, aw_sum(wr, allowed), allowed);
+            if (ds->feature == AW_LINEAR_TAYLOR) // 1 + cos >= 0: rounding must not make a weight negative
+                for (size_t j = 0; j < allowed; j++) wr[j] = wr[j] > 0.0f ? wr[j] : 0.0f;
+            normalise_row(wr, aw_sum(wr, allowed), allowed, den_floor(ds->feature, D, allowed));
         }
     }
     free(buf);
@@ -326,7 +347,7 @@ int linear_attention_forward_ref(float *out, float *weights, const float *q, con
     if (st) return st;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h;
-    double *p = malloc((m + 3 * dh) * sizeof(double)); // (m) one row of sim, (dh) x 3 below
+    double *p = aw_alloc_doubles(aw_size_add(m, aw_size_mul(3, dh))); // (m) one row of sim, (dh) x 3 below
     if (!p) return AW_ERR_NOMEM;
     double *pq = p + m, *colmax = pq + dh, *colsum = colmax + dh;
     for (size_t hd = 0; hd < h; hd++) {
@@ -367,12 +388,15 @@ int linear_attention_forward_ref(float *out, float *weights, const float *q, con
                     for (size_t c = 0; c < dh; c++) dot += (double)qi[c] * kj[c], knorm += (double)kj[c] * kj[c];
                     knorm = sqrt(knorm);
                     sim = 1.0 + (qnorm > 0 && knorm > 0 ? dot / (qnorm * knorm) : 0.0);
+                    sim = sim > 0.0 ? sim : 0.0; // 1 + cos >= 0, also after rounding
                 }
                 }
                 p[j] = sim;
                 den += sim;
             }
-            for (size_t j = 0; j < m; j++) p[j] = den > 0.0 ? p[j] / den : 0.0;
+            const size_t keys = ds->causal && i + 1 < m ? i + 1 : m;
+            const int zero = !(den > (double)den_floor(ds->feature, feature_width(ds->feature, dh), keys));
+            for (size_t j = 0; j < m; j++) p[j] = zero ? 0.0 : p[j] / den;
             if (weights)
                 for (size_t j = 0; j < m; j++) weights[hd * n * m + i * m + j] = (float)p[j];
             for (size_t c = 0; c < dvh; c++) {
@@ -406,21 +430,18 @@ int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float 
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
     // One allocation carved by a size table.
-    const size_t sizes[] = {
-        n * D,     // phiq  (n, D)
-        m * D,     // phik  (m, D)
-        n * D,     // dphiq (n, D)
-        m * D,     // dphik (m, D)
-        n * dvh,   // g     (n, dvh)
-        n,         // e     (n)
-        D * dvh,   // s     (D, dvh): S, then R
-        D,         // z     (D): z, then r
-        dvh,       // num   (dvh)
-        4 * dh,    // colmax, colinv, tmp, xhat (dh each)
-    };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += sizes[i];
-    float *buf = malloc(total * sizeof(float));
+    aw_plan plan = {0};
+    aw_plan_take(&plan, n, D);   // phiq  (n, D)
+    aw_plan_take(&plan, m, D);   // phik  (m, D)
+    aw_plan_take(&plan, n, D);   // dphiq (n, D)
+    aw_plan_take(&plan, m, D);   // dphik (m, D)
+    aw_plan_take(&plan, n, dvh); // g     (n, dvh)
+    aw_plan_take(&plan, n, 1);   // e     (n)
+    aw_plan_take(&plan, D, dvh); // s     (D, dvh): S, then R
+    aw_plan_take(&plan, D, 1);   // z     (D): z, then r
+    aw_plan_take(&plan, dvh, 1); // num   (dvh)
+    aw_plan_take(&plan, 4, dh);  // colmax, colinv, tmp, xhat (dh each)
+    float *buf = aw_plan_ok(&plan, sizeof(float)) ? aw_alloc_floats(plan.total) : NULL;
     if (!buf) return AW_ERR_NOMEM;
     float *phiq = buf, *phik = phiq + n * D, *dphiq = phik + m * D, *dphik = dphiq + n * D;
     float *g = dphik + m * D, *e = g + n * dvh, *s = e + n, *z = s + D * dvh, *num = z + D;
@@ -446,7 +467,8 @@ int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float 
             memset(num, 0, dvh * sizeof(float));
             for (size_t c = 0; c < D; c++) aw_axpy(num, pq[c], s + c * dvh, dvh);
             const float den = aw_dot(pq, z, D);
-            if (den > 0.0f) {
+            const size_t keys = !causal || i + 1 > m ? m : i + 1;
+            if (den > den_floor(ds->feature, D, keys)) { // as the forward: a zero row passes no gradient
                 float dot = 0.0f; // dout_i . o_i
                 for (size_t c = 0; c < dvh; c++) {
                     gi[c] = doh[i * dv + c] / den;
@@ -536,13 +558,25 @@ struct aw_linear_state {
     float *phik;     // (D) scratch
 };
 
-aw_linear_state *linear_state_create(size_t d, size_t dv, size_t heads, int feature) {
-    if (d == 0 || dv == 0 || heads == 0 || d % heads || dv % heads) return NULL;
-    if (feature != AW_LINEAR_ELU1 && feature != AW_LINEAR_RELU && feature != AW_LINEAR_TAYLOR) return NULL;
+size_t linear_state_bytes(size_t d, size_t dv, size_t heads, int feature) {
+    if (d == 0 || dv == 0 || heads == 0 || d % heads || dv % heads) return 0;
+    if (feature != AW_LINEAR_ELU1 && feature != AW_LINEAR_RELU && feature != AW_LINEAR_TAYLOR) return 0;
     const size_t dh = d / heads, dvh = dv / heads, D = feature_width(feature, dh);
-    const size_t floats = heads * D * dvh + heads * D + 2 * D;
-    aw_linear_state *st = malloc(sizeof(aw_linear_state) + floats * sizeof(float));
-    if (!st) return NULL;
+    // the struct, then (heads, D, dvh) S, (heads, D) z and two (D) scratch rows
+    const size_t floats = aw_size_add(aw_size_mul3(heads, D, dvh), aw_size_mul(heads + 2, D));
+    return aw_size_add(sizeof(aw_linear_state), aw_size_mul(floats, sizeof(float)));
+}
+
+aw_linear_state *linear_state_create(size_t d, size_t dv, size_t heads, int feature) {
+    const size_t bytes = linear_state_bytes(d, dv, heads, feature);
+    void *mem = bytes && bytes != (size_t)-1 ? malloc(bytes) : NULL;
+    return mem ? linear_state_place(mem, d, dv, heads, feature) : NULL;
+}
+
+aw_linear_state *linear_state_place(void *mem, size_t d, size_t dv, size_t heads, int feature) {
+    if (!mem || !linear_state_bytes(d, dv, heads, feature)) return NULL;
+    const size_t dh = d / heads, dvh = dv / heads, D = feature_width(feature, dh);
+    aw_linear_state *st = mem;
     st->d = d, st->dv = dv, st->heads = heads, st->dh = dh, st->dvh = dvh, st->D = D;
     st->feature = feature;
     st->s = (float *)(st + 1);
@@ -561,7 +595,7 @@ int linear_state_step(float *out, aw_linear_state *st, const float *q, const flo
         feature_rows(st->phik, k + hd * dh, 1, dh, st->d, st->feature);
         state_add(s, z, st->phik, v + hd * dvh, D, dvh);
         feature_rows(st->phiq, q + hd * dh, 1, dh, st->d, st->feature);
-        state_query(out + hd * dvh, s, z, st->phiq, D, dvh);
+        state_query(out + hd * dvh, s, z, st->phiq, D, dvh, den_floor(st->feature, D, st->position + 1));
     }
     st->position++;
     return all_finite(out, st->dv) ? AW_OK : AW_ERR_NONFINITE;

@@ -72,6 +72,10 @@ int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float 
 typedef struct aw_linear_state aw_linear_state;
 
 aw_linear_state *linear_state_create(size_t d, size_t dv, size_t heads, int feature);
+// The same state laid out in caller memory (aligned like malloc's) of linear_state_bytes bytes
+// (0 for a bad argument, SIZE_MAX when it does not fit); free the memory, not the state.
+size_t linear_state_bytes(size_t d, size_t dv, size_t heads, int feature);
+aw_linear_state *linear_state_place(void *mem, size_t d, size_t dv, size_t heads, int feature);
 // out (dv) = the causal output at the next position, after adding k (d), v (dv) to the state.
 int linear_state_step(float *out, aw_linear_state *st, const float *q, const float *k, const float *v);
 void linear_state_reset(aw_linear_state *st);

@@ -5,6 +5,7 @@
 #include "../kernels/kernels.h"
 #include "../kernels/matmul_packed.h"
 #include "../kernels/simd.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <math.h>
@@ -24,10 +25,41 @@ static int key_allowed(const aw_softmax_attention_desc *ds, size_t i, size_t j) 
     return ds->key_mask == NULL || ds->key_mask[j] != 0;
 }
 
+static float max_abs(const float *x, size_t rows, size_t cols, size_t ld) {
+    float mx = 0.0f;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t c = 0; c < cols; c++) {
+            const float a = fabsf(x[i * ld + c]);
+            mx = a > mx ? a : mx;
+        }
+    return mx;
+}
+
+// 1 when float32 could overflow on these (finite) inputs: a logit |s q.k| can reach
+// s * dh * max|q| * max|k|, and an unnormalised tile sum of P V up to m * max|v|. Then the
+// double-precision path runs instead, which gives the right answer for any finite input.
+static int float32_may_overflow(const float *q, const float *k, const float *v, const aw_softmax_attention_desc *ds) {
+    const double limit = 1e37; // FLT_MAX / 34: headroom for the sums of a tile
+    const double logit = fabs((double)ds->scale) * (double)(ds->d / ds->heads) * max_abs(q, ds->n, ds->d, ds->d) *
+                         max_abs(k, ds->m, ds->d, ds->d);
+    const double value = (double)ds->m * max_abs(v, ds->m, ds->dv, ds->dv);
+    return !(logit < limit) || !(value < limit);
+}
+
 int softmax_attention_forward(float *out, float *weights, const float *q, const float *k, const float *v,
                               const aw_softmax_attention_desc *desc) {
-    if (weights) return softmax_attention_forward_weights(out, weights, q, k, v, desc);
-    return softmax_attention_forward_streaming(out, q, k, v, desc);
+    if (desc->heads == 0 || desc->d % desc->heads || desc->dv % desc->heads || desc->n == 0 || desc->m == 0)
+        return aw_fail(AW_ERR_ARG, "softmax attention: sizes must be positive and heads must divide d and dv");
+    if (!isfinite(desc->scale)) return aw_fail(AW_ERR_ARG, "softmax attention: scale must be finite");
+    int st;
+    if (float32_may_overflow(q, k, v, desc)) st = softmax_attention_forward_ref(out, weights, q, k, v, desc);
+    else if (weights) st = softmax_attention_forward_weights(out, weights, q, k, v, desc);
+    else st = softmax_attention_forward_streaming(out, q, k, v, desc);
+    if (st) return st == AW_ERR_NOMEM ? aw_fail(st, "softmax attention: out of memory for its workspace") : st;
+    const size_t bad = aw_find_nonfinite(out, desc->n * desc->dv);
+    if (bad != desc->n * desc->dv) // a backstop: the paths above keep finite inputs finite
+        return aw_fail(AW_ERR_NONFINITE, "softmax attention: output row %zu is not finite", bad / desc->dv);
+    return AW_OK;
 }
 
 // The streaming path works in base 2: Q is scaled by scale * log2(e) once, so a tile's
@@ -106,8 +138,8 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     // K^T and V are packed once per head into the matmul's 8-column panels, so every query
     // block multiplies by them with no per-tile packing: key tile j0 of K^T is 8-aligned panels
     // starting at kp + j0 * dh (panel stride 8 dh); rows j0 .. of V start at vp + 8 j0.
-    float *kp = malloc(aw_packed_b_floats(dh, m) * sizeof(float));  // (m / 8, dh, 8): K^T panels
-    float *vp = malloc(aw_packed_b_floats(m, dvh) * sizeof(float)); // (dvh / 8, m, 8): V panels
+    float *kp = aw_alloc_floats(aw_packed_b_floats(dh, m));  // (m / 8, dh, 8): K^T panels
+    float *vp = aw_alloc_floats(aw_packed_b_floats(m, dvh)); // (dvh / 8, m, 8): V panels
     float *qs = malloc(BR * dh * sizeof(float));     // (BR, dh): scaled query block
     float *s = malloc(BR * BC * sizeof(float));      // (BR, BC): logits, then probabilities
     float *row_max = malloc(BR * sizeof(float));     // (BR) running max per row
@@ -168,7 +200,7 @@ int softmax_attention_forward_weights(float *out, float *weights, const float *q
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dv % h || n == 0 || m == 0) return AW_ERR_ARG;
     const size_t dh = d / h, dvh = dv / h;
-    float *qs = malloc(n * dh * sizeof(float)); // (n, dh): this head's scaled queries
+    float *qs = aw_alloc_floats(aw_size_mul(n, dh)); // (n, dh): this head's scaled queries
     if (!qs) return AW_ERR_NOMEM;
     for (size_t hd = 0; hd < h; hd++) {
         float *w = weights + hd * n * m; // (n, m)
@@ -190,7 +222,7 @@ int softmax_attention_forward_ref(float *out, float *weights, const float *q, co
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dv % h || n == 0 || m == 0) return AW_ERR_ARG;
     const size_t dh = d / h, dvh = dv / h;
-    double *p = malloc(m * sizeof(double)); // (m): one row of probabilities
+    double *p = aw_alloc_doubles(m); // (m): one row of probabilities
     if (!p) return AW_ERR_NOMEM;
     for (size_t hd = 0; hd < h; hd++)
         for (size_t i = 0; i < n; i++) {

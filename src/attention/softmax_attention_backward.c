@@ -4,6 +4,7 @@
 #include "softmax_attention_backward.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <math.h>
@@ -37,7 +38,7 @@ int softmax_attention_backward_ref(float *dq, float *dk, float *dv, const float 
     const size_t n = ds->n, m = ds->m, d = ds->d, dvs = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dvs % h || n == 0 || m == 0) return AW_ERR_ARG;
     const size_t dh = d / h, dvh = dvs / h;
-    double *p = malloc(m * sizeof(double)), *dp = malloc(m * sizeof(double));
+    double *p = aw_alloc_doubles(m), *dp = aw_alloc_doubles(m);
     if (!p || !dp) {
         free(p), free(dp);
         return AW_ERR_NOMEM;

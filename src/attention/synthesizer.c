@@ -5,6 +5,7 @@
 #include "synthesizer.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <math.h>
@@ -98,17 +99,23 @@ static void init_uniform(float *w, size_t count, float a, uint32_t seed, int kin
 
 // ---- create / destroy ------------------------------------------------------------------
 
+// 1 when c is a valid config; else 0, with the reason recorded (aw_fail).
 static int check_config(const aw_synthesizer_config *c) {
-    if (c->d == 0 || c->max_len == 0 || c->heads == 0) return 0;
-    if (c->variant < AW_SYNTH_DENSE || c->variant > AW_SYNTH_MIXTURE) return 0;
+    if (c->d == 0 || c->max_len == 0 || c->heads == 0)
+        return !aw_fail(AW_ERR_ARG, "synthesizer: d, maxLen and heads must be positive");
+    if (c->variant < AW_SYNTH_DENSE || c->variant > AW_SYNTH_MIXTURE)
+        return !aw_fail(AW_ERR_ARG, "synthesizer: unknown variant %d", c->variant);
     int kinds[AW_SYNTH_MAX_COMPONENTS], nk = 0;
     if (c->variant == AW_SYNTH_MIXTURE) {
-        if (c->n_components == 0 || c->n_components > AW_SYNTH_MAX_COMPONENTS) return 0;
+        if (c->n_components == 0 || c->n_components > AW_SYNTH_MAX_COMPONENTS)
+            return !aw_fail(AW_ERR_ARG, "synthesizer: a mixture needs 1 to %d components, got %zu",
+                            AW_SYNTH_MAX_COMPONENTS, c->n_components);
         for (size_t i = 0; i < c->n_components; i++) {
             const int kd = c->components[i];
-            if (kd < AW_SYNTH_DENSE || kd > AW_SYNTH_DOT || kd == AW_SYNTH_MIXTURE) return 0;
+            if (kd < AW_SYNTH_DENSE || kd > AW_SYNTH_DOT || kd == AW_SYNTH_MIXTURE)
+                return !aw_fail(AW_ERR_ARG, "synthesizer: components[%zu] is not a component kind", i);
             for (int j = 0; j < nk; j++)
-                if (kinds[j] == kd) return 0; // each kind at most once
+                if (kinds[j] == kd) return !aw_fail(AW_ERR_ARG, "synthesizer: components must be distinct");
             kinds[nk++] = kd;
         }
     } else {
@@ -118,8 +125,10 @@ static int check_config(const aw_synthesizer_config *c) {
         size_t ab;
         if (kinds[j] == AW_SYNTH_FACTORIZED_DENSE &&
             (c->a == 0 || c->b == 0 || !mul_ok(&ab, c->a, c->b) || ab != c->max_len))
-            return 0;
-        if (kinds[j] == AW_SYNTH_FACTORIZED_RANDOM && c->k == 0) return 0;
+            return !aw_fail(AW_ERR_ARG, "synthesizer: factorized-dense needs a * b = maxLen (%zu), got %zu * %zu",
+                            c->max_len, c->a, c->b);
+        if (kinds[j] == AW_SYNTH_FACTORIZED_RANDOM && c->k == 0)
+            return !aw_fail(AW_ERR_ARG, "synthesizer: factorized-random needs k >= 1");
     }
     return 1;
 }
@@ -180,6 +189,7 @@ int synthesizer_create(aw_synthesizer **out, const aw_synthesizer_config *cfg) {
         free(s);
         return AW_ERR_NOMEM;
     }
+    s->owns_params = 1;
     s->grads = s->params + offset;
     memset(s->grads, 0, offset * sizeof(float));
     for (size_t c = 0; c < s->n_comp; c++) {
@@ -198,9 +208,18 @@ int synthesizer_create(aw_synthesizer **out, const aw_synthesizer_config *cfg) {
 
 void synthesizer_destroy(aw_synthesizer *s) {
     if (!s) return;
-    free(s->params); // grads share this allocation
+    if (s->owns_params) free(s->params); // grads share this allocation
     free(s->acts);
     free(s);
+}
+
+void synthesizer_bind(aw_synthesizer *s, float *params, float *grads) {
+    if (s->n_params) {
+        memcpy(params, s->params, s->n_params * sizeof(float));
+        memset(grads, 0, s->n_params * sizeof(float));
+    }
+    if (s->owns_params) free(s->params);
+    s->params = params, s->grads = grads, s->owns_params = 0;
 }
 
 void synthesizer_zero_grad(aw_synthesizer *s) {
@@ -466,7 +485,7 @@ int synthesizer_forward_ref(const aw_synthesizer *s, float *out, float *weights,
     if (!s || !check_forward_args(s, out, x, v, q, k, n, dv, dqk)) return AW_ERR_ARG;
     const size_t h = s->cfg.heads, C = s->n_comp, dvh = dv / h, d = s->cfg.d;
     // row (n) + comp_row (n) + tmp (2 d + a + b)
-    double *row = malloc((2 * n + 2 * d + s->cfg.a + s->cfg.b) * sizeof(double));
+    double *row = aw_alloc_doubles(aw_size_add(aw_size_mul(2, aw_size_add(n, d)), aw_size_add(s->cfg.a, s->cfg.b)));
     if (!row) return AW_ERR_NOMEM;
     double *comp_row = row + n, *tmp = comp_row + n;
     int status = AW_OK;
@@ -590,8 +609,8 @@ int synthesizer_backward(aw_synthesizer *s, float *dx, float *dv_out, float *dq,
     const int mixture = s->cfg.variant == AW_SYNTH_MIXTURE;
     // scratch: dP (n, n), dBc (n, n) for a mixture, dH (n, d), dBa (n, a), dBb (n, b)
     const size_t fd = has_kind(s, AW_SYNTH_FACTORIZED_DENSE);
-    const size_t total = nn + (mixture ? nn : 0) + n * s->cfg.d + (fd ? n * (s->cfg.a + s->cfg.b) : 0);
-    float *dP = malloc(total * sizeof(float));
+    const size_t total = aw_size_add(aw_size_mul(mixture ? 2 : 1, nn), aw_size_add(aw_size_mul(n, s->cfg.d), fd ? aw_size_mul(n, aw_size_add(s->cfg.a, s->cfg.b)) : 0));
+    float *dP = aw_alloc_floats(total);
     if (!dP) return AW_ERR_NOMEM;
     float *dBc = mixture ? dP + nn : NULL;
     backward_scratch w = {dP + nn + (mixture ? nn : 0), NULL, NULL};

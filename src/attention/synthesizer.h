@@ -88,6 +88,7 @@ typedef struct {
     size_t n_params;     // floats in params (and in grads)
     float *params;       // (n_params): every tensor, carved by tensors[]
     float *grads;        // (n_params): same layout; backward accumulates here
+    int owns_params;     // 1: params and grads are this layer's allocation; 0: bound to a caller's
     // saved by the last synthesizer_forward for synthesizer_backward:
     int has_forward;     // 1 after a successful (fast) forward
     size_t n, dv, dqk;   // sizes of that forward
@@ -127,6 +128,9 @@ int synthesizer_forward_ref(const aw_synthesizer *s, float *out, float *weights,
 int synthesizer_backward(aw_synthesizer *s, float *dx, float *dv_out, float *dq, float *dk, const float *dout,
                          const float *x, const float *v, const float *q, const float *k);
 void synthesizer_zero_grad(aw_synthesizer *s); // grads = 0
+// Moves the parameters into caller memory (params and grads, n_params floats each, e.g. a
+// model's arena): copies params there, zeroes grads, frees the layer's own block.
+void synthesizer_bind(aw_synthesizer *s, float *params, float *grads);
 // alphas (h, C) = softmax(alphaLogits) per head, from the current params (mixture only; else AW_ERR_STATE).
 int synthesizer_alphas(const aw_synthesizer *s, float *alphas);
 // Index of the tensor called `name` in s->tensors, or -1.

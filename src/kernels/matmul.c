@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "matmul_packed.h"
 #include "simd.h"
+#include "size.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -195,7 +196,7 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
     // cost ~5% there (TN 64^3) and gained nothing for NN up to 512^3.
     const size_t M4 = M / MR * MR;
     const int pack_a = AW_SIMD && M4 > 0 && ((a_ks != 1 && M * K >= 128 * 128) || M * K > 512 * 512);
-    float *ap = pack_a ? malloc(M4 * (K < KC ? K : KC) * sizeof(float)) : NULL; // NULL: unpacked path
+    float *ap = pack_a ? aw_alloc_floats(aw_size_mul(M4, K < KC ? K : KC)) : NULL; // NULL: unpacked path
     if (!ap) {
         for (size_t j0 = 0; j0 < N; j0 += NR) {
             size_t nr = N - j0 < NR ? N - j0 : NR;
@@ -230,7 +231,7 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
 
 // ---- pre-packed B: pack once, multiply many times ------------------------------------------
 size_t aw_packed_b_floats(size_t K, size_t N) {
-    return (N + NR - 1) / NR * NR * K;
+    return aw_size_mul(aw_size_mul((N + NR - 1) / NR, NR), K); // SIZE_MAX when it does not fit
 }
 
 void aw_pack_b_panels(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js) {

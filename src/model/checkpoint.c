@@ -8,16 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const FORMS[] = {"softmax", "linear", "synthesizer"};
-static const char *const FEATURES[] = {"elu+1", "relu", "efficient", "taylor"};
-static const char *const VARIANTS[] = {"dense", "random", "factorized-dense", "factorized-random", "mixture", "dot"};
-static const char *const POSITIONALS[] = {"sinusoidal", "learned"};
-static const char *const NORMS[] = {"pre", "post"};
-static const char *const ARCHS[] = {"decoder", "encoder-decoder"};
-
-const char *attention_form_name(int f) { return f >= 0 && f < 3 ? FORMS[f] : NULL; }
-const char *linear_feature_name(int f) { return f >= 0 && f < 4 ? FEATURES[f] : NULL; }
-const char *synth_variant_name(int v) { return v >= 0 && v < 6 ? VARIANTS[v] : NULL; }
+// Synthesizer component kinds by enum aw_synth_variant; the other enums by value.
+const char *const AW_SYNTH_KIND_NAMES[6] = {"dense", "random", "factorized-dense", "factorized-random", "mixture", "dot"};
+const char *const AW_POSITIONAL_NAMES[2] = {"sinusoidal", "learned"};
+const char *const AW_NORM_NAMES[2] = {"pre", "post"};
+const char *const AW_ARCH_NAMES[2] = {"decoder", "encoder-decoder"};
+#define VARIANTS AW_SYNTH_KIND_NAMES
+#define POSITIONALS AW_POSITIONAL_NAMES
+#define NORMS AW_NORM_NAMES
+#define ARCHS AW_ARCH_NAMES
 
 int name_index(const char *const *names, int count, const char *name) {
     for (int i = 0; i < count; i++)
@@ -67,15 +66,15 @@ static int build_header(const aw_model *m, text *t) {
     put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"1\"");
     put(t, ",\"vocab\":\"%d\",\"d_model\":\"%d\",\"heads\":\"%d\",\"layers\":\"%d\",\"d_ff\":\"%d\",\"max_len\":\"%d\"",
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
+    const aw_form *form = aw_form_at((size_t)c->form);
     put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
-        FORMS[c->attention], POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
-    if (c->attention == AW_FORM_LINEAR) put(t, ",\"feature\":\"%s\"", FEATURES[c->feature]);
-    if (c->attention == AW_FORM_SYNTHESIZER) {
+        form->name, POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
+    if (form->flags & AW_FORM_PARAMS) { // the options of forms with parameters (synth:*)
         const aw_synthesizer_config *s = &c->synth;
-        put(t, ",\"synth_variant\":\"%s\",\"synth_trainable\":\"%d\",\"synth_a\":\"%u\",\"synth_b\":\"%u\",\"synth_k\":\"%u\"",
-            VARIANTS[s->variant], s->trainable, (unsigned)s->a, (unsigned)s->b, (unsigned)s->k);
+        put(t, ",\"synth_trainable\":\"%d\",\"synth_a\":\"%u\",\"synth_b\":\"%u\",\"synth_k\":\"%u\"",
+            s->trainable, (unsigned)s->a, (unsigned)s->b, (unsigned)s->k);
         put(t, ",\"synth_components\":\"");
-        for (size_t i = 0; i < s->n_components && s->variant == AW_SYNTH_MIXTURE; i++)
+        for (size_t i = 0; i < s->n_components && form->variant == AW_SYNTH_MIXTURE; i++)
             put(t, "%s%s", i ? "," : "", VARIANTS[s->components[i]]);
         put(t, "\"");
     }
@@ -298,19 +297,28 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         return 0;
     c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
     c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
-    if (!meta_enum(ps, "attention", FORMS, 3, &c->attention) || !meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) ||
-        !meta_enum(ps, "norm", NORMS, 2, &c->norm) || !meta_enum(ps, "arch", ARCHS, 2, &c->arch))
+    if (!meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) || !meta_enum(ps, "norm", NORMS, 2, &c->norm) ||
+        !meta_enum(ps, "arch", ARCHS, 2, &c->arch))
         return 0;
-    if (c->attention == AW_FORM_LINEAR && !meta_enum(ps, "feature", FEATURES, 4, &c->feature)) return 0;
-    if (c->attention == AW_FORM_SYNTHESIZER) {
+    // "attention" is a registry name; version-1 files of the first release split it into a
+    // family ("linear", "synthesizer") and "feature" / "synth_variant"
+    const char *att = meta(ps, "attention"), *sub = NULL;
+    char name[48];
+    if (!att) return 0;
+    if (strcmp(att, "linear") == 0) sub = meta(ps, "feature"), att = "linear";
+    else if (strcmp(att, "synthesizer") == 0) sub = meta(ps, "synth_variant"), att = "synth";
+    if (sub) snprintf(name, sizeof name, "%s:%s", att, sub);
+    else snprintf(name, sizeof name, "%s", att);
+    const aw_form *form = aw_form_find(name);
+    if (!form) return 0;
+    c->form = aw_form_index(form);
+    if (form->flags & AW_FORM_PARAMS) {
         aw_synthesizer_config *s = &c->synth;
         long long tr, a, b, k;
-        int32_t variant;
-        if (!meta_enum(ps, "synth_variant", VARIANTS, 5, &variant) || !meta_int(ps, "synth_trainable", 0, 1, &tr) ||
-            !meta_int(ps, "synth_a", 0, 4096, &a) || !meta_int(ps, "synth_b", 0, 4096, &b) ||
-            !meta_int(ps, "synth_k", 0, 4096, &k))
+        if (!meta_int(ps, "synth_trainable", 0, 1, &tr) || !meta_int(ps, "synth_a", 0, 4096, &a) ||
+            !meta_int(ps, "synth_b", 0, 4096, &b) || !meta_int(ps, "synth_k", 0, 4096, &k))
             return 0;
-        s->variant = variant, s->trainable = (int)tr, s->a = (size_t)a, s->b = (size_t)b, s->k = (size_t)k;
+        s->variant = form->variant, s->trainable = (int)tr, s->a = (size_t)a, s->b = (size_t)b, s->k = (size_t)k;
         const char *comps = meta(ps, "synth_components");
         if (!comps) return 0;
         char buf[128];
@@ -326,10 +334,12 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
 
 int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     *out = NULL;
-    if (len < 8) return AW_ERR_FORMAT;
+    if (len < 8) return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint: %zu bytes", len);
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)buf[i] << (8 * i);
-    if (hlen < 2 || hlen > len - 8) return AW_ERR_FORMAT;
+    if (hlen < 2 || hlen > len - 8)
+        return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint (safetensors): a header "
+                                      "of %llu bytes does not fit in %zu", (unsigned long long)hlen, len);
     parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0};
     ps.entries = malloc(MAX_ENTRIES * sizeof(entry));
     if (!ps.entries) return AW_ERR_NOMEM;
@@ -337,10 +347,29 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     long long step = 0;
     int st = AW_ERR_FORMAT;
     aw_model *m = NULL;
-    if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end) || !config_from_meta(&ps, &cfg, &step)) goto fail;
+    if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end)) {
+        st = aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
+        goto fail;
+    }
+    if (!config_from_meta(&ps, &cfg, &step)) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ is not an attention-wasm model config");
+        goto fail;
+    }
+    // a small file must not make a huge model: the embedding and output matrices alone need
+    // 2 * vocab * dModel floats, the feed-forward layers 2 * dModel * dFF each
+    const double least = 4.0 * (2.0 * cfg.vocab * cfg.d_model + 2.0 * cfg.layers * cfg.d_model * cfg.d_ff);
+    if ((double)(len - 8 - (size_t)hlen) < least) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint holds %zu bytes of tensors, fewer than its config needs (%.0f)",
+                     len - 8 - (size_t)hlen, least);
+        goto fail;
+    }
     if ((st = model_create(&m, &cfg))) goto fail;
     st = AW_ERR_FORMAT;
-    if (ps.n_entries != m->n_tensors) goto fail;
+    if (ps.n_entries != m->n_tensors) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint has %zu tensors; its config makes a model of %zu", ps.n_entries,
+                     m->n_tensors);
+        goto fail;
+    }
     const uint8_t *data = buf + 8 + hlen;
     const size_t data_len = len - 8 - (size_t)hlen;
     for (size_t i = 0; i < m->n_tensors; i++) {
@@ -349,11 +378,12 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
         for (size_t j = 0; j < ps.n_entries && !e; j++)
             if (strcmp(ps.entries[j].name, ti->name) == 0) e = &ps.entries[j];
         const size_t bytes = model_tensor_size(ti) * sizeof(float);
-        if (!e || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len || e->end - e->begin != bytes)
+        if (!e || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len || e->end - e->begin != bytes ||
+            (ti->cols ? (e->rank != 2 || e->shape[0] != ti->rows || e->shape[1] != ti->cols)
+                      : (e->rank != 1 || e->shape[0] != ti->rows))) {
+            st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" is missing or has the wrong dtype, shape or offsets", ti->name);
             goto fail;
-        if (ti->cols ? (e->rank != 2 || e->shape[0] != ti->rows || e->shape[1] != ti->cols)
-                     : (e->rank != 1 || e->shape[0] != ti->rows))
-            goto fail;
+        }
         memcpy(model_tensor_data(m, ti), data + e->begin, bytes);
     }
     m->step = (long)step;

@@ -5,6 +5,7 @@
 
 #include "../attention/softmax_attention.h"
 #include "../kernels/kernels.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <math.h>
@@ -12,8 +13,7 @@
 #include <string.h>
 
 typedef struct {
-    float *kc[AW_MAX_LAYERS], *vc[AW_MAX_LAYERS]; // (L, C) self-attention keys and values (softmax)
-    aw_linear_state *ls[AW_MAX_LAYERS];           // causal linear attention's (S, z) per layer
+    float *self[AW_MAX_LAYERS];                   // each self-attention form's step state
     float *ck[AW_MAX_LAYERS], *cv[AW_MAX_LAYERS]; // (S, C) cross-attention keys and values
     float *x, *ln, *q, *k, *v, *o, *res;          // (C) one position's vectors
     float *h, *r;                                 // (F)
@@ -22,30 +22,35 @@ typedef struct {
     float *mem;
 } decode_state;
 
-static void state_free(decode_state *s) {
-    for (int l = 0; l < AW_MAX_LAYERS; l++) linear_state_destroy(s->ls[l]);
-    free(s->mem);
+// 1 when every self-attention form of the model has an incremental step.
+static int has_steps(const aw_model *m) {
+    for (int l = 0; l < m->cfg.layers; l++)
+        if (!(m->self_form[l].form->flags & AW_FORM_STEP)) return 0;
+    return 1;
 }
 
+// One allocation carved by a plan: per layer the form's step state (whole 16-byte blocks, so a
+// state that holds a struct stays aligned) and the cross K, V; then one position's vectors.
 static int state_init(decode_state *s, aw_model *m, size_t S) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
     const int nl = c->layers;
     memset(s, 0, sizeof *s);
-    const size_t floats = (size_t)nl * (2 * L * C + 2 * S * C) + 7 * C + 2 * F + V;
-    s->mem = malloc(floats * sizeof(float));
-    if (!s->mem) return AW_ERR_NOMEM;
-    float *p = s->mem;
+    size_t at_self[AW_MAX_LAYERS], at_ck[AW_MAX_LAYERS], at_cv[AW_MAX_LAYERS];
+    aw_plan plan = {0};
     for (int l = 0; l < nl; l++) {
-        s->kc[l] = p, p += L * C;
-        s->vc[l] = p, p += L * C;
-        s->ck[l] = p, p += S * C;
-        s->cv[l] = p, p += S * C;
-        if (m->self_form[l].form == AW_FORM_LINEAR) {
-            s->ls[l] = linear_state_create(C, C, (size_t)c->heads, c->feature);
-            if (!s->ls[l]) return AW_ERR_NOMEM;
-        }
+        const aw_attn_form *f = &m->self_form[l];
+        at_self[l] = aw_plan_take(&plan, (f->form->step_floats(f, L) + 3) / 4, 4);
+        at_ck[l] = aw_plan_take(&plan, S, C);
+        at_cv[l] = aw_plan_take(&plan, S, C);
     }
+    const size_t at_vec = aw_plan_take(&plan, 7, C);
+    aw_plan_take(&plan, 2, F);
+    aw_plan_take(&plan, V, 1);
+    if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
+        return aw_fail(AW_ERR_NOMEM, "out of memory for the generation state");
+    for (int l = 0; l < nl; l++) s->self[l] = s->mem + at_self[l], s->ck[l] = s->mem + at_ck[l], s->cv[l] = s->mem + at_cv[l];
+    float *p = s->mem + at_vec;
     s->x = p, p += C;
     s->ln = p, p += C;
     s->q = p, p += C;
@@ -59,35 +64,24 @@ static int state_init(decode_state *s, aw_model *m, size_t S) {
     return AW_OK;
 }
 
-// One attention sublayer for one position. Self: appends k, v at `pos` (cache) or steps the
-// recurrent state. Cross: reads the precomputed ck, cv (Sk rows).
-static int step_attn(aw_model *m, decode_state *s, const aw_attn_form *f, const aw_attn_weights *w, int l,
-                     size_t pos, int cross, size_t Sk) {
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads;
+static void state_free(decode_state *s) { free(s->mem); }
+
+// One attention sublayer for one position. Self: the form's step adds this position's k, v (and
+// x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).
+static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_attn_weights *w, int l, size_t pos,
+                     int cross, size_t Sk) {
+    const size_t C = (size_t)m->cfg.d_model;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1, C);
     const float *xin = pre ? s->ln : s->x;
-    linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
+    if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
     int st;
     if (cross) {
-        if (f->form == AW_FORM_LINEAR) {
-            aw_linear_attention_desc ds = {1, Sk, C, C, H, f->feature, 0, AW_LINEAR_PARALLEL};
-            st = linear_attention_forward(s->o, NULL, s->q, s->ck[l], s->cv[l], &ds);
-        } else {
-            aw_softmax_attention_desc ds = {1, Sk, C, C, H, 0, 1.0f / sqrtf((float)(C / H)), NULL};
-            st = softmax_attention_forward(s->o, NULL, s->q, s->ck[l], s->cv[l], &ds);
-        }
+        st = f->form->forward(f, s->o, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
     } else {
-        linear_forward(s->k, xin, w->wk, w->bk, 1, C, C);
+        if (w->wk) linear_forward(s->k, xin, w->wk, w->bk, 1, C, C);
         linear_forward(s->v, xin, w->wv, w->bv, 1, C, C);
-        if (f->form == AW_FORM_LINEAR) st = linear_state_step(s->o, s->ls[l], s->q, s->k, s->v);
-        else {
-            memcpy(s->kc[l] + pos * C, s->k, C * sizeof(float));
-            memcpy(s->vc[l] + pos * C, s->v, C * sizeof(float));
-            // the cache holds positions 0..pos only, so no causal mask is needed
-            aw_softmax_attention_desc ds = {1, pos + 1, C, C, H, 0, 1.0f / sqrtf((float)(C / H)), NULL};
-            st = softmax_attention_forward(s->o, NULL, s->q, s->kc[l], s->vc[l], &ds);
-        }
+        st = f->form->step(f, s->self[l], (size_t)m->cfg.max_len, s->o, xin, s->q, s->k, s->v, pos);
     }
     if (st) return st;
     linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
@@ -163,23 +157,28 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     const size_t L = (size_t)c->max_len, C = (size_t)c->d_model, V = (size_t)c->vocab;
     const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
     *n_out = 0;
-    if (np == 0 || np > L || (encdec && (ns == 0 || ns > L)) || (!encdec && ns)) return AW_ERR_ARG;
+    if (np == 0 || np > L) return aw_fail(AW_ERR_ARG, "prompt must have 1 to maxLen = %zu tokens, got %zu", L, np);
+    if (encdec && (ns == 0 || ns > L))
+        return aw_fail(AW_ERR_ARG, "source must have 1 to maxLen = %zu tokens, got %zu", L, ns);
+    if (!encdec && ns) return aw_fail(AW_ERR_ARG, "a decoder-only model takes no source");
     for (size_t i = 0; i < np; i++)
-        if (prompt[i] < 0 || prompt[i] >= c->vocab) return AW_ERR_ARG;
+        if (prompt[i] < 0 || prompt[i] >= c->vocab)
+            return aw_fail(AW_ERR_ARG, "prompt[%zu] is %d, outside the vocabulary [0, %d)", i, (int)prompt[i], (int)c->vocab);
     for (size_t i = 0; i < ns; i++)
-        if (src[i] < 0 || src[i] >= c->vocab) return AW_ERR_ARG;
+        if (src[i] < 0 || src[i] >= c->vocab)
+            return aw_fail(AW_ERR_ARG, "source[%zu] is %d, outside the vocabulary [0, %d)", i, (int)src[i], (int)c->vocab);
     aw_rng rng;
     aw_rng_seed(&rng, seed);
-    int32_t *seq = malloc(L * sizeof(int32_t));
-    float *logits = malloc(V * sizeof(float));
+    int32_t *seq = aw_alloc(L, sizeof(int32_t));
+    float *logits = aw_alloc_floats(V);
     if (!seq || !logits) {
         free(seq), free(logits);
-        return AW_ERR_NOMEM;
+        return aw_fail(AW_ERR_NOMEM, "out of memory for generation");
     }
     memcpy(seq, prompt, np * sizeof(int32_t));
     int st = AW_OK;
-    // a synthesizer has no incremental form here: it always takes the full-forward path
-    if (c->attention == AW_FORM_SYNTHESIZER) use_cache = 0;
+    // a form without an incremental step takes the full-forward path
+    if (!has_steps(m)) use_cache = 0;
     decode_state s;
     int have_state = 0;
     if (use_cache) {
@@ -215,7 +214,8 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
         }
         for (size_t j = 0; j < V; j++)
             if (!isfinite(logits[j])) {
-                st = AW_ERR_NONFINITE;
+                st = aw_fail(AW_ERR_NONFINITE, "the model's logits are not finite (NaN or Infinity): its parameters have "
+                                               "diverged; load a checkpoint from before or create it again");
                 goto done;
             }
         const int32_t t = sample(logits, V, temperature, top_k, &rng);

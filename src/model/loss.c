@@ -23,8 +23,10 @@ double crossentropy_forward(float *probs, float *losses, const float *logits, co
         // -log p computed from the logits (log-sum-exp) so that p underflowing to 0 stays finite
         double lse = 0.0;
         for (size_t j = 0; j < V; j++) lse += exp((double)l[j] - l[arg]);
-        losses[r] = (float)(log(lse) + l[arg] - l[targets[r]]);
-        total += losses[r];
+        const double loss = log(lse) + l[arg] - l[targets[r]];
+        losses[r] = (float)loss;
+        total += loss; // in double: the gradient check differentiates this sum
+
         cnt++;
         ok += arg == (size_t)targets[r];
     }

@@ -33,14 +33,42 @@ char token_to_char(int32_t t) { return t >= 1 && (size_t)t < chars_vocab() ? AW_
 static const char *const DIGIT_WORDS[10] = {"zero", "one", "two", "three", "four",
                                             "five", "six", "seven", "eight", "nine"};
 
+static const char *const TASK_NAMES[AW_TASK_COUNT] = {"copy", "reverse", "sort", "recall", "translate", "chars"};
+
+const char *task_name(int task) { return task >= 0 && task < AW_TASK_COUNT ? TASK_NAMES[task] : "?"; }
+
+int task_find(const char *name) {
+    for (int t = 0; name && t < AW_TASK_COUNT; t++)
+        if (strcmp(TASK_NAMES[t], name) == 0) return t;
+    return -1;
+}
+
 int task_check(const aw_task_spec *s) {
-    if (s->task < 0 || s->task >= AW_TASK_COUNT || s->length == 0 || s->length > 4096) return AW_ERR_ARG;
+    if (s->task < 0 || s->task >= AW_TASK_COUNT) return aw_fail(AW_ERR_ARG, "task: unknown task %d", s->task);
+    const char *name = TASK_NAMES[s->task];
+    if (s->length == 0 || s->length > 4096)
+        return aw_fail(AW_ERR_ARG, "task \"%s\": length must be in [1, 4096], got %zu", name, s->length);
     switch (s->task) {
     case AW_TASK_COPY:
     case AW_TASK_REVERSE:
-    case AW_TASK_SORT: return s->symbols >= 2 ? AW_OK : AW_ERR_ARG;
-    case AW_TASK_RECALL: return s->symbols >= 4 && s->symbols <= 4096 && s->length <= s->symbols / 2 ? AW_OK : AW_ERR_ARG;
-    case AW_TASK_CHARS: return s->length + 1 < aw_chars_corpus_len / 10 ? AW_OK : AW_ERR_ARG;
+    case AW_TASK_SORT:
+        if (s->symbols < 2 || s->symbols > AW_TASK_MAX_SYMBOLS)
+            return aw_fail(AW_ERR_ARG, "task \"%s\": symbols must be in [2, %d], got %zu", name, AW_TASK_MAX_SYMBOLS,
+                           s->symbols);
+        return AW_OK;
+    case AW_TASK_RECALL:
+        if (s->symbols < 4 || s->symbols > 4096)
+            return aw_fail(AW_ERR_ARG, "task \"recall\": symbols must be in [4, 4096], got %zu", s->symbols);
+        if (s->length > s->symbols / 2)
+            return aw_fail(AW_ERR_ARG, "task \"recall\": %zu pairs need distinct keys, and symbols = %zu gives only "
+                                       "%zu (keys are half the symbols); use length <= %zu or more symbols",
+                           s->length, s->symbols, s->symbols / 2, s->symbols / 2);
+        return AW_OK;
+    case AW_TASK_CHARS:
+        if (s->length + 1 >= aw_chars_corpus_len / 10)
+            return aw_fail(AW_ERR_ARG, "task \"chars\": length must be below %zu (the held-out text)",
+                           aw_chars_corpus_len / 10 - 1);
+        return AW_OK;
     default: return AW_OK;
     }
 }

@@ -35,8 +35,12 @@ typedef struct {
     int heldout;    // chars: 0 = windows of the first 90% of the text (training), 1 = of the last 10%
 } aw_task_spec;
 
-// Checks a spec: AW_OK or AW_ERR_ARG (length 0, too few symbols, recall with more pairs than keys).
+enum { AW_TASK_MAX_SYMBOLS = (1 << 20) - 1 }; // ids 1..symbols must fit a vocabulary of 2^20
+// Checks a spec: AW_OK, or AW_ERR_ARG with a message (length 0, too few or too many symbols,
+// recall with more pairs than keys).
 int task_check(const aw_task_spec *spec);
+const char *task_name(int task); // "copy", ... ("?" for an unknown id)
+int task_find(const char *name); // the id of a task name, -1 when unknown
 size_t task_src_len(const aw_task_spec *spec);     // source tokens (0 for chars)
 size_t task_tgt_len(const aw_task_spec *spec);     // target tokens, the maximum for translate
 int task_is_lm(const aw_task_spec *spec);          // 1 for chars: a plain token stream, no source

@@ -4,6 +4,7 @@
 #include "transformer.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <math.h>
@@ -13,19 +14,34 @@
 
 // ---- config ---------------------------------------------------------------------------------
 
+// The bounds of every size field: name (as users write it), lowest, highest.
+#define CHECK_RANGE(field, name, lo, hi)                                                                            \
+    if (c->field < (lo) || c->field > (hi))                                                                          \
+        return aw_fail(AW_ERR_ARG, "%s must be an integer in [%d, %d], got %ld", name, (int)(lo), (int)(hi),           \
+                       (long)c->field);
+
 int model_check_config(const aw_model_config *c) {
-    if (c->vocab < 2 || c->vocab > (1 << 20) || c->d_model < 1 || c->d_model > 4096 || c->heads < 1 ||
-        c->d_model % c->heads || c->layers < 1 || c->layers > AW_MAX_LAYERS || c->d_ff < 1 || c->d_ff > 16384 ||
-        c->max_len < 2 || c->max_len > 4096)
-        return AW_ERR_ARG;
-    if (c->attention < AW_FORM_SOFTMAX || c->attention > AW_FORM_SYNTHESIZER) return AW_ERR_ARG;
-    if (c->attention == AW_FORM_LINEAR && (c->feature < AW_LINEAR_ELU1 || c->feature > AW_LINEAR_TAYLOR))
-        return AW_ERR_ARG;
-    // the decoder's self-attention is causal: efficient attention has no causal form
-    if (c->attention == AW_FORM_LINEAR && c->feature == AW_LINEAR_EFFICIENT) return AW_ERR_ARG;
-    if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED) return AW_ERR_ARG;
-    if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return AW_ERR_ARG;
-    if (c->arch != AW_ARCH_DECODER && c->arch != AW_ARCH_ENCODER_DECODER) return AW_ERR_ARG;
+    CHECK_RANGE(vocab, "vocab", 2, 1 << 20)
+    CHECK_RANGE(d_model, "dModel", 1, 4096)
+    CHECK_RANGE(heads, "heads", 1, 4096)
+    CHECK_RANGE(layers, "layers", 1, AW_MAX_LAYERS)
+    CHECK_RANGE(d_ff, "dFF", 1, 16384)
+    CHECK_RANGE(max_len, "maxLen", 2, 4096)
+    if (c->d_model % c->heads)
+        return aw_fail(AW_ERR_ARG, "dModel (%d) must be divisible by heads (%d)", (int)c->d_model, (int)c->heads);
+    const aw_form *f = aw_form_at((size_t)c->form);
+    if (c->form < 0 || !f) return aw_fail(AW_ERR_ARG, "attention: unknown form %d", (int)c->form);
+    // the decoder's self-attention is causal
+    if (!(f->flags & AW_FORM_CAUSAL))
+        return aw_fail(AW_ERR_ARG, "attention \"%s\" has no causal form, and the decoder's self-attention is causal",
+                       f->name);
+    if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED)
+        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\" or \"learned\"");
+    if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
+    if (c->arch != AW_ARCH_DECODER && c->arch != AW_ARCH_ENCODER_DECODER)
+        return aw_fail(AW_ERR_ARG, "arch must be \"decoder\" or \"encoder-decoder\"");
+    // parameters and AdamW state (4 floats and a decay byte each) must fit in size_t: counted in
+    // model_create, where the forms' tensors are known
     return AW_OK;
 }
 
@@ -38,8 +54,8 @@ typedef struct {
     int overflow;
 } walker;
 
-static float *take(walker *wk, const char *name, size_t rows, size_t cols) {
-    const size_t n = rows * (cols ? cols : 1);
+static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols, int of_form, int trainable) {
+    const size_t n = aw_size_mul(rows, cols ? cols : 1);
     if (!wk->base) {
         if (wk->m->n_tensors >= AW_MAX_TENSORS) {
             wk->overflow = 1;
@@ -47,11 +63,16 @@ static float *take(walker *wk, const char *name, size_t rows, size_t cols) {
         }
         aw_tensor_info *t = &wk->m->tensors[wk->m->n_tensors++];
         snprintf(t->name, sizeof t->name, "%s", name);
-        t->offset = wk->off, t->rows = rows, t->cols = cols, t->group = 0;
+        t->offset = wk->off, t->rows = rows, t->cols = cols, t->of_form = of_form, t->trainable = trainable;
     }
     float *p = wk->base ? wk->base + wk->off : NULL;
-    wk->off += n;
+    wk->off = aw_size_add(wk->off, n);
+    wk->overflow |= wk->off == AW_SIZE_INVALID;
     return p;
+}
+
+static float *take(walker *wk, const char *name, size_t rows, size_t cols) {
+    return take_tensor(wk, name, rows, cols, 0, 1);
 }
 
 static float *take_named(walker *wk, const char *prefix, const char *suffix, size_t rows, size_t cols) {
@@ -60,11 +81,13 @@ static float *take_named(walker *wk, const char *prefix, const char *suffix, siz
     return take(wk, name, rows, cols);
 }
 
-static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t C, int uses_qk) {
+// The sublayer's own tensors, then its form's (recording where they start in *form_offset).
+static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t C, const aw_attn_form *f,
+                      size_t *form_offset) {
     a->ln_w = take_named(wk, prefix, "ln.w", C, 0);
     a->ln_b = take_named(wk, prefix, "ln.b", C, 0);
     a->wq = a->bq = a->wk = a->bk = NULL;
-    if (uses_qk) {
+    if (f->uses_qk) {
         a->wq = take_named(wk, prefix, "wq", C, C);
         a->bq = take_named(wk, prefix, "bq", C, 0);
         a->wk = take_named(wk, prefix, "wk", C, C);
@@ -74,6 +97,19 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
     a->bv = take_named(wk, prefix, "bv", C, 0);
     a->wo = take_named(wk, prefix, "wo", C, C);
     a->bo = take_named(wk, prefix, "bo", C, 0);
+    *form_offset = wk->off;
+    if (!f->form->tensors) return;
+    aw_form_tensor ft[AW_SYNTH_MAX_TENSORS];
+    const size_t nt = f->form->tensors(f, ft, AW_SYNTH_MAX_TENSORS);
+    if (nt > AW_SYNTH_MAX_TENSORS) {
+        wk->overflow = 1;
+        return;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%.40s.%.24s.%.24s", prefix, f->form->param_group, ft[i].name);
+        take_tensor(wk, name, ft[i].size, 0, 1, ft[i].trainable);
+    }
 }
 
 static void walk_ffn(walker *wk, aw_ffn_weights *f, const char *prefix, size_t C, size_t F) {
@@ -97,17 +133,17 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
     if (c->positional == AW_POS_LEARNED) w->wpe = take(&wk, "wpe", L, C);
     for (int l = 0; encdec && l < c->layers; l++) {
         snprintf(prefix, sizeof prefix, "enc.%d.self", l);
-        walk_attn(&wk, &w->enc[l].self, prefix, C, m->enc_form[l].uses_qk);
+        walk_attn(&wk, &w->enc[l].self, prefix, C, &m->enc_form[l], &m->form_offset[0][l]);
         snprintf(prefix, sizeof prefix, "enc.%d.ffn", l);
         walk_ffn(&wk, &w->enc[l].ffn, prefix, C, F);
     }
     if (encdec && pre) w->enc_lnf_w = take(&wk, "enc.lnf.w", C, 0), w->enc_lnf_b = take(&wk, "enc.lnf.b", C, 0);
     for (int l = 0; l < c->layers; l++) {
         snprintf(prefix, sizeof prefix, "dec.%d.self", l);
-        walk_attn(&wk, &w->dec[l].self, prefix, C, m->self_form[l].uses_qk);
+        walk_attn(&wk, &w->dec[l].self, prefix, C, &m->self_form[l], &m->form_offset[1][l]);
         if (encdec) {
             snprintf(prefix, sizeof prefix, "dec.%d.cross", l);
-            walk_attn(&wk, &w->dec[l].cross, prefix, C, 1);
+            walk_attn(&wk, &w->dec[l].cross, prefix, C, &m->cross_form[l], &m->form_offset[2][l]);
         }
         snprintf(prefix, sizeof prefix, "dec.%d.ffn", l);
         walk_ffn(&wk, &w->dec[l].ffn, prefix, C, F);
@@ -115,20 +151,7 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
     if (pre) w->lnf_w = take(&wk, "lnf.w", C, 0), w->lnf_b = take(&wk, "lnf.b", C, 0);
     w->w_out = take(&wk, "out.w", C, V);
     w->b_out = take(&wk, "out.b", V, 0);
-    return wk.overflow ? 0 : wk.off;
-}
-
-// Adds the synthesizers' tensors to the table (group 1 + i) after the main arena's.
-static int table_synth(aw_model *m, aw_synthesizer *s, const char *prefix) {
-    const size_t g = m->n_synth;
-    m->synths[m->n_synth++] = s;
-    for (size_t i = 0; i < s->n_tensors; i++) {
-        if (m->n_tensors >= AW_MAX_TENSORS) return AW_ERR_ARG;
-        aw_tensor_info *t = &m->tensors[m->n_tensors++];
-        snprintf(t->name, sizeof t->name, "%s.synth.%s", prefix, s->tensors[i].name);
-        t->offset = s->tensors[i].offset, t->rows = s->tensors[i].size, t->cols = 0, t->group = 1 + (int)g;
-    }
-    return AW_OK;
+    return wk.overflow ? AW_SIZE_INVALID : wk.off;
 }
 
 size_t model_tensor_size(const aw_tensor_info *t) { return t->rows * (t->cols ? t->cols : 1); }
@@ -139,13 +162,9 @@ const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name) {
     return NULL;
 }
 
-float *model_tensor_data(aw_model *m, const aw_tensor_info *t) {
-    return (t->group ? m->synths[t->group - 1]->params : m->params) + t->offset;
-}
+float *model_tensor_data(aw_model *m, const aw_tensor_info *t) { return m->params + t->offset; }
 
-float *model_tensor_grad(aw_model *m, const aw_tensor_info *t) {
-    return (t->group ? m->synths[t->group - 1]->grads : m->grads) + t->offset;
-}
+float *model_tensor_grad(aw_model *m, const aw_tensor_info *t) { return m->grads + t->offset; }
 
 // ---- init -------------------------------------------------------------------------------------
 
@@ -165,9 +184,12 @@ static void init_params(aw_model *m) {
     const float resid = 1.0f / sqrtf(2.0f * (float)c->layers * (c->arch == AW_ARCH_ENCODER_DECODER ? 2 : 1));
     for (size_t i = 0; i < m->n_tensors; i++) {
         const aw_tensor_info *t = &m->tensors[i];
-        if (t->group) continue; // synthesizers initialise themselves
         float *x = m->params + t->offset;
         const size_t n = model_tensor_size(t);
+        if (t->of_form) { // the form initialised it (bind copied the values); decay what it trains
+            memset(m->decay + t->offset, t->trainable, n);
+            continue;
+        }
         const char *leaf = strrchr(t->name, '.');
         leaf = leaf ? leaf + 1 : t->name;
         aw_rng rng;
@@ -194,7 +216,6 @@ void model_destroy(aw_model *m) {
         attn_form_free(&m->self_form[l]);
         attn_form_free(&m->cross_form[l]);
     }
-    for (size_t i = 0; i < m->n_synth; i++) free(m->synth_m[i]);
     free(m->params);
     free(m->pe_sin);
     free(m->act_mem);
@@ -204,55 +225,60 @@ void model_destroy(aw_model *m) {
     free(m);
 }
 
-int model_create(aw_model **out, const aw_model_config *cfg) {
-    *out = NULL;
-    if (model_check_config(cfg)) return AW_ERR_ARG;
-    aw_model *m = calloc(1, sizeof *m);
-    if (!m) return AW_ERR_NOMEM;
-    m->cfg = *cfg;
+// Sets up the three kinds of attention sublayer from the registry: the encoder's self-attention
+// (non-causal), the decoder's (causal) and its cross-attention (the form's `cross` form).
+static int init_forms(aw_model *m) {
+    const aw_model_config *cfg = &m->cfg;
+    const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross);
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
+    aw_form_setup su = {(size_t)cfg->d_model, (size_t)cfg->heads, (size_t)cfg->max_len, 0, &cfg->synth, 0};
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
-        if (encdec) st = attn_form_init(&m->enc_form[l], cfg, 0, 1, s + 1);
-        if (!st) st = attn_form_init(&m->self_form[l], cfg, 1, 1, s + 2);
-        if (!st && encdec) st = attn_form_init(&m->cross_form[l], cfg, 0, 0, s + 3);
+        if (encdec) su.causal = 0, su.seed = s + 1, st = attn_form_init(&m->enc_form[l], self, &su);
+        if (!st) su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], self, &su);
+        if (!st && encdec) su.causal = 0, su.seed = s + 3, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
-    if (st) {
+    return st;
+}
+
+int model_create(aw_model **out, const aw_model_config *cfg) {
+    *out = NULL;
+    int st = model_check_config(cfg);
+    if (st) return st;
+    aw_model *m = calloc(1, sizeof *m);
+    if (!m) return aw_fail(AW_ERR_NOMEM, "out of memory for the model");
+    m->cfg = *cfg;
+    if ((st = init_forms(m))) {
         model_destroy(m);
-        return st;
+        return st == AW_ERR_NOMEM ? aw_fail(st, "out of memory for the attention forms' parameters") : st;
     }
     m->n_params = walk_params(m, NULL, &m->w);
-    char prefix[32];
-    for (int l = 0; l < cfg->layers && !st; l++) {
-        if (m->enc_form[l].synth) snprintf(prefix, sizeof prefix, "enc.%d.self", l), st = table_synth(m, m->enc_form[l].synth, prefix);
-        if (!st && m->self_form[l].synth)
-            snprintf(prefix, sizeof prefix, "dec.%d.self", l), st = table_synth(m, m->self_form[l].synth, prefix);
-    }
-    if (st || m->n_params == 0) {
-        model_destroy(m);
-        return AW_ERR_ARG;
-    }
-    // params, grads, AdamW m and v: one allocation carved in four, then the decay mask
+    // params, grads, AdamW m and v: one allocation carved in four, then the decay mask (1 byte each)
     const size_t P = m->n_params, L = (size_t)cfg->max_len, C = (size_t)cfg->d_model;
-    m->params = calloc(4 * P * sizeof(float) + P, 1);
-    m->pe_sin = malloc(L * C * sizeof(float));
+    const size_t bytes = aw_size_add(aw_size_mul3(4, P, sizeof(float)), P);
+    if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
+        model_destroy(m);
+        return aw_fail(AW_ERR_NOMEM, "the model is too large: its parameters and optimizer state do not fit in "
+                                     "this build's %u-bit address space (vocab * dModel, dModel * dFF and layers "
+                                     "set its size)", (unsigned)(sizeof(size_t) * 8));
+    }
+    m->params = aw_alloc_zero(bytes, 1);
+    m->pe_sin = aw_alloc_floats(aw_size_mul(L, C));
     if (!m->params || !m->pe_sin) {
         model_destroy(m);
-        return AW_ERR_NOMEM;
+        return aw_fail(AW_ERR_NOMEM, "out of memory: the model needs %.1f MiB for its parameters and optimizer "
+                                     "state", (double)bytes / 1048576.0);
     }
     m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
     m->decay = (uint8_t *)(m->adam_v + P);
     walk_params(m, m->params, &m->w);
     walk_params(m, m->grads, &m->g);
-    for (size_t i = 0; i < m->n_synth; i++) { // AdamW state of each synthesizer: m and v in one block
-        m->synth_m[i] = calloc(2 * m->synths[i]->n_params + 1, sizeof(float));
-        if (!m->synth_m[i]) {
-            model_destroy(m);
-            return AW_ERR_NOMEM;
-        }
-        m->synth_v[i] = m->synth_m[i] + m->synths[i]->n_params;
-    }
+    aw_attn_form *kinds[3] = {m->enc_form, m->self_form, m->cross_form};
+    for (int g = 0; g < 3; g++) // the forms' parameters move into the arena
+        for (int l = 0; l < cfg->layers; l++)
+            if (kinds[g][l].form && kinds[g][l].form->bind)
+                kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
     sinusoidal_encoding(m->pe_sin, L, C);
     m->pe = cfg->positional == AW_POS_LEARNED ? m->w.wpe : m->pe_sin;
     init_params(m);
@@ -264,91 +290,122 @@ int model_create(aw_model **out, const aw_model_config *cfg) {
 // ---- activations ------------------------------------------------------------------------------
 
 typedef struct {
-    float *base;
-    size_t off;
+    float *base; // NULL: only count
+    aw_plan plan;
 } carver;
 
-static float *carve(carver *cv, size_t n) {
-    float *p = cv->base ? cv->base + cv->off : NULL;
-    cv->off += n;
-    return p;
+// a * b floats (checked: an overflow makes the whole plan invalid)
+static float *carve(carver *cv, size_t a, size_t b) {
+    const size_t at = aw_plan_take(&cv->plan, a, b);
+    return cv->base ? cv->base + at : NULL;
 }
 
 static void carve_attn(carver *cv, aw_attn_acts *a, size_t B, size_t T, size_t Tk, size_t C, size_t H) {
-    const size_t N = B * T, Nk = B * Tk;
-    a->ln = carve(cv, N * C), a->ln_mean = carve(cv, N), a->ln_rstd = carve(cv, N);
-    a->q = carve(cv, N * C), a->k = carve(cv, Nk * C), a->v = carve(cv, Nk * C);
-    a->att = carve(cv, B * H * T * Tk), a->o = carve(cv, N * C), a->res = carve(cv, N * C);
+    const size_t N = aw_size_mul(B, T), Nk = aw_size_mul(B, Tk);
+    a->ln = carve(cv, N, C), a->ln_mean = carve(cv, N, 1), a->ln_rstd = carve(cv, N, 1);
+    a->q = carve(cv, N, C), a->k = carve(cv, Nk, C), a->v = carve(cv, Nk, C);
+    a->att = carve(cv, aw_size_mul(B, H), aw_size_mul(T, Tk)), a->o = carve(cv, N, C), a->res = carve(cv, N, C);
 }
 
 static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F) {
-    f->ln = carve(cv, N * C), f->ln_mean = carve(cv, N), f->ln_rstd = carve(cv, N);
-    f->h = carve(cv, N * F), f->r = carve(cv, N * F), f->res = carve(cv, N * C);
+    f->ln = carve(cv, N, C), f->ln_mean = carve(cv, N, 1), f->ln_rstd = carve(cv, N, 1);
+    f->h = carve(cv, N, F), f->r = carve(cv, N, F), f->res = carve(cv, N, C);
 }
 
+// Carves the activations of (B, T, S) from base (NULL: only counts); returns the floats needed,
+// AW_SIZE_INVALID when that does not fit in size_t.
 static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, size_t T, size_t S) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, F = (size_t)c->d_ff, H = (size_t)c->heads;
-    const size_t N = B * T, Ne = B * S;
+    const size_t N = aw_size_mul(B, T), Ne = aw_size_mul(B, S);
     const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
-    carver cv = {base, 0};
+    carver cv = {base, {0}};
     memset(a, 0, sizeof *a);
-    a->x0 = carve(&cv, N * C);
+    a->x0 = carve(&cv, N, C);
     if (encdec) {
-        a->e0 = carve(&cv, Ne * C);
+        a->e0 = carve(&cv, Ne, C);
         for (int l = 0; l < c->layers; l++) {
             carve_attn(&cv, &a->enc_attn[l], B, S, S, C, H);
             carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F);
         }
-        a->enc_lnf = carve(&cv, Ne * C), a->enc_lnf_mean = carve(&cv, Ne), a->enc_lnf_rstd = carve(&cv, Ne);
+        a->enc_lnf = carve(&cv, Ne, C), a->enc_lnf_mean = carve(&cv, Ne, 1), a->enc_lnf_rstd = carve(&cv, Ne, 1);
     }
     for (int l = 0; l < c->layers; l++) {
         carve_attn(&cv, &a->dec_self[l], B, T, T, C, H);
         if (encdec) carve_attn(&cv, &a->dec_cross[l], B, T, S, C, H);
         carve_ffn(&cv, &a->dec_ffn[l], N, C, F);
     }
-    a->lnf = carve(&cv, N * C), a->lnf_mean = carve(&cv, N), a->lnf_rstd = carve(&cv, N);
-    a->logits = carve(&cv, N * V), a->probs = carve(&cv, N * V), a->losses = carve(&cv, N);
-    return cv.off;
+    a->lnf = carve(&cv, N, C), a->lnf_mean = carve(&cv, N, 1), a->lnf_rstd = carve(&cv, N, 1);
+    a->logits = carve(&cv, N, V), a->probs = carve(&cv, N, V), a->losses = carve(&cv, N, 1);
+    return aw_plan_ok(&cv.plan, sizeof(float)) ? cv.plan.total : AW_SIZE_INVALID;
+}
+
+// The attention backward's work for one sequence: the most any sublayer's form asks for at the
+// shapes it runs with (encoder S x S, decoder T x T, cross T x S).
+static size_t backward_work_floats(const aw_model *m, size_t T, size_t S) {
+    size_t most = 0;
+    for (int l = 0; l < m->cfg.layers; l++) {
+        const aw_attn_form *f[3] = {&m->enc_form[l], &m->self_form[l], &m->cross_form[l]};
+        const size_t rows[3] = {S, T, T}, cols[3] = {S, T, S};
+        for (int g = 0; g < 3; g++) {
+            if (!f[g]->form) continue;
+            const size_t w = f[g]->form->work_floats(f[g], rows[g], cols[g]);
+            most = w > most ? w : most;
+        }
+    }
+    return most;
+}
+
+// Grows *buf to hold n elements of elem bytes (never shrinks); 0 or AW_ERR_NOMEM.
+static int grow(void **buf, size_t *cap, size_t n, size_t elem) {
+    if (n <= *cap && *buf) return AW_OK;
+    void *p = aw_alloc(n, elem);
+    if (!p) return AW_ERR_NOMEM;
+    free(*buf);
+    *buf = p, *cap = n;
+    return AW_OK;
 }
 
 int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
-    const size_t L = (size_t)m->cfg.max_len, C = (size_t)m->cfg.d_model;
-    if (B == 0 || T == 0 || T > L || S > L || B > 65536) return AW_ERR_ARG;
-    if ((m->cfg.arch == AW_ARCH_ENCODER_DECODER) != (S > 0)) return AW_ERR_ARG;
+    const size_t L = (size_t)m->cfg.max_len;
+    const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER;
+    if (B == 0 || B > 65536) return aw_fail(AW_ERR_ARG, "batch size must be in [1, 65536], got %zu", B);
+    if (T == 0 || T > L) {
+        const aw_form *f = aw_form_at((size_t)m->cfg.form);
+        return aw_fail(AW_ERR_ARG, "the sequence has %zu positions; this model takes 1 to maxLen = %zu%s%s%s", T, L,
+                       f->flags & AW_FORM_PARAMS ? " (attention \"" : "", f->flags & AW_FORM_PARAMS ? f->name : "",
+                       f->flags & AW_FORM_PARAMS ? "\" fixes its length when created)" : "");
+    }
+    if (S > L) return aw_fail(AW_ERR_ARG, "the source has %zu positions; this model takes at most maxLen = %zu", S, L);
+    if (encdec != (S > 0))
+        return aw_fail(AW_ERR_ARG, encdec ? "an encoder-decoder needs a source sequence" : "a decoder-only model takes no source sequence");
     aw_acts tmp;
     const size_t floats = carve_acts(m, NULL, &tmp, B, T, S);
-    if (floats > m->act_cap) {
+    const size_t toks = aw_size_add(aw_size_mul3(2, B, T), aw_size_add(aw_size_mul(B, S), 1));
+    const size_t work = backward_work_floats(m, T, S);
+    size_t act_bytes;
+    if (floats == AW_SIZE_INVALID || toks == AW_SIZE_INVALID || work == AW_SIZE_INVALID ||
+        aw_mul_overflows(&act_bytes, floats, 2 * sizeof(float)))
+        return aw_fail(AW_ERR_NOMEM, "a batch of %zu x %zu positions does not fit in this build's %u-bit address "
+                                     "space; use a smaller batch", B, T + S, (unsigned)(sizeof(size_t) * 8));
+    m->B = 0; // until every buffer is in place
+    if (floats > m->act_cap || !m->act_mem) {
         free(m->act_mem), free(m->dact_mem);
-        m->act_mem = malloc(floats * sizeof(float));
-        m->dact_mem = malloc(floats * sizeof(float));
-        if (!m->act_mem || !m->dact_mem) {
+        m->act_mem = aw_alloc_floats(floats);
+        m->dact_mem = aw_alloc_floats(floats);
+        m->act_cap = m->act_mem && m->dact_mem ? floats : 0;
+        if (!m->act_cap) {
             free(m->act_mem), free(m->dact_mem);
-            m->act_mem = m->dact_mem = NULL, m->act_cap = 0, m->B = 0;
-            return AW_ERR_NOMEM;
+            m->act_mem = m->dact_mem = NULL;
         }
-        m->act_cap = floats;
     }
-    const size_t toks = 2 * B * T + B * S + 1;
-    if (toks > m->tok_cap) {
-        free(m->tokens);
-        m->tokens = malloc(toks * sizeof(int32_t));
-        if (!m->tokens) {
-            m->tok_cap = 0, m->B = 0;
-            return AW_ERR_NOMEM;
-        }
-        m->tok_cap = toks;
-    }
-    const size_t Tk = S > T ? S : T, scratch = T * (Tk + C);
-    if (scratch > m->scratch_cap) {
-        free(m->scratch);
-        m->scratch = malloc(scratch * sizeof(float));
-        if (!m->scratch) {
-            m->scratch_cap = 0, m->B = 0;
-            return AW_ERR_NOMEM;
-        }
-        m->scratch_cap = scratch;
-    }
+    void *tokens = m->tokens, *scratch = m->scratch;
+    const int ok = m->act_cap && !grow(&tokens, &m->tok_cap, toks, sizeof(int32_t)) &&
+                   !grow(&scratch, &m->scratch_cap, work ? work : 1, sizeof(float));
+    m->tokens = tokens, m->scratch = scratch;
+    if (!ok)
+        return aw_fail(AW_ERR_NOMEM, "out of memory: a batch of %zu x %zu positions needs %.1f MiB of activations",
+                       B, T + S, (double)act_bytes / 1048576.0);
     m->targets = m->tokens + B * T, m->src = m->targets + B * T;
     m->B = B, m->T = T, m->S = S, m->act_floats = floats;
     carve_acts(m, m->act_mem, &m->a, B, T, S);
@@ -378,10 +435,10 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
     if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
     linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
-    const int keep = m->keep_attention || f->form == AW_FORM_SOFTMAX;
+    const int keep = m->keep_attention || (f->form->flags & AW_FORM_SAVES_WEIGHTS);
     for (size_t b = 0; b < B; b++) {
-        int st = attn_form_forward(f, a->o + b * T * C, keep ? a->att + b * H * T * Tk : NULL, xq + b * T * C, a->q + b * T * C,
-                                   a->k + b * Tk * C, a->v + b * Tk * C, T, Tk, C, H);
+        int st = f->form->forward(f, a->o + b * T * C, keep ? a->att + b * H * T * Tk : NULL, xq + b * T * C,
+                                  a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
         if (st) return st;
     }
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
@@ -403,9 +460,9 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
     for (size_t b = 0; b < B; b++) { // o = form(q, k, v)
-        int st = attn_form_backward(f, dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C, da->v + b * Tk * C,
-                                    m->scratch, da->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C,
-                                    a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk, C, H);
+        int st = f->form->backward(f, dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C, da->v + b * Tk * C,
+                                   m->scratch, da->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C,
+                                   a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
         if (st) return st;
     }
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
@@ -452,9 +509,11 @@ static const float *decoder_stream_out(const aw_model *m, const aw_acts *a) {
     return ffn_out(m, &a->dec_ffn[m->cfg.layers - 1]);
 }
 
-static int check_tokens(const aw_model *m, const int32_t *t, size_t n) {
+static int check_tokens(const aw_model *m, const char *what, const int32_t *t, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (t[i] < 0 || t[i] >= m->cfg.vocab) return AW_ERR_ARG;
+        if (t[i] < 0 || t[i] >= m->cfg.vocab)
+            return aw_fail(AW_ERR_ARG, "%s[%zu] is %d, outside the vocabulary [0, %d)", what, i, (int)t[i],
+                           (int)m->cfg.vocab);
     return AW_OK;
 }
 
@@ -464,9 +523,25 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
     const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
     aw_acts *a = &m->a;
-    if (check_tokens(m, m->tokens, N) || (encdec && check_tokens(m, m->src, B * S))) return AW_ERR_ARG;
+    if (check_tokens(m, "tokens", m->tokens, N) || (encdec && check_tokens(m, "source", m->src, B * S)))
+        return AW_ERR_ARG;
+    // weights that are already NaN or infinite (a diverged run, or a checkpoint holding them)
+    // are named as such, not met later as a NaN inside some sublayer (one pass over P floats,
+    // against the forward's B T P multiply-adds)
+    const size_t bad = aw_find_nonfinite(m->params, m->n_params);
+    if (bad != m->n_params) {
+        const char *name = "?";
+        for (size_t t = 0; t < m->n_tensors; t++)
+            if (bad >= m->tensors[t].offset && bad < m->tensors[t].offset + model_tensor_size(&m->tensors[t]))
+                name = m->tensors[t].name;
+        return aw_fail(AW_ERR_NONFINITE, "the model's parameters hold NaN or Infinity (in %s): they have diverged "
+                                         "(lowering lr cannot repair them); create the model again or load a checkpoint",
+                       name);
+    }
     for (size_t i = 0; i < N; i++)
-        if (m->targets[i] >= c->vocab) return AW_ERR_ARG;
+        if (m->targets[i] >= c->vocab || m->targets[i] < -1)
+            return aw_fail(AW_ERR_ARG, "targets[%zu] is %d: expected a token in [0, %d) or -1 (no loss)", i,
+                           (int)m->targets[i], (int)c->vocab);
     int st;
     const float *enc = NULL;
     if (encdec) {
@@ -504,7 +579,10 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         metrics->loss = loss, metrics->count = count, metrics->grad_norm = 0.0;
         metrics->accuracy = count ? (double)correct / (double)count : 0.0;
     }
-    return isfinite(loss) ? AW_OK : AW_ERR_NONFINITE;
+    if (!isfinite(loss))
+        return aw_fail(AW_ERR_NONFINITE, "the loss is NaN or Infinity: the model's parameters have diverged (lowering lr "
+                                         "cannot repair them); create the model again or load a checkpoint");
+    return AW_OK;
 }
 
 int model_backward(aw_model *m) {
@@ -516,7 +594,6 @@ int model_backward(aw_model *m) {
     aw_acts *da = &m->da;
     memset(m->grads, 0, m->n_params * sizeof(float));
     memset(m->dact_mem, 0, m->act_floats * sizeof(float));
-    for (size_t i = 0; i < m->n_synth; i++) synthesizer_zero_grad(m->synths[i]);
     size_t count = 0;
     for (size_t i = 0; i < N; i++) count += m->targets[i] >= 0;
     if (count == 0) return AW_OK;
@@ -566,37 +643,35 @@ int model_backward(aw_model *m) {
 double model_update(aw_model *m, const aw_train_config *tc) {
     double ss = 0.0;
     for (size_t i = 0; i < m->n_params; i++) ss += (double)m->grads[i] * m->grads[i];
-    for (size_t s = 0; s < m->n_synth; s++)
-        for (size_t i = 0; i < m->synths[s]->n_params; i++) ss += (double)m->synths[s]->grads[i] * m->synths[s]->grads[i];
     const double norm = sqrt(ss);
     const float scale = (tc->clip > 0.0f && norm > tc->clip) ? (float)(tc->clip / (norm + 1e-12)) : 1.0f;
-    if (scale != 1.0f) {
-        aw_scale(m->grads, m->grads, scale, m->n_params);
-        for (size_t s = 0; s < m->n_synth; s++) aw_scale(m->synths[s]->grads, m->synths[s]->grads, scale, m->synths[s]->n_params);
-    }
+    if (scale != 1.0f) aw_scale(m->grads, m->grads, scale, m->n_params);
     m->step++;
     const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
     adamw_update(m->params, m->adam_m, m->adam_v, m->grads, m->decay, m->n_params, &ac, m->step);
-    for (size_t s = 0; s < m->n_synth; s++) {
-        aw_synthesizer *sy = m->synths[s];
-        // a fixed (non-trainable) random table gets no gradient and must not decay either
-        const aw_adamw_config sc = {tc->lr, tc->beta1, tc->beta2, tc->eps, sy->cfg.trainable ? tc->weight_decay : 0.0f};
-        adamw_update(sy->params, m->synth_m[s], m->synth_v[s], sy->grads, NULL, sy->n_params, &sc, m->step);
-    }
     return norm;
 }
 
 // ---- tasks ------------------------------------------------------------------------------------
 
 int model_task_dims(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S) {
-    if (task_check(spec) || task_min_vocab(spec) > m->cfg.vocab) return AW_ERR_ARG;
+    int st = task_check(spec);
+    if (st) return st;
+    if (task_min_vocab(spec) > m->cfg.vocab)
+        return aw_fail(AW_ERR_ARG, "task \"%s\" with these symbols needs vocab >= %d, and this model has %d",
+                       task_name(spec->task), task_min_vocab(spec), (int)m->cfg.vocab);
     const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
     if (m->cfg.arch == AW_ARCH_DECODER) *T = ns + (size_t)task_uses_separator(spec) + nt - 1, *S = 0;
     else {
-        if (task_is_lm(spec)) return AW_ERR_ARG;
+        if (task_is_lm(spec))
+            return aw_fail(AW_ERR_ARG, "task \"%s\" is language modelling: it needs a decoder-only model",
+                           task_name(spec->task));
         *T = nt, *S = ns;
     }
-    return *T <= (size_t)m->cfg.max_len && *S <= (size_t)m->cfg.max_len ? AW_OK : AW_ERR_ARG;
+    if (*T > (size_t)m->cfg.max_len || *S > (size_t)m->cfg.max_len)
+        return aw_fail(AW_ERR_ARG, "task \"%s\" at length %zu needs %zu positions, more than maxLen = %d",
+                       task_name(spec->task), spec->length, *T > *S ? *T : *S, (int)m->cfg.max_len);
+    return AW_OK;
 }
 
 int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rng) {

@@ -10,13 +10,13 @@
 
 #include "../attention/linear_attention.h"
 #include "../attention/synthesizer.h"
+#include "forms.h"
 #include "layers.h"
 #include "tasks.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum aw_attention_form { AW_FORM_SOFTMAX = 0, AW_FORM_LINEAR = 1, AW_FORM_SYNTHESIZER = 2 };
 enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1 };
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
 enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1 };
@@ -24,10 +24,10 @@ enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
 
 typedef struct {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
-    int32_t attention;  // enum aw_attention_form, for every self-attention
-    int32_t feature;    // linear: enum aw_linear_feature
-    aw_synthesizer_config synth; // synthesizer: variant, trainable, a, b, k, components (d, max_len,
-                                 // heads and seed are filled in per layer)
+    int32_t form;       // the attention form of every self-attention: an index into the registry
+                        // (forms.h; aw_form_find(name) gives it)
+    aw_synthesizer_config synth; // synth:* options: trainable, a, b, k, components (the variant comes
+                                 // from the form; d, max_len, heads and seed are filled in per layer)
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks
@@ -36,9 +36,10 @@ typedef struct {
 
 typedef struct {
     char name[40];       // e.g. "dec.0.self.wq"; synthesizer tensors "dec.0.self.synth.W1"
-    size_t offset;       // floats into the arena (main) or into the synthesizer's params
+    size_t offset;       // floats into the arena (params, grads, adam_m, adam_v share the layout)
     size_t rows, cols;   // shape (rows, cols); cols = 0 for a vector of `rows`
-    int group;           // 0 = main arena, 1 + i = synthesizer i
+    int of_form;         // 1: a parameter of an attention form (the form initialises it)
+    int trainable;       // 0: fixed (no gradient expected, no weight decay)
 } aw_tensor_info;
 
 typedef struct {
@@ -68,15 +69,6 @@ typedef struct {
     float *lnf_w, *lnf_b;           // (C) pre-norm decoder's final LayerNorm
     float *w_out, *b_out;           // (C, V), (V)
 } aw_weights;
-
-// The form-specific part of one attention sublayer (see attention_forms.c).
-typedef struct {
-    int form;              // enum aw_attention_form
-    int causal;
-    int feature;           // linear
-    aw_synthesizer *synth; // synthesizer (owned)
-    int uses_qk;           // 0 when the form never reads Q and K
-} aw_attn_form;
 
 typedef struct {
     float *ln, *ln_mean, *ln_rstd; // (N, C), (N), (N): LayerNorm of the input (pre) or of res (post)
@@ -118,17 +110,15 @@ typedef struct aw_model {
     aw_model_config cfg;
     size_t n_tensors;
     aw_tensor_info tensors[AW_MAX_TENSORS];
-    size_t n_params;            // floats in the main arena
+    size_t n_params;            // floats in the arena (every tensor, the forms' included)
     float *params, *grads;      // (n_params) each
     float *adam_m, *adam_v;     // (n_params) each
     uint8_t *decay;             // (n_params) 1 where weight decay applies
     aw_weights w, g;            // pointers into params and grads
     float *pe;                  // (L, C) the positional table in use (wpe or the sinusoid)
     float *pe_sin;              // (L, C) the sinusoid (owned)
-    size_t n_synth;
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
-    aw_synthesizer *synths[3 * AW_MAX_LAYERS]; // not owned here: the forms own them
-    float *synth_m[3 * AW_MAX_LAYERS], *synth_v[3 * AW_MAX_LAYERS];
+    size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
     int keep_attention;         // 1: forward stores every form's weights in acts.att (for display);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
@@ -140,11 +130,12 @@ typedef struct aw_model {
     aw_acts a, da;
     int32_t *tokens, *targets, *src; // (B*T), (B*T), (B*S)
     size_t tok_cap;
-    float *scratch;             // (T * max(T, S)) attention backward
-    size_t scratch_cap;
+    float *scratch;             // the attention backward's work: the largest work_floats of any
+    size_t scratch_cap;         // sublayer's form at the reserved (T, S)
 } aw_model;
 
-// Checks cfg (sizes, d_model % heads, known enums, synthesizer options). AW_OK or AW_ERR_ARG.
+// Checks cfg (sizes, d_model % heads, known enums, the form's options). AW_OK, or AW_ERR_ARG with
+// a message naming the field and its limit (aw_error_message).
 int model_check_config(const aw_model_config *cfg);
 // Allocates and initialises a model from cfg (deterministic from cfg->seed).
 int model_create(aw_model **out, const aw_model_config *cfg);
@@ -184,35 +175,26 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                    int use_cache);
 
 // Finite-difference gradient check of the whole model on a random batch (B, T, S) drawn from
-// seed, up to per_tensor entries of every tensor (gradcheck.c explains the measure).
+// seed: every tensor's gradient along its own direction and along a random one (gradcheck.c
+// explains the measure). mutate_tensor (NULL: none): multiply that tensor's analytic gradient by
+// mutate_factor first, so a test can show that an error of that size fails the check.
 typedef struct {
-    double error;              // ||numeric - analytic|| / max norm, over every checked entry
-    double worst_tensor_error; // the same per tensor (norm floored at 1e-3), the worst one
+    double error;              // the worst relative error of any direction of any tensor
+    double worst_tensor_error; // the same, kept with the tensor's name
     char worst_tensor[40];
-    size_t checked, skipped;   // entries compared; entries skipped at a kink
+    size_t checked, skipped;   // directions compared; directions skipped at a kink
     size_t zero_grad_tensors;  // trainable tensors (not embeddings) whose gradient is all zero
     char zero_grad_name[40];   // the first of them
     size_t fixed_with_grad;    // fixed (non-trainable) tensors that got a gradient
+    size_t redraws;            // batches drawn again because a ReLU sat at its kink
 } aw_grad_check;
-int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, size_t per_tensor, aw_grad_check *out);
+int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, const char *mutate_tensor,
+                     double mutate_factor, aw_grad_check *out);
 
 // The tensor named `name`, or NULL; its data pointer (params or synthesizer params).
 const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name);
 float *model_tensor_data(aw_model *m, const aw_tensor_info *t);
 float *model_tensor_grad(aw_model *m, const aw_tensor_info *t);
 size_t model_tensor_size(const aw_tensor_info *t);
-
-// attention_forms.c: create the form of a sublayer, and its core O = form(Q, K, V) over one
-// sequence: q (T, C), k, v (Tk, C), x (T, C) the sublayer input (synthesizer dense forms),
-// out (T, C), att (H, T, Tk) or NULL.
-int attn_form_init(aw_attn_form *f, const aw_model_config *cfg, int causal, int self, uint32_t seed);
-void attn_form_free(aw_attn_form *f);
-int attn_form_forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                      const float *v, size_t T, size_t Tk, size_t C, size_t H);
-// Accumulates dx, dq, dk, dv (and the synthesizer's grads) from dout; att is the forward's
-// weights (softmax uses them; the others recompute). scratch: T * (Tk + C) floats.
-int attn_form_backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *scratch,
-                       const float *dout, const float *att, const float *x, const float *q, const float *k,
-                       const float *v, size_t T, size_t Tk, size_t C, size_t H);
 
 #endif

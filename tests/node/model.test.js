@@ -36,40 +36,40 @@ for (const { name, lib } of builds) {
     expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", "linear:elu\+1".*got "cosine"/);
     expectError(() => lib.createModel({ dModel: 30, heads: 4 }), /dModel \(30\) must be divisible by heads \(4\)/);
     expectError(() => lib.createModel({ attention: 'linear:efficient' }), /no causal form/);
-    expectError(() => lib.createModel({ layers: 40 }), /layers must be in \[1, 16\], got 40/);
+    expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 16\], got 40/);
     expectError(() => lib.createModel({ dmodel: 8 }), /unknown option "dmodel"/);
-    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /apply to "synth:\*" attention only/);
+    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k applies to "synth:\*" attention only/);
     expectError(() => lib.createModel({ attention: 'synth:factorized-dense', maxLen: 12, attentionOptions: { a: 5, b: 2 } }),
       /a \* b = maxLen \(12\), got 5 \* 2/);
     expectError(() => lib.createModel({ attention: 'synth:mixture', attentionOptions: { components: ['random', 'random'] } }), /distinct/);
     const m = lib.createModel(small);
-    expectError(() => m.forward([1, 2, 12]), /tokens\[2\] is 12; token ids must be integers in \[0, 12\)/);
+    expectError(() => m.forward([1, 2, 12]), /tokens\[2\] is 12, outside the vocabulary \[0, 12\)/);
     expectError(() => m.forward([1, 2.5]), /tokens\[1\] is 2\.5/);
     expectError(() => m.forward([]), /tokens is empty/);
-    expectError(() => m.forward(new Array(9).fill(1)), /tokens has 9 tokens, more than this model's maxLen \(8\)/);
-    expectError(() => m.generate(new Array(9).fill(1)), /prompt has 9 tokens, more than this model's maxLen \(8\)/);
+    expectError(() => m.forward(new Array(9).fill(1)), /the sequence has 9 positions; this model takes 1 to maxLen = 8/);
+    expectError(() => m.generate(new Array(9).fill(1)), /prompt must have 1 to maxLen = 8 tokens, got 9/);
     expectError(() => m.generate([1], { temperature: -1 }), /temperature must be >= 0/);
     expectError(() => m.trainStep({ task: 'parity' }), /task must be one of "copy", "reverse".*got "parity"/);
-    expectError(() => m.trainStep({ task: 'reverse' }), /task reverse with length 16 needs 32 positions, more than this model's maxLen \(8\)/);
-    expectError(() => m.trainStep({ task: 'reverse', length: 3, symbols: 12 }), /needs vocab >= 13, this model has 12/);
-    expectError(() => m.trainStep({ task: 'chars', length: 4 }), /needs vocab >= 50, this model has 12/);
-    expectError(() => m.trainStep({ task: 'recall', length: 3, symbols: 4 }), /recall draws 3 distinct keys/);
-    expectError(() => m.trainStep({ task: 'reverse', length: 3, lr: -1 }), /lr must be > 0/);
+    expectError(() => m.trainStep({ task: 'reverse' }), /task "reverse" at length 16 needs 32 positions, more than maxLen = 8/);
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, symbols: 12 }), /needs vocab >= 13, and this model has 12/);
+    expectError(() => m.trainStep({ task: 'chars', length: 4 }), /needs vocab >= 50, and this model has 12/);
+    expectError(() => m.trainStep({ task: 'recall', length: 3, symbols: 4 }), /3 pairs need distinct keys, and symbols = 4 gives only 2/);
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, lr: -1 }), /lr must be > 0, got -1/);
     expectError(() => m.trainStep({ task: 'reverse', length: 3, batchsize: 4 }), /unknown option "batchsize"/);
     expectError(() => m.forward([1], { source: [1] }), /source is for arch "encoder-decoder" models only/);
     const synth = lib.createModel({ ...small, attention: 'synth:random' });
-    expectError(() => synth.forward(new Array(9).fill(1)), /more than this model's maxLen \(8\) \(a Synthesizer fixes its length when created\)/);
+    expectError(() => synth.forward(new Array(9).fill(1)), /maxLen = 8 \(attention "synth:random" fixes its length when created\)/);
     synth.dispose();
     const ed = lib.createModel({ ...small, arch: 'encoder-decoder', vocab: 64 });
     expectError(() => ed.forward([0, 1]), /encoder-decoder model needs \{ source \}/);
-    expectError(() => ed.trainStep({ task: 'chars', length: 4 }), /task chars is plain language modelling.*arch "decoder"/);
+    expectError(() => ed.trainStep({ task: 'chars', length: 4 }), /task "chars" is language modelling: it needs a decoder-only model/);
     ed.dispose();
     expectError(() => lib.loadModel(new Uint8Array(20)), /not an attention-wasm model checkpoint/);
     expectError(() => lib.loadModel('weights'), /bytes must be a Uint8Array or ArrayBuffer/);
     const wild = lib.createModel(small); // a diverging run says what went wrong
     expectError(() => { for (let i = 0; i < 200; i++) wild.trainStep({ task: 'reverse', length: 3, lr: 1e4, clip: 0 }); },
-      /NaN or Infinity; lower lr \(now 10000\)/);
-    expectError(() => wild.evaluate({ task: 'reverse', length: 3 }), /parameters diverged.*create a new model or load a checkpoint/);
+      /NaN or Infinity.*create the model again or load a checkpoint/);
+    expectError(() => wild.evaluate({ task: 'reverse', length: 3 }), /parameters hold NaN or Infinity \(in wte\): they have diverged \(lowering lr cannot repair them\); create the model again or load a checkpoint/);
     wild.dispose();
     const r = m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }); // still usable
     assert.ok(Number.isFinite(r.loss) && r.loss > 0);

@@ -1,0 +1,64 @@
+// form_softmax.c: scaled dot-product attention as a registry row (docs/attention-forms.md
+// section 1). The forward keeps the probabilities for the backward (they are the (H, T, Tk)
+// weights); generation keeps a KV cache of the positions so far.
+#include "forms.h"
+
+#include "../attention/softmax_attention.h"
+#include "../attention/softmax_attention_backward.h"
+#include "../kernels/size.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <string.h>
+
+static aw_softmax_attention_desc desc(const aw_attn_form *f, size_t T, size_t Tk, int causal) {
+    return (aw_softmax_attention_desc){T, Tk, f->C, f->C, f->H, causal, 1.0f / sqrtf((float)(f->C / f->H)), NULL};
+}
+
+static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
+    (void)f;
+    return aw_size_mul(T, Tk); // dP for one head (softmax_attention_backward's scratch)
+}
+
+static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
+                   const float *v, size_t T, size_t Tk) {
+    (void)x;
+    const aw_softmax_attention_desc ds = desc(f, T, Tk, f->causal);
+    return softmax_attention_forward(out, att, q, k, v, &ds);
+}
+
+static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
+                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    size_t Tk) {
+    (void)dx, (void)x;
+    const aw_softmax_attention_desc ds = desc(f, T, Tk, f->causal);
+    return softmax_attention_backward(dq, dk, dv, work, dout, att, q, k, v, &ds);
+}
+
+// state: the KV cache, keys (L, C) then values (L, C).
+static size_t step_floats(const aw_attn_form *f, size_t L) { return aw_size_mul3(2, L, f->C); }
+
+static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q,
+                const float *k, const float *v, size_t pos) {
+    (void)x;
+    const size_t C = f->C;
+    if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);
+    float *kc = state, *vc = state + L * C; // (L, C) each
+    memcpy(kc + pos * C, k, C * sizeof(float));
+    memcpy(vc + pos * C, v, C * sizeof(float));
+    // the cache holds positions 0..pos only, so no causal mask is needed
+    const aw_softmax_attention_desc ds = desc(f, 1, pos + 1, 0);
+    return softmax_attention_forward(out, NULL, q, kc, vc, &ds);
+}
+
+const aw_form AW_FORM_SOFTMAX_DESC = {
+    .name = "softmax",
+    .family = "softmax",
+    .cross = "softmax",
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SAVES_WEIGHTS,
+    .work_floats = work_floats,
+    .forward = forward,
+    .backward = backward,
+    .step_floats = step_floats,
+    .step = step,
+};

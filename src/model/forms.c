@@ -1,0 +1,54 @@
+// forms.c: the registry's one table (see forms.h), and the sublayer lifecycle every form shares.
+#include "forms.h"
+
+#include "../kernels/status.h"
+
+#include <string.h>
+
+static const aw_form *const FORMS[] = {
+    &AW_FORM_SOFTMAX_DESC,
+    &AW_FORM_LINEAR_ELU1_DESC,
+    &AW_FORM_LINEAR_RELU_DESC,
+    &AW_FORM_LINEAR_EFFICIENT_DESC,
+    &AW_FORM_LINEAR_TAYLOR_DESC,
+    &AW_FORM_SYNTH_DENSE_DESC,
+    &AW_FORM_SYNTH_RANDOM_DESC,
+    &AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
+    &AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC,
+    &AW_FORM_SYNTH_MIXTURE_DESC,
+};
+enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };
+
+size_t aw_form_count_all(void) { return N_FORMS; }
+
+const aw_form *aw_form_at(size_t i) { return i < N_FORMS ? FORMS[i] : NULL; }
+
+const aw_form *aw_form_find(const char *name) {
+    for (size_t i = 0; name && i < N_FORMS; i++)
+        if (strcmp(FORMS[i]->name, name) == 0) return FORMS[i];
+    return NULL;
+}
+
+int aw_form_index(const aw_form *f) {
+    for (size_t i = 0; i < N_FORMS; i++)
+        if (FORMS[i] == f) return (int)i;
+    return -1;
+}
+
+int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup) {
+    memset(f, 0, sizeof *f);
+    if (!form) return aw_fail(AW_ERR_ARG, "no attention form given");
+    if (setup->causal && !(form->flags & AW_FORM_CAUSAL))
+        return aw_fail(AW_ERR_ARG, "attention \"%s\" has no causal form, and a decoder's self-attention is causal",
+                       form->name);
+    if (!setup->causal && !(form->flags & AW_FORM_NONCAUSAL))
+        return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
+    f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H;
+    f->uses_qk = (form->flags & AW_FORM_USES_QK) != 0;
+    return form->init ? form->init(f, setup) : 0;
+}
+
+void attn_form_free(aw_attn_form *f) {
+    if (f->form && f->form->release) f->form->release(f);
+    memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,105 @@
+// forms.h: the registry of attention forms. Every consumer (the model, generation, checkpoints,
+// the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over
+// AW_FORMS instead of switching on a family. A new form is its own file (form_<family>.c) that
+// defines a descriptor, one row in forms.c, and its tests (docs/attention-forms.md lists them).
+//
+// A form turns one sequence's projections into the attention output: q (T, C), k, v (Tk, C),
+// x (T, C) the sublayer input (for forms that read it), out (T, C), att (H, T, Tk) or NULL.
+// Heads split the C columns as everywhere in the library.
+#ifndef AW_MODEL_FORMS_H
+#define AW_MODEL_FORMS_H
+
+#include "../attention/synthesizer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum aw_form_flag {
+    AW_FORM_CAUSAL = 1u << 0,        // has a causal form (so it can be a decoder's self-attention)
+    AW_FORM_NONCAUSAL = 1u << 1,     // has a non-causal form (encoder self-attention)
+    AW_FORM_STEP = 1u << 2,          // generation advances it one token at a time (step below)
+    AW_FORM_USES_QK = 1u << 3,       // reads Q and K, so its sublayer has Wq, Wk (a mixture may
+                                     // drop them: see aw_attn_form.uses_qk)
+    AW_FORM_USES_X = 1u << 4,        // reads the sublayer input X (dense synthesizers)
+    AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
+    AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
+    AW_FORM_SAVES_WEIGHTS = 1u << 7, // its backward reads the forward's weights (H, T, Tk)
+};
+
+typedef struct aw_form aw_form;
+
+// A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
+typedef struct {
+    char name[24];
+    size_t size;   // floats
+    int trainable; // 0: fixed (no gradient, no weight decay), e.g. a fixed random Synthesizer table
+} aw_form_tensor;
+
+// One attention sublayer's instance of a form.
+typedef struct {
+    const aw_form *form;
+    int causal;
+    int uses_qk;           // 1 when Q and K are read (the sublayer then has Wq, Wk)
+    size_t C, H;           // width and heads
+    aw_synthesizer *synth; // forms with parameters: the layer, its params bound into the model's arena
+} aw_attn_form;
+
+// What a form needs to be set up in a model: the width, heads, longest sequence, the options of
+// forms with parameters, and the seed of this sublayer.
+typedef struct {
+    size_t C, H, L;
+    int causal;
+    const aw_synthesizer_config *synth; // options of synth:* forms (variant comes from the form)
+    uint32_t seed;
+} aw_form_setup;
+
+struct aw_form {
+    const char *name;    // "linear:elu+1": what users write, what checkpoints store
+    const char *family;  // "softmax", "linear", "synthesizer"
+    const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
+    unsigned flags;      // enum aw_form_flag
+    int variant;         // the family's own id: linear feature map, synthesizer variant
+    // Sets up f (f->form, causal, C, H already filled in). NULL: nothing to set up.
+    int (*init)(aw_attn_form *f, const aw_form_setup *setup);
+    void (*release)(aw_attn_form *f);
+    // Forms with parameters: their tensors (up to cap; returns the count) in the order of one
+    // contiguous block, and bind, which moves them into the model's arena (params, grads).
+    const char *param_group; // the middle of their names: "synth" gives "dec.0.self.synth.W1"
+    size_t (*tensors)(const aw_attn_form *f, aw_form_tensor *out, size_t cap);
+    void (*bind)(aw_attn_form *f, float *params, float *grads);
+    // Floats of scratch the backward needs for one sequence of (T, Tk); SIZE_MAX if it cannot fit.
+    size_t (*work_floats)(const aw_attn_form *f, size_t T, size_t Tk);
+    int (*forward)(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
+                   const float *v, size_t T, size_t Tk);
+    // Accumulates (+=) dx, dq, dk, dv (and the form's parameter gradients) from dout; att is the
+    // forward's weights when the form saves them; work has work_floats(T, Tk) floats.
+    int (*backward)(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
+                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    size_t Tk);
+    // Generation: floats of state for sequences up to L, and one step at position pos: adds
+    // (k, v) (and x) of the new token and writes its output row (C). NULL when the form has no
+    // incremental step (generation then re-runs the full forward: AW_FORM_STEP unset).
+    size_t (*step_floats)(const aw_attn_form *f, size_t L);
+    int (*step)(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q,
+                const float *k, const float *v, size_t pos);
+};
+
+// The registry, in the order users see it.
+size_t aw_form_count_all(void);
+const aw_form *aw_form_at(size_t i);        // NULL past the end
+const aw_form *aw_form_find(const char *name); // NULL when no form has this name
+int aw_form_index(const aw_form *f);        // its position in the registry
+
+// The sublayer's lifecycle (forms.c): checks the form can serve (causal needs AW_FORM_CAUSAL,
+// with a message naming the form), then calls its init.
+int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup);
+void attn_form_free(aw_attn_form *f);
+
+// The registry rows (one per form file).
+extern const aw_form AW_FORM_SOFTMAX_DESC;
+extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM_LINEAR_EFFICIENT_DESC,
+    AW_FORM_LINEAR_TAYLOR_DESC;
+extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
+    AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC, AW_FORM_SYNTH_MIXTURE_DESC;
+
+#endif

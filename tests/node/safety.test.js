@@ -1,0 +1,194 @@
+// safety.test.js: the seven findings of an independent check through the documented API (issue
+// 10), each as a test that gets a clear Error or the right answer, with the library and every
+// other live object still working afterwards. "Still working" is checked the same way each
+// time: a bystander model created before the bad call gives the same logits after it, and the
+// bytes the allocator holds (heapInUse, not the heap size, which never shrinks) return to what
+// they were once the objects of the test are disposed.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { builds, expectError, maxErr, rand, softmaxAttentionF64, TOL } from './helpers.js';
+
+// A small model whose logits must not change while the library is abused around it.
+function bystander(lib) {
+  const m = lib.createModel({ vocab: 11, dModel: 16, heads: 2, layers: 1, maxLen: 20, seed: 4 });
+  const logits = m.forward([1, 2, 3]).logits;
+  return { still: () => assert.deepEqual(m.forward([1, 2, 3]).logits, logits, 'a bystander model changed'), dispose: () => m.dispose() };
+}
+
+// A safetensors file whose __metadata__ holds `meta` and no tensors.
+function checkpointBytes(meta) {
+  const header = new TextEncoder().encode(JSON.stringify({ __metadata__: meta }));
+  const bytes = new Uint8Array(8 + header.length);
+  new DataView(bytes.buffer).setBigUint64(0, BigInt(header.length), true);
+  bytes.set(header, 8);
+  return bytes;
+}
+
+for (const { name, lib } of builds) {
+  test(`${name}: 1. encoder-decoder backward with a target shorter than the source stays in bounds`, () => {
+    const before = lib.heapInUse();
+    const b = bystander(lib);
+    for (const attention of ['softmax', 'synth:random', 'synth:dense', 'linear:elu+1']) {
+      const m = lib.createModel({ vocab: 21, dModel: 64, heads: 4, layers: 2, maxLen: 40, arch: 'encoder-decoder', attention });
+      m.trainStep({ task: 'recall', batchSize: 2 }); // recall: 17 source positions, 1 target
+      const other = lib.createModel({ vocab: 11, dModel: 16, heads: 2, layers: 1, maxLen: 20 });
+      for (let i = 0; i < 20; i++) m.trainStep({ task: 'recall', batchSize: 2 });
+      assert.equal(other.forward([1, 2, 3]).logits.length, 3 * 11);
+      const g = m.gradientCheck({ length: 1, sourceLength: 30 });
+      assert.ok(g.worstTensorError <= TOL.grad_check_tensor, `${attention}: ${g.worstTensor} ${g.worstTensorError}`);
+      other.dispose();
+      m.dispose();
+    }
+    b.still();
+    b.dispose();
+    assert.equal(lib.heapInUse(), before, 'every byte is returned after dispose()');
+  });
+
+  test(`${name}: 2. sizes that overflow 32 bits are clear Errors, before anything is written`, () => {
+    const b = bystander(lib);
+    expectError(() => lib.createModel({ vocab: 2 ** 20, dModel: 4096, heads: 1, layers: 2, dFF: 7159, maxLen: 2 }),
+      /createModel: the model is too large: its parameters and optimizer state do not fit in this build's 32-bit address space/);
+    const meta = { format: 'attention-wasm-model', version: '1', vocab: String(2 ** 20), d_model: '4096', heads: '1',
+      layers: '2', d_ff: '7159', max_len: '2', attention: 'softmax', positional: 'sinusoidal', norm: 'pre', arch: 'decoder',
+      seed: '1', step: '0' };
+    const small = checkpointBytes(meta);
+    assert.ok(small.length < 400, `${small.length} bytes`);
+    expectError(() => lib.loadModel(small), /loadModel: the checkpoint holds 0 bytes of tensors, fewer than its config needs/);
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 40 });
+    let big = null;
+    try { // 13613 x 33 positions: it fits in 2 GiB or it is an out-of-memory Error; never a trap
+      big = m.trainStep({ task: 'reverse', batchSize: 13613 });
+    } catch (e) {
+      assert.match(e.message, /trainStep: (out of memory|a batch of 13613)/);
+    }
+    if (big) assert.ok(Number.isFinite(big.loss));
+    const r = m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }); // the model still works
+    assert.ok(Number.isFinite(r.loss));
+    m.dispose();
+    const q = new Float32Array(65536), v = new Float32Array(16384);
+    expectError(() => lib.linearAttention({ q, k: q, v, n: 1, d: 65536, dv: 16384 }), /linearAttention: out of memory: the workspace/);
+    expectError(() => lib.linearAttentionState({ d: 65536, dv: 16384 }), /linearAttentionState: the state needs heads x D x dv\/heads floats/);
+    b.still();
+    b.dispose();
+  });
+
+  test(`${name}: 2b. a state that cannot be made leaves nothing for a finalizer to trap on (Node exits 0)`, () => {
+    const script = `
+      import { loadAttention } from ${JSON.stringify(new URL('../../wasm/index.js', import.meta.url).href)};
+      const lib = await loadAttention({ simd: ${name === 'simd'} });
+      for (let i = 0; i < 3; i++) try { lib.linearAttentionState({ d: 65536, dv: 16384 }); } catch {}
+      for (let i = 0; i < 50; i++) lib.linearAttentionState({ d: 8, dv: 8 }); // forgotten: collected later
+      for (let i = 0; i < 50; i++) lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 8 });
+      global.gc(); await new Promise((r) => setTimeout(r, 50)); global.gc(); await new Promise((r) => setTimeout(r, 50));
+      console.log('in use', lib.heapInUse());`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const inUse = Number(/in use (\d+)/.exec(r.stdout)[1]);
+    assert.ok(inUse < 64 * 1024, `forgotten states and models are freed when collected (${inUse} bytes still held)`);
+  });
+
+  test(`${name}: 3. softmax whose logits overflow float32 gives the right answer on both paths`, () => {
+    const n = 5, d = 4, scale = 0.5;
+    const q = rand(n * d, 1, -1, 1).map((x) => x * 1e20), k = rand(n * d, 2, -1, 1).map((x) => x * 1e20);
+    const v = rand(n * d, 3, -1, 1);
+    const want = softmaxAttentionF64({ q, k, v, n, d, scale, causal: true });
+    for (const returnWeights of [false, true]) {
+      const got = lib.softmaxAttention({ q, k, v, n, d, scale, causal: true, returnWeights });
+      assert.ok(got.output.every(Number.isFinite), 'finite');
+      assert.ok(maxErr(got.output, want.output) <= TOL.attention, `returnWeights ${returnWeights}: ${maxErr(got.output, want.output)}`);
+      if (returnWeights) assert.ok(maxErr(got.weights, want.weights) <= TOL.attention);
+    }
+    const big = new Float32Array(n * d).fill(3e38); // every output is a mean of 3e38s: 3e38, not Infinity
+    const out = lib.softmaxAttention({ q: rand(n * d, 4), k: rand(n * d, 5), v: big, n, d }).output;
+    assert.ok(out.every((x) => Math.abs(x - 3e38) <= 3e38 * 1e-6), `got ${out[0]}`);
+  });
+
+  test(`${name}: 5. NaN parameters, overflowing task sizes and inputs that alias the heap`, () => {
+    const b = bystander(lib);
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 40 });
+    expectError(() => m.trainStep({ task: 'reverse', symbols: 2 ** 31 - 1 }), /trainStep: symbols must be an integer in \[0, 1048576\], got 2147483647/);
+    expectError(() => m.trainStep({ task: 'reverse', symbols: 2 ** 32 + 5 }), /symbols must be an integer in \[0, 1048576\], got 4294967301/);
+    expectError(() => m.example({ task: 'copy', symbols: 2 ** 20 }), /example: task "copy": symbols must be in \[2, 1048575\], got 1048576/);
+    expectError(() => m.example({ task: 'copy', length: 3, symbols: 2 ** 32 + 5 }), /symbols must be an integer/);
+    const ex = m.example({ task: 'copy', length: 3, symbols: 11 });
+    assert.ok(ex.target.every((t) => t >= 0 && t < 12));
+    // an input array that is itself a view into the library's wasm memory
+    const alias = new Int32Array(lib.memory.buffer, 64, 3);
+    const keep = alias.slice();
+    alias.set([1, 2, 3]);
+    assert.equal(m.forward(alias).logits.length, 3 * 12);
+    alias.set(keep);
+    const qv = new Float32Array(lib.memory.buffer, 1024, 8);
+    assert.equal(lib.softmaxAttention({ q: qv, k: qv, v: qv, n: 2, d: 4 }).output.length, 8);
+    // NaN weights: forward says so (as evaluate, generate and trainStep do) instead of NaN logits
+    const bytes = m.save();
+    const view = new DataView(bytes.buffer);
+    const off = 8 + Number(view.getBigUint64(0, true));
+    for (let i = off; i < bytes.length; i += 4) view.setFloat32(i, NaN, true);
+    const nan = lib.loadModel(bytes);
+    expectError(() => nan.forward([1, 2, 3]), /forward: the model's parameters hold NaN or Infinity \(in wte\): they have diverged/);
+    expectError(() => nan.generate([1, 2, 3]), /generate: .*(diverged|not finite)/);
+    nan.dispose();
+    m.dispose();
+    b.still();
+    b.dispose();
+  });
+
+  test(`${name}: 6. taylor, causal: a key at similarity 0 gives the same row in every mode; weights are >= 0`, () => {
+    const d = 4, n = 3;
+    const q = Float32Array.from([0.3, -0.2, 0.5, 0.1, 0.7, 0.1, -0.4, 0.2, -0.1, 0.6, 0.2, -0.3]);
+    const k = q.slice();
+    for (let c = 0; c < d; c++) k[c] = -q[c]; // k0 = -q0: sim(q0, k0) = 1 + cos = 0
+    const v = rand(n * d, 9, -1, 1);
+    const outs = ['parallel', 'recurrent'].map((mode) => lib.linearAttention({ q, k, v, n, d, feature: 'taylor', causal: true, mode }).output);
+    const ref = lib.linearAttention({ q, k, v, n, d, feature: 'taylor', causal: true, reference: true }).output;
+    const state = lib.linearAttentionState({ d, dv: d, feature: 'taylor' });
+    const stepped = new Float32Array(n * d);
+    for (let i = 0; i < n; i++) stepped.set(state.step(q.subarray(i * d, (i + 1) * d), k.subarray(i * d, (i + 1) * d), v.subarray(i * d, (i + 1) * d)), i * d);
+    state.dispose();
+    for (const o of [...outs, stepped]) {
+      assert.ok(maxErr(o, ref) <= TOL.linear_causal_forms, `max diff ${maxErr(o, ref)}`);
+      assert.deepEqual([...o.subarray(0, d)], [0, 0, 0, 0], 'the only key has similarity 0: a zero row');
+    }
+    for (let seed = 1; seed <= 20; seed++) {
+      const w = lib.linearAttention({ q: rand(16 * 8, seed), k: rand(16 * 8, seed + 99), v: rand(16 * 8, 3), n: 16, d: 8,
+        feature: 'taylor', causal: seed % 2 === 0, returnWeights: true }).weights;
+      assert.ok(w.every((x) => x >= 0), `a negative weight (seed ${seed}): ${Math.min(...w)}`);
+    }
+  });
+
+  test(`${name}: 7. the whole-model gradient check fails on a 10% error in any single tensor's gradient`, (t) => {
+    for (const [attention, tensor] of [['synth:dense', 'dec.0.self.synth.b2'], ['softmax', 'dec.1.ffn.w1'], ['linear:elu+1', 'dec.0.self.wq']]) {
+      const m = lib.createModel({ vocab: 7, dModel: 8, heads: 2, layers: 2, dFF: 12, maxLen: 8, seed: 5, attention });
+      const clean = m.gradientCheck();
+      const bad = m.gradientCheck({ mutate: { tensor, factor: 1.1 } });
+      t.diagnostic(`${attention}: clean worst ${clean.worstTensorError.toExponential(2)} (${clean.worstTensor}); ${tensor} x 1.1 -> ` +
+        `${bad.worstTensorError.toExponential(2)} (${bad.worstTensor}); bound ${TOL.grad_check_tensor}`);
+      assert.ok(clean.worstTensorError <= TOL.grad_check_tensor);
+      assert.equal(bad.worstTensor, tensor);
+      assert.ok(bad.worstTensorError > TOL.grad_check_tensor);
+      m.dispose();
+    }
+  });
+
+  test(`${name}: leaks are measured in bytes in use: 2000 calls of every kind hold nothing afterwards`, () => {
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 16 });
+    m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }); // activations reserved once
+    const q = rand(8 * 8, 1);
+    const before = lib.heapInUse();
+    for (let i = 0; i < 2000; i++) {
+      lib.softmaxAttention({ q, k: q, v: q, n: 8, d: 8, returnWeights: i % 2 === 0 });
+      lib.linearAttention({ q, k: q, v: q, n: 8, d: 8, causal: i % 2 === 0 });
+      if (i % 20 === 0) {
+        m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 });
+        m.forward([1, 2, 3]);
+        m.generate([1, 2], { maxTokens: 3 });
+        try { m.trainStep({ task: 'reverse', length: 30 }); } catch {} // a failing call frees what it took
+        lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 8 }).dispose();
+      }
+    }
+    assert.equal(lib.heapInUse(), before, 'bytes in use after 2000 rounds');
+    m.dispose();
+  });
+}
