@@ -22,9 +22,8 @@ static double now_ms(void) {
 static void usage(void) {
     printf("usage: trainer [flags]\n"
            "  --task copy|reverse|sort|recall|translate|chars   (reverse)\n"
-           "  --attention softmax | linear:elu+1 | linear:relu | linear:taylor | synth:dense | synth:random |\n"
-           "              synth:factorized-dense | synth:factorized-random | synth:mixture   (softmax)\n"
-           "              (short names: elu+1, relu, taylor, dense, random, ...)\n"
+           "  --attention NAME      (softmax) one of the forms below with a causal form; short names\n"
+           "              such as elu+1, taylor, dense, random work too\n"
            "  --fixed               synthesizer random tables not trained\n"
            "  --components a,b      mixture components (random,dot)\n"
            "  --length N --symbols N   task size (task defaults)\n"
@@ -32,6 +31,10 @@ static void usage(void) {
            "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder\n"
            "  --steps N (1000) --batch N (32) --lr X (2e-3) --warmup N (100) --weight-decay X (0.01) --clip X (1)\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
+    printf("attention forms (the registry, src/model/forms.c):\n");
+    for (size_t i = 0; i < aw_form_count_all(); i++)
+        printf("  %-26s %s%s\n", aw_form_at(i)->name, aw_form_at(i)->family,
+               aw_form_at(i)->flags & AW_FORM_CAUSAL ? "" : " (no causal form: not for a decoder)");
 }
 
 // The registry name of --attention: a full name, or a short one (elu+1, relu, taylor, dense, ...).

@@ -107,7 +107,7 @@ AW_API int aw_model_train_step(aw_model *m, const char *task, double length, dou
     aw_clear_error();
     aw_task_spec spec;
     aw_train_config tc;
-    size_t B;
+    size_t B = 0;
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = size_arg("batchSize", batch, 1, 65536, 32, &B);
     if (!st) st = train_config(&tc, hyper);
@@ -126,7 +126,7 @@ AW_API int aw_model_evaluate(aw_model *m, const char *task, double length, doubl
                              double batches, double seed, double *metrics) {
     aw_clear_error();
     aw_task_spec spec;
-    size_t B, nb, sd;
+    size_t B = 0, nb = 0, sd = 0;
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = size_arg("batchSize", batch, 1, 65536, 64, &B);
     if (!st) st = size_arg("batches", batches, 1, 1 << 20, 8, &nb);
@@ -157,7 +157,7 @@ AW_API int aw_model_example(const aw_model *m, const char *task, double length, 
                             int32_t *src, int32_t *tgt, int32_t *real) {
     aw_clear_error();
     aw_task_spec spec;
-    size_t sd;
+    size_t sd = 0;
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = size_arg("seed", seed, 0, 4294967295.0, 1, &sd);
     if (st) return st;

@@ -37,10 +37,9 @@ AW_API int32_t aw_synth_tensor_size(const aw_synthesizer *s, int32_t i) {
     return s && i >= 0 && (size_t)i < s->n_tensors ? (int32_t)s->tensors[i].size : -1;
 }
 AW_API float *aw_synth_params(const aw_synthesizer *s) { return s ? s->params : 0; }
-AW_API float *aw_synth_grads(const aw_synthesizer *s) { return s ? s->grads : 0; }
 
 // out (n, dv), weights (heads, n, n) or NULL, x (n, d) or NULL, v (n, dv), q, k (n, dqk) or NULL.
-// path: 0 = fast (saves activations for aw_synth_backward), 1 = naive reference.
+// path: 0 = fast, 1 = naive reference.
 AW_API int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const float *x, const float *v,
                             const float *q, const float *k, int32_t n, int32_t dv, int32_t dqk, int32_t causal,
                             int32_t path) {
@@ -51,20 +50,8 @@ AW_API int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const
     return synthesizer_forward(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0);
 }
 
-// Accumulates gradients of the last fast forward (see synthesizer_backward in synthesizer.h).
-AW_API int aw_synth_backward(aw_synthesizer *s, float *dx, float *dv, float *dq, float *dk, const float *dout,
-                             const float *x, const float *v, const float *q, const float *k) {
-    aw_clear_error();
-    return synthesizer_backward(s, dx, dv, dq, dk, dout, x, v, q, k);
-}
-
-AW_API int aw_synth_zero_grad(aw_synthesizer *s) {
-    aw_clear_error();
-    if (!s) return AW_ERR_ARG;
-    synthesizer_zero_grad(s);
-    return AW_OK;
-}
-
 // alphas (heads, C): the mixture's softmax(alphaLogits) per head.
 AW_API int aw_synth_alphas(const aw_synthesizer *s, float *alphas) {
-    aw_clear_error(); return synthesizer_alphas(s, alphas); }
+    aw_clear_error();
+    return synthesizer_alphas(s, alphas);
+}

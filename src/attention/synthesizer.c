@@ -411,6 +411,70 @@ int synthesizer_forward(aw_synthesizer *s, float *out, float *weights, const flo
     return AW_OK;
 }
 
+// ---- one causal step (generation) --------------------------------------------------------
+
+size_t synthesizer_step_floats(const aw_synthesizer *s) {
+    return aw_size_add(aw_size_mul(2, s->cfg.max_len), aw_size_add(aw_size_mul(2, s->cfg.d), s->cfg.a + s->cfg.b));
+}
+
+// row (t) = the logits of component c, head hd, at query position i = t - 1 over keys 0..i: the
+// row i of component_logits, computed from this position's x and q alone (and the cached keys).
+static void component_row(const aw_synthesizer *s, float *row, float *tmp, size_t c, size_t hd, const float *xi,
+                          const float *qi, const float *kc, size_t t, size_t dqk) {
+    const size_t d = s->cfg.d, L = s->cfg.max_len, h = s->cfg.heads, i = t - 1;
+    switch (s->comp_kind[c]) {
+    case AW_SYNTH_DENSE: { // relu(x_i W1 + b1) W2[:, :t] + b2[:t]
+        float *hid = tmp;
+        dense_hidden(hid, xi, PARAM(c, 0, hd), PARAM(c, 1, hd), 1, d);
+        aw_matmul_nn(row, hid, PARAM(c, 2, hd), 1, t, d, d, L, t, 0);
+        aw_axpy(row, 1.0f, PARAM(c, 3, hd), t);
+        break;
+    }
+    case AW_SYNTH_RANDOM: memcpy(row, PARAM(c, 0, hd) + i * L, t * sizeof(float)); break;
+    case AW_SYNTH_FACTORIZED_DENSE: {
+        const size_t a = s->cfg.a, b = s->cfg.b;
+        float *hid = tmp, *ba = tmp + d, *bb = ba + a;
+        dense_hidden(hid, xi, PARAM(c, 0, hd), PARAM(c, 1, hd), 1, d);
+        aw_matmul_nn(ba, hid, PARAM(c, 2, hd), 1, a, d, d, a, a, 0);
+        dense_hidden(hid, xi, PARAM(c, 3, hd), PARAM(c, 4, hd), 1, d);
+        aw_matmul_nn(bb, hid, PARAM(c, 5, hd), 1, b, d, d, b, b, 0);
+        for (size_t j = 0; j < t; j++) row[j] = ba[j / b] * bb[j % b];
+        break;
+    }
+    case AW_SYNTH_FACTORIZED_RANDOM: // R1[i] R2[:t]^T
+        aw_matmul_nt(row, PARAM(c, 0, hd) + i * s->cfg.k, PARAM(c, 1, hd), 1, t, s->cfg.k, s->cfg.k, s->cfg.k, t, 0);
+        break;
+    case AW_SYNTH_DOT: { // q_i K_h[:t]^T / sqrt(dqk / h)
+        const size_t dh = dqk / h;
+        aw_matmul_nt(row, qi + hd * dh, kc + hd * dh, 1, t, dh, dqk, dqk, t, 0);
+        aw_scale(row, row, 1.0f / sqrtf((float)dh), t);
+        break;
+    }
+    }
+}
+
+int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const float *xi, const float *qi,
+                     const float *kc, const float *vc, size_t pos, size_t dv, size_t dqk) {
+    const size_t t = pos + 1, h = s->cfg.heads, C = s->n_comp, dvh = dv / h, d = s->cfg.d;
+    if (t > s->cfg.max_len || dv % h) return AW_ERR_ARG;
+    float *p = scratch, *row = p + s->cfg.max_len, *tmp = row + s->cfg.max_len; // (t), (t), (2 d + a + b)
+    (void)d;
+    for (size_t hd = 0; hd < h; hd++) {
+        double al[AW_SYNTH_MAX_COMPONENTS];
+        alphas_double(s, hd, al);
+        for (size_t c = 0; c < C; c++) {
+            component_row(s, C == 1 ? p : row, tmp, c, hd, xi, qi, kc, t, dqk);
+            if (C == 1) break;
+            if (c == 0) aw_scale(p, row, (float)al[0], t);
+            else aw_axpy(p, (float)al[c], row, t);
+        }
+        if (!all_finite(p, t)) return AW_ERR_NONFINITE;
+        aw_softmax_rows(p, 1, t, t);
+        aw_matmul_nn(out + hd * dvh, p, vc + hd * dvh, 1, dvh, t, t, dv, dv, 0);
+    }
+    return AW_OK;
+}
+
 // ---- naive reference forward -----------------------------------------------------------
 
 // hid (d) = relu(x_i W1 + b1) in double.

@@ -128,6 +128,13 @@ int synthesizer_forward_ref(const aw_synthesizer *s, float *out, float *weights,
 int synthesizer_backward(aw_synthesizer *s, float *dx, float *dv_out, float *dq, float *dk, const float *dout,
                          const float *x, const float *v, const float *q, const float *k);
 void synthesizer_zero_grad(aw_synthesizer *s); // grads = 0
+// One causal step for generation: out (dv) = the output at position pos, given this position's
+// x_i (d) and q_i (dqk) and the cached keys kc (pos + 1, dqk) and values vc (pos + 1, dv) of
+// positions 0..pos. The same numbers as row pos of a causal synthesizer_forward, in O(pos) per
+// head instead of O(pos^2). scratch: synthesizer_step_floats(s) floats. Saves nothing.
+size_t synthesizer_step_floats(const aw_synthesizer *s);
+int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const float *xi, const float *qi,
+                     const float *kc, const float *vc, size_t pos, size_t dv, size_t dqk);
 // Moves the parameters into caller memory (params and grads, n_params floats each, e.g. a
 // model's arena): copies params there, zeroes grads, frees the layer's own block.
 void synthesizer_bind(aw_synthesizer *s, float *params, float *grads);

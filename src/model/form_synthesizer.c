@@ -10,6 +10,7 @@
 #include "../kernels/status.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int init(aw_attn_form *f, const aw_form_setup *setup) {
     if (!setup->synth) return aw_fail(AW_ERR_ARG, "attention \"%s\" needs its options", f->form->name);
@@ -66,12 +67,29 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     return synthesizer_backward(f->synth, dx, dv, f->uses_qk ? dq : NULL, f->uses_qk ? dk : NULL, dout, x, v, qq, kk);
 }
 
+// state: the keys (L, C) and values (L, C) so far, then the step's scratch.
+static size_t step_floats(const aw_attn_form *f, size_t L) {
+    return aw_size_add(aw_size_mul3(2, L, f->C), synthesizer_step_floats(f->synth));
+}
+
+static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q, const float *k,
+                const float *v, size_t pos) {
+    const size_t C = f->C;
+    if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past maxLen = %zu", pos, L);
+    float *kc = state, *vc = state + L * C, *scratch = vc + L * C;
+    if (f->uses_qk) memcpy(kc + pos * C, k, C * sizeof(float));
+    memcpy(vc + pos * C, v, C * sizeof(float));
+    const int st = synthesizer_step(f->synth, out, scratch, x, f->uses_qk ? q : NULL, kc, vc, pos, C, f->uses_qk ? C : 0);
+    return st == AW_ERR_NONFINITE ? aw_fail(st, "a synthesized logit is NaN or infinite") : st;
+}
+
 #define SYNTH_FORM(NAME, VARIANT, FLAGS)                                                                           \
     {                                                                                                              \
         .name = NAME, .family = "synthesizer", .cross = "softmax",                                                 \
-        .flags = (FLAGS) | AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_PARAMS, .variant = VARIANT, .init = init,  \
-        .release = release, .param_group = "synth", .tensors = tensors, .bind = bind, .work_floats = work_floats,  \
-        .forward = forward, .backward = backward                                                                   \
+        .flags = (FLAGS) | AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_PARAMS | AW_FORM_STEP, .variant = VARIANT,  \
+        .init = init, .release = release, .param_group = "synth", .tensors = tensors, .bind = bind,                \
+        .work_floats = work_floats, .forward = forward, .backward = backward, .step_floats = step_floats,          \
+        .step = step                                                                                               \
     }
 
 const aw_form AW_FORM_SYNTH_DENSE_DESC = SYNTH_FORM("synth:dense", AW_SYNTH_DENSE, AW_FORM_USES_X);

@@ -37,7 +37,6 @@ void linear_backward(float *dx, float *dw, float *db, const float *dout, const f
 // ---- ReLU, residual -----------------------------------------------------------------------
 void relu_forward(float *out, const float *x, size_t n);                   // out = max(x, 0)
 void relu_backward(float *dx, const float *dout, const float *x, size_t n); // dx += dout * (x > 0)
-void residual_forward(float *out, const float *a, const float *b, size_t n); // out = a + b
 
 // ---- softmax cross-entropy ------------------------------------------------------------------
 // probs (N, V) = softmax(logits); losses[r] = -log probs[r, targets[r]] for targets[r] >= 0,

@@ -37,7 +37,3 @@ void relu_forward(float *out, const float *x, size_t n) {
 void relu_backward(float *dx, const float *dout, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) dx[i] += x[i] > 0.0f ? dout[i] : 0.0f;
 }
-
-void residual_forward(float *out, const float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}

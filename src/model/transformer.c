@@ -641,11 +641,7 @@ int model_backward(aw_model *m) {
 }
 
 double model_update(aw_model *m, const aw_train_config *tc) {
-    double ss = 0.0;
-    for (size_t i = 0; i < m->n_params; i++) ss += (double)m->grads[i] * m->grads[i];
-    const double norm = sqrt(ss);
-    const float scale = (tc->clip > 0.0f && norm > tc->clip) ? (float)(tc->clip / (norm + 1e-12)) : 1.0f;
-    if (scale != 1.0f) aw_scale(m->grads, m->grads, scale, m->n_params);
+    const double norm = clip_grad_norm(m->grads, m->n_params, tc->clip);
     m->step++;
     const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
     adamw_update(m->params, m->adam_m, m->adam_v, m->grads, m->decay, m->n_params, &ac, m->step);

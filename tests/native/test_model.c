@@ -454,6 +454,28 @@ static void test_generation(void) {
     check_generation("generate: softmax encoder-decoder", c, 5);
     c.form = FORM("linear:relu");
     check_generation("generate: linear relu encoder-decoder", c, 5);
+    // the Synthesizer's own step: every variant, and mixtures with the dot and factorized kinds
+    struct {
+        const char *name;
+        aw_synthesizer_config s;
+    } synths[] = {
+        {"generate: synthesizer dense", {.variant = AW_SYNTH_DENSE, .trainable = 1}},
+        {"generate: synthesizer random", {.variant = AW_SYNTH_RANDOM, .trainable = 1}},
+        {"generate: synthesizer factorized-dense", {.variant = AW_SYNTH_FACTORIZED_DENSE, .a = 3, .b = 4, .trainable = 1}},
+        {"generate: synthesizer factorized-random", {.variant = AW_SYNTH_FACTORIZED_RANDOM, .k = 3, .trainable = 1}},
+        {"generate: synthesizer mixture (random + dot)",
+         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .n_components = 2, .components = {AW_SYNTH_RANDOM, AW_SYNTH_DOT}}},
+        {"generate: synthesizer mixture (dense, fr, fd)",
+         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .k = 2, .a = 3, .b = 4, .n_components = 3,
+          .components = {AW_SYNTH_DENSE, AW_SYNTH_FACTORIZED_RANDOM, AW_SYNTH_FACTORIZED_DENSE}}},
+    };
+    for (size_t i = 0; i < sizeof synths / sizeof synths[0]; i++) {
+        c = base_config(), c.max_len = 12, c.form = synth_form(synths[i].s.variant), c.synth = synths[i].s;
+        check_generation(synths[i].name, c, 5);
+    }
+    c = base_config(), c.max_len = 12, c.arch = AW_ARCH_ENCODER_DECODER, c.form = FORM("synth:dense");
+    c.synth.variant = AW_SYNTH_DENSE, c.synth.trainable = 1;
+    check_generation("generate: synthesizer dense encoder-decoder", c, 5);
 }
 
 static void test_learning(void) {

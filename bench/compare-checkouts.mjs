@@ -1,0 +1,58 @@
+// bench/compare-checkouts.mjs: this checkout against another one (an earlier commit), side by
+// side in one process, so a change to the core can show it costs nothing.
+//   git worktree add /tmp/base <commit> && (cd /tmp/base && bash build.sh wasm)
+//   node bench/compare-checkouts.mjs /tmp/base
+// Both libraries run the same public-API calls, interleaved round-robin (bench/timing.js), and
+// the table prints base / this per workload: above 1 means this checkout is faster.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { interleave } from './timing.js';
+import { loadAttention } from '../wasm/index.js';
+
+const baseDir = process.argv[2];
+if (!baseDir) throw new Error('usage: node bench/compare-checkouts.mjs <other checkout with a built wasm/>');
+const { loadAttention: loadBase } = await import(pathToFileURL(`${baseDir}/wasm/index.js`).href);
+// the CPU as /proc/cpuinfo names it (family and model tell Zen 3 from Zen 5 where the name does not)
+let cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+try {
+  const info = readFileSync('/proc/cpuinfo', 'utf8');
+  const field = (k) => new RegExp(`^${k}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1];
+  cpu = `${field('model name') ?? cpu} (cpu family ${field('cpu family')}, model ${field('model')})`;
+} catch {}
+console.log(`# this checkout vs ${baseDir}: node ${process.version}, ${cpu}, ${os.cpus().length} cores`);
+
+const rand = (n, seed) => {
+  let s = seed >>> 0 || 1;
+  return Float32Array.from({ length: n }, () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32 - 0.5; });
+};
+
+for (const simd of [true, false]) {
+  const libs = { base: await loadBase({ simd }), this: await loadAttention({ simd }) };
+  const q1024 = rand(1024 * 64, 1), k1024 = rand(1024 * 64, 2), v1024 = rand(1024 * 64, 3);
+  const q256 = rand(256 * 64, 4);
+  const models = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, Object.fromEntries(
+    ['softmax', 'linear:elu+1', 'synth:dense'].map((attention) => [attention, lib.createModel({ vocab: 16, dModel: 64, heads: 4, layers: 2, maxLen: 40, attention })]))]));
+  const layers = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, lib.createSynthesizer({ variant: 'dense', d: 64, maxLen: 256, heads: 4 })]));
+  const work = {
+    'softmax streaming n=1024 d=64': (lib) => lib.softmaxAttention({ q: q1024, k: k1024, v: v1024, n: 1024, d: 64 }),
+    'softmax weights n=256 d=64 causal': (lib) => lib.softmaxAttention({ q: q256, k: q256, v: q256, n: 256, d: 64, causal: true, returnWeights: true }),
+    'linear elu+1 causal n=1024 d=64': (lib) => lib.linearAttention({ q: q1024, k: k1024, v: v1024, n: 1024, d: 64, causal: true }),
+    'linear taylor n=1024 d=64': (lib) => lib.linearAttention({ q: q1024, k: k1024, v: v1024, n: 1024, d: 64, feature: 'taylor' }),
+    'synthesizer dense n=256 forward': (lib, k) => layers[k].forward({ n: 256, x: q256, v: q256, causal: true }),
+  };
+  for (const attention of ['softmax', 'linear:elu+1', 'synth:dense'])
+    work[`trainStep ${attention} reverse 16, batch 32`] = (lib, k) => models[k][attention].trainStep({ task: 'reverse' });
+  work['generate softmax 24 tokens'] = (lib, k) => models[k].softmax.generate([1, 2, 3], { maxTokens: 24 });
+  work['generate synth:dense 24 tokens'] = (lib, k) => models[k]['synth:dense'].generate([1, 2, 3], { maxTokens: 24 });
+  console.log(`\n## ${simd ? 'SIMD' : 'scalar'} build: ms per call, median of 9 interleaved rounds\n`);
+  console.log('| workload | base | this | base / this |\n|---|---|---|---|');
+  for (const [name, fn] of Object.entries(work)) {
+    const t = interleave({ base: () => fn(libs.base, 'base'), this: () => fn(libs.this, 'this') }, { samples: 9, minMs: 40 });
+    console.log(`| ${name} | ${t.base.median.toFixed(3)} | ${t.this.median.toFixed(3)} | ${(t.base.median / t.this.median).toFixed(2)}x |`);
+  }
+  for (const k of Object.keys(libs)) {
+    for (const m of Object.values(models[k])) m.dispose();
+    layers[k].dispose();
+  }
+}
