@@ -5,6 +5,14 @@
 
 #include <string.h>
 
+// The rows, each defined in its form's file (form_<family>.c). A new form: its file, one line
+// here and one in the table, and its tests.
+extern const aw_form AW_FORM_SOFTMAX_DESC;
+extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM_LINEAR_EFFICIENT_DESC,
+    AW_FORM_LINEAR_TAYLOR_DESC;
+extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
+    AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC, AW_FORM_SYNTH_MIXTURE_DESC;
+
 static const aw_form *const FORMS[] = {
     &AW_FORM_SOFTMAX_DESC,
     &AW_FORM_LINEAR_ELU1_DESC,

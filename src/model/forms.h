@@ -95,11 +95,4 @@ int aw_form_index(const aw_form *f);        // its position in the registry
 int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup);
 void attn_form_free(aw_attn_form *f);
 
-// The registry rows (one per form file).
-extern const aw_form AW_FORM_SOFTMAX_DESC;
-extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM_LINEAR_EFFICIENT_DESC,
-    AW_FORM_LINEAR_TAYLOR_DESC;
-extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
-    AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC, AW_FORM_SYNTH_MIXTURE_DESC;
-
 #endif

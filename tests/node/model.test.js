@@ -29,6 +29,17 @@ const FORMS = [
   { attention: 'synth:mixture', attentionOptions: { components: ['dense', 'factorized-random'], k: 2 } },
   { attention: 'synth:dense', arch: 'encoder-decoder' },
 ];
+// The registry decides what must be covered: every form with a causal form (a decoder can use
+// it) is in the list above, decoder-only and encoder-decoder, so a form added to
+// src/model/forms.c without tests fails here.
+test('every registry form a model can use has gradient-check configs above', () => {
+  for (const form of builds[0].lib.forms.filter((f) => f.causal)) {
+    for (const arch of ['decoder', 'encoder-decoder'])
+      if (form.family !== 'synthesizer' || arch === 'decoder' || form.name === 'synth:dense')
+        assert.ok(FORMS.some((f) => f.attention === form.name && (f.arch ?? 'decoder') === arch), `${form.name} ${arch} is untested`);
+  }
+  assert.deepEqual(builds[0].lib.forms.map((f) => f.name), builds[1].lib.forms.map((f) => f.name), 'both builds list the same forms');
+});
 const label = (f) => Object.entries(f).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
 
 for (const { name, lib } of builds) {
