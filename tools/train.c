@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         size_t bytes = 0;
         uint8_t *buf = NULL;
         FILE *f = NULL;
-        if (checkpoint_size(m, &bytes) || !(buf = malloc(bytes)) || checkpoint_write(m, buf, bytes) ||
+        if (checkpoint_size(m, 0, &bytes) || !(buf = malloc(bytes)) || checkpoint_write(m, 0, buf, bytes) ||
             !(f = fopen(out, "wb")) || fwrite(buf, 1, bytes, f) != bytes) {
             fprintf(stderr, "trainer: could not write %s\n", out);
             if (f) fclose(f);

@@ -68,6 +68,57 @@ function checkTokens(what, tokens) {
   return out;
 }
 
+// Rows of token ids (an array of arrays or typed arrays) as one (rows, cols) Int32Array; ragged
+// rows and non-integers are Errors naming the row (the vocabulary is C's to check).
+function tokenRows(what, rows, like = null) {
+  if (!Array.isArray(rows) || rows.length === 0)
+    fail(`${what} must be a non-empty array of rows of token ids (one row per sequence), got ${describe(rows)}`);
+  const cols = rows[0]?.length;
+  const out = new Int32Array(rows.length * (cols ?? 0));
+  rows.forEach((row, r) => {
+    const ok = Array.isArray(row) || (ArrayBuffer.isView(row) && !(row instanceof DataView));
+    if (!ok) fail(`${what}[${r}] must be an array of token ids, got ${describe(row)}`);
+    if (row.length === 0) fail(`${what}[${r}] is empty`);
+    if (like && row.length !== like.cols)
+      fail(`${what}[${r}] has ${row.length} tokens, and ${like.name}[${r}] has ${like.cols}: they must match`);
+    if (row.length !== cols) fail(`${what}[${r}] has ${row.length} tokens and row 0 has ${cols}: every row must have the same length`);
+    for (let c = 0; c < cols; c++) {
+      const t = row[c];
+      if (!Number.isInteger(t) || t < -(2 ** 31) || t >= 2 ** 31) fail(`${what}[${r}][${c}] is ${describe(t)}; token ids must be integers`);
+      out[r * cols + c] = t;
+    }
+  });
+  return { ids: out, rows: rows.length, cols };
+}
+
+// The caller's batch of trainStep / evaluate: { inputs, targets, mask?, source? } -> the arrays C takes.
+function ownBatch(what, opts, encdec) {
+  const inputs = tokenRows(`${what}: inputs`, opts.inputs);
+  if (opts.targets === undefined) fail(`${what}: targets are required with inputs (the token each position should predict)`);
+  if (opts.targets.length !== inputs.rows)
+    fail(`${what}: targets has ${opts.targets?.length} rows, inputs has ${inputs.rows}: they must match`);
+  const targets = tokenRows(`${what}: targets`, opts.targets, { name: 'inputs', cols: inputs.cols });
+  if (opts.mask !== undefined) {
+    if (!Array.isArray(opts.mask) || opts.mask.length !== inputs.rows) fail(`${what}: mask must have one row per input row (${inputs.rows}), got ${describe(opts.mask)}`);
+    opts.mask.forEach((row, r) => {
+      if (!row || row.length !== inputs.cols) fail(`${what}: mask[${r}] has ${row?.length} entries, inputs[${r}] has ${inputs.cols}`);
+      for (let c = 0; c < inputs.cols; c++) {
+        const x = row[c];
+        if (!(x === 0 || x === 1 || x === true || x === false)) fail(`${what}: mask[${r}][${c}] is ${describe(x)}; expected 0 or 1`);
+        if (!x) targets.ids[r * inputs.cols + c] = -1; // no loss at this position
+      }
+    });
+  }
+  if (!encdec && opts.source !== undefined) fail(`${what}: source is for arch "encoder-decoder" models only`);
+  if (encdec && opts.source === undefined) fail(`${what}: an encoder-decoder model needs source rows (one per input row)`);
+  let source = null;
+  if (encdec) {
+    if (!Array.isArray(opts.source) || opts.source.length !== inputs.rows) fail(`${what}: source must have one row per input row (${inputs.rows}), got ${describe(opts.source)}`);
+    source = tokenRows(`${what}: source`, opts.source);
+  }
+  return { inputs, targets, source };
+}
+
 // Frees the C model of a Model that was garbage-collected without dispose().
 const forgotten = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle }) => core.exports.aw_model_destroy(handle))
@@ -113,10 +164,37 @@ export function modelMethods(core) {
       return ex.aw_model_step_count(this.handle);
     }
 
-    /** One AdamW step on a fresh batch of the task (drawn in C from the model's seeded stream). */
+    /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, source]. */
+    #withOwnBatch(what, batch, fn) {
+      const { inputs, targets, source } = batch;
+      return core.withBuffers(what, [
+        { name: 'inputs', bytes: inputs.ids.length * 4, from: inputs.ids },
+        { name: 'targets', bytes: targets.ids.length * 4, from: targets.ids },
+        { name: 'source', bytes: source ? source.ids.length * 4 : 0, from: source?.ids },
+      ], fn);
+    }
+
+    /**
+     * One AdamW step. On a fresh batch of a built-in task ({ task, ... }: drawn in C from the
+     * model's seeded stream), or on the caller's own batch ({ inputs, targets, mask, source }:
+     * rows of token ids, position i of inputs[r] predicting targets[r][i]; mask 0 = no loss there;
+     * source rows for an encoder-decoder).
+     */
     trainStep(opts) {
       const what = 'trainStep';
       this.#live(what);
+      if (opts && typeof opts === 'object' && opts.inputs !== undefined) {
+        checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source', 'lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'clip']);
+        const batch = ownBatch(what, opts, this.config.arch === 'encoder-decoder');
+        const h = hyper(what, opts);
+        return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
+          core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 32 }], ([hp, mp]) => {
+            core.check(ex.aw_model_train_batch(this.handle, tp, gp, sp, batch.inputs.rows, batch.inputs.cols,
+              batch.source?.cols ?? 0, hp, mp), what);
+            const m = new Float64Array(core.memory.buffer, mp, 4);
+            return { loss: m[0], accuracy: m[1], gradNorm: m[2] };
+          }));
+      }
       checkKeys(what, opts, ['task', 'batchSize', 'length', 'symbols', 'lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'clip']);
       const t = taskArgs(what, opts);
       const batch = numberArg(`${what}: batchSize`, opts.batchSize);
@@ -129,10 +207,24 @@ export function modelMethods(core) {
         }));
     }
 
-    /** Mean loss and token accuracy over `batches` batches drawn from a fixed seed (the same every call). */
+    /**
+     * Mean loss and token accuracy: over `batches` batches of a task drawn from a fixed seed (the
+     * same every call), or on the caller's own batch ({ inputs, targets, mask, source }).
+     */
     evaluate(opts) {
       const what = 'evaluate';
       this.#live(what);
+      if (opts && typeof opts === 'object' && opts.inputs !== undefined) {
+        checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source']);
+        const batch = ownBatch(what, opts, this.config.arch === 'encoder-decoder');
+        return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
+          core.withBuffers(what, [{ name: 'metrics', bytes: 32 }], ([mp]) => {
+            core.check(ex.aw_model_evaluate_batch(this.handle, tp, gp, sp, batch.inputs.rows, batch.inputs.cols,
+              batch.source?.cols ?? 0, mp), what);
+            const m = new Float64Array(core.memory.buffer, mp, 4);
+            return { loss: m[0], accuracy: m[1], tokens: m[3] };
+          }));
+      }
       checkKeys(what, opts, ['task', 'batches', 'batchSize', 'length', 'symbols', 'seed']);
       const t = taskArgs(what, opts);
       const args = ['batchSize', 'batches', 'seed'].map((k) => numberArg(`${what}: ${k}`, opts[k]));
@@ -250,16 +342,22 @@ export function modelMethods(core) {
       });
     }
 
-    /** The parameters as safetensors bytes (config and step count in __metadata__). */
-    save() {
+    /**
+     * The parameters as safetensors bytes (config and step count in __metadata__; PyTorch's
+     * layout, docs/model.md). { optimizer: true } adds AdamW's moments and the batch stream's
+     * state, so that training resumes exactly where it stopped.
+     */
+    save(opts = {}) {
       const what = 'save';
       this.#live(what);
+      checkKeys(what, opts, ['optimizer']);
+      const optim = checkBool(`${what}: optimizer`, opts.optimizer ?? false) ? 1 : 0;
       const bytes = core.withBuffers(what, [{ name: 'size', bytes: 4 }], ([sp]) => {
-        core.check(ex.aw_model_save_size(this.handle, sp), what);
+        core.check(ex.aw_model_save_size(this.handle, optim, sp), what);
         return new Int32Array(core.memory.buffer, sp, 1)[0];
       });
       return core.withBuffers(what, [{ name: 'checkpoint', bytes }], ([bp]) => {
-        core.check(ex.aw_model_save(this.handle, bp, bytes), what);
+        core.check(ex.aw_model_save(this.handle, optim, bp, bytes), what);
         return new Uint8Array(core.memory.buffer, bp, bytes).slice();
       });
     }
@@ -298,6 +396,40 @@ export function modelMethods(core) {
           return { error: o[0], worstTensorError: o[1], worstTensor: core.cString(np), checked: o[2], skipped: o[3],
             zeroGradTensors: o[4], firstZeroGradTensor: core.cString(np + 40), fixedWithGrad: o[5] };
         }));
+    }
+
+    /**
+     * Many steps without blocking: await model.train({ steps, onProgress, signal, ...step }) where
+     * step is trainStep's options (a task, or the caller's batch), or batch: (step) => those
+     * options for every step (your own data stream). lr may be a function of the step (a
+     * schedule). Between every `yieldEvery` steps (default 10) it hands the thread back (a page
+     * stays responsive) and calls onProgress({ step, steps, loss, accuracy, gradNorm }); an
+     * aborted signal stops it with the signal's reason (an AbortError). Resolves to the last
+     * step's metrics and the step count.
+     */
+    async train(opts) {
+      const what = 'train';
+      this.#live(what);
+      if (opts === null || typeof opts !== 'object') fail(`${what} expects an options object, got ${describe(opts)}`);
+      const { steps, onProgress, signal, batch, yieldEvery = 10, lr, ...step } = opts;
+      if (!Number.isInteger(steps) || steps < 1) fail(`${what}: steps must be an integer >= 1, got ${describe(steps)}`);
+      if (onProgress !== undefined && typeof onProgress !== 'function') fail(`${what}: onProgress must be a function, got ${describe(onProgress)}`);
+      if (batch !== undefined && typeof batch !== 'function') fail(`${what}: batch must be a function (step) => trainStep options, got ${describe(batch)}`);
+      if (signal !== undefined && !(signal && typeof signal.aborted === 'boolean')) fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}`);
+      if (!Number.isInteger(yieldEvery) || yieldEvery < 1) fail(`${what}: yieldEvery must be an integer >= 1, got ${describe(yieldEvery)}`);
+      if (lr !== undefined && typeof lr !== 'function') checkFiniteNumber(`${what}: lr`, lr);
+      let last = null;
+      for (let s = 0; s < steps; s++) {
+        if (signal?.aborted) throw signal.reason ?? new DOMException('train was aborted', 'AbortError');
+        const o = { ...(batch ? batch(s) : step) };
+        if (lr !== undefined) o.lr = typeof lr === 'function' ? lr(s) : lr;
+        last = this.trainStep(o);
+        if ((s + 1) % yieldEvery === 0 || s + 1 === steps) {
+          onProgress?.({ step: s + 1, steps, ...last });
+          await new Promise((resolve) => setTimeout(resolve, 0));
+        }
+      }
+      return { ...last, steps };
     }
 
     /** Frees the model's wasm memory; later calls throw. Safe to call twice. */

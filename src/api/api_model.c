@@ -212,19 +212,19 @@ AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t 
     return st;
 }
 
-// *bytes = the size of the safetensors checkpoint.
-AW_API int aw_model_save_size(const aw_model *m, int32_t *bytes) {
+// *bytes = the size of the safetensors checkpoint (optim: with AdamW's state).
+AW_API int aw_model_save_size(const aw_model *m, int32_t optim, int32_t *bytes) {
     aw_clear_error();
     size_t n = 0;
-    const int st = checkpoint_size(m, &n);
+    const int st = checkpoint_size(m, optim != 0, &n);
     *bytes = (int32_t)(n > 0x7fffffff ? 0 : n);
     if (!st && n > 0x7fffffff) return aw_fail(AW_ERR_NOMEM, "the checkpoint would exceed 2 GiB");
     return st;
 }
 
-AW_API int aw_model_save(const aw_model *m, uint8_t *buf, int32_t cap) {
+AW_API int aw_model_save(const aw_model *m, int32_t optim, uint8_t *buf, int32_t cap) {
     aw_clear_error();
-    return cap < 0 ? aw_fail(AW_ERR_ARG, "save: negative capacity") : checkpoint_write(m, buf, (size_t)cap);
+    return cap < 0 ? aw_fail(AW_ERR_ARG, "save: negative capacity") : checkpoint_write(m, optim != 0, buf, (size_t)cap);
 }
 
 AW_API int aw_model_load(aw_model **handle, const uint8_t *buf, int32_t len) {
@@ -258,3 +258,67 @@ AW_API int aw_model_grad_check(aw_model *m, int32_t B, int32_t T, int32_t S, uin
 // The built-in tasks, by index (the wrapper lists them from here).
 AW_API int32_t aw_task_count(void) { return AW_TASK_COUNT; }
 AW_API const char *aw_task_name(int32_t i) { return task_name(i); }
+
+// ---- the caller's own batches -----------------------------------------------------------------
+
+// Copies a batch of the caller's tokens into the model: tokens, targets (B, T) with -1 = no loss,
+// src (B, S) for an encoder-decoder; every id checked against the vocabulary, named [row][col].
+static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src, double B,
+                     double T, double S) {
+    size_t b, t, s;
+    if (T > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "inputs rows have %.0f tokens, more than maxLen = %d", T, (int)m->cfg.max_len);
+    if (S > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "source rows have %.0f tokens, more than maxLen = %d", S, (int)m->cfg.max_len);
+    int st = size_arg("the number of rows", B, 1, 65536, NAN, &b);
+    if (!st) st = size_arg("the row length", T, 1, (double)m->cfg.max_len, NAN, &t);
+    if (!st) st = size_arg("the source length", S, 0, (double)m->cfg.max_len, NAN, &s);
+    if (st) return st;
+    const int32_t V = m->cfg.vocab;
+    for (size_t i = 0; i < b * t; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return aw_fail(AW_ERR_ARG, "inputs[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / t, i % t,
+                           (int)tokens[i], (int)V);
+        if (targets[i] < -1 || targets[i] >= V)
+            return aw_fail(AW_ERR_ARG, "targets[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / t, i % t,
+                           (int)targets[i], (int)V);
+    }
+    for (size_t i = 0; i < b * s; i++)
+        if (src[i] < 0 || src[i] >= V)
+            return aw_fail(AW_ERR_ARG, "source[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / s, i % s,
+                           (int)src[i], (int)V);
+    if ((st = model_reserve(m, b, t, s))) return st;
+    memcpy(m->tokens, tokens, b * t * sizeof(int32_t));
+    memcpy(m->targets, targets, b * t * sizeof(int32_t));
+    if (s) memcpy(m->src, src, b * s * sizeof(int32_t));
+    return AW_OK;
+}
+
+// One AdamW step on the caller's batch: tokens (B, T) -> targets (B, T) (-1: no loss there),
+// src (B, S) for an encoder-decoder (S = 0 otherwise); hyper and metrics as aw_model_train_step.
+AW_API int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src,
+                                double B, double T, double S, const double *hyper, double *metrics) {
+    aw_clear_error();
+    aw_train_config tc;
+    int st = train_config(&tc, hyper);
+    if (st || (st = own_batch(m, tokens, targets, src, B, T, S))) return st;
+    aw_metrics mt = {0};
+    if ((st = model_forward(m, &mt)) || (st = model_backward(m))) return st;
+    mt.grad_norm = model_update(m, &tc);
+    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
+    if (!isfinite(mt.grad_norm))
+        return aw_fail(AW_ERR_NONFINITE, "the gradients became NaN or Infinity (lr %g), so the weights are now "
+                                         "unusable: create the model again or load a checkpoint, then train with a "
+                                         "lower lr or clip > 0", (double)tc.lr);
+    return AW_OK;
+}
+
+// Loss and accuracy on the caller's batch, no update.
+AW_API int aw_model_evaluate_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src,
+                                   double B, double T, double S, double *metrics) {
+    aw_clear_error();
+    int st = own_batch(m, tokens, targets, src, B, T, S);
+    if (st) return st;
+    aw_metrics mt = {0};
+    st = model_forward(m, &mt);
+    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = 0.0, metrics[3] = (double)mt.count;
+    return st;
+}

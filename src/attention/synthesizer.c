@@ -164,6 +164,7 @@ int synthesizer_create(aw_synthesizer **out, const aw_synthesizer_config *cfg) {
             }
             for (const char *p = spec[i].name; *p; p++) t->name[len++] = *p;
             t->name[len] = '\0';
+            t->rows = spec[i].rows, t->cols = spec[i].cols;
             t->offset = offset;
             overflow |= t->size > SIZE_MAX / 2 - offset; // offset <= SIZE_MAX / 2 so far
             offset += t->size;
@@ -175,6 +176,7 @@ int synthesizer_create(aw_synthesizer **out, const aw_synthesizer_config *cfg) {
         memcpy(t->name, "alphaLogits", sizeof "alphaLogits");
         t->offset = offset;
         t->size = cfg->heads * s->n_comp;
+        t->rows = 1, t->cols = s->n_comp;
         offset += t->size;
     }
     s->n_params = offset;

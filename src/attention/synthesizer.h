@@ -71,9 +71,10 @@ typedef struct {
 } aw_synthesizer_config;
 
 typedef struct {
-    char name[24];  // e.g. "W1", "dense.W1", "alphaLogits"
-    size_t offset;  // into params / grads, in floats
-    size_t size;    // floats
+    char name[24];    // e.g. "W1", "dense.W1", "alphaLogits"
+    size_t offset;    // into params / grads, in floats
+    size_t size;      // floats: heads * rows * cols
+    size_t rows, cols; // one head's shape; rows == 1 for a vector of cols
 } aw_synth_tensor;
 
 typedef struct {

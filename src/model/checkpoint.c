@@ -2,6 +2,7 @@
 // accepts what the header format needs: objects, strings, integer arrays.
 #include "checkpoint.h"
 
+#include "../kernels/size.h"
 #include "../kernels/status.h"
 
 #include <stdio.h>
@@ -59,11 +60,19 @@ static void put(text *t, const char *fmt, ...) {
     }
 }
 
+// The three blocks a checkpoint can hold, in file order: the parameters, then (with the
+// optimizer state) AdamW's first and second moments under "optim.m.<name>" and "optim.v.<name>".
+static const char *const BLOCK_PREFIX[3] = {"", "optim.m.", "optim.v."};
+
+static const float *block_data(const aw_model *m, int block) {
+    return block == 0 ? m->params : block == 1 ? m->adam_m : m->adam_v;
+}
+
 // The JSON header, unpadded. Caller frees t->s.
-static int build_header(const aw_model *m, text *t) {
+static int build_header(const aw_model *m, int optim, text *t) {
     const aw_model_config *c = &m->cfg;
     memset(t, 0, sizeof *t);
-    put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"1\"");
+    put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"2\"");
     put(t, ",\"vocab\":\"%d\",\"d_model\":\"%d\",\"heads\":\"%d\",\"layers\":\"%d\",\"d_ff\":\"%d\",\"max_len\":\"%d\"",
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
     const aw_form *form = aw_form_at((size_t)c->form);
@@ -78,63 +87,72 @@ static int build_header(const aw_model *m, text *t) {
             put(t, "%s%s", i ? "," : "", VARIANTS[s->components[i]]);
         put(t, "\"");
     }
+    // with the optimizer state, training resumes exactly: the moments, and where the model's own
+    // training-batch stream stands
+    if (optim) put(t, ",\"optimizer\":\"adamw\",\"data_rng\":\"%llu\"", (unsigned long long)m->data_rng.state);
     put(t, "}");
     size_t off = 0;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const aw_tensor_info *ti = &m->tensors[i];
-        const size_t bytes = model_tensor_size(ti) * sizeof(float);
-        if (ti->cols) put(t, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u,%u]", ti->name, (unsigned)ti->rows, (unsigned)ti->cols);
-        else put(t, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%u]", ti->name, (unsigned)ti->rows);
-        put(t, ",\"data_offsets\":[%u,%u]}", (unsigned)off, (unsigned)(off + bytes));
-        off += bytes;
-    }
+    for (int block = 0; block < (optim ? 3 : 1); block++)
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            const aw_tensor_info *ti = &m->tensors[i];
+            const size_t bytes = model_tensor_size(ti) * sizeof(float);
+            put(t, ",\"%s%s\":{\"dtype\":\"F32\",\"shape\":[", BLOCK_PREFIX[block], ti->name);
+            for (int d = 0; d < ti->rank; d++) put(t, "%s%zu", d ? "," : "", ti->dims[d]);
+            put(t, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
+            off += bytes;
+        }
     put(t, "}");
-    return t->oom ? AW_ERR_NOMEM : AW_OK;
+    return t->oom ? aw_fail(AW_ERR_NOMEM, "out of memory for the checkpoint header") : AW_OK;
 }
 
-static size_t data_bytes(const aw_model *m) {
-    size_t n = 0;
-    for (size_t i = 0; i < m->n_tensors; i++) n += model_tensor_size(&m->tensors[i]) * sizeof(float);
-    return n;
+static size_t data_bytes(const aw_model *m, int optim) {
+    return aw_size_mul3(m->n_params, sizeof(float), optim ? 3 : 1);
 }
 
-int checkpoint_size(const aw_model *m, size_t *bytes) {
+int checkpoint_size(const aw_model *m, int optim, size_t *bytes) {
     text t;
-    int st = build_header(m, &t);
-    if (!st) *bytes = 8 + ((t.len + 7) & ~(size_t)7) + data_bytes(m);
+    int st = build_header(m, optim, &t);
+    if (!st) *bytes = aw_size_add(8 + ((t.len + 7) & ~(size_t)7), data_bytes(m, optim));
     free(t.s);
     return st;
 }
 
-int checkpoint_write(const aw_model *m, uint8_t *buf, size_t cap) {
+int checkpoint_write(const aw_model *m, int optim, uint8_t *buf, size_t cap) {
     text t;
-    int st = build_header(m, &t);
+    int st = build_header(m, optim, &t);
     if (st) {
         free(t.s);
         return st;
     }
     const size_t hlen = (t.len + 7) & ~(size_t)7;
-    if (cap < 8 + hlen + data_bytes(m)) {
+    if (cap < aw_size_add(8 + hlen, data_bytes(m, optim))) {
         free(t.s);
-        return AW_ERR_ARG;
+        return aw_fail(AW_ERR_ARG, "the checkpoint needs more than the %zu bytes given", cap);
     }
     for (int i = 0; i < 8; i++) buf[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
     memcpy(buf + 8, t.s, t.len);
     memset(buf + 8 + t.len, ' ', hlen - t.len);
     free(t.s);
+    // float32 little-endian, the host order of wasm and x86; the buffer may be unaligned, so a
+    // transposed tensor goes through memcpy of single floats
     uint8_t *p = buf + 8 + hlen;
-    for (size_t i = 0; i < m->n_tensors; i++) { // float32 little-endian: the host order of wasm and x86
-        const aw_tensor_info *ti = &m->tensors[i];
-        const size_t bytes = model_tensor_size(ti) * sizeof(float);
-        memcpy(p, model_tensor_data((aw_model *)m, ti), bytes);
-        p += bytes;
-    }
+    for (int block = 0; block < (optim ? 3 : 1); block++)
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            const aw_tensor_info *ti = &m->tensors[i];
+            const float *src = block_data(m, block) + ti->offset;
+            const size_t n = model_tensor_size(ti);
+            if (!ti->transposed) memcpy(p, src, n * sizeof(float));
+            else
+                for (size_t r = 0; r < ti->rows; r++)
+                    for (size_t c = 0; c < ti->cols; c++) memcpy(p + (c * ti->rows + r) * sizeof(float), &src[r * ti->cols + c], sizeof(float));
+            p += n * sizeof(float);
+        }
     return AW_OK;
 }
 
 // ---- reading ----------------------------------------------------------------------------------
 
-enum { MAX_META = 48, MAX_ENTRIES = AW_MAX_TENSORS + 8 };
+enum { MAX_META = 48, MAX_ENTRIES = 3 * AW_MAX_TENSORS + 8 };
 
 typedef struct {
     char key[40], value[128];
@@ -285,11 +303,14 @@ static int meta_enum(const parser *ps, const char *key, const char *const *names
     return 1;
 }
 
-static int config_from_meta(const parser *ps, aw_model_config *c, long long *step) {
+static int config_from_meta(const parser *ps, aw_model_config *c, long long *step, int *version) {
     memset(c, 0, sizeof *c);
     long long v[7];
     const char *fmt = meta(ps, "format");
     if (!fmt || strcmp(fmt, "attention-wasm-model") != 0) return 0;
+    const char *ver = meta(ps, "version");
+    *version = ver && strcmp(ver, "1") == 0 ? 1 : ver && strcmp(ver, "2") == 0 ? 2 : 0;
+    if (!*version) return 0;
     if (!meta_int(ps, "vocab", 2, 1 << 20, &v[0]) || !meta_int(ps, "d_model", 1, 4096, &v[1]) ||
         !meta_int(ps, "heads", 1, 4096, &v[2]) || !meta_int(ps, "layers", 1, AW_MAX_LAYERS, &v[3]) ||
         !meta_int(ps, "d_ff", 1, 16384, &v[4]) || !meta_int(ps, "max_len", 2, 4096, &v[5]) ||
@@ -345,14 +366,14 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     if (!ps.entries) return AW_ERR_NOMEM;
     aw_model_config cfg;
     long long step = 0;
-    int st = AW_ERR_FORMAT;
+    int st = AW_ERR_FORMAT, version = 0;
     aw_model *m = NULL;
     if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end)) {
         st = aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
         goto fail;
     }
-    if (!config_from_meta(&ps, &cfg, &step)) {
-        st = aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ is not an attention-wasm model config");
+    if (!config_from_meta(&ps, &cfg, &step, &version)) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ is not an attention-wasm model config (version 1 or 2)");
         goto fail;
     }
     // a small file must not make a huge model: the embedding and output matrices alone need
@@ -364,27 +385,56 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
         goto fail;
     }
     if ((st = model_create(&m, &cfg))) goto fail;
-    st = AW_ERR_FORMAT;
-    if (ps.n_entries != m->n_tensors) {
-        st = aw_fail(AW_ERR_FORMAT, "the checkpoint has %zu tensors; its config makes a model of %zu", ps.n_entries,
-                     m->n_tensors);
+    const char *optimizer = meta(&ps, "optimizer");
+    const int optim = optimizer && strcmp(optimizer, "adamw") == 0;
+    if (ps.n_entries != m->n_tensors * (optim ? 3 : 1)) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint has %zu tensors; its config makes a model of %zu%s", ps.n_entries,
+                     m->n_tensors, optim ? " (times 3 with the optimizer state)" : "");
         goto fail;
     }
     const uint8_t *data = buf + 8 + hlen;
     const size_t data_len = len - 8 - (size_t)hlen;
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        const aw_tensor_info *ti = &m->tensors[i];
-        const entry *e = NULL;
-        for (size_t j = 0; j < ps.n_entries && !e; j++)
-            if (strcmp(ps.entries[j].name, ti->name) == 0) e = &ps.entries[j];
-        const size_t bytes = model_tensor_size(ti) * sizeof(float);
-        if (!e || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len || e->end - e->begin != bytes ||
-            (ti->cols ? (e->rank != 2 || e->shape[0] != ti->rows || e->shape[1] != ti->cols)
-                      : (e->rank != 1 || e->shape[0] != ti->rows))) {
-            st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" is missing or has the wrong dtype, shape or offsets", ti->name);
+    float *blocks[3] = {m->params, m->adam_m, m->adam_v};
+    for (int block = 0; block < (optim ? 3 : 1); block++)
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            const aw_tensor_info *ti = &m->tensors[i];
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", BLOCK_PREFIX[block], ti->name);
+            const entry *e = NULL;
+            for (size_t j = 0; j < ps.n_entries && !e; j++)
+                if (strcmp(ps.entries[j].name, name) == 0) e = &ps.entries[j];
+            const size_t n = model_tensor_size(ti), bytes = n * sizeof(float);
+            // version 1 (the first release) stored every tensor as this model keeps it: (rows, cols)
+            // or a flat vector; version 2 uses the shapes of the table (docs/model.md)
+            int shape_ok = 1;
+            if (!e) shape_ok = 0;
+            else if (version == 1) shape_ok = ti->cols ? e->rank == 2 && e->shape[0] == ti->rows && e->shape[1] == ti->cols
+                                                       : e->rank == 1 && e->shape[0] == ti->rows;
+            else {
+                shape_ok = e->rank == (size_t)ti->rank;
+                for (int d = 0; shape_ok && d < ti->rank; d++) shape_ok = e->shape[d] == ti->dims[d];
+            }
+            if (!shape_ok || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len ||
+                e->end - e->begin != bytes) {
+                st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" is missing or has the wrong dtype, shape or offsets", name);
+                goto fail;
+            }
+            float *dst = blocks[block] + ti->offset;
+            const uint8_t *src = data + e->begin;
+            if (version == 1 || !ti->transposed) memcpy(dst, src, bytes);
+            else // stored (out, in) = (cols, rows): back to (rows, cols)
+                for (size_t r = 0; r < ti->rows; r++)
+                    for (size_t c = 0; c < ti->cols; c++) memcpy(&dst[r * ti->cols + c], src + (c * ti->rows + r) * sizeof(float), sizeof(float));
+        }
+    if (optim) { // where the model's own batch stream stood
+        const char *rng = meta(&ps, "data_rng");
+        char *end = NULL;
+        const unsigned long long state = rng ? strtoull(rng, &end, 10) : 0;
+        if (!rng || !*rng || *end) {
+            st = aw_fail(AW_ERR_FORMAT, "the checkpoint has an optimizer state but no data_rng");
             goto fail;
         }
-        memcpy(model_tensor_data(m, ti), data + e->begin, bytes);
+        m->data_rng.state = (uint64_t)state;
     }
     m->step = (long)step;
     free(ps.entries);

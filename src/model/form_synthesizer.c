@@ -33,6 +33,9 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     for (size_t i = 0; i < s->n_tensors && i < cap; i++) {
         snprintf(out[i].name, sizeof out[i].name, "%s", s->tensors[i].name);
         out[i].size = s->tensors[i].size;
+        const size_t h = s->cfg.heads, rows = s->tensors[i].rows, cols = s->tensors[i].cols;
+        out[i].rank = rows == 1 ? 2 : 3; // (heads, cols) for a vector per head, else (heads, rows, cols)
+        out[i].dims[0] = h, out[i].dims[1] = rows == 1 ? cols : rows, out[i].dims[2] = rows == 1 ? 0 : cols;
         // fixed random tables (R, R1, R2 when not trainable) get no gradient
         const char *leaf = s->tensors[i].name;
         for (const char *p = leaf; *p; p++)

@@ -31,8 +31,10 @@ typedef struct aw_form aw_form;
 // A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
 typedef struct {
     char name[24];
-    size_t size;   // floats
-    int trainable; // 0: fixed (no gradient, no weight decay), e.g. a fixed random Synthesizer table
+    size_t size;    // floats
+    size_t dims[3]; // its shape as checkpoints store it, e.g. R (heads, L, L)
+    int rank;
+    int trainable;  // 0: fixed (no gradient, no weight decay), e.g. a fixed random Synthesizer table
 } aw_form_tensor;
 
 // One attention sublayer's instance of a form.

@@ -54,7 +54,8 @@ typedef struct {
     int overflow;
 } walker;
 
-static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols, int of_form, int trainable) {
+static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols, int of_form, int trainable,
+                          const aw_form_tensor *shape) {
     const size_t n = aw_size_mul(rows, cols ? cols : 1);
     if (!wk->base) {
         if (wk->m->n_tensors >= AW_MAX_TENSORS) {
@@ -64,6 +65,15 @@ static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols
         aw_tensor_info *t = &wk->m->tensors[wk->m->n_tensors++];
         snprintf(t->name, sizeof t->name, "%s", name);
         t->offset = wk->off, t->rows = rows, t->cols = cols, t->of_form = of_form, t->trainable = trainable;
+        if (shape) { // a form's tensor: the shape it gives
+            t->rank = shape->rank, t->transposed = 0;
+            memcpy(t->dims, shape->dims, sizeof t->dims);
+        } else if (cols == 0) { // a vector
+            t->rank = 1, t->dims[0] = rows, t->transposed = 0;
+        } else { // (rows, cols); a linear layer's weight (all but the embeddings) is stored (out, in)
+            t->transposed = strcmp(name, "wte") != 0 && strcmp(name, "wpe") != 0;
+            t->rank = 2, t->dims[0] = t->transposed ? cols : rows, t->dims[1] = t->transposed ? rows : cols;
+        }
     }
     float *p = wk->base ? wk->base + wk->off : NULL;
     wk->off = aw_size_add(wk->off, n);
@@ -72,7 +82,7 @@ static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols
 }
 
 static float *take(walker *wk, const char *name, size_t rows, size_t cols) {
-    return take_tensor(wk, name, rows, cols, 0, 1);
+    return take_tensor(wk, name, rows, cols, 0, 1, NULL);
 }
 
 static float *take_named(walker *wk, const char *prefix, const char *suffix, size_t rows, size_t cols) {
@@ -108,7 +118,7 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
     for (size_t i = 0; i < nt; i++) {
         char name[128];
         snprintf(name, sizeof name, "%.40s.%.24s.%.24s", prefix, f->form->param_group, ft[i].name);
-        take_tensor(wk, name, ft[i].size, 0, 1, ft[i].trainable);
+        take_tensor(wk, name, ft[i].size, 0, 1, ft[i].trainable, &ft[i]);
     }
 }
 

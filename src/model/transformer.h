@@ -40,6 +40,10 @@ typedef struct {
     size_t rows, cols;   // shape (rows, cols); cols = 0 for a vector of `rows`
     int of_form;         // 1: a parameter of an attention form (the form initialises it)
     int trainable;       // 0: fixed (no gradient expected, no weight decay)
+    size_t dims[3];      // the shape checkpoints store (PyTorch's conventions, docs/model.md)
+    int rank;
+    int transposed;      // 1: a linear layer's weight, kept (in, out) for x W here and stored
+                         // (out, in) in checkpoints, as nn.Linear keeps it
 } aw_tensor_info;
 
 typedef struct {

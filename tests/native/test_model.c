@@ -384,18 +384,18 @@ static void test_determinism_and_checkpoint(void) {
     CHECK(same, "two models with the same seed must give identical loss curves");
 
     size_t bytes = 0;
-    CHECK(checkpoint_size(a, &bytes) == AW_OK && bytes > 8, "checkpoint size");
+    CHECK(checkpoint_size(a, 0, &bytes) == AW_OK && bytes > 8, "checkpoint size");
     uint8_t *buf = malloc(bytes), *buf2 = malloc(bytes);
-    CHECK(checkpoint_write(a, buf, bytes - 1) == AW_ERR_ARG, "short buffer must fail");
-    CHECK(checkpoint_write(a, buf, bytes) == AW_OK, "checkpoint write");
+    CHECK(checkpoint_write(a, 0, buf, bytes - 1) == AW_ERR_ARG, "short buffer must fail");
+    CHECK(checkpoint_write(a, 0, buf, bytes) == AW_OK, "checkpoint write");
     aw_model *r = NULL;
     CHECK(checkpoint_read(&r, buf, bytes) == AW_OK && r, "checkpoint read");
     if (r) {
         CHECK(memcmp(r->params, a->params, a->n_params * sizeof(float)) == 0, "params round-trip bit-exactly");
         CHECK(r->step == a->step, "step restored");
         size_t bytes2 = 0;
-        checkpoint_size(r, &bytes2);
-        CHECK(bytes2 == bytes && checkpoint_write(r, buf2, bytes2) == AW_OK && memcmp(buf, buf2, bytes) == 0,
+        checkpoint_size(r, 0, &bytes2);
+        CHECK(bytes2 == bytes && checkpoint_write(r, 0, buf2, bytes2) == AW_OK && memcmp(buf, buf2, bytes) == 0,
               "re-saving a loaded model gives the same bytes");
         aw_metrics ea, er;
         model_evaluate(a, &spec, 4, 2, 9, &ea), model_evaluate(r, &spec, 4, 2, 9, &er);
@@ -410,6 +410,52 @@ static void test_determinism_and_checkpoint(void) {
     CHECK(checkpoint_read(&r, buf, bytes - 4) == AW_ERR_FORMAT, "truncated data");
     free(buf), free(buf2);
     model_destroy(a), model_destroy(b);
+}
+
+// Training resumes exactly: N steps, save with the optimizer state, load, M more steps == N + M
+// steps without a pause, bit for bit, for a softmax and a Synthesizer mixture model. And a
+// linear layer's weight is stored (out, in): checkpoint element (o, i) is the model's W[i][o].
+static void test_resume(void) {
+    aw_model_config cs[2] = {base_config(), base_config()};
+    cs[1].form = FORM("synth:mixture");
+    cs[1].synth = (aw_synthesizer_config){.variant = AW_SYNTH_MIXTURE, .trainable = 1, .n_components = 2,
+                                          .components = {AW_SYNTH_RANDOM, AW_SYNTH_DOT}};
+    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 5, 0};
+    const aw_train_config tc = train_config(3e-3f);
+    for (int k = 0; k < 2; k++) {
+        aw_model *once = NULL, *first = NULL, *again = NULL;
+        model_create(&once, &cs[k]), model_create(&first, &cs[k]);
+        aw_metrics mt;
+        for (int s = 0; s < 7; s++) model_train_step(once, &spec, 4, &tc, &mt);
+        for (int s = 0; s < 4; s++) model_train_step(first, &spec, 4, &tc, &mt);
+        size_t bytes = 0;
+        CHECK(checkpoint_size(first, 1, &bytes) == AW_OK, "size with optimizer");
+        uint8_t *buf = malloc(bytes);
+        CHECK(checkpoint_write(first, 1, buf, bytes) == AW_OK && checkpoint_read(&again, buf, bytes) == AW_OK && again,
+              "save and load with the optimizer state");
+        if (again) {
+            for (int s = 0; s < 3; s++) model_train_step(again, &spec, 4, &tc, &mt);
+            CHECK(memcmp(again->params, once->params, once->n_params * sizeof(float)) == 0 && again->step == once->step,
+                  "%s: resumed training differs from uninterrupted training", k ? "mixture" : "softmax");
+            printf("resume (%s): 4 steps, save with AdamW state, load, 3 steps == 7 steps, bit for bit\n",
+                   k ? "synth:mixture" : "softmax");
+            // the layout: dec.0.self.wq is (C, C) here (x W) and (out, in) in the file
+            const aw_tensor_info *wq = model_find_tensor(first, "dec.0.self.wq");
+            const char *key = "\"dec.0.self.wq\":{\"dtype\":\"F32\",\"shape\":[8,8],\"data_offsets\":[";
+            const char *at = strstr((const char *)buf + 8, key);
+            CHECK(wq && wq->transposed && at, "wq stored transposed with its shape");
+            if (wq && at) {
+                size_t begin = (size_t)strtoull(at + strlen(key), NULL, 10), hlen = 0;
+                for (int i = 0; i < 8; i++) hlen |= (size_t)buf[i] << (8 * i);
+                float stored;
+                memcpy(&stored, buf + 8 + hlen + begin + (2 * 8 + 5) * sizeof(float), sizeof stored); // (o=2, i=5)
+                CHECK(stored == first->params[wq->offset + 5 * 8 + 2], "file (o, i) = W[i][o]");
+            }
+            model_destroy(again);
+        }
+        free(buf);
+        model_destroy(once), model_destroy(first);
+    }
 }
 
 static void check_generation(const char *label, aw_model_config c, int trained) {
@@ -525,6 +571,7 @@ int main(int argc, char **argv) {
     test_model_grads();
     test_config_errors();
     test_determinism_and_checkpoint();
+    test_resume();
     test_generation();
     test_learning();
     printf("%s\n", test_failures ? "FAILED" : "ok");
