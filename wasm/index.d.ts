@@ -3,7 +3,7 @@ import type { SoftmaxApi } from './softmax.js';
 import type { KernelsApi } from './kernels.js';
 import type { LinearApi } from './linear.js';
 import type { SynthesizerApi } from './synthesizer.js';
-import type { ModelApi } from './model.js';
+import type { FormInfo, ModelApi } from './model.js';
 
 export interface LoadOptions {
   /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
@@ -17,8 +17,12 @@ export interface AttentionLib extends SoftmaxApi, KernelsApi, LinearApi, Synthes
   readonly simd: boolean;
   /** The instance's wasm memory. */
   readonly memory: WebAssembly.Memory;
-  /** memory.buffer.byteLength right now. */
+  /** memory.buffer.byteLength right now (the heap grows and never shrinks). */
   heapBytes(): number;
+  /** bytes live objects hold right now (the allocator's count) */
+  heapInUse(): number;
+  /** the attention forms of the C registry, in order */
+  readonly forms: readonly FormInfo[];
 }
 
 /** Loads and instantiates the library (each call gives an independent instance; compiled modules are cached). */

@@ -67,6 +67,31 @@ export interface TrainStepOptions extends TaskOptions {
   clip?: number;
 }
 
+/** The caller's own batch: rows of token ids, position i of inputs[r] predicting targets[r][i]. */
+export interface OwnBatch {
+  inputs: ArrayLike<number>[];
+  targets: ArrayLike<number>[];
+  /** 0 (or false) = no loss at that position; default all 1 */
+  mask?: ArrayLike<number | boolean>[];
+  /** encoder-decoder: one source row per input row */
+  source?: ArrayLike<number>[];
+}
+
+export type Hyperparameters = Pick<TrainStepOptions, 'lr' | 'beta1' | 'beta2' | 'eps' | 'weightDecay' | 'clip'>;
+
+export interface TrainOptions {
+  steps: number;
+  /** called every `yieldEvery` steps (default 10), after which the thread is handed back */
+  onProgress?: (p: { step: number; steps: number; loss: number; accuracy: number; gradNorm: number }) => void;
+  signal?: AbortSignal;
+  yieldEvery?: number;
+  /** a constant, or a schedule of the step */
+  lr?: number | ((step: number) => number);
+  /** every step's trainStep options (your own data stream); otherwise the task or batch given here */
+  batch?: (step: number) => TrainStepOptions | (OwnBatch & Hyperparameters);
+  [option: string]: unknown;
+}
+
 export interface EvaluateOptions extends TaskOptions {
   /** default 8 */
   batches?: number;
@@ -123,21 +148,39 @@ export interface GradientCheckResult {
   fixedWithGrad: number;
 }
 
+/** One attention form of the C registry (lib.forms). */
+export interface FormInfo {
+  readonly name: string;
+  readonly family: string;
+  /** the form of cross-attention in an encoder-decoder built with this one */
+  readonly crossForm: string;
+  readonly causal: boolean;
+  readonly nonCausal: boolean;
+  /** generation advances it one token at a time */
+  readonly step: boolean;
+  readonly usesQK: boolean;
+  readonly usesX: boolean;
+  readonly hasParams: boolean;
+  readonly cross: boolean;
+}
+
 export interface Model {
   /** the resolved config (defaults filled in) */
   readonly config: Readonly<Required<Omit<ModelConfig, 'attentionOptions'>> & { attentionOptions?: ModelAttentionOptions }>;
   readonly parameterCount: number;
   /** AdamW steps taken (restored by loadModel; the optimizer moments are not saved) */
   readonly steps: number;
-  trainStep(opts: TrainStepOptions): { loss: number; accuracy: number; gradNorm: number };
-  evaluate(opts: EvaluateOptions): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
+  trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number };
+  evaluate(opts: EvaluateOptions | OwnBatch): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
+  /** many steps without blocking; rejects with the signal's reason when aborted */
+  train(opts: TrainOptions & (Partial<TrainStepOptions> | Partial<OwnBatch>)): Promise<{ loss: number; accuracy: number; gradNorm: number; steps: number }>;
   forward(tokens: ArrayLike<number>, opts?: { source?: ArrayLike<number> }): ForwardResult;
   generate(prompt?: ArrayLike<number>, opts?: GenerateOptions): Int32Array;
   example(opts: TaskOptions & { seed?: number }): TaskExample;
-  /** safetensors bytes; the config is in __metadata__ */
-  save(): Uint8Array;
-  /** finite-difference check of every gradient on a random batch (for tests) */
-  gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; perTensor?: number }): GradientCheckResult;
+  /** safetensors bytes (PyTorch's layout); the config is in __metadata__; optimizer: true adds AdamW's state */
+  save(opts?: { optimizer?: boolean }): Uint8Array;
+  /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
+  gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;
   /** frees the wasm memory; later calls throw */
   dispose(): void;
 }
@@ -146,6 +189,8 @@ export interface ModelApi {
   createModel(config?: ModelConfig): Model;
   /** from save() or the native trainer's .safetensors file */
   loadModel(bytes: Uint8Array | ArrayBuffer): Model;
+  /** the built-in task names */
+  readonly tasks: readonly string[];
   /** the chars task's tokenizer (lower-cases; unknown characters become 0) */
   readonly charsTokenizer: { readonly vocab: number; encode(text: string): Int32Array; decode(ids: ArrayLike<number>): string };
 }

@@ -16,7 +16,12 @@ layer.forward({ x: q, v: q, n: 2 });
 layer.dispose();
 const model = lib.createModel({ vocab: 11, dModel: 32, heads: 2, layers: 1, maxLen: 32, attention: 'synth:random' });
 const step: { loss: number; accuracy: number } = model.trainStep({ task: 'reverse', batchSize: 4 });
-const bytes: Uint8Array = model.save();
+const bytes: Uint8Array = model.save({ optimizer: true });
+model.trainStep({ inputs: [[1, 2]], targets: [[2, 3]], mask: [[1, 0]], lr: 1e-3 });
+const held: number = model.evaluate({ inputs: [[1, 2]], targets: [[2, 3]] }).loss;
+await model.train({ steps: 2, task: 'copy', lr: (s: number) => 1e-3 / (1 + s), onProgress: (p) => p.loss, signal: new AbortController().signal });
+const causalForms: string[] = lib.forms.filter((f) => f.causal).map((f) => f.name);
+const inUse: number = lib.heapInUse();
 lib.loadModel(bytes).dispose();
 model.dispose();
 lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
@@ -30,4 +35,7 @@ lib.linearAttention({ q, k: q, v: q, n: 2, d: 4, feature: 'elu' });
 // @ts-expect-error unknown variant
 lib.createSynthesizer({ variant: 'sparse', d: 4, maxLen: 16 });
 
-export { ok, w, row, step };
+// @ts-expect-error save takes an options object
+model.save(true);
+
+export { ok, w, row, step, held, causalForms, inUse };
