@@ -2,6 +2,7 @@
 # setup.sh: makes sure what `npm start` / `npm test` need is here, installing it when it can.
 #   emcc (Debian's emscripten)            always
 #   chromium (for the browser tests)      unless --no-browser
+#   python3-torch (the PyTorch round trip) unless --no-browser (that is, for npm test)
 #   node_modules (npm ci)                 when missing
 # As root with apt it installs; otherwise it says in one line what to run.
 set -euo pipefail
@@ -12,6 +13,8 @@ browser=1
 missing=()
 command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
 [ "$browser" = 0 ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
+# the PyTorch round trip (tests/node/torch.test.js, scripts/torch_model.py): Debian's python3-torch
+[ "$browser" = 0 ] || /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup.sh: installing ${missing[*]} with apt-get" >&2

@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""torch_model.py: attention-wasm's tiny Transformer in PyTorch, for users who outgrow a browser.
+
+It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
+docs/model.md lists every tensor), builds the same model with every attention form of the
+library (softmax; linear attention with elu+1, relu or taylor features; the five Synthesizers),
+reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
+continues from. Debian's python3-torch (1.13) is enough: safetensors is read and written by hand
+(an 8-byte little-endian header length, a JSON header, raw little-endian float32).
+
+  /usr/bin/python3 scripts/torch_model.py logits  model.safetensors tokens.json  [source.json]
+  /usr/bin/python3 scripts/torch_model.py train   model.safetensors batch.json out.safetensors --steps 3 --lr 1e-3
+  /usr/bin/python3 scripts/torch_model.py check   cases.json   (the round trip tests/node/torch.test.js runs)
+
+The formulas are those of docs/attention-forms.md; each function names the C code it mirrors.
+"""
+import json
+import math
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float32)
+
+
+# ---- safetensors ------------------------------------------------------------------------------
+
+def read_safetensors(path):
+    """Returns (metadata dict, {name: tensor}) of a float32 safetensors file."""
+    with open(path, 'rb') as f:
+        raw = f.read()
+    hlen = struct.unpack('<Q', raw[:8])[0]
+    header = json.loads(raw[8:8 + hlen])
+    meta = header.pop('__metadata__', {})
+    data = raw[8 + hlen:]
+    tensors = {}
+    for name, e in header.items():
+        if e['dtype'] != 'F32':
+            raise ValueError(f'{name}: dtype {e["dtype"]}, expected F32')
+        begin, end = e['data_offsets']
+        t = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32)
+        tensors[name] = t.reshape(e['shape']).clone()
+    return meta, tensors
+
+
+def write_safetensors(path, meta, tensors):
+    """Writes {name: tensor} (in insertion order) with string metadata, header padded to 8 bytes."""
+    header = {'__metadata__': {k: str(v) for k, v in meta.items()}}
+    blobs, off = [], 0
+    for name, t in tensors.items():
+        b = t.detach().to(torch.float32).contiguous().numpy().astype('<f4').tobytes()
+        header[name] = {'dtype': 'F32', 'shape': list(t.shape), 'data_offsets': [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(',', ':')).encode()
+    h += b' ' * ((8 - len(h) % 8) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h + b''.join(blobs))
+
+
+# ---- attention forms (src/model/form_*.c) ------------------------------------------------------
+
+def split_heads(x, h):
+    """(n, C) -> (h, n, C / h): heads split the columns."""
+    n, c = x.shape
+    return x.reshape(n, h, c // h).transpose(0, 1)
+
+
+def merge_heads(x):
+    h, n, dh = x.shape
+    return x.transpose(0, 1).reshape(n, h * dh)
+
+
+def softmax_attention(q, k, v, h, causal):
+    """O = softmax(Q K^T / sqrt(C / h) + M) V per head; a row with no allowed key is zero."""
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
+    s = qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
+    if causal:
+        n, m = s.shape[1], s.shape[2]
+        mask = torch.ones(n, m, dtype=torch.bool).triu(1)
+        s = s.masked_fill(mask, float('-inf'))
+    p = torch.softmax(s, dim=-1)
+    return merge_heads(torch.nan_to_num(p, nan=0.0) @ vh)
+
+
+def features(x, feature):
+    """phi of src/attention/linear_attention.c: elu+1, relu, or taylor's [1, x / |x|]."""
+    if feature == 'elu+1':
+        return F.elu(x) + 1.0
+    if feature == 'relu':
+        return F.relu(x)
+    if feature == 'taylor':
+        norm = x.norm(dim=-1, keepdim=True)
+        xhat = torch.where(norm > 0, x / norm.clamp_min(1e-30), torch.zeros_like(x))
+        return torch.cat([torch.ones_like(x[..., :1]), xhat], dim=-1)
+    raise ValueError(f'feature map {feature} has no causal form for a decoder')
+
+
+def linear_attention(q, k, v, h, feature, causal):
+    """O_i = sum_j sim(q_i, k_j) v_j / sum_j sim(q_i, k_j), sim = phi(q) . phi(k); zero rows when
+    the denominator is zero (taylor: within rounding of zero, as the C code decides)."""
+    fq, fk, vh = features(split_heads(q, h), feature), features(split_heads(k, h), feature), split_heads(v, h)
+    a = fq @ fk.transpose(1, 2)  # (h, n, m) similarities
+    if feature == 'taylor':
+        a = a.clamp_min(0.0)
+    if causal:
+        a = a * torch.ones(a.shape[1], a.shape[2]).tril()
+    den = a.sum(-1, keepdim=True)
+    keys = torch.arange(1, a.shape[1] + 1).clamp(max=a.shape[2]).reshape(1, -1, 1) if causal else a.shape[2]
+    floor = 4.0 * (fq.shape[-1] + 1) * 1.1920929e-7 * keys if feature == 'taylor' else 0.0
+    live = den > floor
+    out = torch.where(live, (a @ vh) / torch.where(live, den, torch.ones_like(den)), torch.zeros(()))
+    return merge_heads(out)
+
+
+KINDS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'mixture', 'dot']
+
+
+def synth_component(kind, p, x, q, k, h, n):
+    """The logits (h, n, n) of one Synthesizer component (src/attention/synthesizer.c)."""
+    if kind == 'dense':  # relu(X W1 + b1) W2[:, :n] + b2[:n]
+        hid = F.relu(torch.einsum('nd,hde->hne', x, p['W1']) + p['b1'][:, None, :])
+        return hid @ p['W2'][:, :, :n] + p['b2'][:, None, :n]
+    if kind == 'random':
+        return p['R'][:, :n, :n]
+    if kind == 'factorized-dense':  # B[i, j] = Ba[i, j / b] * Bb[i, j % b]
+        ha = F.relu(torch.einsum('nd,hde->hne', x, p['W1a']) + p['b1a'][:, None, :])
+        hb = F.relu(torch.einsum('nd,hde->hne', x, p['W1b']) + p['b1b'][:, None, :])
+        ba, bb = ha @ p['W2a'], hb @ p['W2b']
+        b = bb.shape[-1]
+        j = torch.arange(n)
+        return ba[:, :, j // b] * bb[:, :, j % b]
+    if kind == 'factorized-random':
+        return p['R1'][:, :n] @ p['R2'][:, :n].transpose(1, 2)
+    if kind == 'dot':
+        qh, kh = split_heads(q, h), split_heads(k, h)
+        return qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
+    raise ValueError(kind)
+
+
+def synthesizer(variant, components, p, x, q, k, v, h, causal):
+    n = x.shape[0]
+    if variant == 'mixture':
+        alpha = torch.softmax(p['alphaLogits'], dim=-1)  # (h, C)
+        logits = sum(alpha[:, c, None, None] * synth_component(kind, {key[len(kind) + 1:]: t for key, t in p.items() if key.startswith(kind + '.')}, x, q, k, h, n)
+                     for c, kind in enumerate(components))
+    else:
+        logits = synth_component(variant, p, x, q, k, h, n)
+    if causal:
+        logits = logits.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float('-inf'))
+    return merge_heads(torch.softmax(logits, dim=-1) @ split_heads(v, h))
+
+
+# ---- the model (src/model/transformer.c) -------------------------------------------------------
+
+class TinyTransformer(torch.nn.Module):
+    def __init__(self, meta, tensors):
+        super().__init__()
+        self.meta = dict(meta)
+        c = self.meta
+        self.V, self.C, self.H, self.layers = int(c['vocab']), int(c['d_model']), int(c['heads']), int(c['layers'])
+        self.F, self.L = int(c['d_ff']), int(c['max_len'])
+        self.attention, self.norm, self.arch = c['attention'], c['norm'], c['arch']
+        self.components = [s for s in c.get('synth_components', '').split(',') if s]
+        if c.get('version') != '2':
+            raise ValueError('this script reads version-2 checkpoints (PyTorch layout); load a version-1 file in the library and save() it again')
+        self.names = [n for n in tensors if not n.startswith('optim.')]
+        self.params = torch.nn.ParameterDict({n.replace('.', '__'): torch.nn.Parameter(tensors[n]) for n in self.names})
+        C, L = self.C, self.L
+        pos = torch.arange(L, dtype=torch.float64)[:, None]
+        i = torch.arange(0, C, 2, dtype=torch.float64)
+        angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), i / C)
+        pe = torch.zeros(L, C, dtype=torch.float64)
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle)[:, :C // 2]
+        self.register_buffer('sinusoid', pe.to(torch.float32))
+
+    def p(self, name):
+        return self.params[name.replace('.', '__')]
+
+    def has(self, name):
+        return name.replace('.', '__') in self.params
+
+    def ln(self, x, prefix):
+        return F.layer_norm(x, (self.C,), self.p(prefix + '.w'), self.p(prefix + '.b'), eps=1e-5)
+
+    def lin(self, x, prefix, w, b):  # nn.Linear: x W^T + b, W stored (out, in)
+        return F.linear(x, self.p(f'{prefix}.{w}'), self.p(f'{prefix}.{b}'))
+
+    def attend(self, prefix, xq, xkv, causal, cross):
+        form = 'softmax' if cross and self.attention.startswith('synth:') else self.attention
+        q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
+        k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
+        v = self.lin(xkv, prefix, 'wv', 'bv')
+        if form == 'softmax':
+            o = softmax_attention(q, k, v, self.H, causal)
+        elif form.startswith('linear:'):
+            o = linear_attention(q, k, v, self.H, form[7:], causal)
+        else:
+            p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
+            o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)
+        return self.lin(o, prefix, 'wo', 'bo')
+
+    def sublayer(self, x, prefix, fn):
+        """pre: x + f(LN(x)); post: LN(x + f(x))."""
+        if self.norm == 'pre':
+            return x + fn(self.ln(x, prefix + '.ln'))
+        return self.ln(x + fn(x), prefix + '.ln')
+
+    def ffn(self, x, prefix):
+        return self.lin(F.relu(self.lin(x, prefix, 'w1', 'b1')), prefix, 'w2', 'b2')
+
+    def embed(self, tokens):
+        pos = self.p('wpe') if self.has('wpe') else self.sinusoid
+        return self.p('wte')[tokens] + pos[:len(tokens)]
+
+    def forward(self, tokens, source=None):
+        """Logits (T, vocab) of one sequence (and its source for an encoder-decoder)."""
+        enc = None
+        if self.arch == 'encoder-decoder':
+            e = self.embed(source)
+            for l in range(self.layers):
+                e = self.sublayer(e, f'enc.{l}.self', lambda y, l=l: self.attend(f'enc.{l}.self', y, y, False, False))
+                e = self.sublayer(e, f'enc.{l}.ffn', lambda y, l=l: self.ffn(y, f'enc.{l}.ffn'))
+            enc = self.ln(e, 'enc.lnf') if self.norm == 'pre' else e
+        x = self.embed(tokens)
+        for l in range(self.layers):
+            x = self.sublayer(x, f'dec.{l}.self', lambda y, l=l: self.attend(f'dec.{l}.self', y, y, True, False))
+            if enc is not None:
+                x = self.sublayer(x, f'dec.{l}.cross', lambda y, l=l: self.attend(f'dec.{l}.cross', y, enc, False, True))
+            x = self.sublayer(x, f'dec.{l}.ffn', lambda y, l=l: self.ffn(y, f'dec.{l}.ffn'))
+        if self.norm == 'pre':
+            x = self.ln(x, 'lnf')
+        return F.linear(x, self.p('out.w'), self.p('out.b'))
+
+    def loss(self, batch):
+        """Mean cross-entropy over the target tokens (-1 or mask 0: no loss)."""
+        total, count = 0.0, 0
+        for r, tokens in enumerate(batch['inputs']):
+            src = torch.tensor(batch['source'][r]) if 'source' in batch else None
+            logits = self.forward(torch.tensor(tokens), src)
+            t = torch.tensor(batch['targets'][r])
+            if 'mask' in batch:
+                t = torch.where(torch.tensor(batch['mask'][r]) > 0, t, torch.full_like(t, -1))
+            total = total + F.cross_entropy(logits, t, ignore_index=-1, reduction='sum')
+            count += int((t >= 0).sum())
+        return total / max(count, 1)
+
+    def train_steps(self, batch, steps, lr, weight_decay=0.01, clip=1.0):
+        """AdamW (betas 0.9, 0.98, eps 1e-8; decay on matrices but the embeddings and on trainable
+        Synthesizer tensors, as the library does) with global-norm clipping."""
+        decay, plain = [], []
+        for n in self.names:
+            fixed = '.synth.' in n and n.split('.')[-1].startswith('R') and self.meta.get('synth_trainable') == '0'
+            if fixed:
+                self.p(n).requires_grad_(False)
+                continue
+            is_matrix = self.p(n).dim() >= 2 and n not in ('wte', 'wpe')
+            (decay if is_matrix or '.synth.' in n else plain).append(self.p(n))
+        opt = torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': plain, 'weight_decay': 0.0}],
+                                lr=lr, betas=(0.9, 0.98), eps=1e-8)
+        losses = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = self.loss(batch)
+            loss.backward()
+            if clip > 0:
+                torch.nn.utils.clip_grad_norm_([p for p in self.parameters() if p.requires_grad], clip)
+            opt.step()
+            losses.append(float(loss))
+        self.meta['step'] = str(int(self.meta.get('step', '0')) + steps)
+        return losses
+
+    def save(self, path):
+        write_safetensors(path, {k: v for k, v in self.meta.items() if k not in ('optimizer', 'data_rng')},
+                          {n: self.p(n) for n in self.names})
+
+
+# ---- commands ----------------------------------------------------------------------------------
+
+def load(path):
+    meta, tensors = read_safetensors(path)
+    return TinyTransformer(meta, tensors)
+
+
+def check(cases_path):
+    """For every case {checkpoint, tokens, source?, logits, batch, out}: the logits agree to 1e-4
+    (max |a - b| / (1 + |b|)); then 3 training steps on the batch, the trained model's logits on
+    the same tokens and its checkpoint written for the library to load and compare."""
+    cases = json.load(open(cases_path))
+    report = []
+    for case in cases:
+        model = load(case['checkpoint'])
+        src = torch.tensor(case['source']) if case.get('source') else None
+        with torch.no_grad():
+            ours = model.forward(torch.tensor(case['tokens']), src)
+        ref = torch.tensor(case['logits']).reshape(ours.shape)
+        err = float(((ours - ref).abs() / (1 + ref.abs())).max())
+        losses = model.train_steps(case['batch'], 3, 1e-3)
+        with torch.no_grad():
+            trained = model.forward(torch.tensor(case['tokens']), src)
+        model.save(case['out'])
+        report.append({'name': case['name'], 'logits_error': err, 'losses': losses, 'trained_logits': trained.flatten().tolist()})
+    json.dump(report, sys.stdout)
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ('-h', '--help'):
+        print(__doc__)
+        return 0
+    cmd = argv[1]
+    if cmd == 'check':
+        check(argv[2])
+    elif cmd == 'logits':
+        model = load(argv[2])
+        tokens = torch.tensor(json.load(open(argv[3])))
+        source = torch.tensor(json.load(open(argv[4]))) if len(argv) > 4 else None
+        with torch.no_grad():
+            print(json.dumps(model.forward(tokens, source).tolist()))
+    elif cmd == 'train':
+        model = load(argv[2])
+        batch = json.load(open(argv[3]))
+        steps = int(argv[argv.index('--steps') + 1]) if '--steps' in argv else 100
+        lr = float(argv[argv.index('--lr') + 1]) if '--lr' in argv else 1e-3
+        for s, loss in enumerate(model.train_steps(batch, steps, lr)):
+            print(f'step {s + 1} loss {loss:.4f}')
+        model.save(argv[4])
+    else:
+        print(f'unknown command {cmd}; see --help', file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

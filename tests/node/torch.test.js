@@ -1,0 +1,69 @@
+// torch.test.js: checkpoints carry to PyTorch and back (scripts/torch_model.py, Debian's
+// python3-torch). For every attention form the registry offers a decoder, and for encoder-decoders,
+// post-norm and learned positions: the library trains a small model a little and saves it; the
+// PyTorch model loads it and reproduces the library's logits to 1e-4, trains 3 steps and writes
+// safetensors; the library loads that file, gives PyTorch's logits to 1e-4 and trains on from it.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { builds, maxErr } from './helpers.js';
+
+const PYTHON = '/usr/bin/python3'; // Debian's, where python3-torch installs (not a pyenv shim)
+const SCRIPT = new URL('../../scripts/torch_model.py', import.meta.url).pathname;
+const TOL = 1e-4;
+
+const haveTorch = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
+const why = 'python3-torch is missing: run bash scripts/setup.sh as root, or apt-get install -y python3-torch';
+
+test('checkpoints go to PyTorch and back: same logits, training continues on both sides', { skip: haveTorch ? false : why }, (t) => {
+  const { lib } = builds[0];
+  const dir = mkdtempSync(join(tmpdir(), 'aw-torch-'));
+  try {
+    const base = { vocab: 13, dModel: 16, heads: 2, layers: 2, dFF: 24, maxLen: 10, seed: 3 };
+    const configs = lib.forms.filter((f) => f.causal).map((f) => ({ attention: f.name }));
+    configs.push({ attention: 'synth:mixture', attentionOptions: { components: ['dense', 'factorized-random', 'dot'], k: 3 } },
+      { attention: 'synth:random', attentionOptions: { trainable: false } },
+      { attention: 'softmax', norm: 'post', positional: 'learned' },
+      { attention: 'softmax', arch: 'encoder-decoder' }, { attention: 'linear:elu+1', arch: 'encoder-decoder', norm: 'post' },
+      { attention: 'synth:dense', arch: 'encoder-decoder' });
+    const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
+    const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
+    const cases = configs.map((cfg, i) => {
+      const m = lib.createModel({ ...base, ...cfg });
+      const encdec = m.config.arch === 'encoder-decoder';
+      const batch = { inputs: [row(8), row(8)], targets: [row(8), row(8)], mask: [[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 1]] };
+      if (encdec) batch.source = [row(6), row(6)];
+      for (let s = 0; s < 2; s++) m.trainStep({ ...batch, lr: 1e-2 }); // weights away from their init
+      const tokens = row(7), source = encdec ? row(6) : undefined;
+      const checkpoint = join(dir, `m${i}.safetensors`);
+      writeFileSync(checkpoint, m.save());
+      const logits = [...m.forward(tokens, encdec ? { source } : {}).logits];
+      m.dispose();
+      return { name: JSON.stringify(cfg), cfg, checkpoint, tokens, source, logits, batch, out: join(dir, `t${i}.safetensors`) };
+    });
+    writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
+    const r = spawnSync(PYTHON, [SCRIPT, 'check', join(dir, 'cases.json')], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    for (const [i, c] of cases.entries()) {
+      const rep = report[i];
+      const back = lib.loadModel(readFileSync(c.out));
+      const again = back.forward(c.tokens, c.source ? { source: c.source } : {}).logits;
+      const err = maxErr(again, Float32Array.from(rep.trained_logits));
+      t.diagnostic(`${c.name}: library vs PyTorch logits ${rep.logits_error.toExponential(2)}; PyTorch trained 3 steps ` +
+        `(loss ${rep.losses.map((x) => x.toFixed(3)).join(' -> ')}); loaded back: ${err.toExponential(2)} (tol ${TOL})`);
+      assert.ok(rep.logits_error <= TOL, `${c.name}: PyTorch reproduces the logits to ${rep.logits_error}`);
+      assert.ok(err <= TOL, `${c.name}: the library reads PyTorch's checkpoint to ${err}`);
+      assert.ok(rep.losses[2] < rep.losses[0], `${c.name}: PyTorch's training lowers the loss`);
+      assert.equal(back.steps, 5, 'the step count travels: 2 here + 3 there');
+      const more = back.trainStep({ ...c.batch, lr: 1e-3 }); // and training goes on in the library
+      assert.ok(Number.isFinite(more.loss));
+      back.dispose();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
