@@ -2,6 +2,7 @@
 import type { SoftmaxApi } from './softmax.js';
 import type { KernelsApi } from './kernels.js';
 import type { LinearApi } from './linear.js';
+import type { LocalApi } from './local.js';
 import type { SynthesizerApi } from './synthesizer.js';
 import type { FormInfo, ModelApi } from './model.js';
 
@@ -12,7 +13,7 @@ export interface LoadOptions {
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
-export interface AttentionLib extends SoftmaxApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** The instance's wasm memory. */

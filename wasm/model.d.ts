@@ -3,6 +3,7 @@
 /** Attention form ids (as in the playground). 'linear:efficient' has no causal form, so a decoder rejects it. */
 export type ModelAttention =
   | 'softmax'
+  | 'local'
   | 'linear:elu+1' | 'linear:relu' | 'linear:taylor' | 'linear:efficient'
   | 'synth:dense' | 'synth:random' | 'synth:factorized-dense' | 'synth:factorized-random' | 'synth:mixture';
 
@@ -16,6 +17,8 @@ export interface ModelAttentionOptions {
   b?: number;
   /** synth factorized-random: rank of R1 R2^T (default 8) */
   k?: number;
+  /** local: the band's width (default 8): a decoder sees the last `window` positions, an encoder window / 2 on each side */
+  window?: number;
   /** synth:mixture: distinct components (default ['random', 'dot']) */
   components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
 }

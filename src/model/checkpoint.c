@@ -87,6 +87,7 @@ static int build_header(const aw_model *m, int optim, text *t) {
             put(t, "%s%s", i ? "," : "", VARIANTS[s->components[i]]);
         put(t, "\"");
     }
+    if (form->options & AW_OPT_WINDOW) put(t, ",\"window\":\"%d\"", (int)c->window);
     // with the optimizer state, training resumes exactly: the moments, and where the model's own
     // training-batch stream stands
     if (optim) put(t, ",\"optimizer\":\"adamw\",\"data_rng\":\"%llu\"", (unsigned long long)m->data_rng.state);
@@ -333,6 +334,11 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     const aw_form *form = aw_form_find(name);
     if (!form) return 0;
     c->form = aw_form_index(form);
+    if (form->options & AW_OPT_WINDOW) {
+        long long w;
+        if (!meta_int(ps, "window", 1, 4096, &w)) return 0;
+        c->window = (int32_t)w;
+    }
     if (form->flags & AW_FORM_PARAMS) {
         aw_synthesizer_config *s = &c->synth;
         long long tr, a, b, k;

@@ -12,13 +12,15 @@
 
 enum {
     F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
-    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_COUNT
+    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_COUNT
 };
 static const char *const KEYS[F_COUNT] = {
     "vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention", "positional", "norm", "arch", "seed",
     "attentionOptions.trainable", "attentionOptions.a", "attentionOptions.b", "attentionOptions.k",
-    "attentionOptions.components"};
-#define OPTIONS_MASK ((1u << F_TRAINABLE) | (1u << F_A) | (1u << F_B) | (1u << F_K) | (1u << F_COMPONENTS))
+    "attentionOptions.components", "attentionOptions.window"};
+// attentionOptions fields in the order of enum aw_form_option (forms.h)
+static const int OPTION_FIELDS[] = {F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW};
+enum { N_OPTIONS = sizeof OPTION_FIELDS / sizeof OPTION_FIELDS[0] };
 
 void config_builder_init(aw_config_builder *b) {
     memset(b, 0, sizeof *b);
@@ -26,6 +28,7 @@ void config_builder_init(aw_config_builder *b) {
     c->vocab = 64, c->d_model = 64, c->heads = 4, c->layers = 2, c->d_ff = 256, c->max_len = 64, c->seed = 1;
     c->form = aw_form_index(aw_form_find("softmax"));
     c->synth.trainable = 1, c->synth.k = 8;
+    c->window = 8;
     c->synth.n_components = 2, c->synth.components[0] = AW_SYNTH_RANDOM, c->synth.components[1] = AW_SYNTH_DOT;
 }
 
@@ -66,6 +69,7 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     case F_A: st = parse_int(key, value, 1, 4096, &v), c->synth.a = (size_t)v; break;
     case F_B: st = parse_int(key, value, 1, 4096, &v), c->synth.b = (size_t)v; break;
     case F_K: st = parse_int(key, value, 1, 4096, &v), c->synth.k = (size_t)v; break;
+    case F_WINDOW: st = parse_int(key, value, 1, 4096, &v), c->window = (int32_t)v; break;
     case F_TRAINABLE:
         if (strcmp(value, "true") && strcmp(value, "false"))
             return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);
@@ -123,14 +127,12 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     aw_model_config c = b->cfg;
     const aw_form *form = aw_form_at((size_t)c.form);
     if (!(b->given & (1u << F_D_FF))) c.d_ff = 4 * c.d_model; // dModel <= 4096, so at most 16384
-    const unsigned options = b->given & OPTIONS_MASK;
-    if (!(form->flags & AW_FORM_PARAMS)) {
-        if (options) {
-            int f = F_TRAINABLE;
-            while (!(options & (1u << f))) f++;
-            return aw_fail(AW_ERR_ARG, "%s applies to \"synth:*\" attention only, not \"%s\"", KEYS[f], form->name);
-        }
-    } else {
+    for (int o = 0; o < N_OPTIONS; o++) // an option the form does not read is a mistake, not a no-op
+        if ((b->given & (1u << OPTION_FIELDS[o])) && !(form->options & (1u << o)))
+            return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\"%s", KEYS[OPTION_FIELDS[o]], form->name,
+                           o == N_OPTIONS - 1 ? " (it is local attention's)" : " (it is a \"synth:*\" option)");
+    if (!(form->options & AW_OPT_WINDOW)) c.window = 0;
+    if (form->flags & AW_FORM_PARAMS) {
         c.synth.variant = form->variant;
         const int mixture = form->variant == AW_SYNTH_MIXTURE;
         int fd = form->variant == AW_SYNTH_FACTORIZED_DENSE, fr = form->variant == AW_SYNTH_FACTORIZED_RANDOM;
@@ -178,6 +180,7 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
         }
         PUT("}");
     }
+    if (form->options & AW_OPT_WINDOW) PUT(",\"attentionOptions\":{\"window\":%d}", (int)c->window);
     PUT("}");
     return len;
 }

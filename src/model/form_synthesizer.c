@@ -90,6 +90,7 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     {                                                                                                              \
         .name = NAME, .family = "synthesizer", .cross = "softmax",                                                 \
         .flags = (FLAGS) | AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_PARAMS | AW_FORM_STEP, .variant = VARIANT,  \
+        .options = AW_OPT_TRAINABLE | AW_OPT_A | AW_OPT_B | AW_OPT_K | AW_OPT_COMPONENTS,                         \
         .init = init, .release = release, .param_group = "synth", .tensors = tensors, .bind = bind,                \
         .work_floats = work_floats, .forward = forward, .backward = backward, .step_floats = step_floats,          \
         .step = step                                                                                               \

@@ -28,6 +28,16 @@ enum aw_form_flag {
 
 typedef struct aw_form aw_form;
 
+// The options of createModel's attentionOptions a form reads (the rest are refused for it).
+enum aw_form_option {
+    AW_OPT_TRAINABLE = 1u << 0,
+    AW_OPT_A = 1u << 1,
+    AW_OPT_B = 1u << 2,
+    AW_OPT_K = 1u << 3,
+    AW_OPT_COMPONENTS = 1u << 4,
+    AW_OPT_WINDOW = 1u << 5,
+};
+
 // A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
 typedef struct {
     char name[24];
@@ -43,6 +53,7 @@ typedef struct {
     int causal;
     int uses_qk;           // 1 when Q and K are read (the sublayer then has Wq, Wk)
     size_t C, H;           // width and heads
+    size_t window;         // local attention: the band's width w
     aw_synthesizer *synth; // forms with parameters: the layer, its params bound into the model's arena
 } aw_attn_form;
 
@@ -52,6 +63,7 @@ typedef struct {
     size_t C, H, L;
     int causal;
     const aw_synthesizer_config *synth; // options of synth:* forms (variant comes from the form)
+    size_t window;                      // local attention's w
     uint32_t seed;
 } aw_form_setup;
 
@@ -60,6 +72,7 @@ struct aw_form {
     const char *family;  // "softmax", "linear", "synthesizer"
     const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
     unsigned flags;      // enum aw_form_flag
+    unsigned options;    // enum aw_form_option: the attentionOptions it reads
     int variant;         // the family's own id: linear feature map, synthesizer variant
     // Sets up f (f->form, causal, C, H already filled in). NULL: nothing to set up.
     int (*init)(aw_attn_form *f, const aw_form_setup *setup);

@@ -14,6 +14,8 @@ const FORMS = [
   { attention: 'softmax' },
   { attention: 'softmax', norm: 'post', positional: 'learned' },
   { attention: 'softmax', arch: 'encoder-decoder' },
+  { attention: 'local', attentionOptions: { window: 3 } },
+  { attention: 'local', attentionOptions: { window: 2 }, arch: 'encoder-decoder', norm: 'post' },
   { attention: 'linear:elu+1' },
   { attention: 'linear:relu' },
   { attention: 'linear:taylor' },
@@ -44,12 +46,12 @@ const label = (f) => Object.entries(f).map(([k, v]) => `${k}=${typeof v === 'obj
 
 for (const { name, lib } of builds) {
   test(`model [${name}]: bad configs and inputs throw clear errors, and the library stays usable`, () => {
-    expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", "linear:elu\+1".*got "cosine"/);
+    expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", "local", "linear:elu\+1".*got "cosine"/);
     expectError(() => lib.createModel({ dModel: 30, heads: 4 }), /dModel \(30\) must be divisible by heads \(4\)/);
     expectError(() => lib.createModel({ attention: 'linear:efficient' }), /no causal form/);
     expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 16\], got 40/);
     expectError(() => lib.createModel({ dmodel: 8 }), /unknown option "dmodel"/);
-    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k applies to "synth:\*" attention only/);
+    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k does not apply to attention "softmax" \(it is a "synth:\*" option\)/);
     expectError(() => lib.createModel({ attention: 'synth:factorized-dense', maxLen: 12, attentionOptions: { a: 5, b: 2 } }),
       /a \* b = maxLen \(12\), got 5 \* 2/);
     expectError(() => lib.createModel({ attention: 'synth:mixture', attentionOptions: { components: ['random', 'random'] } }), /distinct/);
