@@ -9,10 +9,6 @@ const MODES = ['parallel', 'recurrent']; // enum aw_linear_mode
 const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'feature', 'causal', 'mode', 'returnWeights', 'reference'];
 const STATE_OPTIONS = ['d', 'dv', 'heads', 'feature'];
 
-const NO_CAUSAL_EFFICIENT =
-  'feature "efficient" has no causal form (softmax_1(K) normalises over every position, future ones included); ' +
-  'use causal: false, or feature "elu+1", "relu" or "taylor"';
-
 // Frees the C state of a decoding object that was garbage-collected without dispose().
 const leaked = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle, scratch }) => {
@@ -34,7 +30,6 @@ export function linearMethods(core) {
       const feature = checkOneOf(`${what}: feature`, opts.feature ?? 'elu+1', FEATURES);
       const causal = checkBool(`${what}: causal`, opts.causal ?? false);
       const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'parallel', MODES);
-      if (feature === 'efficient' && causal) fail(`${what}: ${NO_CAUSAL_EFFICIENT}`);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
       const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
@@ -69,12 +64,11 @@ export function linearMethods(core) {
       if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
       if (dv % heads) fail(`${what}: dv (${dv}) must be divisible by heads (${heads})`);
       const feature = checkOneOf(`${what}: feature`, opts.feature ?? 'elu+1', FEATURES);
-      if (feature === 'efficient') fail(`${what}: ${NO_CAUSAL_EFFICIENT}`);
       const ex = core.exports;
       // One scratch block for a step's q, k, v and output, kept for the state's lifetime.
       const scratchBytes = (2 * d + 2 * dv) * 4;
       const handle = ex.aw_linear_state_create(d, dv, heads, FEATURES.indexOf(feature));
-      if (handle === 0) core.check(2, what); // C's message: too large for the address space, or out of memory
+      if (handle === 0) core.check(core.exports.aw_error_code() || 2, what); // C's status and message
       const scratch = ex.malloc(scratchBytes);
       if (scratch === 0) {
         ex.aw_linear_state_destroy(handle);

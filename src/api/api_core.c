@@ -54,6 +54,7 @@ AW_API int32_t aw_first_nonfinite(const float *x, int32_t n) {
 // in one place (Core.check) and throws it.
 AW_API const char *aw_error(void) { return aw_error_message(); }
 AW_API void aw_error_clear(void) { aw_clear_error(); }
+AW_API int aw_error_code(void) { return aw_error_status(); }
 
 // ---- the registry of attention forms (src/model/forms.h) ---------------------------------------
 // The wrapper and the playground read the list of forms from the module they loaded.

@@ -20,12 +20,22 @@ enum { CHUNK = 64 };
 // Feature width D of a head: taylor carries the constant 1 as an extra feature.
 static size_t feature_width(int feature, size_t dh) { return feature == AW_LINEAR_TAYLOR ? dh + 1 : dh; }
 
+// The rule that efficient attention has no causal form lives here, once: the model's registry
+// row, the standalone call and the decoding state all meet it through this check.
+#define NO_CAUSAL_EFFICIENT                                                                                           \
+    "feature \"efficient\" has no causal form (softmax_1(K) normalises over every position, future ones included); " \
+    "use causal: false, or feature \"elu+1\", \"relu\" or \"taylor\""
+
 int linear_attention_check(const aw_linear_attention_desc *ds) {
-    if (!ds || ds->n == 0 || ds->m == 0 || ds->d == 0 || ds->dv == 0 || ds->heads == 0) return AW_ERR_ARG;
-    if (ds->d % ds->heads || ds->dv % ds->heads) return AW_ERR_ARG;
-    if (ds->feature < AW_LINEAR_ELU1 || ds->feature > AW_LINEAR_TAYLOR) return AW_ERR_ARG;
-    if (ds->causal && ds->feature == AW_LINEAR_EFFICIENT) return AW_ERR_ARG; // no causal form
-    if (ds->causal && ds->mode != AW_LINEAR_PARALLEL && ds->mode != AW_LINEAR_RECURRENT) return AW_ERR_ARG;
+    if (!ds || ds->n == 0 || ds->m == 0 || ds->d == 0 || ds->dv == 0 || ds->heads == 0)
+        return aw_fail(AW_ERR_ARG, "linear attention: sizes must be positive");
+    if (ds->d % ds->heads || ds->dv % ds->heads)
+        return aw_fail(AW_ERR_ARG, "linear attention: heads (%zu) must divide d (%zu) and dv (%zu)", ds->heads, ds->d, ds->dv);
+    if (ds->feature < AW_LINEAR_ELU1 || ds->feature > AW_LINEAR_TAYLOR)
+        return aw_fail(AW_ERR_ARG, "linear attention: unknown feature map %d", ds->feature);
+    if (ds->causal && ds->feature == AW_LINEAR_EFFICIENT) return aw_fail(AW_ERR_ARG, NO_CAUSAL_EFFICIENT);
+    if (ds->causal && ds->mode != AW_LINEAR_PARALLEL && ds->mode != AW_LINEAR_RECURRENT)
+        return aw_fail(AW_ERR_ARG, "linear attention: unknown mode %d", ds->mode);
     return AW_OK;
 }
 
@@ -560,6 +570,7 @@ struct aw_linear_state {
 
 size_t linear_state_bytes(size_t d, size_t dv, size_t heads, int feature) {
     if (d == 0 || dv == 0 || heads == 0 || d % heads || dv % heads) return 0;
+    if (feature == AW_LINEAR_EFFICIENT) return aw_fail(AW_ERR_ARG, NO_CAUSAL_EFFICIENT), 0;
     if (feature != AW_LINEAR_ELU1 && feature != AW_LINEAR_RELU && feature != AW_LINEAR_TAYLOR) return 0;
     const size_t dh = d / heads, dvh = dv / heads, D = feature_width(feature, dh);
     // the struct, then (heads, D, dvh) S, (heads, D) z and two (D) scratch rows

@@ -5,9 +5,11 @@
 #include <stdio.h>
 
 static _Thread_local char last_message[320];
+static _Thread_local int last_status;
 
 int aw_fail(int status, const char *fmt, ...) {
     if (last_message[0] == '\0') {
+        last_status = status;
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(last_message, sizeof last_message, fmt, ap);
@@ -18,4 +20,6 @@ int aw_fail(int status, const char *fmt, ...) {
 
 const char *aw_error_message(void) { return last_message; }
 
-void aw_clear_error(void) { last_message[0] = '\0'; }
+int aw_error_status(void) { return last_message[0] ? last_status : AW_OK; }
+
+void aw_clear_error(void) { last_message[0] = '\0', last_status = AW_OK; }

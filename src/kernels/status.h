@@ -21,6 +21,8 @@ enum aw_status {
 int aw_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 // The message of the last failure ("" when none), valid until the next aw_clear_error.
 const char *aw_error_message(void);
+// The status of that failure (AW_OK when none): for calls that return a pointer, not a status.
+int aw_error_status(void);
 // Forgets the last message. Every exported entry point calls it first.
 void aw_clear_error(void);
 
