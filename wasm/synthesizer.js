@@ -113,9 +113,7 @@ export function synthesizerMethods(core) {
     ], ([out, comps]) => {
       const status = ex.aw_synth_create(out, KIND_ID[cfg.variant], cfg.d, cfg.maxLen, cfg.heads, cfg.seed,
         cfg.trainable ? 1 : 0, cfg.a, cfg.b, cfg.k, comps, ids.length);
-      if (status === 2)
-        fail(`${what}: out of memory: the wasm heap could not grow to hold the parameters; use a smaller maxLen, d or heads`);
-      core.check(status, what);
+      core.check(status, what); // C's message, e.g. out of memory: use a smaller maxLen, d or heads
       return core.i32[out >> 2];
     });
 
@@ -191,11 +189,7 @@ export function synthesizerMethods(core) {
         syncParams();
         const status = ex.aw_synth_forward(handle, out, w, x, pv, q, k, n, dv, hasDot ? dqk : 0, causal ? 1 : 0,
           reference ? 1 : 0);
-        if (status === 5) fail(`${fw}: a logit is NaN or infinite; check the values written into layer.params`);
-        if (status === 2)
-          fail(`${fw}: out of memory: the layer's workspace (${cfg.heads}*n*n floats${cfg.variant === 'mixture' ? ` times ${C + 1}` : ''}) ` +
-            'does not fit the wasm heap; use a smaller n');
-        core.check(status, fw);
+        core.check(status, fw); // C says what went wrong: a non-finite logit, the workspace not fitting, ...
         const result = { output: core.readF32(out, n * dv) };
         if (returnWeights) result.weights = core.readF32(w, cfg.heads * n * n);
         return result;
@@ -237,7 +231,6 @@ export function synthesizerMethods(core) {
           return core.withBuffers(where, [{ name: 'alphas', bytes: cfg.heads * C * 4 }], ([p]) => {
             syncParams();
             const status = ex.aw_synth_alphas(handle, p);
-            if (status === 5) fail(`${where}: alphaLogits holds a NaN or an infinity`);
             core.check(status, where);
             return core.readF32(p, cfg.heads * C);
           });

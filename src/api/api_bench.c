@@ -10,7 +10,8 @@
 // or a^T b with a (K x M) (variant 2). Dense leading dimensions.
 AW_API int aw_bench_matmul(float *c, const float *a, const float *b, int32_t M, int32_t N, int32_t K,
                            int32_t variant, int32_t reps) {
-    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2 || reps <= 0) return AW_ERR_ARG;
+    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2 || reps <= 0)
+        return aw_fail(AW_ERR_ARG, "matmul bench: sizes and reps must be positive, variant 0, 1 or 2");
     size_t lda = variant == 2 ? (size_t)M : (size_t)K, ldb = variant == 1 ? (size_t)K : (size_t)N;
     typedef void (*mm)(float *, const float *, const float *, size_t, size_t, size_t, size_t, size_t, size_t, int);
     static const mm fast[3] = {aw_matmul_nn, aw_matmul_nt, aw_matmul_tn};

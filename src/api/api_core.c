@@ -15,7 +15,8 @@ AW_API int aw_simd_enabled(void) { return AW_SIMD; }
 AW_API int aw_matmul(float *c, const float *a, const float *b, int32_t M, int32_t N, int32_t K, int32_t variant,
                      int32_t reference) {
     aw_clear_error();
-    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2) return AW_ERR_ARG;
+    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2)
+        return aw_fail(AW_ERR_ARG, "matmul: M, N, K must be positive and variant 0, 1 or 2");
     size_t lda = variant == 2 ? (size_t)M : (size_t)K, ldb = variant == 1 ? (size_t)K : (size_t)N;
     typedef void (*mm)(float *, const float *, const float *, size_t, size_t, size_t, size_t, size_t, size_t, int);
     static const mm fast[3] = {aw_matmul_nn, aw_matmul_nt, aw_matmul_tn};
@@ -27,7 +28,7 @@ AW_API int aw_matmul(float *c, const float *a, const float *b, int32_t M, int32_
 // In-place row softmax of x (rows x cols); reference != 0 uses libm exp in double.
 AW_API int aw_softmax(float *x, int32_t rows, int32_t cols, int32_t reference) {
     aw_clear_error();
-    if (rows <= 0 || cols <= 0) return AW_ERR_ARG;
+    if (rows <= 0 || cols <= 0) return aw_fail(AW_ERR_ARG, "softmax: rows and cols must be positive");
     (reference ? aw_softmax_rows_ref : aw_softmax_rows)(x, (size_t)rows, (size_t)cols, (size_t)cols);
     return AW_OK;
 }
@@ -35,7 +36,7 @@ AW_API int aw_softmax(float *x, int32_t rows, int32_t cols, int32_t reference) {
 // y = exp(x) with the vectorised approximation.
 AW_API int aw_exp_vec(float *y, const float *x, int32_t n) {
     aw_clear_error();
-    if (n <= 0) return AW_ERR_ARG;
+    if (n <= 0) return aw_fail(AW_ERR_ARG, "exp: n must be positive");
     aw_exp(y, x, (size_t)n);
     return AW_OK;
 }

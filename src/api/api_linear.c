@@ -9,7 +9,8 @@ AW_API int aw_linear_attention(float *out, float *weights, const float *q, const
                                int32_t n, int32_t m, int32_t d, int32_t dv, int32_t heads, int32_t feature,
                                int32_t causal, int32_t mode, int32_t path) {
     aw_clear_error();
-    if (n <= 0 || m <= 0 || d <= 0 || dv <= 0 || heads <= 0) return AW_ERR_ARG;
+    if (n <= 0 || m <= 0 || d <= 0 || dv <= 0 || heads <= 0)
+        return aw_fail(AW_ERR_ARG, "linear attention: n, m, d, dv and heads must be positive");
     aw_linear_attention_desc desc = {(size_t)n, (size_t)m, (size_t)d, (size_t)dv, (size_t)heads,
                                      feature, causal != 0, mode};
     const int st = path == 1 ? linear_attention_forward_ref(out, weights, q, k, v, &desc)
@@ -19,7 +20,7 @@ AW_API int aw_linear_attention(float *out, float *weights, const float *q, const
                            "buffers) does not fit; use a smaller d or dv");
     if (st == AW_ERR_NONFINITE)
         return aw_fail(st, "the result overflowed float32 (an Infinity appeared); scale q, k or v down");
-    return st;
+    return api_done(st);
 }
 
 // A decoding state (heads x (S, z)); NULL (0) for a bad argument, efficient, or no memory.
@@ -40,12 +41,12 @@ AW_API aw_linear_state *aw_linear_state_create(int32_t d, int32_t dv, int32_t he
 // out (dv) = the next causal output row after adding k (d), v (dv); q (d).
 AW_API int aw_linear_state_step(float *out, aw_linear_state *state, const float *q, const float *k, const float *v) {
     aw_clear_error();
-    return linear_state_step(out, state, q, k, v);
+    return api_done(linear_state_step(out, state, q, k, v));
 }
 
 AW_API int aw_linear_state_reset(aw_linear_state *state) {
     aw_clear_error();
-    if (!state) return AW_ERR_ARG;
+    if (!state) return aw_fail(AW_ERR_ARG, "no state");
     linear_state_reset(state);
     return AW_OK;
 }

@@ -13,6 +13,6 @@ AW_API int aw_local_attention(float *out, float *weights, const float *q, const 
         return aw_fail(AW_ERR_ARG, "local attention: sizes and window must be positive");
     const aw_local_attention_desc ds = {(size_t)n, (size_t)m, (size_t)d, (size_t)dv, (size_t)heads, (size_t)window,
                                         causal != 0, scale};
-    return path == 1 ? local_attention_forward_ref(out, weights, q, k, v, &ds)
-                     : local_attention_forward(out, weights, q, k, v, &ds);
+    return api_done(path == 1 ? local_attention_forward_ref(out, weights, q, k, v, &ds)
+                              : local_attention_forward(out, weights, q, k, v, &ds));
 }

@@ -27,7 +27,7 @@ AW_API void aw_config_free(aw_config_builder *b) { free(b); }
 // Sets one field by its name from its text (see config_builder_set).
 AW_API int aw_config_set(aw_config_builder *b, const char *key, const char *value) {
     aw_clear_error();
-    return config_builder_set(b, key, value);
+    return api_done(config_builder_set(b, key, value));
 }
 
 // *handle = a new model from the builder's fields.
@@ -36,7 +36,7 @@ AW_API int aw_model_create(aw_model **handle, aw_config_builder *b) {
     aw_model_config c;
     *handle = NULL;
     const int st = config_builder_finish(b, &c);
-    return st ? st : model_create(handle, &c);
+    return api_done(st ? st : model_create(handle, &c));
 }
 
 AW_API void aw_model_destroy(aw_model *m) { model_destroy(m); }
@@ -86,7 +86,7 @@ AW_API int aw_model_task_dims(const aw_model *m, const char *task, double length
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = model_task_dims(m, &spec, &T, &S);
     dims[0] = (int32_t)T, dims[1] = (int32_t)S;
-    return st;
+    return api_done(st);
 }
 
 static int train_config(aw_train_config *tc, const double *h) {
@@ -111,7 +111,7 @@ AW_API int aw_model_train_step(aw_model *m, const char *task, double length, dou
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = size_arg("batchSize", batch, 1, 65536, 32, &B);
     if (!st) st = train_config(&tc, hyper);
-    if (st) return st;
+    if (st) return api_done(st);
     aw_metrics mt = {0};
     st = model_train_step(m, &spec, B, &tc, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
@@ -119,7 +119,7 @@ AW_API int aw_model_train_step(aw_model *m, const char *task, double length, dou
         return aw_fail(st, "the gradients became NaN or Infinity (lr %g), so the weights are now unusable: create the "
                            "model again or load a checkpoint, then train with a lower lr or clip > 0",
                        (double)tc.lr);
-    return st;
+    return api_done(st);
 }
 
 AW_API int aw_model_evaluate(aw_model *m, const char *task, double length, double symbols, double batch,
@@ -131,13 +131,13 @@ AW_API int aw_model_evaluate(aw_model *m, const char *task, double length, doubl
     if (!st) st = size_arg("batchSize", batch, 1, 65536, 64, &B);
     if (!st) st = size_arg("batches", batches, 1, 1 << 20, 8, &nb);
     if (!st) st = size_arg("seed", seed, 0, 4294967295.0, 12345, &sd);
-    if (st) return st;
+    if (st) return api_done(st);
     aw_metrics mt = {0};
     st = model_evaluate(m, &spec, B, nb, sd, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = 0.0, metrics[3] = (double)mt.count;
     if (!st && !isfinite(mt.loss))
         return aw_fail(AW_ERR_NONFINITE, "the model's loss is NaN or Infinity: its parameters have diverged");
-    return st;
+    return api_done(st);
 }
 
 // lens = [source length, target length] of a task for this model (m may be NULL).
@@ -146,7 +146,7 @@ AW_API int aw_model_task_lengths(const aw_model *m, const char *task, double len
     aw_task_spec spec;
     lens[0] = lens[1] = 0;
     const int st = task_spec(&spec, m, task, length, symbols);
-    if (st) return st;
+    if (st) return api_done(st);
     lens[0] = (int32_t)task_src_len(&spec), lens[1] = (int32_t)task_tgt_len(&spec);
     return AW_OK;
 }
@@ -160,7 +160,7 @@ AW_API int aw_model_example(const aw_model *m, const char *task, double length, 
     size_t sd = 0;
     int st = task_spec(&spec, m, task, length, symbols);
     if (!st) st = size_arg("seed", seed, 0, 4294967295.0, 1, &sd);
-    if (st) return st;
+    if (st) return api_done(st);
     aw_rng rng;
     aw_rng_seed(&rng, sd);
     *real = (int32_t)task_example(src, tgt, &spec, &rng);
@@ -176,14 +176,14 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
     const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER;
     if (T <= 0 || S < 0) return aw_fail(AW_ERR_ARG, "tokens must not be empty");
     int st = model_reserve(m, 1, (size_t)T, encdec ? (size_t)S : 0);
-    if (st) return st;
+    if (st) return api_done(st);
     memcpy(m->tokens, tokens, (size_t)T * sizeof(int32_t));
     for (int32_t i = 0; i < T; i++) m->targets[i] = -1;
     if (encdec) memcpy(m->src, src, (size_t)S * sizeof(int32_t));
     m->keep_attention = 1; // every form's weights, for the caller
     st = model_forward(m, NULL);
     m->keep_attention = 0;
-    if (st) return st;
+    if (st) return api_done(st);
     const size_t V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, t = (size_t)T, s = (size_t)S;
     if (aw_find_nonfinite(m->a.logits, t * V) != t * V)
         return aw_fail(AW_ERR_NONFINITE, "the model's logits are NaN or Infinity: its parameters have diverged; "
@@ -209,7 +209,7 @@ AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t 
     const int st = model_generate(m, out, &n, (size_t)max_new, prompt, (size_t)np, src, (size_t)ns, temperature, top_k,
                                   seed, stop_token, use_cache);
     *n_out = (int32_t)n;
-    return st;
+    return api_done(st);
 }
 
 // *bytes = the size of the safetensors checkpoint (optim: with AdamW's state).
@@ -219,7 +219,7 @@ AW_API int aw_model_save_size(const aw_model *m, int32_t optim, int32_t *bytes) 
     const int st = checkpoint_size(m, optim != 0, &n);
     *bytes = (int32_t)(n > 0x7fffffff ? 0 : n);
     if (!st && n > 0x7fffffff) return aw_fail(AW_ERR_NOMEM, "the checkpoint would exceed 2 GiB");
-    return st;
+    return api_done(st);
 }
 
 AW_API int aw_model_save(const aw_model *m, int32_t optim, uint8_t *buf, int32_t cap) {
@@ -252,7 +252,7 @@ AW_API int aw_model_grad_check(aw_model *m, int32_t B, int32_t T, int32_t S, uin
     out[4] = (double)gc.zero_grad_tensors, out[5] = (double)gc.fixed_with_grad;
     memcpy(names, gc.worst_tensor, 40);
     memcpy(names + 40, gc.zero_grad_name, 40);
-    return st;
+    return api_done(st);
 }
 
 // The built-in tasks, by index (the wrapper lists them from here).
@@ -271,7 +271,7 @@ static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets,
     int st = size_arg("the number of rows", B, 1, 65536, NAN, &b);
     if (!st) st = size_arg("the row length", T, 1, (double)m->cfg.max_len, NAN, &t);
     if (!st) st = size_arg("the source length", S, 0, (double)m->cfg.max_len, NAN, &s);
-    if (st) return st;
+    if (st) return api_done(st);
     const int32_t V = m->cfg.vocab;
     for (size_t i = 0; i < b * t; i++) {
         if (tokens[i] < 0 || tokens[i] >= V)
@@ -316,9 +316,9 @@ AW_API int aw_model_evaluate_batch(aw_model *m, const int32_t *tokens, const int
                                    double B, double T, double S, double *metrics) {
     aw_clear_error();
     int st = own_batch(m, tokens, targets, src, B, T, S);
-    if (st) return st;
+    if (st) return api_done(st);
     aw_metrics mt = {0};
     st = model_forward(m, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = 0.0, metrics[3] = (double)mt.count;
-    return st;
+    return api_done(st);
 }

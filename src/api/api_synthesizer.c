@@ -13,11 +13,14 @@ AW_API int aw_synth_create(aw_synthesizer **out, int32_t variant, int32_t d, int
     aw_clear_error();
     if (!out || d <= 0 || max_len <= 0 || heads <= 0 || a < 0 || b < 0 || k < 0 || n_components < 0 ||
         n_components > AW_SYNTH_MAX_COMPONENTS || (n_components > 0 && !components))
-        return AW_ERR_ARG;
+        return aw_fail(AW_ERR_ARG, "createSynthesizer: sizes must be positive and 1 to %d components", AW_SYNTH_MAX_COMPONENTS);
     aw_synthesizer_config cfg = {variant, (size_t)d, (size_t)max_len, (size_t)heads, seed, trainable != 0,
                                  (size_t)a, (size_t)b, (size_t)k, (size_t)n_components, {0}};
     for (int32_t i = 0; i < n_components; i++) cfg.components[i] = components[i];
-    return synthesizer_create(out, &cfg);
+    const int st = synthesizer_create(out, &cfg);
+    return st == AW_ERR_NOMEM ? aw_fail(st, "out of memory: the wasm heap could not grow to hold the parameters; use "
+                                            "a smaller maxLen, d or heads")
+                              : st;
 }
 
 AW_API void aw_synth_destroy(aw_synthesizer *s) { synthesizer_destroy(s); }
@@ -44,14 +47,28 @@ AW_API int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const
                             const float *q, const float *k, int32_t n, int32_t dv, int32_t dqk, int32_t causal,
                             int32_t path) {
     aw_clear_error();
-    if (!s || n <= 0 || dv <= 0 || dqk < 0) return AW_ERR_ARG;
-    if (path == 1)
-        return synthesizer_forward_ref(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0);
-    return synthesizer_forward(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0);
+    if (!s || n <= 0 || dv <= 0 || dqk < 0) return aw_fail(AW_ERR_ARG, "synthesizer forward: n and dv must be positive");
+    const int st = path == 1
+                       ? synthesizer_forward_ref(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0)
+                       : synthesizer_forward(s, out, weights, x, v, q, k, (size_t)n, (size_t)dv, (size_t)dqk, causal != 0);
+    switch (st) { // the layer's own checks return bare statuses: say what they mean
+    case AW_OK: return AW_OK;
+    case AW_ERR_ARG:
+        return aw_fail(st, "synthesizer forward: n must be at most maxLen (%zu), dv divisible by heads (%zu), x given "
+                           "for a dense kind, q and k (dqk divisible by heads) for a dot component",
+                       s->cfg.max_len, s->cfg.heads);
+    case AW_ERR_NONFINITE: return aw_fail(st, "a logit is NaN or infinite; check the values written into layer.params");
+    case AW_ERR_NOMEM:
+        return aw_fail(st, "out of memory: the layer's workspace (heads * n * n floats, times the components + 1 for a "
+                           "mixture) does not fit; use a smaller n");
+    default: return aw_fail(st, "synthesizer forward failed");
+    }
 }
 
 // alphas (heads, C): the mixture's softmax(alphaLogits) per head.
 AW_API int aw_synth_alphas(const aw_synthesizer *s, float *alphas) {
     aw_clear_error();
-    return synthesizer_alphas(s, alphas);
+    const int st = synthesizer_alphas(s, alphas);
+    if (st == AW_ERR_NONFINITE) return aw_fail(st, "alphaLogits holds a NaN or an infinity");
+    return st ? aw_fail(st, "alphas: a mixture only") : AW_OK;
 }

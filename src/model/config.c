@@ -59,17 +59,39 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     long long v = 0;
     int st = AW_OK;
     switch (f) {
-    case F_VOCAB: st = parse_int(key, value, 2, 1 << 20, &v), c->vocab = (int32_t)v; break;
-    case F_D_MODEL: st = parse_int(key, value, 1, 4096, &v), c->d_model = (int32_t)v; break;
-    case F_HEADS: st = parse_int(key, value, 1, 4096, &v), c->heads = (int32_t)v; break;
-    case F_LAYERS: st = parse_int(key, value, 1, AW_MAX_LAYERS, &v), c->layers = (int32_t)v; break;
-    case F_D_FF: st = parse_int(key, value, 1, 16384, &v), c->d_ff = (int32_t)v; break;
-    case F_MAX_LEN: st = parse_int(key, value, 2, 4096, &v), c->max_len = (int32_t)v; break;
-    case F_SEED: st = parse_int(key, value, 0, 4294967295.0, &v), c->seed = (uint32_t)v; break;
-    case F_A: st = parse_int(key, value, 1, 4096, &v), c->synth.a = (size_t)v; break;
-    case F_B: st = parse_int(key, value, 1, 4096, &v), c->synth.b = (size_t)v; break;
-    case F_K: st = parse_int(key, value, 1, 4096, &v), c->synth.k = (size_t)v; break;
-    case F_WINDOW: st = parse_int(key, value, 1, 4096, &v), c->window = (int32_t)v; break;
+    case F_VOCAB:
+        if (!(st = parse_int(key, value, 2, 1 << 20, &v))) c->vocab = (int32_t)v;
+        break;
+    case F_D_MODEL:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->d_model = (int32_t)v;
+        break;
+    case F_HEADS:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->heads = (int32_t)v;
+        break;
+    case F_LAYERS:
+        if (!(st = parse_int(key, value, 1, AW_MAX_LAYERS, &v))) c->layers = (int32_t)v;
+        break;
+    case F_D_FF:
+        if (!(st = parse_int(key, value, 1, 16384, &v))) c->d_ff = (int32_t)v;
+        break;
+    case F_MAX_LEN:
+        if (!(st = parse_int(key, value, 2, 4096, &v))) c->max_len = (int32_t)v;
+        break;
+    case F_SEED:
+        if (!(st = parse_int(key, value, 0, 4294967295.0, &v))) c->seed = (uint32_t)v;
+        break;
+    case F_A:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->synth.a = (size_t)v;
+        break;
+    case F_B:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->synth.b = (size_t)v;
+        break;
+    case F_K:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->synth.k = (size_t)v;
+        break;
+    case F_WINDOW:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->window = (int32_t)v;
+        break;
     case F_TRAINABLE:
         if (strcmp(value, "true") && strcmp(value, "false"))
             return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);
@@ -143,6 +165,7 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
         if (!mixture) c.synth.n_components = 0;
         if (fd && !(b->given & ((1u << F_A) | (1u << F_B)))) { // the most square split of maxLen
             size_t a = (size_t)sqrt((double)c.max_len);
+            a = a ? a : 1;
             while (a > 1 && c.max_len % a) a--;
             c.synth.a = a, c.synth.b = (size_t)c.max_len / a;
         }
