@@ -6,6 +6,7 @@
 // index.html and its settings in state.js; one that needs a part of the library is created behind a
 // feature test, as the model panel is (`typeof lib.createModel === 'function'`).
 import { loadAttention } from '../wasm/index.js';
+import { GLOSSARY } from './about.js';
 import { probeForms } from './forms.js';
 import { makeInputs } from './inputs.js';
 import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
@@ -41,10 +42,10 @@ const controls = createControls({
   d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), scale: $('scale'), causalNote: $('causal-note'),
   textField: $('text-field'), nField: $('n-field'),
 }, (patch) => setState(patch));
-const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note') });
+const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note'), about: $('form-about') });
 const heatmaps = createHeatmapView({ grid: $('heatmaps'), legend: $('legend'), readout: $('readout') });
 const timings = createTimingsView({
-  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'),
+  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'),
   tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'),
   chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
 }, { onChange: (patch) => setState(patch), onError: showError });
@@ -87,6 +88,15 @@ function render() {
   document.body.dataset.renders = String(++renders);
 }
 
+// The glossary in the header: a definition list from about.js.
+$('glossary').querySelector('dl').replaceChildren(...GLOSSARY.flatMap(([term, text]) => {
+  const dt = document.createElement('dt');
+  dt.textContent = term;
+  const dd = document.createElement('dd');
+  dd.textContent = text;
+  return [dt, dd];
+}));
+
 async function init() {
   try {
     lib = await loadAttention({ simd: 'auto' });
@@ -111,16 +121,16 @@ async function init() {
   if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
     $('model').hidden = false;
     modelView = createModelView({
-      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), msize: $('msize'), mstart: $('mstart'),
-      msteps: $('msteps'), mseed: $('mseed'), mtext: $('mtext'), mtextLabel: $('mtext-label'), about: $('task-about'),
-      train: $('mtrain'), stop: $('mstop'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
+      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'),
+      mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
+      mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
     $('experiment').hidden = false;
     experimentView = createExperimentView({
       panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), run: $('erun'), stop: $('estop'),
-      progress: $('eprogress'), status: $('estatus'), table: $('etable'),
+      progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
   }
   history.replaceState(null, '', stateToSearch(state));

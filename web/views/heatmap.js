@@ -1,11 +1,17 @@
 // heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
 // positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
-// shared scale 0..max, or per row 0..row max (the legend says which); hover or arrow keys read
-// (i, j, value).
+// shared scale 0..max, or per row 0..row max (the legend says which); hover, a tap (touch or pen)
+// or the arrow keys read (i, j, value). When cells are too small for every label, every k-th is
+// drawn and a line under the figure says so.
 import { VIRIDIS, viridisCss } from './colormap.js';
 
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
+
+function ordinal(k) {
+  const suffix = k % 100 >= 11 && k % 100 <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[k % 10] ?? 'th');
+  return `${k}${suffix}`;
+}
 
 function shortLabel(s) {
   return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s;
@@ -26,12 +32,21 @@ class HeatmapFigure {
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     this.caption = document.createElement('figcaption');
-    this.figure.append(this.caption, this.canvas);
+    this.labelNote = document.createElement('p');
+    this.labelNote.className = 'note label-note';
+    this.figure.append(this.caption, this.canvas, this.labelNote);
     parent.append(this.figure);
     this.onRead = onRead;
     this.cursor = null;
-    this.canvas.addEventListener('mousemove', (e) => this.hover(e));
-    this.canvas.addEventListener('mouseleave', () => this.setCursor(null));
+    // Pointer events: a mouse reads as it moves; a finger or pen reads where it taps (pointerdown),
+    // and the reading stays after the finger lifts (a touch's pointerleave must not clear it).
+    this.canvas.addEventListener('pointermove', (e) => {
+      if (e.pointerType === 'mouse') this.hover(e);
+    });
+    this.canvas.addEventListener('pointerdown', (e) => this.hover(e));
+    this.canvas.addEventListener('pointerleave', (e) => {
+      if (e.pointerType === 'mouse') this.setCursor(null);
+    });
     this.canvas.addEventListener('focus', () => this.setCursor(this.cursor ?? [0, 0]));
     this.canvas.addEventListener('blur', () => this.setCursor(null));
     this.canvas.addEventListener('keydown', (e) => this.key(e));
@@ -44,7 +59,17 @@ class HeatmapFigure {
     this.canvas.setAttribute('aria-label',
       `${map.title}: attention weights, ${data.n} query rows by ${data.m} key columns. Arrow keys read values.`);
     this.layout();
+    const every = this.labelEvery();
+    this.labelNote.hidden = every === 1;
+    this.labelNote.style.maxWidth = `${Math.max(160, this.width)}px`;
+    this.labelNote.textContent = every === 1 ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
+      + 'for all); hover or tap a cell to read its tokens.';
     this.draw();
+  }
+
+  // Labels are drawn for every k-th token: all of them when cells are tall enough for text.
+  labelEvery() {
+    return Math.max(1, Math.ceil(11 / this.cell));
   }
 
   layout() {
@@ -100,7 +125,7 @@ class HeatmapFigure {
     // Labels: every one when cells are tall enough for text, else every k-th.
     ctx.font = FONT;
     ctx.fillStyle = cssVar('--fg', '#222');
-    const every = Math.max(1, Math.ceil(11 / this.cell));
+    const every = this.labelEvery();
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < n; i += every) {
@@ -218,7 +243,7 @@ export function createHeatmapView({ grid, legend, readout }) {
       const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
       maps.forEach((map, h) => figures[h].set(map, data));
       drawLegend(legend, vmax, scale);
-      read('Hover over a heatmap, or focus it and use the arrow keys, to read A[i, j].');
+      read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };
 }

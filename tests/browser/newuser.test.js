@@ -1,0 +1,298 @@
+// newuser.test.js: what a new user's run of the playground found (issue 13), one test per fix, and
+// touch: a tap reads a heatmap cell and an experiment cell on a phone-sized touch screen. Every test
+// fails on any console error, page error or failed request.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { startServer } from '../../scripts/serve.js';
+import { launch, openPage, screenshot } from './helpers.js';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({ port: 0 });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function open(query = '', { context = browser.context, model = false } = {}) {
+  const { page, problems } = await openPage(context);
+  await page.goto(`${server.url}${query}`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 20000 });
+  if (model) await page.waitForSelector('#model[data-state="ready"]', { timeout: 20000 });
+  return { page, problems };
+}
+
+const data = (page, name) => page.getAttribute('#model', `data-${name}`);
+
+test('fix 1: Stop leaves no experiment cell "training…" and empties both progress bars', async () => {
+  const { page, problems } = await open('?ebudget=2000&tmin=1024&tmax=8192&tforms=softmax&build=scalar');
+  await page.click('#erun');
+  await page.waitForFunction(() => [...document.querySelectorAll('#etable td')]
+    .some((td) => /training… (\d+)\//.test(td.textContent) && Number(td.textContent.match(/… (\d+)/)[1]) >= 50));
+  await page.click('#estop');
+  await page.waitForFunction(() => /^Stopped/.test(document.querySelector('#estatus').textContent));
+  const cells = await page.$$eval('#etable td', (tds) => tds.map((td) => td.textContent));
+  assert.ok(cells.every((c) => !/training/.test(c)), `a cell still says training: ${cells.join(' | ')}`);
+  assert.ok(cells.some((c) => /^stopped at \d+\/2000$/.test(c)), `no cell says where it stopped: ${cells.join(' | ')}`);
+  assert.equal(await page.$eval('#eprogress', (p) => p.value), 0);
+  assert.equal(await page.isEnabled('#erun'), true);
+
+  await page.click('#trun');
+  await page.waitForFunction(() => document.querySelector('#tprogress').value >= 1, null, { timeout: 30000 });
+  await page.click('#tstop');
+  assert.equal(await page.$eval('#tprogress', (p) => p.value), 0, 'the timings bar empties after Stop');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 2: a checkpoint\'s length goes into the URL, and a typed input of another length is flagged', async () => {
+  const catalog = JSON.parse(readFileSync(new URL('../../web/models/index.json', import.meta.url), 'utf8'));
+  const entry = catalog.models.find((e) => e.task === 'reverse' && e.attention === 'softmax');
+  assert.ok(entry, 'the shipped catalogue has reverse with softmax');
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=pretrained&msize=tiny', { model: true });
+  await page.waitForFunction((len) => new URLSearchParams(location.search).get('mlen') === String(len), entry.length);
+  await page.waitForSelector('#model[data-state="ready"]');
+  assert.equal(await page.inputValue('#mlen'), String(entry.length));
+  assert.equal(await page.isDisabled('#mlen'), true);
+  assert.match(await page.textContent('#mlen-note'), new RegExp(`Length ${entry.length} is fixed by the checkpoint`));
+  let snaps = Number(await data(page, 'snapshots'));
+  await page.fill('#mtext', '3 1 4');
+  await page.waitForFunction((s) => Number(document.querySelector('#model').dataset.snapshots) > s, snaps);
+  assert.match(await page.textContent('#moutput'),
+    new RegExp(`note: {3}this model learned inputs of length ${entry.length}; yours has 3, which it has never seen`));
+  const full = Array.from({ length: entry.length }, (_, i) => String((i % 10) + 1)).join(' ');
+  snaps = Number(await data(page, 'snapshots'));
+  await page.fill('#mtext', full);
+  await page.waitForFunction((s) => Number(document.querySelector('#model').dataset.snapshots) > s, snaps);
+  const out = await page.textContent('#moutput');
+  assert.doesNotMatch(out, /note:/);
+  assert.match(out, /✓ correct/, 'the checkpoint reverses an input of its own length');
+  // Fresh weights: the length is the user's again.
+  await page.selectOption('#mstart', 'fresh');
+  await page.waitForFunction(() => !document.querySelector('#mlen').disabled);
+  assert.equal(await page.isHidden('#mlen-note'), true);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 3: a form the decoder cannot use clears the panel, says why in words and disables Train', async () => {
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=4&mstart=fresh&msteps=100', { model: true });
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]');
+  const drawn = await page.$eval('#mloss', (c) => parseFloat(c.style.height));
+  assert.ok(drawn > 60, 'the curves are drawn after training');
+  await page.selectOption('#form', 'linear:efficient');
+  await page.waitForSelector('#model[data-state="unsupported"]');
+  const status = await page.textContent('#mstatus');
+  assert.match(status, /^Linear, efficient attention has no causal form: .*Choose another form in Settings/);
+  assert.doesNotMatch(status, /could not run|createModel|"linear:efficient"/, 'plain words, not the API\'s message');
+  assert.equal(await page.isDisabled('#mtrain'), true);
+  assert.equal(await page.isDisabled('#mstep'), true);
+  assert.equal(await page.$$eval('#mheatmaps canvas', (cs) => cs.length), 0, 'no heatmaps of the previous model');
+  assert.equal(await page.$eval('#mloss', (c) => parseFloat(c.style.height)), 60, 'the loss chart is empty');
+  assert.equal(await page.textContent('#moutput'), '');
+  await screenshot(page, 'model-unsupported-form');
+  // Back to a form it can use: a model again, and Train works.
+  await page.selectOption('#form', 'linear:elu+1');
+  await page.waitForSelector('#model[data-state="ready"]');
+  assert.equal(await page.isEnabled('#mtrain'), true);
+  assert.match(await page.textContent('#mstatus'), /attention linear:elu\+1\)/);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 4 and live controls: resuming goes on along the schedule; One step; the rate changes mid-run', async (t) => {
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=fresh&msteps=1000&mlr=0.002&msched=decay',
+    { model: true });
+  const panelLr = await page.evaluate(async () => (await import('/tasks.js')).panelLr.toString());
+  t.diagnostic(panelLr.split('\n')[0]);
+  const lrAt = (step) => page.evaluate(async (s) => (await import('/tasks.js')).panelLr(2e-3, s, 'decay'), step);
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 90000 });
+  const lossBefore = Number(await data(page, 'eval-loss'));
+  const nextLr = Number(await data(page, 'lr'));
+  assert.ok(Math.abs(nextLr - await lrAt(1000)) < 1e-12, `the next step's rate ${nextLr}`);
+  assert.match(await page.textContent('#mstatus'), /Done at step 1000: .*next step: learning rate 6\.3e−4/);
+  // Resume: the first steps take the decayed rate, not the peak; no batch loss jumps.
+  await page.selectOption('#msteps', '200');
+  await page.click('#mtrain');
+  assert.match(await page.textContent('#mstatus'), /Training… \(learning rate 6\.3e−4/);
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 60000 });
+  const runMax = Number(await data(page, 'run-max-loss'));
+  const lossAfter = Number(await data(page, 'eval-loss'));
+  t.diagnostic(`held-out loss at 1000: ${lossBefore.toExponential(2)}, at 1200: ${lossAfter.toExponential(2)}; `
+    + `largest batch loss while resuming: ${runMax.toExponential(2)}`);
+  assert.ok(runMax < 0.01, `the loss jumped to ${runMax} on resuming`);
+  assert.ok(lossAfter < 0.01);
+  // One step, when idle: exactly one.
+  await page.click('#mstep');
+  await page.waitForFunction(() => /^One step at step 1201/.test(document.querySelector('#mstatus').textContent));
+  assert.equal(await data(page, 'step'), '1201');
+  // Live rate: while a run goes, a new peak applies from the next chunk.
+  await page.selectOption('#msteps', '5000');
+  await page.click('#mtrain');
+  await page.waitForFunction(() => Number(document.querySelector('#model').dataset.step) > 1300);
+  await page.selectOption('#mlr', '0.0003');
+  assert.match(page.url(), /mlr=0\.0003/);
+  await page.waitForFunction(async () => {
+    const m = document.querySelector('#model');
+    const { panelLr: f } = await import('/tasks.js');
+    return Math.abs(Number(m.dataset.lr) - f(3e-4, Number(m.dataset.step) - 1, 'decay')) < 1e-9;
+  });
+  // One step while training: the run stops, then one step is taken.
+  await page.click('#mstep');
+  await page.waitForFunction(() => /^One step at step \d+/.test(document.querySelector('#mstatus').textContent));
+  assert.equal(await data(page, 'training'), '0');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 5: heatmaps say when only every k-th token is labelled', async () => {
+  const { page, problems } = await open('?input=random&n=100&heads=2');
+  const note = await page.textContent('#heatmaps .label-note');
+  assert.match(note, /^Axis labels: every \d+(st|nd|rd|th) token/);
+  const every = Number(note.match(/every (\d+)/)[1]);
+  assert.ok(every >= 2);
+  await page.fill('#n', '8');
+  await page.waitForFunction(() => document.querySelector('#heatmaps .label-note').hidden);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 6: every form gets its own colour and marker in the timings chart; the legend stays readable', async () => {
+  const { page, problems } = await open('?tforms=all&tmin=16&tmax=32&td=16&trounds=1&build=simd');
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const items = await page.$$eval('#tlegend li', (lis) => lis.map((li) => {
+    const r = li.getBoundingClientRect();
+    const sw = li.querySelector('canvas').dataset;
+    return { text: li.textContent, color: sw.color, marker: sw.marker, box: [r.left, r.top, r.right, r.bottom] };
+  }));
+  const forms = await page.$$eval('#tforms input', (bs) => bs.length);
+  assert.equal(items.length, forms);
+  assert.equal(new Set(items.map((i) => i.color)).size, items.length, `colours repeat: ${items.map((i) => i.color)}`);
+  const width = await page.evaluate(() => window.innerWidth);
+  for (const [i, a] of items.entries()) {
+    assert.ok(a.box[2] <= width, `${a.text} runs off the page`);
+    for (const b of items.slice(i + 1)) {
+      const overlap = a.box[0] < b.box[2] && b.box[0] < a.box[2] && a.box[1] < b.box[3] && b.box[1] < a.box[3];
+      assert.ok(!overlap, `legend entries overlap: ${a.text} / ${b.text}`);
+    }
+  }
+  await screenshot(page, 'timings-all-forms');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 7: the experiment panel says how its setup differs from the README table\'s, and the two agree on it', async () => {
+  const { page, problems } = await open('');
+  const text = await page.textContent('#ecompare');
+  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../web/tasks.js');
+  // The description matches what scripts/experiment.mjs and the README really say.
+  const script = readFileSync(new URL('../../scripts/experiment.mjs', import.meta.url), 'utf8');
+  assert.match(script, new RegExp(`recall: \\{ length: ${r.recallPairs},`));
+  assert.match(script, new RegExp(`STEPS = Number\\(args.steps \\?\\? ${r.steps}\\)`));
+  assert.match(script, new RegExp(`BATCH = Number\\(args.batch \\?\\? ${r.batch}\\)`));
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  assert.match(readme, new RegExp(`\\| linear:elu\\+1 \\| [\\d.]+% \\| [\\d.]+% \\| ${r.linearRecall.replace('.', '\\.')} \\|`));
+  const pairs = EXPERIMENT.tasks.find((x) => x.task === 'recall').mlen;
+  assert.match(text, new RegExp(`recall with ${r.recallPairs} pairs.*recall with ${pairs} pairs`));
+  assert.match(text, new RegExp(`linear attention stops at ${r.linearRecall.replace('.', '\\.')} there`));
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 8: the timings repeat in rounds; the legend gives each slope with its standard error', async (t) => {
+  const { page, problems } = await open('?tforms=softmax,linear:elu%2B1&tmin=128&tmax=512&td=32&trounds=3&build=simd');
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const legend = await page.$$eval('#tlegend li', (lis) => lis.map((li) => li.textContent));
+  t.diagnostic(legend.join('; '));
+  assert.equal(legend.length, 2);
+  for (const l of legend) assert.match(l, /slope \d+\.\d\d ± \d+\.\d\d$/);
+  assert.match(await page.textContent('#tstatus'), /median of 3 rounds/);
+  // The fit itself: an exact power law has slope 2 and no spread; noisy rounds give a spread.
+  const fit = await page.evaluate(async () => {
+    const { slopeWithError } = await import('/views/timings.js');
+    const exact = new Map([[128, [1, 1, 1]], [256, [4, 4, 4]], [512, [16, 16, 16]]]);
+    const noisy = new Map([[128, [1, 1.3, 0.8]], [256, [4, 3, 4.5]], [512, [16, 17, 12]]]);
+    return [slopeWithError(exact), slopeWithError(noisy)];
+  });
+  assert.ok(Math.abs(fit[0].slope - 2) < 1e-9 && fit[0].error < 1e-9 && fit[0].rounds === 3, JSON.stringify(fit[0]));
+  assert.ok(fit[1].error > 0.01);
+  await screenshot(page, 'timings-rounds');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('touch: on a phone a tap reads a heatmap cell and an experiment cell', async () => {
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  try {
+    const { page, problems } = await open('?form=softmax&input=tokens&text=one+two+three+four&heads=1&d=16&ebudget=250',
+      { context: phone.context });
+    const canvas = page.locator('#heatmaps canvas').first();
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const ds = await page.$eval('#heatmaps canvas', (c) => ({ ...c.dataset }));
+    await page.touchscreen.tap(box.x + Number(ds.left) + 1.5 * Number(ds.cell), box.y + Number(ds.top) + 2.5 * Number(ds.cell));
+    await page.waitForFunction(() => /row i = 2/.test(document.querySelector('#readout').textContent));
+    assert.match(await page.textContent('#readout'), /row i = 2 “three” → column j = 1 “two”: A = 0\.\d{4}/);
+    await page.waitForTimeout(300);
+    assert.match(await page.textContent('#readout'), /row i = 2/, 'the reading stays after the finger lifts');
+    await screenshot(page, 'phone-tap-heatmap');
+
+    await page.click('#erun');
+    await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
+    const cell = page.locator('#etable td[data-form="softmax"][data-task="reverse"]');
+    await cell.scrollIntoViewIfNeeded();
+    await cell.tap();
+    await page.waitForFunction(() => /Softmax .* on reverse: held-out accuracy/.test(document.querySelector('#ereadout').textContent));
+    assert.match(await page.textContent('#ereadout'), /held-out loss \d+\.\d{3}, trained 250 steps in \d+\.\d s/);
+    await screenshot(page, 'phone-tap-experiment');
+    assert.deepEqual(problems(), []);
+    await page.close();
+  } finally {
+    await phone.close();
+  }
+});
+
+test('plain words: every form says what it does and links its paper; every panel says what it shows; a glossary', async () => {
+  const { page, problems } = await open('');
+  const papers = ['https://arxiv.org/abs/1706.03762', 'https://arxiv.org/abs/2006.16236', 'https://arxiv.org/abs/1812.01243',
+    'https://arxiv.org/abs/2005.00743'];
+  const options = await page.$$eval('#form option', (os) => os.map((o) => o.value));
+  const seen = new Set();
+  for (const id of options) {
+    if ((await page.inputValue('#form')) !== id) {
+      const before = Number(await page.getAttribute('body', 'data-renders'));
+      await page.selectOption('#form', id);
+      await page.waitForFunction((b) => Number(document.body.dataset.renders) > b, before);
+    }
+    const text = await page.textContent('#form-about');
+    const href = await page.getAttribute('#form-about a', 'href');
+    const sentences = text.split(/(?<=[.:])\s+(?=[A-Z])/).length;
+    assert.ok(sentences >= 3 && sentences <= 5, `${id}: ${sentences} sentences in "${text}"`);
+    assert.ok(papers.includes(href), `${id}: paper link ${href}`);
+    seen.add(href);
+  }
+  assert.equal(seen.size, papers.length, 'each of the four papers is linked from some form');
+  const panels = await page.$$eval('section.panel', (ss) => ss.filter((s) => !s.hidden)
+    .map((s) => [s.id, s.querySelector('h2 + p.what')?.textContent ?? '']));
+  for (const [id, what] of panels) assert.match(what, /^What you are looking at: /, `panel ${id}`);
+  const terms = await page.$$eval('#glossary dt', (dts) => dts.map((d) => d.textContent));
+  for (const term of ['φ', 'held-out', 'streaming', 'SIMD', 'bits per character']) {
+    assert.ok(terms.some((t) => t.includes(term)), `the glossary lacks ${term}`);
+  }
+  await page.click('#glossary summary');
+  assert.equal(await page.isVisible('#glossary dd'), true);
+  assert.match(await page.textContent('footer'), /docs\/attention-forms\.md/);
+  await screenshot(page, 'plain-words');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
