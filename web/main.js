@@ -14,6 +14,7 @@ import { createControls } from './views/controls.js';
 import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
 import { createExperimentView } from './views/experiment.js';
+import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createTimingsView } from './views/timings.js';
 
@@ -26,6 +27,7 @@ let forms = [];
 let renders = 0;
 let modelView = null; // the model panel, when the library has lib.createModel
 let experimentView = null; // the experiment panel, likewise
+let learnedView = null; // the learned-attention panel, likewise (lib.loadModel)
 
 function showError(message) {
   const el = $('error');
@@ -43,9 +45,11 @@ const controls = createControls({
   textField: $('text-field'), nField: $('n-field'),
 }, (patch) => setState(patch));
 const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note'), about: $('form-about') });
-const heatmaps = createHeatmapView({ grid: $('heatmaps'), legend: $('legend'), readout: $('readout') });
+const heatmaps = createHeatmapView({
+  grid: $('heatmaps'), legend: $('legend'), readout: $('readout'), exports: $('exports'), name: 'attention-sandbox',
+});
 const timings = createTimingsView({
-  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'),
+  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'), csv: $('tcsv'),
   tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'),
   chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
 }, { onChange: (patch) => setState(patch), onError: showError });
@@ -74,6 +78,7 @@ function render() {
   controls.update(state, forms, form);
   timings.update(state, forms);
   modelView?.update(state, form);
+  learnedView?.update(state, form);
   experimentView?.update(state, forms);
   $('permalink').href = stateToSearch(state);
   try {
@@ -118,6 +123,13 @@ async function init() {
     return li;
   }));
   if (!forms.some((f) => f.id === state.form)) state = { ...state, form: forms[0].id };
+  if (typeof lib.loadModel === 'function' && lib.charsTokenizer) {
+    $('learned').hidden = false;
+    learnedView = createLearnedView({
+      panel: $('learned'), text: $('ltext'), about: $('labout'), status: $('lstatus'), grid: $('lheatmaps'),
+      legend: $('llegend'), readout: $('lreadout'), exports: $('lexports'), guesses: $('lguesses'),
+    }, { lib, onChange: (patch) => setState(patch) });
+  }
   if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
     $('model').hidden = false;
     modelView = createModelView({
@@ -125,12 +137,12 @@ async function init() {
       mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
       mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
-      readout: $('mreadout'),
+      readout: $('mreadout'), exports: $('mexports'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
     $('experiment').hidden = false;
     experimentView = createExperimentView({
       panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), run: $('erun'), stop: $('estop'),
-      progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'),
+      progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'), csv: $('ecsv'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
   }
   history.replaceState(null, '', stateToSearch(state));

@@ -23,6 +23,7 @@ export const DEFAULTS = Object.freeze({
   form: 'softmax', // a form id from forms.js: 'softmax', 'linear:elu+1', 'synth:random', ...
   input: 'tokens', // 'tokens' (typed text, a fixed seeded embedding) or 'random' (seeded q, k, v)
   text: 'the cat sat on the mat because the mat was warm',
+  ltext: 'the lamplighter walked the road', // the learned-attention panel's text
   n: 16,
   d: 32,
   heads: 2,
@@ -70,6 +71,7 @@ export function parseState(search) {
   if (p.has('form') && /^[a-z0-9:+_-]{1,40}$/i.test(p.get('form'))) s.form = p.get('form');
   if (['tokens', 'random'].includes(p.get('input'))) s.input = p.get('input');
   if (p.has('text')) s.text = p.get('text').slice(0, 400);
+  if (p.has('ltext')) s.ltext = p.get('ltext').slice(0, 200);
   set('n', intIn(p.get('n'), LIMITS.n.min, LIMITS.n.max));
   set('d', oneOf(p.get('d'), LIMITS.dims));
   set('heads', oneOf(p.get('heads'), LIMITS.heads));

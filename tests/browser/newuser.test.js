@@ -247,6 +247,16 @@ test('touch: on a phone a tap reads a heatmap cell and an experiment cell', asyn
     assert.match(await page.textContent('#readout'), /row i = 2/, 'the reading stays after the finger lifts');
     await screenshot(page, 'phone-tap-heatmap');
 
+    // The learned panel: a tap on row 2 shows the guesses after its third character.
+    await page.waitForSelector('#learned[data-state="ready"]');
+    const lcanvas = page.locator('#lheatmaps canvas').first();
+    await lcanvas.scrollIntoViewIfNeeded();
+    const lbox = await lcanvas.boundingBox();
+    const lds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
+    await page.touchscreen.tap(lbox.x + Number(lds.left) + 0.5 * Number(lds.cell), lbox.y + Number(lds.top) + 2.5 * Number(lds.cell));
+    await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '2');
+    assert.equal(await page.$$eval('#lguesses li', (lis) => lis.length), 5);
+
     await page.click('#erun');
     await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
     const cell = page.locator('#etable td[data-form="softmax"][data-task="reverse"]');
@@ -293,6 +303,170 @@ test('plain words: every form says what it does and links its paper; every panel
   assert.equal(await page.isVisible('#glossary dd'), true);
   assert.match(await page.textContent('footer'), /docs\/attention-forms\.md/);
   await screenshot(page, 'plain-words');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+// Saves the download a click starts and returns its bytes.
+async function downloadOf(page, selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  const path = await dl.path();
+  return { name: dl.suggestedFilename(), bytes: readFileSync(path) };
+}
+
+function parseCsv(text) {
+  const lines = text.trim().split('\n');
+  const rows = lines.map((l) => l.split(','));
+  assert.ok(rows.every((r) => r.length === rows[0].length), 'every CSV row has as many cells as the header');
+  return rows;
+}
+
+test('exports: both heatmap grids as PNG and SVG, the experiment table and the timings as CSV', async (t) => {
+  const { page, problems } = await open('?form=softmax&input=tokens&text=a+b+c+d+e&heads=2&d=16&ebudget=250'
+    + '&tforms=softmax&tmin=64&tmax=128&td=16&trounds=3&build=simd&task=reverse&mstart=fresh&mlen=4', { model: true });
+  // PNG: the signature, and an image as wide as the canvases side by side.
+  const png = await downloadOf(page, '#exports button:text("Download PNG")');
+  assert.equal(png.name, 'attention-sandbox.png');
+  assert.deepEqual([...png.bytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10]);
+  const pngWidth = png.bytes.readUInt32BE(16);
+  const canvasWidths = await page.$$eval('#heatmaps canvas', (cs) => cs.reduce((a, c) => a + c.width, 0));
+  assert.ok(pngWidth > canvasWidths, `PNG ${pngWidth} px wide for canvases of ${canvasWidths} px`);
+  // SVG: parses, one rect per cell of every head (plus the background), values in titles.
+  const svg = await downloadOf(page, '#exports button:text("Download SVG")');
+  const parsed = await page.evaluate((text) => {
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    return { error: doc.querySelector('parsererror')?.textContent ?? null, rects: doc.querySelectorAll('g rect').length,
+      titles: [...doc.querySelectorAll('g > text')].slice(0, 2).map((x) => x.textContent) };
+  }, svg.bytes.toString('utf8'));
+  assert.equal(parsed.error, null);
+  assert.equal(parsed.rects, 2 * 5 * 5);
+  assert.deepEqual(parsed.titles, ['Head 1 of 2', 'a']);
+  // The model panel's grid too.
+  const msvg = await downloadOf(page, '#mexports button:text("Download SVG")');
+  assert.equal(msvg.name, 'model-attention.svg');
+  assert.match(msvg.bytes.toString('utf8'), /Layer 2, head 2/);
+  assert.equal((await downloadOf(page, '#mexports button:text("Download PNG")')).bytes.readUInt32BE(12), 0x49484452);
+
+  await page.click('#erun');
+  await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
+  const ecsv = parseCsv((await downloadOf(page, '#ecsv')).bytes.toString('utf8'));
+  t.diagnostic(ecsv.map((r) => r.join(' ')).join('; '));
+  assert.deepEqual(ecsv[0].slice(0, 6), ['form', 'task', 'length', 'steps', 'batch', 'held_out_accuracy']);
+  const cells = await page.$$eval('#etable td[data-accuracy]', (tds) => tds.map((td) => [td.dataset.form, td.dataset.task,
+    Number(td.dataset.accuracy)]));
+  assert.equal(ecsv.length - 1, cells.length);
+  for (const [form, task, acc] of cells) {
+    const row = ecsv.find((r) => r[0] === form && r[1] === task);
+    assert.ok(row && Math.abs(Number(row[5]) - acc) < 1e-4, `${form} ${task}`);
+  }
+
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const tcsv = parseCsv((await downloadOf(page, '#tcsv')).bytes.toString('utf8'));
+  assert.deepEqual(tcsv[0], ['form', 'build', 'n', 'd', 'round', 'ms']);
+  assert.equal(tcsv.length - 1, 2 * 3, 'two sizes, three rounds');
+  for (const r of tcsv.slice(1)) {
+    assert.equal(r[0], 'softmax');
+    assert.ok(['64', '128'].includes(r[2]) && r[3] === '16' && Number(r[5]) > 0);
+  }
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+// Each heatmap of a grid read back from its canvas: the colour at the centre of every cell.
+function readGrid(page, selector) {
+  return page.$$eval(`${selector} canvas`, (canvases) => canvases.map((c) => {
+    const { left, top, cell, n, m } = Object.fromEntries(Object.entries(c.dataset).map(([k, v]) => [k, Number(v)]));
+    const scale = c.width / parseFloat(c.style.width);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const colours = [];
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < m; j++) {
+        const x = Math.floor((left + (j + 0.5) * cell) * scale), y = Math.floor((top + (i + 0.5) * cell) * scale);
+        const p = 4 * (y * c.width + x);
+        colours.push(`${d[p]},${d[p + 1]},${d[p + 2]}`);
+      }
+    }
+    return { n, m, colours };
+  }));
+}
+
+test('learned attention: the chosen form\'s character model on typed text, cell by cell, with its top-5 guesses', async (t) => {
+  const catalog = JSON.parse(readFileSync(new URL('../../web/models/index.json', import.meta.url), 'utf8'));
+  const chars = catalog.models.filter((e) => e.task === 'chars');
+  const { page, problems } = await open('?form=softmax&ltext=The+lamp+was+lit.');
+  const formIds = await page.$$eval('#form option', (os) => os.map((o) => o.value));
+  const usable = formIds.filter((id) => id !== 'linear:efficient');
+  for (const id of usable) assert.ok(chars.some((e) => e.attention === id), `no character model for ${id}`);
+  const seen = [];
+  for (const id of usable) {
+    if ((await page.inputValue('#form')) !== id) await page.selectOption('#form', id);
+    const file = chars.find((e) => e.attention === id).file;
+    await page.waitForFunction((f) => {
+      const p = document.querySelector('#learned');
+      return p.dataset.state === 'ready' && p.dataset.file === f;
+    }, file);
+    const drawn = await readGrid(page, '#lheatmaps');
+    // What the page should draw: lib.loadModel on the same checkpoint, model.forward on the same
+    // characters (lower-cased), every layer and head on one colour scale 0..max.
+    const want = await page.evaluate(async (f) => {
+      const lib = await (await import('/wasm/index.js')).loadAttention();
+      const { VIRIDIS } = await import('/views/colormap.js');
+      const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
+      const { attention } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
+      m.dispose();
+      const maps = attention.flat();
+      let vmax = 0;
+      for (const w of maps) for (const x of w) vmax = Math.max(vmax, x);
+      return maps.map((w) => [...w].map((x) => {
+        const c = 4 * Math.round(Math.max(0, Math.min(1, x / vmax)) * 255);
+        return `${VIRIDIS[c]},${VIRIDIS[c + 1]},${VIRIDIS[c + 2]}`;
+      }));
+    }, file);
+    assert.equal(drawn.length, want.length, `${id}: one heatmap per layer and head`);
+    drawn.forEach((mp, k) => {
+      assert.equal(mp.n, 17);
+      assert.deepEqual(mp.colours, want[k], `${id}: heatmap ${k} vs model.forward`);
+    });
+    for (const s of seen) assert.notDeepEqual(drawn.map((x) => x.colours), s.colours, `${id} draws what ${s.id} draws`);
+    seen.push({ id, colours: drawn.map((x) => x.colours) });
+  }
+  t.diagnostic(`forms compared: ${seen.map((s) => s.id).join(', ')}`);
+
+  // The guesses at a hovered row: the softmax of that row's logits, top 5.
+  await page.selectOption('#form', 'softmax');
+  await page.waitForFunction(() => document.querySelector('#learned').dataset.file === 'chars-softmax.safetensors');
+  const canvas = page.locator('#lheatmaps canvas').first();
+  const box = await canvas.boundingBox();
+  const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
+  await page.mouse.move(box.x + Number(ds.left) + 0.5 * Number(ds.cell), box.y + Number(ds.top) + 3.5 * Number(ds.cell));
+  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '3');
+  const shown = await page.$$eval('#lguesses li', (lis) => lis.map((li) => [li.dataset.char, Number(li.dataset.p)]));
+  const expected = await page.evaluate(async () => {
+    const lib = await (await import('/wasm/index.js')).loadAttention();
+    const m = lib.loadModel(new Uint8Array(await (await fetch('/models/chars-softmax.safetensors')).arrayBuffer()));
+    const { logits } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
+    const V = m.config.vocab;
+    m.dispose();
+    const row = [...logits.subarray(3 * V, 4 * V)];
+    const mx = Math.max(...row);
+    const e = row.map((x) => Math.exp(x - mx));
+    const s = e.reduce((a, b) => a + b, 0);
+    return e.map((x, i) => [i ? lib.charsTokenizer.decode([i]) : '', x / s]).sort((a, b) => b[1] - a[1]).slice(0, 5);
+  });
+  assert.equal(shown.length, 5);
+  shown.forEach(([ch, p], k) => {
+    assert.equal(ch, expected[k][0]);
+    assert.ok(Math.abs(p - expected[k][1]) < 1e-6);
+  });
+  assert.match(await page.textContent('#lguesses'), /After “the ” \(position 3\)/);
+  t.diagnostic(`after "the ": ${shown.map(([c, p]) => `${JSON.stringify(c)} ${(100 * p).toFixed(1)}%`).join(', ')}`);
+  assert.match(await page.textContent('#lstatus'), /^$/, 'upper case letters are lower-cased, not dropped');
+  // A form with no character model says why, in words.
+  await page.selectOption('#form', 'linear:efficient');
+  await page.waitForSelector('#learned[data-state="none"]');
+  assert.match(await page.textContent('#lstatus'), /no causal form/);
+  await screenshot(page, 'learned');
   assert.deepEqual(problems(), []);
   await page.close();
 });

@@ -1,10 +1,11 @@
 // experiment.js: the experiment panel. One worker (../train-worker.js, its own instance) trains a
 // fresh tiny model per (form, task) cell with the same budget, and the table fills in as cells finish.
 import { LIMITS } from '../state.js';
+import { download, toCsv } from './export.js';
 import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../tasks.js';
 
 /**
- * el: { panel, form, budget, run, stop, progress, status, table, readout, compare }; the panel gets data-done = '1'
+ * el: { panel, form, budget, run, stop, progress, status, table, readout, compare, csv }; the panel gets data-done = '1'
  * when every cell has its result. charsVocab: lib.charsTokenizer.vocab.
  */
 export function createExperimentView(el, { onChange, charsVocab }) {
@@ -80,6 +81,17 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   }
 
   el.stop.addEventListener('click', () => stop('Stopping after the current chunk…'));
+  // CSV: one row per finished cell, with the setup it ran under.
+  el.csv.addEventListener('click', () => {
+    const rows = [['form', 'task', 'length', 'steps', 'batch', 'held_out_accuracy', 'held_out_loss', 'seconds', 'ms_per_step']];
+    runs.forEach((r, i) => {
+      const c = cells[i];
+      if (!c?.done) return;
+      rows.push([r.form, r.task.task, r.task.length, c.steps, BATCH, c.accuracy.toFixed(4), c.loss.toFixed(4),
+        (c.ms / 1000).toFixed(2), (c.ms / c.steps).toFixed(3)]);
+    });
+    download('experiment.csv', new Blob([toCsv(rows)], { type: 'text/csv' }));
+  });
   // A finished cell reads out below the table on hover, on a tap (touch or pen) or on focus.
   const readCell = (e) => {
     const td = e.target.closest?.('td[data-read]');
@@ -125,6 +137,7 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   function receive(msg) {
     if (msg.type === 'cell') {
       cells[msg.index] = msg;
+      el.csv.disabled = !cells.some((c) => c?.done);
       el.progress.value = msg.index * msg.steps + msg.step;
       drawTable();
     } else if (msg.type === 'experimentDone') {

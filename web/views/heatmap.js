@@ -4,6 +4,7 @@
 // or the arrow keys read (i, j, value). When cells are too small for every label, every k-th is
 // drawn and a line under the figure says so.
 import { VIRIDIS, viridisCss } from './colormap.js';
+import { download, gridToPng, heatmapsToSvg } from './export.js';
 
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
@@ -174,7 +175,7 @@ class HeatmapFigure {
     if (cell) {
       const [i, j] = cell;
       this.onRead(`${this.map.title}: row i = ${i} “${this.data.rowLabels[i]}” → column j = ${j} “${this.data.colLabels[j]}”: `
-        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`);
+        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`, cell);
     }
   }
 }
@@ -224,14 +225,35 @@ function chooseCellSize(width, count, len) {
 }
 
 /**
- * The heatmap grid view. elements: { grid, legend (canvas), readout }.
+ * The heatmap grid view. elements: { grid, legend (canvas), readout, exports? (a container that gets
+ * "Download PNG" and "Download SVG" buttons for the whole grid), name? (file name stem),
+ * onCursor? ([i, j] of a cell read by hover, tap or keys) }.
  * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels }).
  */
-export function createHeatmapView({ grid, legend, readout }) {
+export function createHeatmapView({ grid, legend, readout, exports, name = 'attention', onCursor }) {
   const figures = [];
-  const read = (text) => {
+  let last = null; // what render drew, for the SVG
+  const read = (text, cell) => {
     readout.textContent = text;
+    if (cell) onCursor?.(cell);
   };
+  if (exports) {
+    const button = (label, onClick) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'secondary small';
+      b.textContent = label;
+      b.addEventListener('click', onClick);
+      exports.append(b);
+      return b;
+    };
+    button('Download PNG', async () => {
+      if (last?.maps.length) download(`${name}.png`, await gridToPng(grid));
+    });
+    button('Download SVG', () => {
+      if (last?.maps.length) download(`${name}.svg`, new Blob([heatmapsToSvg(last)], { type: 'image/svg+xml' }));
+    });
+  }
   return {
     render({ maps, n, m, rowLabels, colLabels, scale = 'max' }) {
       let vmax = 0;
@@ -241,7 +263,13 @@ export function createHeatmapView({ grid, legend, readout }) {
       while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
       while (figures.length > maps.length) figures.pop().figure.remove();
       const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
+      last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
+      if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
+      // The figures share their labels: one note (under the first) says when they are thinned.
+      figures.forEach((f, h) => {
+        if (h > 0) f.labelNote.hidden = true;
+      });
       drawLegend(legend, vmax, scale);
       read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },

@@ -15,7 +15,7 @@ function fillSelect(select, values, label = String) {
 
 /**
  * el: { panel, form, task, mlen, mlenNote, msize, mstart, msteps, mlr, msched, mseed, mtext, mtextLabel, about,
- *   train, stop, step, reset, progress, status, output, loss, acc, curvesLegend, grid, legend, readout }.
+ *   train, stop, step, reset, progress, status, output, loss, acc, curvesLegend, grid, legend, readout, exports }.
  * The panel gets data-state ('busy' while a setup is on its way, 'ready' when its snapshot is shown,
  * 'error', 'unsupported' for a form the decoder cannot use), data-training, data-step, data-snapshots,
  * data-correct, data-eval-loss, data-eval-accuracy, data-lr (the rate of the last step) and
@@ -30,7 +30,9 @@ export function createModelView(el, { onChange, charsVocab }) {
   fillSelect(el.msteps, LIMITS.trainSteps);
   fillSelect(el.mlr, LIMITS.lrs, fmtLr);
   fillSelect(el.msched, LIMITS.schedules, (k) => SCHEDULES[k]);
-  const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout });
+  const heatmaps = createHeatmapView({
+    grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'model-attention',
+  });
 
   const intValue = (input, lo, hi) => {
     const x = Number(input.value);

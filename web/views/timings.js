@@ -2,6 +2,7 @@
 // n from the smallest to the largest power of two, and draws the medians on log-log axes as they come.
 import { LIMITS } from '../state.js';
 import { drawChart, legendSwatch, logLogSlope, seriesStyle } from './chart.js';
+import { download, toCsv } from './export.js';
 
 const SLOPE_POINTS = 3; // the legend's slope is fitted over the 3 largest sizes measured
 
@@ -39,7 +40,7 @@ function fmtMs(ms) {
 }
 
 /**
- * el: { panel, form, build, tmin, tmax, td, tforms, run, stop, progress, status, chart, legend, table }
+ * el: { panel, form, build, tmin, tmax, td, trounds, tforms, run, stop, progress, status, chart, legend, table, csv }
  * (panel gets data-running and data-done = '1' when a run has finished).
  * onChange(patch) reports edited settings; onError(message) shows a failure.
  */
@@ -55,6 +56,8 @@ export function createTimingsView(el, { onChange, onError }) {
   let results = new Map(); // series key (form id, or form@build when both builds run) -> Map n -> [ms per round]
   let labels = new Map(); // form id -> label
   let skipped = [];
+  let runD = 0; // d and build of the run the results come from
+  let runBuild = '';
 
   el.build.addEventListener('change', () => onChange({ build: el.build.value }));
   el.tmin.addEventListener('change', () => onChange({ tmin: Number(el.tmin.value) }));
@@ -71,6 +74,17 @@ export function createTimingsView(el, { onChange, onError }) {
     start();
   });
   el.stop.addEventListener('click', () => stop('Stopped.'));
+  // CSV: every round's time, so the spread and the slopes can be checked elsewhere.
+  el.csv.addEventListener('click', () => {
+    const rows = [['form', 'build', 'n', 'd', 'round', 'ms']];
+    for (const [key, byN] of results) {
+      const [form, build = runBuild] = key.split('@');
+      for (const [n, ms] of [...byN].sort((a, b) => a[0] - b[0])) {
+        ms.forEach((t, r) => rows.push([form, build, n, runD, r + 1, t.toPrecision(6)]));
+      }
+    }
+    download('timings.csv', new Blob([toCsv(rows)], { type: 'text/csv' }));
+  });
 
   function chosenForms() {
     if (state.tforms === 'all') return forms.map((f) => f.id);
@@ -173,6 +187,7 @@ export function createTimingsView(el, { onChange, onError }) {
     }
     runId++;
     results = new Map();
+    el.csv.disabled = true;
     skipped = [];
     el.panel.dataset.done = '0';
     redraw();
@@ -180,6 +195,8 @@ export function createTimingsView(el, { onChange, onError }) {
     el.progress.value = 0;
     el.status.textContent = `Loading the ${state.build} build in the worker…`;
     both = state.build === 'both';
+    runD = state.td;
+    runBuild = state.build;
     const builds = both ? ['simd', 'scalar'] : [state.build];
     worker.postMessage({ type: 'run', id: runId, builds, forms: ids, sizes: ns, d: state.td, rounds: state.trounds });
   }
@@ -222,6 +239,7 @@ export function createTimingsView(el, { onChange, onError }) {
       const byN = results.get(key);
       if (!byN.has(msg.n)) byN.set(msg.n, []);
       byN.get(msg.n).push(msg.ms);
+      el.csv.disabled = false;
       redraw();
     } else if (msg.type === 'skipped') {
       skipped.push(`${labelOf(keyOf(msg))} at n = ${msg.n}: ${msg.reason}`);
