@@ -13,6 +13,7 @@ import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
 import { createControls } from './views/controls.js';
 import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
+import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
@@ -27,6 +28,7 @@ let forms = [];
 let renders = 0;
 let modelView = null; // the model panel, when the library has lib.createModel
 let experimentView = null; // the experiment panel, likewise
+let compareView = null; // the compare panel (lib.createModel)
 let learnedView = null; // the learned-attention panel, likewise (lib.loadModel)
 
 function showError(message) {
@@ -79,6 +81,7 @@ function render() {
   timings.update(state, forms);
   modelView?.update(state, form);
   learnedView?.update(state, form);
+  compareView?.update(state, forms);
   experimentView?.update(state, forms);
   $('permalink').href = stateToSearch(state);
   try {
@@ -138,6 +141,16 @@ async function init() {
       mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'), exports: $('mexports'),
+    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+    $('compare').hidden = false;
+    const side = (x) => ({
+      title: $(`c${x}-title`), grid: $(`c${x}heatmaps`), legend: $(`c${x}legend`), readout: $(`c${x}readout`),
+      exports: $(`c${x}exports`),
+    });
+    compareView = createCompareView({
+      panel: $('compare'), form: $('compare-settings'), a: $('ca'), b: $('cb'), task: $('ctask'), steps: $('csteps'),
+      run: $('crun'), stop: $('cstop'), progress: $('cprogress'), status: $('cstatus'), loss: $('closs'), acc: $('cacc'),
+      legend: $('clegend'), table: $('ctable'), sides: { a: side('a'), b: side('b') },
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
     $('experiment').hidden = false;
     experimentView = createExperimentView({

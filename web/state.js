@@ -17,6 +17,7 @@ export const LIMITS = {
   budgets: [250, 500, 1000, 2000],
   lrs: [3e-4, 1e-3, 2e-3, 3e-3, 5e-3, 1e-2], // the model panel's peak learning rates
   schedules: ['decay', 'constant'],
+  compareTasks: ['reverse', 'sort', 'recall', 'chars'],
 };
 
 export const DEFAULTS = Object.freeze({
@@ -46,6 +47,10 @@ export const DEFAULTS = Object.freeze({
   mlr: 2e-3, // model: peak learning rate
   msched: 'decay', // model: 'decay' (warm-up, then inverse square root in the model's own steps) or 'constant'
   ebudget: 1000, // experiment: training steps per run
+  ca: 'softmax', // compare: form A
+  cb: 'synth:random', // compare: form B
+  ctask: 'recall', // compare: the task both learn
+  csteps: 1000, // compare: steps each
 });
 
 const BOOL = { 1: true, 0: false, true: true, false: false };
@@ -94,6 +99,9 @@ export function parseState(search) {
   set('mlr', oneOf(p.get('mlr'), LIMITS.lrs));
   if (LIMITS.schedules.includes(p.get('msched'))) s.msched = p.get('msched');
   set('ebudget', oneOf(p.get('ebudget'), LIMITS.budgets));
+  for (const key of ['ca', 'cb']) if (p.has(key) && /^[a-z0-9:+_-]{1,40}$/i.test(p.get(key))) s[key] = p.get(key);
+  if (LIMITS.compareTasks.includes(p.get('ctask'))) s.ctask = p.get('ctask');
+  set('csteps', oneOf(p.get('csteps'), LIMITS.budgets));
   return normalise(s);
 }
 

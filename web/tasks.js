@@ -85,6 +85,9 @@ export function panelLr(lr, step, schedule) {
   return lr * Math.sqrt(WARMUP_STEPS / step);
 }
 
+/** The compare panel's tasks, each at one length (state.ctask). */
+export const COMPARE_TASKS = { reverse: 6, sort: 6, recall: 4, chars: 32 };
+
 export const MODEL_SEED = 1; // the initial weights: the same for every run, so results reproduce
 
 /** The createModel config for a state; charsVocab is lib.charsTokenizer.vocab. */

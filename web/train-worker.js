@@ -15,7 +15,8 @@
 //                 lr: the rate of the last step)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
 //               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
-//               { type: 'stopped', step, finished, lr }   (lr: the rate the next step would take)
+//               { type: 'stopped', step, finished, lr, msPerStep }   (lr: the rate the next step would take;
+//                 msPerStep: the mean time of this run's steps, in the worker)
 //               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
 //               { type: 'experimentDone', finished }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
@@ -113,6 +114,8 @@ async function train({ steps, lr, schedule }) {
   const evalEvery = Math.max(10, Math.round(steps / EVALS_PER_RUN));
   let nextEval = model.steps + evalEvery;
   let lastSnapshot = performance.now();
+  const first = model.steps;
+  let stepMs = 0; // time in trainStep only (not evaluations or snapshots)
   while (running && model.steps < goal) {
     const t0 = performance.now();
     let loss = 0, accuracy = 0, count = 0, used = 0;
@@ -123,6 +126,7 @@ async function train({ steps, lr, schedule }) {
       accuracy += r.accuracy;
       count++;
     }
+    stepMs += performance.now() - t0;
     postMessage({ type: 'progress', step: model.steps, goal, loss: loss / count, accuracy: accuracy / count, lr: used });
     if (model.steps >= nextEval && model.steps < goal) {
       evaluate();
@@ -138,7 +142,7 @@ async function train({ steps, lr, schedule }) {
   running = false;
   evaluate();
   snapshot();
-  postMessage({ type: 'stopped', step: model.steps, finished, lr: nextLr() });
+  postMessage({ type: 'stopped', step: model.steps, finished, lr: nextLr(), msPerStep: stepMs / Math.max(1, model.steps - first) });
 }
 
 // One step, then the held-out metrics and the heatmaps, as at the end of a run.

@@ -155,12 +155,12 @@ test('fix 4 and live controls: resuming goes on along the schedule; One step; th
 
 test('fix 5: heatmaps say when only every k-th token is labelled', async () => {
   const { page, problems } = await open('?input=random&n=100&heads=2');
-  const note = await page.textContent('#heatmaps .label-note');
+  const note = await page.textContent('#heatmaps + .label-note');
   assert.match(note, /^Axis labels: every \d+(st|nd|rd|th) token/);
   const every = Number(note.match(/every (\d+)/)[1]);
   assert.ok(every >= 2);
   await page.fill('#n', '8');
-  await page.waitForFunction(() => document.querySelector('#heatmaps .label-note').hidden);
+  await page.waitForFunction(() => document.querySelector('#heatmaps + .label-note').hidden);
   assert.deepEqual(problems(), []);
   await page.close();
 });
@@ -467,6 +467,56 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   await page.waitForSelector('#learned[data-state="none"]');
   assert.match(await page.textContent('#lstatus'), /no causal form/);
   await screenshot(page, 'learned');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('compare: two forms train at once on the same task and budget; one chart, two heatmap grids, a table, the URL', async (t) => {
+  const { page, problems } = await open('?ca=softmax&cb=synth:random&ctask=reverse&csteps=250');
+  assert.equal(await page.inputValue('#ca'), 'softmax');
+  assert.equal(await page.inputValue('#cb'), 'synth:random');
+  const options = await page.$$eval('#ca option', (os) => os.map((o) => o.value));
+  assert.ok(!options.includes('linear:efficient'), 'only forms a decoder can use');
+  const blank = await page.$eval('#closs', (c) => parseFloat(c.style.height));
+  await page.click('#crun');
+  // Both run at once: each side has made progress before either is done.
+  await page.waitForFunction(() => [...document.querySelectorAll('#ctable tr[data-side]')]
+    .every((tr) => tr.children[2].textContent !== '–'));
+  await page.waitForSelector('#compare[data-done="1"]', { timeout: 120000 });
+  const rows = await page.$$eval('#ctable tr[data-side]', (trs) => trs.map((tr) => ({
+    side: tr.dataset.side, form: tr.children[1].textContent, accuracy: Number(tr.dataset.accuracy), ms: Number(tr.dataset.msPerStep),
+  })));
+  t.diagnostic(JSON.stringify(rows));
+  assert.deepEqual(rows.map((r) => r.side), ['a', 'b']);
+  assert.equal(rows[0].form, 'Softmax (scaled dot-product)');
+  assert.equal(rows[1].form, 'Synthesizer, random');
+  for (const r of rows) assert.ok(r.accuracy > 0 && r.accuracy <= 1 && r.ms > 0, JSON.stringify(r));
+  assert.match(await page.textContent('#cstatus'), /^Done: 250 steps each\. Held-out accuracy A \d+\.\d%, B \d+\.\d%/);
+  // One chart holds both: the blue of A and the vermillion of B are both drawn in it.
+  assert.ok(await page.$eval('#closs', (c) => parseFloat(c.style.height)) > blank);
+  const colours = await page.$eval('#cacc', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const has = (r, g, b) => {
+      for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) < 8 && Math.abs(d[i + 1] - g) < 8 && Math.abs(d[i + 2] - b) < 8) return true;
+      return false;
+    };
+    return [has(0x00, 0x72, 0xb2), has(0xd5, 0x5e, 0x00)];
+  });
+  assert.deepEqual(colours, [true, true], 'both curves on the accuracy chart');
+  const grids = await page.$$eval('.compare-side .heatmap-grid', (gs) => gs.map((g) => g.querySelectorAll('canvas').length));
+  assert.deepEqual(grids, [4, 4], 'every layer and head of each model');
+  const a = await readGrid(page, '#caheatmaps');
+  const b = await readGrid(page, '#cbheatmaps');
+  assert.notDeepEqual(a.map((x) => x.colours), b.map((x) => x.colours));
+  assert.match(page.url(), /ca=softmax&cb=synth%3Arandom&ctask=reverse&csteps=250/);
+  await page.locator('#compare').screenshot({ path: new URL('./screenshots/compare.png', import.meta.url).pathname });
+  // The URL restores the choice.
+  await page.selectOption('#cb', 'linear:elu+1');
+  await page.selectOption('#ctask', 'recall');
+  await page.reload();
+  await page.waitForSelector('body[data-state="ready"]');
+  assert.equal(await page.inputValue('#cb'), 'linear:elu+1');
+  assert.equal(await page.inputValue('#ctask'), 'recall');
   assert.deepEqual(problems(), []);
   await page.close();
 });

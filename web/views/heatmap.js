@@ -9,6 +9,11 @@ import { download, gridToPng, heatmapsToSvg } from './export.js';
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
 
+// Labels are drawn for every k-th token: all of them when cells are tall enough for text.
+function labelEvery(cell) {
+  return Math.max(1, Math.ceil(11 / cell));
+}
+
 function ordinal(k) {
   const suffix = k % 100 >= 11 && k % 100 <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[k % 10] ?? 'th');
   return `${k}${suffix}`;
@@ -33,9 +38,7 @@ class HeatmapFigure {
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     this.caption = document.createElement('figcaption');
-    this.labelNote = document.createElement('p');
-    this.labelNote.className = 'note label-note';
-    this.figure.append(this.caption, this.canvas, this.labelNote);
+    this.figure.append(this.caption, this.canvas);
     parent.append(this.figure);
     this.onRead = onRead;
     this.cursor = null;
@@ -60,17 +63,7 @@ class HeatmapFigure {
     this.canvas.setAttribute('aria-label',
       `${map.title}: attention weights, ${data.n} query rows by ${data.m} key columns. Arrow keys read values.`);
     this.layout();
-    const every = this.labelEvery();
-    this.labelNote.hidden = every === 1;
-    this.labelNote.style.maxWidth = `${Math.max(160, this.width)}px`;
-    this.labelNote.textContent = every === 1 ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
-      + 'for all); hover or tap a cell to read its tokens.';
     this.draw();
-  }
-
-  // Labels are drawn for every k-th token: all of them when cells are tall enough for text.
-  labelEvery() {
-    return Math.max(1, Math.ceil(11 / this.cell));
   }
 
   layout() {
@@ -126,7 +119,7 @@ class HeatmapFigure {
     // Labels: every one when cells are tall enough for text, else every k-th.
     ctx.font = FONT;
     ctx.fillStyle = cssVar('--fg', '#222');
-    const every = this.labelEvery();
+    const every = labelEvery(this.cell);
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < n; i += every) {
@@ -233,6 +226,11 @@ function chooseCellSize(width, count, len) {
 export function createHeatmapView({ grid, legend, readout, exports, name = 'attention', onCursor }) {
   const figures = [];
   let last = null; // what render drew, for the SVG
+  // One line under the grid says when the figures' axis labels are thinned.
+  const labelNote = document.createElement('p');
+  labelNote.className = 'note label-note';
+  labelNote.hidden = true;
+  grid.after(labelNote);
   const read = (text, cell) => {
     readout.textContent = text;
     if (cell) onCursor?.(cell);
@@ -266,10 +264,10 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
       if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
-      // The figures share their labels: one note (under the first) says when they are thinned.
-      figures.forEach((f, h) => {
-        if (h > 0) f.labelNote.hidden = true;
-      });
+      const every = labelEvery(cellSize);
+      labelNote.hidden = every === 1 || maps.length === 0;
+      labelNote.textContent = labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
+        + 'for all); hover over or tap a cell to read its tokens.';
       drawLegend(legend, vmax, scale);
       read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
