@@ -15,8 +15,8 @@
 //                 lr: the rate of the last step)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
 //               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
-//               { type: 'stopped', step, finished, lr, msPerStep }   (lr: the rate the next step would take;
-//                 msPerStep: the mean time of this run's steps, in the worker)
+//               { type: 'stopped', step, finished, lr, msPerStep?, single? }   (lr: the rate the next step
+//                 would take; msPerStep: the mean time of this run's steps, in the worker; single: after 'step')
 //               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
 //               { type: 'experimentDone', finished }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
