@@ -519,6 +519,16 @@ test('compare: two forms train at once on the same task and budget; one chart, t
   await page.waitForSelector('body[data-state="ready"]');
   assert.equal(await page.inputValue('#cb'), 'linear:elu+1');
   assert.equal(await page.inputValue('#ctask'), 'recall');
+  // Stop ends both runs; the panel says so and can run again.
+  await page.selectOption('#csteps', '2000');
+  await page.click('#crun');
+  await page.waitForFunction(() => document.querySelector('#cprogress').value >= 100);
+  await page.click('#cstop');
+  await page.waitForSelector('#compare[data-running="0"]');
+  assert.equal(await page.textContent('#cstatus'), 'Stopped.');
+  assert.equal(await page.$eval('#cprogress', (p) => p.value), 0);
+  assert.equal(await page.isEnabled('#crun'), true);
+  assert.equal(await page.getAttribute('#compare', 'data-done'), '0');
   assert.deepEqual(problems(), []);
   await page.close();
 });

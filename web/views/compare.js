@@ -121,21 +121,28 @@ export function createCompareView(el, { onChange, charsVocab }) {
       r.stopped = true;
       r.msPerStep = msg.msPerStep;
       drawTable();
-      if (SIDES.every((s) => runs[s].stopped)) {
-        setRunning(false);
-        const all = SIDES.every((s) => runs[s].done);
-        el.panel.dataset.done = all ? '1' : '0';
-        el.progress.value = all ? el.progress.max : 0;
-        const [a, b] = SIDES.map((s) => runs[s]);
-        el.status.textContent = all
-          ? `Done: ${state.csteps} steps each. Held-out accuracy A ${(100 * a.eval.accuracy).toFixed(1)}%, `
-            + `B ${(100 * b.eval.accuracy).toFixed(1)}%; A ${a.msPerStep.toFixed(2)} ms per step, B ${b.msPerStep.toFixed(2)} `
-            + '(both trained at once, each in its own worker, so they share this device\'s cores).'
-          : 'Stopped.';
-      }
+      finish();
     } else if (msg.type === 'error') {
-      stop(`${side.toUpperCase()} (${labelOf(r.form)}) could not run: ${msg.message}`);
+      r.stopped = true;
+      r.failed = `${side.toUpperCase()} (${labelOf(r.form)}) could not run: ${msg.message}`;
+      stop(r.failed);
+      finish();
     }
+  }
+
+  // When both sides have stopped (finished, stopped or failed): the buttons, the bar, the summary.
+  function finish() {
+    if (!SIDES.every((s) => runs[s].stopped)) return;
+    setRunning(false);
+    const all = SIDES.every((s) => runs[s].done);
+    el.panel.dataset.done = all ? '1' : '0';
+    el.progress.value = all ? el.progress.max : 0;
+    const [a, b] = SIDES.map((s) => runs[s]);
+    el.status.textContent = all
+      ? `Done: ${state.csteps} steps each. Held-out accuracy A ${(100 * a.eval.accuracy).toFixed(1)}%, `
+        + `B ${(100 * b.eval.accuracy).toFixed(1)}%; A ${a.msPerStep.toFixed(2)} ms per step, B ${b.msPerStep.toFixed(2)} `
+        + '(both trained at once, each in its own worker, so they share this device\'s cores).'
+      : SIDES.map((s) => runs[s].failed).filter(Boolean).join(' ') || 'Stopped.';
   }
 
   function stop(message) {
@@ -147,7 +154,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
     if (!workers[side]) {
       const w = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
       w.onmessage = (e) => receive(side, e.data);
-      w.onerror = (e) => stop(`The ${side.toUpperCase()} worker failed: ${e.message || 'it could not load'}`);
+      w.onerror = (e) => receive(side, { type: 'error', message: `its worker failed: ${e.message || 'it could not load'}` });
       workers[side] = w;
     }
     return workers[side];
