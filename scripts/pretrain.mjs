@@ -1,9 +1,12 @@
 // pretrain.mjs: trains the checkpoints the playground loads instantly (web/models/), with the
 // native trainer (build/trainer), one per task x attention form, in the playground's own model
 // shape (web/tasks.js: SIZES.tiny, MAX_LEN 64, vocab = symbols + 1 or the chars vocabulary), and
-// writes web/models/index.json describing them (task, form, config, steps, held-out accuracy).
-//   node scripts/pretrain.mjs                 (all; a few minutes)
-//   node scripts/pretrain.mjs --tasks reverse --forms softmax
+// writes web/models/index.json describing them (task, form, config, seed, steps, held-out accuracy and,
+// for chars, bits per character, and the command that made each). The character model (task chars,
+// which the page's first panel runs on typed text) is trained with every form a model can use; the
+// other tasks with four. Deterministic: the trainer's batches and weights come from --seed.
+//   nice -n 10 node scripts/pretrain.mjs                 (all; a few minutes)
+//   node scripts/pretrain.mjs --tasks chars --forms linear:relu
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 
@@ -12,7 +15,12 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
   return acc;
 }, []));
-const FORMS = (args.forms ?? 'softmax,linear:elu+1,synth:dense,synth:random').split(',');
+const FORMS = args.forms?.split(',');
+const TASK_FORMS = 'softmax,linear:elu+1,synth:dense,synth:random'.split(',');
+// every form the decoder accepts (linear:efficient has no causal form)
+const CHARS_FORMS = ['softmax', 'linear:elu+1', 'linear:relu', 'linear:taylor', 'synth:dense', 'synth:random',
+  'synth:factorized-dense', 'synth:factorized-random', 'synth:mixture'];
+const SEED = 1;
 const CHARS_VOCAB = 50; // lib.charsTokenizer.vocab (1 + the charset of src/model/tasks.c)
 // length and symbols as the playground sets them (web/tasks.js TASKS[...].maxLength / symbols)
 const TASKS = {
@@ -35,13 +43,13 @@ const indexUrl = new URL('index.json', outDir);
 const index = existsSync(indexUrl) ? JSON.parse(readFileSync(indexUrl, 'utf8')) : { models: [] };
 
 for (const task of tasks)
-  for (const form of FORMS) {
+  for (const form of FORMS ?? (task === 'chars' ? CHARS_FORMS : TASK_FORMS)) {
     const t = TASKS[task];
     const vocab = t.symbols ? t.symbols + 1 : CHARS_VOCAB;
     const file = `${task}-${form.replace(':', '-').replace('+', '')}.safetensors`;
     const flags = ['--task', task, '--attention', form, '--length', `${t.length}`, '--vocab', `${vocab}`,
       '--d-model', `${SIZE.dModel}`, '--heads', `${SIZE.heads}`, '--layers', `${SIZE.layers}`, '--d-ff', `${SIZE.dFF}`,
-      '--max-len', `${SIZE.maxLen}`, '--steps', `${t.steps}`, '--lr', '3e-3', '--eval-every', `${t.steps}`];
+      '--max-len', `${SIZE.maxLen}`, '--steps', `${t.steps}`, '--lr', '3e-3', '--seed', `${SEED}`, '--eval-every', `${t.steps}`];
     if (t.symbols) flags.push('--symbols', `${t.symbols}`);
     flags.push('--out', new URL(file, outDir).pathname);
     const r = spawnSync(trainer, flags, { encoding: 'utf8' });
@@ -52,7 +60,7 @@ for (const task of tasks)
     }
     const m = /final: eval loss ([\d.]+) \(([\d.]+) bits\/token\), accuracy ([\d.]+), ([\d.]+) ms\/step/.exec(r.stdout);
     const entry = {
-      file, task, attention: form, length: t.length, symbols: t.symbols, steps: t.steps,
+      file, task, attention: form, length: t.length, symbols: t.symbols, steps: t.steps, seed: SEED, batch: 32,
       config: { vocab, ...SIZE, attention: form }, accuracy: Number(m[3]), loss: Number(m[1]),
       bytes: statSync(new URL(file, outDir)).size, command: `npm run train -- ${flags.slice(0, -2).join(' ')} --out web/models/${file}`,
     };

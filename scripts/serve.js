@@ -1,9 +1,11 @@
 // serve.js: the playground's static server. Serves web/ at / and the package's own wasm/ at /wasm/
 // (the page imports the package itself, no copy), on 127.0.0.1, with correct MIME types and the
 // cross-origin isolation headers (COOP same-origin + COEP require-corp). No server logic beyond files.
-//   node scripts/serve.js            (PORT env, default 8080)
+//   node scripts/serve.js            (PORT env, default 8080; HOST env, default 127.0.0.1)
+//   HOST=0.0.0.0 npm start           (reachable from a phone on the same network)
 //   import { startServer } from './scripts/serve.js'; const { server, url } = await startServer({ port: 0 });
 import { createServer } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
@@ -128,10 +130,19 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     console.error(`serve.js: PORT must be an integer in 0..65535, got ${JSON.stringify(process.env.PORT)}`);
     process.exit(1);
   }
-  startServer({ port }).then(({ url }) => {
-    console.log(`attention-wasm playground: ${url}  (Ctrl+C to stop)`);
+  const host = process.env.HOST || '127.0.0.1';
+  const everywhere = host === '0.0.0.0' || host === '::';
+  startServer({ port, host }).then(({ server, url }) => {
+    const { port: p } = server.address();
+    console.log(`attention-wasm playground: ${everywhere ? `http://127.0.0.1:${p}/` : url}  (Ctrl+C to stop)`);
+    if (everywhere) {
+      // Every address of this machine a phone on the same network could use.
+      const addrs = Object.values(networkInterfaces()).flat().filter((a) => a && !a.internal && a.family === 'IPv4');
+      for (const a of addrs) console.log(`  on this network: http://${a.address}:${p}/`);
+      console.log('  (listening on every interface: anyone on this network can open the page)');
+    }
   }, (e) => {
-    console.error(`serve.js: could not listen on 127.0.0.1:${port}: ${e.message}`);
+    console.error(`serve.js: could not listen on ${host}:${port}: ${e.message}`);
     process.exit(1);
   });
 }

@@ -6,13 +6,16 @@
 // index.html and its settings in state.js; one that needs a part of the library is created behind a
 // feature test, as the model panel is (`typeof lib.createModel === 'function'`).
 import { loadAttention } from '../wasm/index.js';
+import { GLOSSARY } from './about.js';
 import { probeForms } from './forms.js';
 import { makeInputs } from './inputs.js';
 import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
 import { createControls } from './views/controls.js';
 import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
+import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
+import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createTimingsView } from './views/timings.js';
 
@@ -25,6 +28,8 @@ let forms = [];
 let renders = 0;
 let modelView = null; // the model panel, when the library has lib.createModel
 let experimentView = null; // the experiment panel, likewise
+let compareView = null; // the compare panel (lib.createModel)
+let learnedView = null; // the learned-attention panel, likewise (lib.loadModel)
 
 function showError(message) {
   const el = $('error');
@@ -41,10 +46,12 @@ const controls = createControls({
   d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), scale: $('scale'), causalNote: $('causal-note'),
   textField: $('text-field'), nField: $('n-field'),
 }, (patch) => setState(patch));
-const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note') });
-const heatmaps = createHeatmapView({ grid: $('heatmaps'), legend: $('legend'), readout: $('readout') });
+const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note'), about: $('form-about') });
+const heatmaps = createHeatmapView({
+  grid: $('heatmaps'), legend: $('legend'), readout: $('readout'), exports: $('exports'), name: 'attention-sandbox',
+});
 const timings = createTimingsView({
-  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'),
+  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'), csv: $('tcsv'),
   tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'),
   chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
 }, { onChange: (patch) => setState(patch), onError: showError });
@@ -73,6 +80,8 @@ function render() {
   controls.update(state, forms, form);
   timings.update(state, forms);
   modelView?.update(state, form);
+  learnedView?.update(state, form);
+  compareView?.update(state, forms);
   experimentView?.update(state, forms);
   $('permalink').href = stateToSearch(state);
   try {
@@ -86,6 +95,15 @@ function render() {
   }
   document.body.dataset.renders = String(++renders);
 }
+
+// The glossary in the header: a definition list from about.js.
+$('glossary').querySelector('dl').replaceChildren(...GLOSSARY.flatMap(([term, text]) => {
+  const dt = document.createElement('dt');
+  dt.textContent = term;
+  const dd = document.createElement('dd');
+  dd.textContent = text;
+  return [dt, dd];
+}));
 
 async function init() {
   try {
@@ -108,19 +126,36 @@ async function init() {
     return li;
   }));
   if (!forms.some((f) => f.id === state.form)) state = { ...state, form: forms[0].id };
+  if (typeof lib.loadModel === 'function' && lib.charsTokenizer) {
+    $('learned').hidden = false;
+    learnedView = createLearnedView({
+      panel: $('learned'), text: $('ltext'), about: $('labout'), status: $('lstatus'), grid: $('lheatmaps'),
+      legend: $('llegend'), readout: $('lreadout'), exports: $('lexports'), guesses: $('lguesses'),
+    }, { lib, onChange: (patch) => setState(patch) });
+  }
   if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
     $('model').hidden = false;
     modelView = createModelView({
-      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), msize: $('msize'), mstart: $('mstart'),
-      msteps: $('msteps'), mseed: $('mseed'), mtext: $('mtext'), mtextLabel: $('mtext-label'), about: $('task-about'),
-      train: $('mtrain'), stop: $('mstop'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
+      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'),
+      mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
+      mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
-      readout: $('mreadout'),
+      readout: $('mreadout'), exports: $('mexports'),
+    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+    $('compare').hidden = false;
+    const side = (x) => ({
+      title: $(`c${x}-title`), grid: $(`c${x}heatmaps`), legend: $(`c${x}legend`), readout: $(`c${x}readout`),
+      exports: $(`c${x}exports`),
+    });
+    compareView = createCompareView({
+      panel: $('compare'), form: $('compare-settings'), a: $('ca'), b: $('cb'), task: $('ctask'), steps: $('csteps'),
+      run: $('crun'), stop: $('cstop'), progress: $('cprogress'), status: $('cstatus'), loss: $('closs'), acc: $('cacc'),
+      legend: $('clegend'), table: $('ctable'), sides: { a: side('a'), b: side('b') },
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
     $('experiment').hidden = false;
     experimentView = createExperimentView({
       panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), run: $('erun'), stop: $('estop'),
-      progress: $('eprogress'), status: $('estatus'), table: $('etable'),
+      progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'), csv: $('ecsv'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
   }
   history.replaceState(null, '', stateToSearch(state));

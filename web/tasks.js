@@ -51,11 +51,42 @@ export const EXPERIMENT = {
   budgets: [250, 500, 1000, 2000],
 };
 
+/**
+ * The README's experiment table (scripts/experiment.mjs, `npm run experiment`) uses another setup
+ * than the page's panel; the panel says so beside its numbers, from this description.
+ */
+export const README_EXPERIMENT = {
+  model: 'd = 64, 4 heads, 2 layers', steps: 1500, batch: 32, recallPairs: 8, reverseLength: 16,
+  linearRecall: '34.4%',
+};
+
 /** The learning rate of step `step` (0-based) of `steps`: linear warm-up over 100 steps, cosine to 10%. */
 export function scheduledLr(lr, step, steps) {
   const warm = Math.min(1, (step + 1) / 100);
   return lr * warm * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / steps)));
 }
+
+/** The model panel's learning-rate schedules (state.msched). */
+export const SCHEDULES = {
+  constant: 'constant',
+  decay: 'warm-up, then decay',
+};
+export const WARMUP_STEPS = 100;
+
+/**
+ * The model panel's learning rate at the model's own step count `step` (0-based, restored with a
+ * checkpoint). It depends on nothing else, so Stop and Train again continue the schedule where it
+ * was instead of restarting it at the peak. 'decay': linear warm-up over WARMUP_STEPS, then
+ * lr * sqrt(WARMUP_STEPS / step) (inverse square root; a tenth of the peak at step 10 000).
+ */
+export function panelLr(lr, step, schedule) {
+  if (schedule === 'constant') return lr;
+  if (step < WARMUP_STEPS) return (lr * (step + 1)) / WARMUP_STEPS;
+  return lr * Math.sqrt(WARMUP_STEPS / step);
+}
+
+/** The compare panel's tasks, each at one length (state.ctask). */
+export const COMPARE_TASKS = { reverse: 6, sort: 6, recall: 4, chars: 32 };
 
 export const MODEL_SEED = 1; // the initial weights: the same for every run, so results reproduce
 

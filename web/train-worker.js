@@ -3,19 +3,25 @@
 // Messages in:  { type: 'setup', config, task: {task, length, symbols?}, start, input: { seed, text }, fresh? }
 //                 (re)creates the model when config, task or start changed (or fresh), then shows the
 //                 input; start 'pretrained' loads the matching checkpoint of web/models/ when there is one
-//               { type: 'train', steps, lr }   train until `steps` more steps are done or 'stop'
+//               { type: 'train', steps, lr, schedule }   train until `steps` more steps are done or 'stop';
+//                 the rate of each step is panelLr(lr, model.steps, schedule), so a resumed run goes on
+//                 along the schedule
+//               { type: 'hyper', lr, schedule }   new peak rate / schedule, taking effect at the next step
+//               { type: 'step', lr, schedule }   exactly one step (after a training run, which it stops)
 //               { type: 'experiment', runs: [{ config, task }], steps, lr }   train a fresh model per run
 //               { type: 'stop' }
 // Messages out: { type: 'created', parameterCount, config, pretrained: { file, steps, length } | null }
-//               { type: 'progress', step, goal, loss, accuracy }   (means over the last ~50 ms of steps)
+//               { type: 'progress', step, goal, loss, accuracy, lr }   (means over the last ~50 ms of steps;
+//                 lr: the rate of the last step)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
 //               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
-//               { type: 'stopped', step, finished }
+//               { type: 'stopped', step, finished, lr, msPerStep?, single? }   (lr: the rate the next step
+//                 would take; msPerStep: the mean time of this run's steps, in the worker; single: after 'step')
 //               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
 //               { type: 'experimentDone', finished }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
 import { loadAttention } from '../wasm/index.js';
-import { BATCH, TASKS, scheduledLr } from './tasks.js';
+import { BATCH, TASKS, panelLr, scheduledLr } from './tasks.js';
 
 const libPromise = loadAttention();
 let lib = null;
@@ -24,6 +30,7 @@ let key = ''; // JSON of the config, task and start the model was made from
 let task = null; // { task, length, symbols? }
 let input = null; // what the heatmaps show: { seq, labels, prompt, target, kind }
 let running = false;
+let hyper = { lr: 2e-3, schedule: 'decay' }; // the model panel's peak rate and schedule
 
 const SNAPSHOT_MS = 400; // heatmaps and output during training, at most this often
 const EVALS_PER_RUN = 20; // held-out metrics this many times per run of Train (and at its end)
@@ -56,7 +63,7 @@ function makeInput({ seed, text }) {
     const source = parseNumbers(text, t.symbols, t.maxLength);
     const target = task.task === 'copy' ? [...source] : task.task === 'reverse' ? [...source].reverse()
       : [...source].sort((a, b) => a - b);
-    return { kind: 'seq2seq', source, target, prompt: [...source, 0], seq: [...source, 0, ...target.slice(0, -1)] };
+    return { kind: 'seq2seq', source, target, prompt: [...source, 0], seq: [...source, 0, ...target.slice(0, -1)], typed: true };
   }
   if (text && t.typed === 'text') {
     const seq = [...lib.charsTokenizer.encode(text.slice(0, model.config.maxLen))];
@@ -86,6 +93,8 @@ function snapshot() {
   const view = {
     kind, prompt: words(prompt), target: words(target), output: words(output),
     correct: target.length > 0 && output.length === target.length && output.every((x, i) => x === target[i]),
+    // a typed sequence: its length and the one the model trained on
+    ...(input.typed ? { length: input.source.length, trained: task.length } : {}),
   };
   postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel), maps: attention, T: seq.length, view });
 }
@@ -95,23 +104,30 @@ function evaluate() {
   postMessage({ type: 'evaluated', step: model.steps, loss: r.loss, accuracy: r.accuracy });
 }
 
-async function train({ steps, lr }) {
+const nextLr = () => panelLr(hyper.lr, model.steps, hyper.schedule);
+
+async function train({ steps, lr, schedule }) {
   if (running) return;
+  hyper = { lr, schedule };
   running = true;
   const goal = model.steps + steps;
   const evalEvery = Math.max(10, Math.round(steps / EVALS_PER_RUN));
   let nextEval = model.steps + evalEvery;
   let lastSnapshot = performance.now();
+  const first = model.steps;
+  let stepMs = 0; // time in trainStep only (not evaluations or snapshots)
   while (running && model.steps < goal) {
     const t0 = performance.now();
-    let loss = 0, accuracy = 0, count = 0;
+    let loss = 0, accuracy = 0, count = 0, used = 0;
     while (performance.now() - t0 < CHUNK_MS && model.steps < goal && model.steps < nextEval) {
-      const r = model.trainStep({ ...task, batchSize: BATCH, lr });
+      used = nextLr();
+      const r = model.trainStep({ ...task, batchSize: BATCH, lr: used });
       loss += r.loss;
       accuracy += r.accuracy;
       count++;
     }
-    postMessage({ type: 'progress', step: model.steps, goal, loss: loss / count, accuracy: accuracy / count });
+    stepMs += performance.now() - t0;
+    postMessage({ type: 'progress', step: model.steps, goal, loss: loss / count, accuracy: accuracy / count, lr: used });
     if (model.steps >= nextEval && model.steps < goal) {
       evaluate();
       nextEval += evalEvery;
@@ -126,7 +142,18 @@ async function train({ steps, lr }) {
   running = false;
   evaluate();
   snapshot();
-  postMessage({ type: 'stopped', step: model.steps, finished });
+  postMessage({ type: 'stopped', step: model.steps, finished, lr: nextLr(), msPerStep: stepMs / Math.max(1, model.steps - first) });
+}
+
+// One step, then the held-out metrics and the heatmaps, as at the end of a run.
+function singleStep({ lr, schedule }) {
+  hyper = { lr, schedule };
+  const used = nextLr();
+  const r = model.trainStep({ ...task, batchSize: BATCH, lr: used });
+  postMessage({ type: 'progress', step: model.steps, goal: model.steps, loss: r.loss, accuracy: r.accuracy, lr: used });
+  evaluate();
+  snapshot();
+  postMessage({ type: 'stopped', step: model.steps, finished: true, lr: nextLr(), single: true });
 }
 
 // The experiment: one fresh model per run, the same budget and schedule for each, then held-out
@@ -223,15 +250,20 @@ onmessage = (e) => {
     running = false;
     return;
   }
+  if (msg?.type === 'hyper') {
+    hyper = { lr: msg.lr, schedule: msg.schedule };
+    return;
+  }
   // Messages run one after another (a setup waits for a training run to end: the page sends 'stop'
   // first); the training loop yields between chunks, so 'stop' gets through at once.
   const step = async () => {
     lib ??= await libPromise;
     if (msg.type === 'setup') await setup(msg);
     else if (msg.type === 'experiment') await experiment(msg);
-    else if (msg.type === 'train') {
+    else if (msg.type === 'train' || msg.type === 'step') {
       if (!model) throw new Error('no model yet');
-      await train(msg);
+      if (msg.type === 'train') await train(msg);
+      else singleStep(msg);
     }
   };
   queue = queue.then(step).catch((err) => {

@@ -1,9 +1,12 @@
 // worker.js: the playground's heavy work, off the page's thread so the page never freezes.
 // It loads the package itself (../wasm/index.js) and measures forward time against n.
-// Messages in:  { type: 'run', id, builds: ['auto' | 'simd' | 'scalar', ...], forms: [id] | null, sizes: [n], d }
+// Messages in:  { type: 'run', id, builds: ['auto' | 'simd' | 'scalar', ...], forms: [id] | null, sizes: [n], d, rounds }
 // Messages out: { type: 'loaded', id, builds: [{ build, simd }], forms: [{ id, label }] }
 //               { type: 'progress', id, done, total, form, build, n }
-//               { type: 'result', id, form, build, n, ms, reps }        (ms: median of reps calls)
+//               { type: 'result', id, form, build, n, ms, reps, round }   (ms: median of reps calls)
+// A run goes over every (n, form, build) `rounds` times, one round after another, so a slow spell of
+// a shared machine lands on every size in one round rather than on a few sizes of one form; the page
+// takes the median over rounds and fits a slope per round to show how much it moves.
 //               { type: 'skipped', id, form, build, n, reason }
 // With two builds, each (form, n) is measured on both back to back, so their ratio is fair.
 //               { type: 'done', id } | { type: 'error', id, message }
@@ -24,7 +27,7 @@ function load(build) {
 }
 
 const BATCH_MS = 2; // a sample runs the call this long (a batch of calls when one is shorter)
-const MIN_MS = 60; // measure each point for at least this long ...
+const MIN_MS = 30; // measure each point for at least this long per round ...
 const MIN_SAMPLES = 3; // ... with at least this many samples ...
 const MAX_SAMPLES = 25; // ... and at most this many
 const SLOW_MS = 3000; // a call slower than this stops the larger sizes of that form
@@ -58,7 +61,7 @@ function measure(form, inp) {
   }
 }
 
-async function run({ id, builds, forms: wanted, sizes, d }) {
+async function run({ id, builds, forms: wanted, sizes, d, rounds = 1 }) {
   const loaded = [];
   for (const build of builds) loaded.push({ build, ...(await load(build)) });
   const available = loaded[0].forms;
@@ -67,10 +70,10 @@ async function run({ id, builds, forms: wanted, sizes, d }) {
     type: 'loaded', id, builds: loaded.map((l) => ({ build: l.build, simd: l.lib.simd })),
     forms: available.map((f) => ({ id: f.id, label: f.label })),
   });
-  const total = ids.length * sizes.length * loaded.length;
+  const total = rounds * ids.length * sizes.length * loaded.length;
   let done = 0;
-  const tooSlow = new Set(); // form@build
-  for (const n of sizes) {
+  const tooSlow = new Set(); // form@build@n: sizes above one that took over SLOW_MS
+  for (let round = 0; round < rounds; round++) for (const n of sizes) {
     const inp = {
       n, d, heads: 1, causal: false, weights: false, seed: 7, maxLen: n,
       q: randomF32(n * d, 11, -2, 2), k: randomF32(n * d, 12, -2, 2), v: randomF32(n * d, 13), x: randomF32(n * d, 14),
@@ -79,18 +82,20 @@ async function run({ id, builds, forms: wanted, sizes, d }) {
       for (const { build, forms } of loaded) {
         const form = forms.find((f) => f.id === formId);
         const key = `${formId}@${build}`;
-        postMessage({ type: 'progress', id, done, total, form: formId, build, n });
+        postMessage({ type: 'progress', id, done, total, form: formId, build, n, round });
         if (!form) {
-          postMessage({ type: 'skipped', id, form: formId, build, n, reason: 'not in this build' });
-        } else if (tooSlow.has(key)) {
-          postMessage({ type: 'skipped', id, form: formId, build, n, reason: `a smaller n already took over ${SLOW_MS} ms` });
+          if (round === 0) postMessage({ type: 'skipped', id, form: formId, build, n, reason: 'not in this build' });
+        } else if (tooSlow.has(`${key}@${n}`)) {
+          if (round === 0) postMessage({ type: 'skipped', id, form: formId, build, n, reason: `a smaller n already took over ${SLOW_MS} ms` });
         } else {
           try {
             const { ms, reps } = measure(form, inp);
-            if (ms > SLOW_MS) tooSlow.add(key);
-            postMessage({ type: 'result', id, form: formId, build, n, ms, reps });
+            if (ms > SLOW_MS) {
+              for (const m of sizes) if (m > n) tooSlow.add(`${key}@${m}`);
+            }
+            postMessage({ type: 'result', id, form: formId, build, n, ms, reps, round });
           } catch (e) {
-            postMessage({ type: 'skipped', id, form: formId, build, n, reason: e.message });
+            if (round === 0) postMessage({ type: 'skipped', id, form: formId, build, n, reason: e.message });
           }
         }
         done++;

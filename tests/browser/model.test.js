@@ -148,11 +148,13 @@ test('every attention form the model accepts builds and runs a forward pass; eff
     await page.selectOption('#form', id);
     await page.waitForFunction((s) => {
       const m = document.querySelector('#model');
-      return Number(m.dataset.snapshots) > s || m.dataset.state === 'error';
+      return Number(m.dataset.snapshots) > s || m.dataset.state === 'error' || m.dataset.state === 'unsupported';
     }, snaps);
     const status = await page.textContent('#mstatus');
     if (id === 'linear:efficient') {
-      assert.match(status, /could not run: .*no causal form/);
+      assert.match(status, /has no causal form/);
+      assert.equal(await page.getAttribute('#model', 'data-state'), 'unsupported');
+      assert.equal(await page.isDisabled('#mtrain'), true);
       // Back to a working form, the panel recovers.
       continue;
     }

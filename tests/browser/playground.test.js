@@ -1,7 +1,7 @@
 // playground.test.js: the playground page (web/) in headless Chromium, served by scripts/serve.js
 // on a free port. Every test fails on any console error, page error or failed request.
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { startServer } from '../../scripts/serve.js';
 import { launch, openPage, screenshot } from './helpers.js';
@@ -165,6 +165,8 @@ test('causal masking zeroes the upper triangle; typed tokens and hover read the 
   [map] = await readHeatmaps(page);
   assert.equal(map.n, 7);
 
+  // The learned panel comes first: bring the sandbox's heatmap into view before pointing at it.
+  await page.locator('#heatmaps canvas').first().scrollIntoViewIfNeeded();
   const box = await page.locator('#heatmaps canvas').first().boundingBox();
   const ds = await page.$eval('#heatmaps canvas', (c) => ({ ...c.dataset }));
   await page.mouse.move(box.x + Number(ds.left) + 1.5 * Number(ds.cell), box.y + Number(ds.top) + 2.5 * Number(ds.cell));
@@ -298,24 +300,27 @@ test('controls are labelled and keyboard-operable; a phone-width window does not
   await page.close();
 });
 
-// Not a check: refreshes the README's screenshot (docs/screenshot.png) when asked to.
-test('docs screenshot (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.png)', async (t) => {
+// Not a check: refreshes the README's screenshot (docs/screenshot.png: the learned-attention panel
+// with its guesses and the sandbox under it) and docs/compare.png (two forms side by side) when asked to.
+test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.png and docs/compare.png)', async (t) => {
   if (process.env.AW_UPDATE_DOCS_SCREENSHOT !== '1') {
-    t.skip('set AW_UPDATE_DOCS_SCREENSHOT=1 to refresh it');
+    t.skip('set AW_UPDATE_DOCS_SCREENSHOT=1 to refresh them');
     return;
   }
-  const { page, problems } = await open('?tmin=32&tmax=1024&td=64&heads=2&task=reverse&mlen=6&mstart=fresh&msteps=500',
-    { width: 1280, height: 900 });
-  if (await page.isVisible('#model')) {
-    await page.waitForSelector('#model[data-state="ready"]');
-    await page.click('#mtrain');
-    await page.waitForSelector('#model[data-training="0"]', { timeout: 120000 });
-    await page.click('#erun');
-    await page.waitForSelector('#experiment[data-done="1"]', { timeout: 180000 });
-  }
-  await page.click('#trun');
-  await page.waitForSelector('#timings[data-done="1"]', { timeout: 180000 });
-  copyFileSync(await screenshot(page, 'readme'), new URL('../../docs/screenshot.png', import.meta.url));
+  const { page, problems } = await open('?form=softmax&ltext=the+lamplighter+walked+the+road&ca=softmax&cb=synth:random'
+    + '&ctask=reverse&csteps=500', { width: 1280, height: 900 });
+  await page.waitForSelector('#learned[data-state="ready"]');
+  // Read row 16 ("the lamplighter w" so far) to show the guesses.
+  const box = await page.locator('#lheatmaps canvas').first().boundingBox();
+  const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
+  await page.mouse.move(box.x + Number(ds.left) + 10.5 * Number(ds.cell), box.y + Number(ds.top) + 16.5 * Number(ds.cell));
+  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '16');
+  const bottom = await page.$eval('#attention', (s) => s.getBoundingClientRect().bottom + window.scrollY + 8);
+  await page.screenshot({ path: fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url)),
+    fullPage: true, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(bottom) } });
+  await page.click('#crun');
+  await page.waitForSelector('#compare[data-done="1"]', { timeout: 180000 });
+  await page.locator('#compare').screenshot({ path: fileURLToPath(new URL('../../docs/compare.png', import.meta.url)) });
   assertNoProblems(problems);
   await page.close();
 });

@@ -102,3 +102,42 @@ test('the command line prints its URL and serves on PORT', async () => {
   assert.equal(code, 1);
   assert.match(err, /PORT must be an integer/);
 });
+
+test('HOST=0.0.0.0 listens on every interface and prints the addresses to open from a phone', async () => {
+  const script = fileURLToPath(new URL('../../scripts/serve.js', import.meta.url));
+  const child = spawn(process.execPath, [script], { env: { ...process.env, PORT: '0', HOST: '0.0.0.0' } });
+  try {
+    const out = await new Promise((resolve, reject) => {
+      let text = '';
+      child.stdout.on('data', (c) => {
+        text += c;
+        if (/every interface/.test(text)) resolve(text);
+      });
+      child.on('exit', (code) => reject(new Error(`serve.js exited with ${code}: ${text}`)));
+    });
+    const url = out.match(/http:\/\/127\.0\.0\.1:\d+\//)?.[0];
+    assert.ok(url, `no local URL in: ${out}`);
+    const res = await fetch(url);
+    assert.equal(res.status, 200);
+    // Each non-internal IPv4 address of this machine is printed and serves the page too.
+    const { networkInterfaces } = await import('node:os');
+    const addrs = Object.values(networkInterfaces()).flat().filter((a) => a && !a.internal && a.family === 'IPv4');
+    for (const a of addrs) {
+      const there = out.match(new RegExp(`http://${a.address.replace(/\./g, '\\.')}:\\d+/`))?.[0];
+      assert.ok(there, `${a.address} is not printed in: ${out}`);
+      assert.equal((await fetch(there)).status, 200);
+    }
+  } finally {
+    child.kill();
+  }
+});
+
+test('the server binds 127.0.0.1 unless told otherwise', async () => {
+  const { startServer } = await import('../../scripts/serve.js');
+  const s = await startServer({ port: 0 });
+  try {
+    assert.equal(s.server.address().address, '127.0.0.1');
+  } finally {
+    await s.close();
+  }
+});

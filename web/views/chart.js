@@ -2,12 +2,78 @@
 // against n on log-log axes, where O(n^2) and O(n) show as slopes 2 and 1) and the training curves.
 // Plain canvas: no library, so the page works offline with nothing to vendor.
 
-/** Colour-blind-safe series colours (Okabe-Ito), with dash patterns to tell more series apart. */
-export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#F0E442'];
+/**
+ * Series colours: Okabe-Ito's colour-blind-safe set without its pale yellow (unreadable on white),
+ * then three of Paul Tol's darker hues, so ten series (every attention form) get ten colours. Each
+ * series also gets a marker shape, and beyond ten a dash pattern, so none look alike.
+ */
+export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#882255',
+  '#999933', '#332288'];
 export const DASHES = [[], [6, 3], [2, 3], [8, 3, 2, 3]];
+export const MARKERS = ['circle', 'square', 'triangle', 'diamond', 'cross'];
 
 export function seriesStyle(index) {
-  return { color: PALETTE[index % PALETTE.length], dash: DASHES[Math.floor(index / PALETTE.length) % DASHES.length] };
+  return {
+    color: PALETTE[index % PALETTE.length],
+    dash: DASHES[Math.floor(index / PALETTE.length) % DASHES.length],
+    marker: MARKERS[index % MARKERS.length],
+  };
+}
+
+/** Draws a marker of shape `marker` centred at (x, y), radius r, in the current fill/stroke colour. */
+export function drawMarker(ctx, marker, x, y, r = 3) {
+  ctx.beginPath();
+  if (marker === 'square') ctx.rect(x - r, y - r, 2 * r, 2 * r);
+  else if (marker === 'triangle') {
+    ctx.moveTo(x, y - 1.2 * r);
+    ctx.lineTo(x + 1.1 * r, y + 0.8 * r);
+    ctx.lineTo(x - 1.1 * r, y + 0.8 * r);
+    ctx.closePath();
+  } else if (marker === 'diamond') {
+    ctx.moveTo(x, y - 1.3 * r);
+    ctx.lineTo(x + 1.3 * r, y);
+    ctx.lineTo(x, y + 1.3 * r);
+    ctx.lineTo(x - 1.3 * r, y);
+    ctx.closePath();
+  } else if (marker === 'cross') {
+    ctx.save();
+    ctx.lineWidth = 2;
+    ctx.setLineDash([]);
+    ctx.moveTo(x - r, y - r);
+    ctx.lineTo(x + r, y + r);
+    ctx.moveTo(x + r, y - r);
+    ctx.lineTo(x - r, y + r);
+    ctx.stroke();
+    ctx.restore();
+    return;
+  } else ctx.arc(x, y, r, 0, 2 * Math.PI);
+  ctx.fill();
+}
+
+/** A legend swatch: a short canvas with the series' line, dash and marker. */
+export function legendSwatch(style) {
+  const c = document.createElement('canvas');
+  const dpr = window.devicePixelRatio || 1;
+  c.width = 30 * dpr;
+  c.height = 12 * dpr;
+  c.style.width = '30px';
+  c.style.height = '12px';
+  c.className = 'swatch-line';
+  c.setAttribute('aria-hidden', 'true');
+  Object.assign(c.dataset, { color: style.color, marker: style.marker ?? 'circle', dash: (style.dash ?? []).join(' ') });
+  const ctx = c.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.strokeStyle = style.color;
+  ctx.fillStyle = style.color;
+  ctx.lineWidth = 2;
+  ctx.setLineDash(style.dash ?? []);
+  ctx.beginPath();
+  ctx.moveTo(1, 6);
+  ctx.lineTo(29, 6);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  drawMarker(ctx, style.marker ?? 'circle', 15, 6, 3.5);
+  return c;
 }
 
 function cssVar(name, fallback) {
@@ -48,7 +114,8 @@ function linearTicks(lo, hi, count) {
 }
 
 /**
- * draw(canvas, { series: [{ label, color, dash, points: [[x, y]] }], xLabel, yLabel,
+ * draw(canvas, { series: [{ label, color, dash, marker, points: [[x, y, lo?, hi?]] }], xLabel, yLabel,
+ *   (lo, hi: an error bar from lo to hi drawn at x)
  *   logX = true, logY = true, yRange: [lo, hi] (fixed y range, for a linear y axis),
  *   guides: [{ label, slope }] (dashed power-law lines through the lowest first point; log-log only),
  *   emptyText }).
@@ -82,7 +149,8 @@ export function drawChart(canvas, {
   const tx = logX ? Math.log10 : (v) => v;
   const ty = logY ? Math.log10 : (v) => v;
   let [xmin, xmax] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
-  let [ymin, ymax] = yRange ?? [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+  let [ymin, ymax] = yRange ?? [Math.min(...all.map((p) => Math.min(p[1], p[2] > 0 ? p[2] : p[1]))),
+    Math.max(...all.map((p) => Math.max(p[1], p[3] > 0 ? p[3] : p[1])))];
   if (logX) {
     xmin /= 1.15; xmax *= 1.15;
   } else if (xmin === xmax) {
@@ -179,11 +247,20 @@ export function drawChart(canvas, {
     pts.forEach(([x, y], i) => (i ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
     ctx.stroke();
     ctx.setLineDash([]);
-    for (const [x, y] of pts.length <= 40 ? pts : []) {
+    ctx.lineWidth = 1.5;
+    for (const [x, , lo, hi] of pts) {
+      if (!(lo > 0 && hi > 0) && logY) continue;
+      if (!Number.isFinite(lo) || !Number.isFinite(hi)) continue;
       ctx.beginPath();
-      ctx.arc(X(x), Y(y), 3, 0, 2 * Math.PI);
-      ctx.fill();
+      ctx.moveTo(X(x) - 3, Y(lo));
+      ctx.lineTo(X(x) + 3, Y(lo));
+      ctx.moveTo(X(x), Y(lo));
+      ctx.lineTo(X(x), Y(hi));
+      ctx.moveTo(X(x) - 3, Y(hi));
+      ctx.lineTo(X(x) + 3, Y(hi));
+      ctx.stroke();
     }
+    for (const [x, y] of pts.length <= 40 ? pts : []) drawMarker(ctx, s.marker ?? 'circle', X(x), Y(y), 3);
   }
   ctx.restore();
 }

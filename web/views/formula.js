@@ -1,12 +1,24 @@
 // formula.js: the formula of the chosen form, as text beside the views (from docs/attention-forms.md).
+import { aboutForm } from '../about.js';
 import { formulaOf } from '../forms.js';
 
-export function createFormulaView({ formula, title, note }) {
+/** elements: { formula, title, note, about (a paragraph for the form's plain words and its paper) }. */
+export function createFormulaView({ formula, title, note, about }) {
   return {
     /** view: what the heatmap shows; a mixture adds alphas (heads * C) and its components. */
     render(form, { causal, heads }, { alphas, components } = {}) {
       title.textContent = form.label;
       formula.textContent = formulaOf(form.id);
+      const words = aboutForm(form.id);
+      about.replaceChildren();
+      if (words) {
+        const link = document.createElement('a');
+        link.href = words.paper.url;
+        link.textContent = words.paper.cite;
+        link.target = '_blank';
+        link.rel = 'noopener';
+        about.append(`${words.text} Paper: `, link, '.');
+      }
       const notes = [];
       if (form.family === 'linear') {
         notes.push('The fast path never builds A; the heatmap shows the matrix it implies.');

@@ -1,11 +1,23 @@
 // heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
 // positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
-// shared scale 0..max, or per row 0..row max (the legend says which); hover or arrow keys read
-// (i, j, value).
+// shared scale 0..max, or per row 0..row max (the legend says which); hover, a tap (touch or pen)
+// or the arrow keys read (i, j, value). When cells are too small for every label, every k-th is
+// drawn and a line under the figure says so.
 import { VIRIDIS, viridisCss } from './colormap.js';
+import { download, gridToPng, heatmapsToSvg } from './export.js';
 
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
+
+// Labels are drawn for every k-th token: all of them when cells are tall enough for text.
+function labelEvery(cell) {
+  return Math.max(1, Math.ceil(11 / cell));
+}
+
+function ordinal(k) {
+  const suffix = k % 100 >= 11 && k % 100 <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[k % 10] ?? 'th');
+  return `${k}${suffix}`;
+}
 
 function shortLabel(s) {
   return s.length > MAX_LABEL ? `${s.slice(0, MAX_LABEL - 1)}…` : s;
@@ -30,8 +42,15 @@ class HeatmapFigure {
     parent.append(this.figure);
     this.onRead = onRead;
     this.cursor = null;
-    this.canvas.addEventListener('mousemove', (e) => this.hover(e));
-    this.canvas.addEventListener('mouseleave', () => this.setCursor(null));
+    // Pointer events: a mouse reads as it moves; a finger or pen reads where it taps (pointerdown),
+    // and the reading stays after the finger lifts (a touch's pointerleave must not clear it).
+    this.canvas.addEventListener('pointermove', (e) => {
+      if (e.pointerType === 'mouse') this.hover(e);
+    });
+    this.canvas.addEventListener('pointerdown', (e) => this.hover(e));
+    this.canvas.addEventListener('pointerleave', (e) => {
+      if (e.pointerType === 'mouse') this.setCursor(null);
+    });
     this.canvas.addEventListener('focus', () => this.setCursor(this.cursor ?? [0, 0]));
     this.canvas.addEventListener('blur', () => this.setCursor(null));
     this.canvas.addEventListener('keydown', (e) => this.key(e));
@@ -100,7 +119,7 @@ class HeatmapFigure {
     // Labels: every one when cells are tall enough for text, else every k-th.
     ctx.font = FONT;
     ctx.fillStyle = cssVar('--fg', '#222');
-    const every = Math.max(1, Math.ceil(11 / this.cell));
+    const every = labelEvery(this.cell);
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
     for (let i = 0; i < n; i += every) {
@@ -149,7 +168,7 @@ class HeatmapFigure {
     if (cell) {
       const [i, j] = cell;
       this.onRead(`${this.map.title}: row i = ${i} “${this.data.rowLabels[i]}” → column j = ${j} “${this.data.colLabels[j]}”: `
-        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`);
+        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`, cell);
     }
   }
 }
@@ -199,14 +218,40 @@ function chooseCellSize(width, count, len) {
 }
 
 /**
- * The heatmap grid view. elements: { grid, legend (canvas), readout }.
+ * The heatmap grid view. elements: { grid, legend (canvas), readout, exports? (a container that gets
+ * "Download PNG" and "Download SVG" buttons for the whole grid), name? (file name stem),
+ * onCursor? ([i, j] of a cell read by hover, tap or keys) }.
  * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels }).
  */
-export function createHeatmapView({ grid, legend, readout }) {
+export function createHeatmapView({ grid, legend, readout, exports, name = 'attention', onCursor }) {
   const figures = [];
-  const read = (text) => {
+  let last = null; // what render drew, for the SVG
+  // One line under the grid says when the figures' axis labels are thinned.
+  const labelNote = document.createElement('p');
+  labelNote.className = 'note label-note';
+  labelNote.hidden = true;
+  grid.after(labelNote);
+  const read = (text, cell) => {
     readout.textContent = text;
+    if (cell) onCursor?.(cell);
   };
+  if (exports) {
+    const button = (label, onClick) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'secondary small';
+      b.textContent = label;
+      b.addEventListener('click', onClick);
+      exports.append(b);
+      return b;
+    };
+    button('Download PNG', async () => {
+      if (last?.maps.length) download(`${name}.png`, await gridToPng(grid));
+    });
+    button('Download SVG', () => {
+      if (last?.maps.length) download(`${name}.svg`, new Blob([heatmapsToSvg(last)], { type: 'image/svg+xml' }));
+    });
+  }
   return {
     render({ maps, n, m, rowLabels, colLabels, scale = 'max' }) {
       let vmax = 0;
@@ -216,9 +261,15 @@ export function createHeatmapView({ grid, legend, readout }) {
       while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
       while (figures.length > maps.length) figures.pop().figure.remove();
       const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
+      last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
+      if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
+      const every = labelEvery(cellSize);
+      labelNote.hidden = every === 1 || maps.length === 0;
+      labelNote.textContent = labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
+        + 'for all); hover over or tap a cell to read its tokens.';
       drawLegend(legend, vmax, scale);
-      read('Hover over a heatmap, or focus it and use the arrow keys, to read A[i, j].');
+      read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };
 }

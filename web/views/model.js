@@ -3,21 +3,23 @@
 // training, and draws what comes back: loss and accuracy curves, the model's output on one
 // example, and the attention of every layer and head.
 import { LIMITS } from '../state.js';
-import { MAX_LEN, SIZES, TASKS, modelConfig, taskOptions } from '../tasks.js';
+import { MAX_LEN, SCHEDULES, SIZES, TASKS, WARMUP_STEPS, modelConfig, panelLr, taskOptions } from '../tasks.js';
 import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
 
-const LR = 2e-3;
+const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
 
 function fillSelect(select, values, label = String) {
   select.replaceChildren(...values.map((v) => new Option(label(v), String(v))));
 }
 
 /**
- * el: { panel, form, task, mlen, msize, mstart, msteps, mseed, mtext, mtextLabel, about, train, stop, reset,
- *   progress, status, output, loss, acc, curvesLegend, grid, legend, readout }.
+ * el: { panel, form, task, mlen, mlenNote, msize, mstart, msteps, mlr, msched, mseed, mtext, mtextLabel, about,
+ *   train, stop, step, reset, progress, status, output, loss, acc, curvesLegend, grid, legend, readout, exports }.
  * The panel gets data-state ('busy' while a setup is on its way, 'ready' when its snapshot is shown,
- * 'error'), data-training, data-step, data-snapshots, data-correct, data-eval-loss, data-eval-accuracy.
+ * 'error', 'unsupported' for a form the decoder cannot use), data-training, data-step, data-snapshots,
+ * data-correct, data-eval-loss, data-eval-accuracy, data-lr (the rate of the last step) and
+ * data-run-max-loss (the largest progress loss of the current run).
  */
 export function createModelView(el, { onChange, charsVocab }) {
   fillSelect(el.task, LIMITS.tasks, (t) => TASKS[t].label);
@@ -26,7 +28,11 @@ export function createModelView(el, { onChange, charsVocab }) {
     return `${s} (d = ${z.dModel}, ${z.heads} heads, ${z.layers} layers)`;
   });
   fillSelect(el.msteps, LIMITS.trainSteps);
-  const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout });
+  fillSelect(el.mlr, LIMITS.lrs, fmtLr);
+  fillSelect(el.msched, LIMITS.schedules, (k) => SCHEDULES[k]);
+  const heatmaps = createHeatmapView({
+    grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'model-attention',
+  });
 
   const intValue = (input, lo, hi) => {
     const x = Number(input.value);
@@ -38,6 +44,16 @@ export function createModelView(el, { onChange, charsVocab }) {
   el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
   el.mstart.addEventListener('change', () => onChange({ mstart: el.mstart.value }));
   el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
+  // Live: the worker takes a new rate or schedule at its next step, mid-run.
+  const sendHyper = () => worker?.postMessage({ type: 'hyper', lr: state.mlr, schedule: state.msched });
+  el.mlr.addEventListener('change', () => {
+    onChange({ mlr: Number(el.mlr.value) });
+    sendHyper();
+  });
+  el.msched.addEventListener('change', () => {
+    onChange({ msched: el.msched.value });
+    sendHyper();
+  });
   el.mlen.addEventListener('input', () => {
     const v = intValue(el.mlen, 1, TASKS[state.task].maxLength);
     if (v !== undefined) onChange({ mlen: v });
@@ -54,6 +70,9 @@ export function createModelView(el, { onChange, charsVocab }) {
   let lastSetup = ''; // the last setup message sent
   let lastModel = ''; // its config and task part
   let training = false;
+  let hasModel = false; // the worker holds a model Train can go on with
+  let unsupported = false; // the chosen form cannot run in this (causal) decoder
+  let runMaxLoss = 0;
   let curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
   let scheduled = false;
   requestAnimationFrame(drawCurves);
@@ -97,9 +116,33 @@ export function createModelView(el, { onChange, charsVocab }) {
 
   function setTraining(on) {
     training = on;
-    el.train.disabled = on;
+    el.train.disabled = on || !hasModel;
+    el.step.disabled = !hasModel;
     el.stop.disabled = !on;
+    el.reset.disabled = unsupported;
     el.panel.dataset.training = on ? '1' : '0';
+  }
+
+  // No model to show: empty curves, heatmaps and output, and Train off until one is made.
+  function clearModel() {
+    hasModel = false;
+    setTraining(false);
+    resetCurves();
+    el.progress.value = 0;
+    heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
+    el.readout.textContent = '';
+    el.output.textContent = '';
+  }
+
+  // What the schedule does next, in words (status line).
+  const lrText = (lr) => `learning rate ${fmtLr(lr)}`
+    + (state.msched === 'constant' ? ' (constant)' : ` (peak ${fmtLr(state.mlr)}, warm-up ${WARMUP_STEPS} steps, then decay)`);
+
+  // A typed input of another length than the model learned: say so beside its answer.
+  function lengthWarning(v) {
+    if (v.length === undefined || v.length === v.trained) return '';
+    return `\nnote:   this model learned inputs of length ${v.trained}; yours has ${v.length}, which it has never seen, `
+      + 'so expect mistakes. To learn another length, choose Start from: fresh seeded weights, set Length and Train.';
   }
 
   function status(text) {
@@ -118,17 +161,28 @@ export function createModelView(el, { onChange, charsVocab }) {
         + 'Train to go on.'
         : `New model: ${shape}.${state.mstart === 'pretrained' ? ' (No pretrained checkpoint for this task, form and size.)' : ''} `
         + 'Press Train.');
+      hasModel = true;
+      setTraining(false);
       el.mlen.disabled = Boolean(p);
-      if (p) el.mlen.value = String(p.length);
+      el.mlenNote.hidden = !p;
+      el.mlenNote.textContent = p ? `Length ${p.length} is fixed by the checkpoint (it learned that length only). `
+        + 'For another length, choose Start from: fresh seeded weights.' : '';
       el.panel.dataset.pretrained = p ? p.file : '';
       el.panel.dataset.step = String(p ? p.steps : 0);
+      el.panel.dataset.lr = String(panelLr(state.mlr, p ? p.steps : 0, state.msched));
+      // The URL says the length the model really has.
+      if (p && taskOptions(state).length !== p.length) onChange({ mlen: p.length });
     } else if (msg.type === 'progress') {
       curves.loss.push([msg.step, msg.loss]);
       curves.acc.push([msg.step, msg.accuracy]);
       el.progress.max = msg.goal;
       el.progress.value = msg.step;
       el.panel.dataset.step = String(msg.step);
-      status(`Training: step ${msg.step} of ${msg.goal}, loss ${msg.loss.toFixed(3)}, accuracy ${(100 * msg.accuracy).toFixed(1)}%`);
+      el.panel.dataset.lr = String(msg.lr);
+      runMaxLoss = Math.max(runMaxLoss, msg.loss);
+      el.panel.dataset.runMaxLoss = String(runMaxLoss);
+      status(`Training: step ${msg.step} of ${msg.goal}, loss ${msg.loss.toPrecision(3)}, accuracy ${(100 * msg.accuracy).toFixed(1)}%, `
+        + `learning rate ${fmtLr(msg.lr)}`);
       scheduleCurves();
     } else if (msg.type === 'evaluated') {
       curves.evalLoss.push([msg.step, msg.loss]);
@@ -146,23 +200,24 @@ export function createModelView(el, { onChange, charsVocab }) {
       el.output.textContent = v.kind === 'seq2seq'
         ? `input:  ${v.prompt}\ntarget: ${v.target}\nmodel:  ${v.output}   ${v.correct ? '✓ correct' : '✗ not yet'}   (step ${msg.step})`
         : `text:   ${v.prompt}\nmodel:  ${v.prompt}[${v.output}]${v.target ? `\nreal:   ${v.prompt}[${v.target}]` : ''}   (step ${msg.step})`;
+      el.output.textContent += lengthWarning(v);
       el.panel.dataset.correct = v.correct ? '1' : '0';
       el.panel.dataset.state = 'ready';
       el.panel.dataset.snapshots = String(Number(el.panel.dataset.snapshots ?? 0) + 1);
     } else if (msg.type === 'stopped') {
       setTraining(false);
       const last = curves.evalAcc[curves.evalAcc.length - 1];
-      status(`${msg.finished ? 'Done' : 'Stopped'} at step ${msg.step}`
-        + (last ? `: held-out accuracy ${(100 * last[1]).toFixed(1)}%` : '') + '. Train again to go on.');
+      el.panel.dataset.lr = String(msg.lr);
+      status(`${msg.single ? 'One step' : msg.finished ? 'Done' : 'Stopped'} at step ${msg.step}`
+        + (last ? `: held-out accuracy ${(100 * last[1]).toFixed(1)}%` : '')
+        + `. Train again to go on from the same point of the schedule (next step: ${lrText(msg.lr)}).`);
     } else if (msg.type === 'inputError') {
       el.output.textContent = `Your input: ${msg.message}`;
     } else if (msg.type === 'error') {
-      setTraining(false);
+      clearModel();
       el.panel.dataset.state = 'error';
-      status(`The model could not run: ${msg.message}`);
+      status(`The model could not run: ${msg.message}. Press Reset model to start again.`);
       el.mlen.disabled = false;
-      heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
-      el.output.textContent = '';
     }
   }
 
@@ -185,14 +240,25 @@ export function createModelView(el, { onChange, charsVocab }) {
     return { type: 'setup', config, task, start: state.mstart, input: { seed: state.mseed, text }, fresh };
   }
 
+  function startRun() {
+    runMaxLoss = 0;
+    setTraining(true);
+    status(`Training… (${lrText(panelLr(state.mlr, Number(el.panel.dataset.step ?? 0), state.msched))})`);
+    ensureWorker().postMessage({ type: 'train', steps: state.msteps, lr: state.mlr, schedule: state.msched });
+  }
+
   el.form.addEventListener('submit', (e) => {
     e.preventDefault();
-    if (training) return;
-    setTraining(true);
-    status('Training…');
-    ensureWorker().postMessage({ type: 'train', steps: state.msteps, lr: LR });
+    if (training || !hasModel) return;
+    startRun();
   });
   el.stop.addEventListener('click', () => worker?.postMessage({ type: 'stop' }));
+  // One step: stops a run first (the worker finishes its chunk, then steps once).
+  el.step.addEventListener('click', () => {
+    if (!hasModel) return;
+    if (training) worker.postMessage({ type: 'stop' });
+    ensureWorker().postMessage({ type: 'step', lr: state.mlr, schedule: state.msched });
+  });
   el.reset.addEventListener('click', () => {
     if (training) worker.postMessage({ type: 'stop' });
     ensureWorker().postMessage(setupMessage(true));
@@ -211,6 +277,8 @@ export function createModelView(el, { onChange, charsVocab }) {
       el.msize.value = state.msize;
       el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
+      el.mlr.value = String(state.mlr);
+      el.msched.value = state.msched;
       if (Number(el.mseed.value) !== state.mseed || el.mseed.value === '') el.mseed.value = String(state.mseed);
       el.about.textContent = `${t.label}: ${t.about}. At most ${MAX_LEN} positions.`;
       el.mtext.disabled = !t.typed;
@@ -218,6 +286,22 @@ export function createModelView(el, { onChange, charsVocab }) {
         : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
       if (el.mtext.value !== state.mtext) el.mtext.value = state.mtext;
 
+      // The decoder's self-attention is causal: a form without a causal version cannot be used.
+      if (!form.causal) {
+        if (!unsupported) {
+          if (training) worker.postMessage({ type: 'stop' });
+          unsupported = true;
+          lastSetup = '';
+          lastModel = '';
+          clearModel();
+          el.panel.dataset.state = 'unsupported';
+        }
+        status(`${form.label} has no causal form: every position would read the positions after it, and this model `
+          + 'predicts each token from the ones before it. Choose another form in Settings to train a model; the '
+          + 'attention panel above still shows this one.');
+        return;
+      }
+      unsupported = false;
       const msg = setupMessage();
       const whole = JSON.stringify(msg);
       if (whole === lastSetup) return;

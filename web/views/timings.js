@@ -1,9 +1,35 @@
 // timings.js: the timings panel. It asks the worker (../worker.js) to time each chosen form at each
 // n from the smallest to the largest power of two, and draws the medians on log-log axes as they come.
 import { LIMITS } from '../state.js';
-import { drawChart, logLogSlope, seriesStyle } from './chart.js';
+import { drawChart, legendSwatch, logLogSlope, seriesStyle } from './chart.js';
+import { download, toCsv } from './export.js';
 
 const SLOPE_POINTS = 3; // the legend's slope is fitted over the 3 largest sizes measured
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/**
+ * The slope over the SLOPE_POINTS largest sizes, from the per-size medians over rounds, and its
+ * uncertainty: the standard error of the slopes fitted to each round on its own (sd / sqrt(rounds)),
+ * NaN with fewer than two complete rounds. byN: Map n -> [ms of each round].
+ */
+export function slopeWithError(byN) {
+  const ns = [...byN.keys()].sort((a, b) => a - b).slice(-SLOPE_POINTS);
+  const slope = logLogSlope(ns.map((n) => [n, median(byN.get(n))]));
+  const rounds = Math.min(...ns.map((n) => byN.get(n).length));
+  const perRound = [];
+  for (let r = 0; r < rounds && ns.length >= 2; r++) perRound.push(logLogSlope(ns.map((n) => [n, byN.get(n)[r]])));
+  let error = NaN;
+  if (perRound.length >= 2) {
+    const mean = perRound.reduce((a, b) => a + b, 0) / perRound.length;
+    const sd = Math.sqrt(perRound.reduce((a, b) => a + (b - mean) ** 2, 0) / (perRound.length - 1));
+    error = sd / Math.sqrt(perRound.length);
+  }
+  return { slope, error, rounds: perRound.length };
+}
 
 function fillSelect(select, values) {
   select.replaceChildren(...values.map((v) => new Option(String(v), String(v))));
@@ -14,7 +40,7 @@ function fmtMs(ms) {
 }
 
 /**
- * el: { panel, form, build, tmin, tmax, td, tforms, run, stop, progress, status, chart, legend, table }
+ * el: { panel, form, build, tmin, tmax, td, trounds, tforms, run, stop, progress, status, chart, legend, table, csv }
  * (panel gets data-running and data-done = '1' when a run has finished).
  * onChange(patch) reports edited settings; onError(message) shows a failure.
  */
@@ -22,18 +48,22 @@ export function createTimingsView(el, { onChange, onError }) {
   fillSelect(el.tmin, LIMITS.timingSizes);
   fillSelect(el.tmax, LIMITS.timingSizes);
   fillSelect(el.td, LIMITS.timingDims);
+  fillSelect(el.trounds, LIMITS.timingRounds);
   let state = null;
   let forms = [];
   let worker = null;
   let runId = 0;
-  let results = new Map(); // series key (form id, or form@build when both builds run) -> [[n, ms]]
+  let results = new Map(); // series key (form id, or form@build when both builds run) -> Map n -> [ms per round]
   let labels = new Map(); // form id -> label
   let skipped = [];
+  let runD = 0; // d and build of the run the results come from
+  let runBuild = '';
 
   el.build.addEventListener('change', () => onChange({ build: el.build.value }));
   el.tmin.addEventListener('change', () => onChange({ tmin: Number(el.tmin.value) }));
   el.tmax.addEventListener('change', () => onChange({ tmax: Number(el.tmax.value) }));
   el.td.addEventListener('change', () => onChange({ td: Number(el.td.value) }));
+  el.trounds.addEventListener('change', () => onChange({ trounds: Number(el.trounds.value) }));
   el.tforms.addEventListener('change', () => {
     const boxes = [...el.tforms.querySelectorAll('input')];
     const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
@@ -44,6 +74,17 @@ export function createTimingsView(el, { onChange, onError }) {
     start();
   });
   el.stop.addEventListener('click', () => stop('Stopped.'));
+  // CSV: every round's time, so the spread and the slopes can be checked elsewhere.
+  el.csv.addEventListener('click', () => {
+    const rows = [['form', 'build', 'n', 'd', 'round', 'ms']];
+    for (const [key, byN] of results) {
+      const [form, build = runBuild] = key.split('@');
+      for (const [n, ms] of [...byN].sort((a, b) => a[0] - b[0])) {
+        ms.forEach((t, r) => rows.push([form, build, n, runD, r + 1, t.toPrecision(6)]));
+      }
+    }
+    download('timings.csv', new Blob([toCsv(rows)], { type: 'text/csv' }));
+  });
 
   function chosenForms() {
     if (state.tforms === 'all') return forms.map((f) => f.id);
@@ -63,14 +104,19 @@ export function createTimingsView(el, { onChange, onError }) {
     return `${labels.get(form) ?? form}${build ? ` (${BUILD_NAMES[build]})` : ''}`;
   };
 
+  // Each point: [n, median over rounds, fastest round, slowest round].
+  const pointsOf = (id) => [...results.get(id)].sort((a, b) => a[0] - b[0])
+    .map(([n, ms]) => [n, median(ms), Math.min(...ms), Math.max(...ms)]);
+
   function redraw() {
     const ids = [...results.keys()];
-    // With both builds a form keeps one colour: solid for SIMD, dashed for scalar.
-    const formOrder = [...new Set(ids.map(formOf))];
-    const series = ids.map((id, i) => {
-      const style = both ? seriesStyle(formOrder.indexOf(formOf(id))) : seriesStyle(i);
+    // A form keeps its colour and marker whatever else is chosen (its place among all forms); with
+    // both builds, SIMD is solid and scalar dashed.
+    const order = forms.map((f) => f.id);
+    const series = ids.map((id) => {
+      const style = seriesStyle(Math.max(0, order.indexOf(formOf(id))));
       if (both && id.endsWith('@scalar')) style.dash = [6, 3];
-      return { label: labelOf(id), points: results.get(id), ...style };
+      return { id, label: labelOf(id), points: pointsOf(id), ...style };
     });
     drawChart(el.chart, {
       series, xLabel: 'sequence length n', yLabel: 'time per call (ms)',
@@ -78,15 +124,14 @@ export function createTimingsView(el, { onChange, onError }) {
     });
     el.legend.replaceChildren(...series.map((s) => {
       const li = document.createElement('li');
-      const sw = document.createElement('span');
-      sw.className = 'swatch';
-      sw.style.borderColor = s.color;
-      if (s.dash.length) sw.style.borderTopStyle = 'dashed';
-      const slope = logLogSlope(s.points, SLOPE_POINTS);
-      li.append(sw, `${s.label}${Number.isFinite(slope) ? `: slope ${slope.toFixed(2)}` : ''}`);
+      const { slope, error, rounds } = slopeWithError(results.get(s.id));
+      const text = !Number.isFinite(slope) ? '' : `: slope ${slope.toFixed(2)}`
+        + (Number.isFinite(error) ? ` ± ${error.toFixed(2)}` : '');
+      li.append(legendSwatch(s), `${s.label}${text}`);
+      if (Number.isFinite(error)) li.title = `± one standard error of the slopes fitted to each of ${rounds} rounds`;
       return li;
     }));
-    const ns = [...new Set(ids.flatMap((id) => results.get(id).map((p) => p[0])))].sort((a, b) => a - b);
+    const ns = [...new Set(ids.flatMap((id) => [...results.get(id).keys()]))].sort((a, b) => a - b);
     const head = document.createElement('tr');
     head.append(...['n', ...ids.map((id) => `${labelOf(id)}, ms`)].map((t) => {
       const th = document.createElement('th');
@@ -97,8 +142,8 @@ export function createTimingsView(el, { onChange, onError }) {
     const rows = ns.map((n) => {
       const tr = document.createElement('tr');
       tr.append(...[String(n), ...ids.map((id) => {
-        const p = results.get(id).find((q) => q[0] === n);
-        return p ? fmtMs(p[1]) : '–';
+        const ms = results.get(id).get(n);
+        return ms ? fmtMs(median(ms)) : '–';
       })].map((t) => {
         const td = document.createElement('td');
         td.textContent = t;
@@ -120,6 +165,7 @@ export function createTimingsView(el, { onChange, onError }) {
     worker = null;
     runId++;
     setRunning(false);
+    el.progress.value = 0; // nothing runs any more
     el.status.textContent = message;
   }
 
@@ -141,6 +187,7 @@ export function createTimingsView(el, { onChange, onError }) {
     }
     runId++;
     results = new Map();
+    el.csv.disabled = true;
     skipped = [];
     el.panel.dataset.done = '0';
     redraw();
@@ -148,8 +195,10 @@ export function createTimingsView(el, { onChange, onError }) {
     el.progress.value = 0;
     el.status.textContent = `Loading the ${state.build} build in the worker…`;
     both = state.build === 'both';
+    runD = state.td;
+    runBuild = state.build;
     const builds = both ? ['simd', 'scalar'] : [state.build];
-    worker.postMessage({ type: 'run', id: runId, builds, forms: ids, sizes: ns, d: state.td });
+    worker.postMessage({ type: 'run', id: runId, builds, forms: ids, sizes: ns, d: state.td, rounds: state.trounds });
   }
 
   // Series key of a worker message: the form, plus the build when both run.
@@ -159,11 +208,11 @@ export function createTimingsView(el, { onChange, onError }) {
   function ratios() {
     const parts = [];
     for (const form of new Set([...results.keys()].map(formOf))) {
-      const simd = results.get(`${form}@simd`) ?? [], scalar = results.get(`${form}@scalar`) ?? [];
-      const common = simd.map((p) => p[0]).filter((n) => scalar.some((p) => p[0] === n));
+      const simd = results.get(`${form}@simd`) ?? new Map(), scalar = results.get(`${form}@scalar`) ?? new Map();
+      const common = [...simd.keys()].filter((n) => scalar.has(n));
       if (!common.length) continue;
       const n = Math.max(...common);
-      const r = scalar.find((p) => p[0] === n)[1] / simd.find((p) => p[0] === n)[1];
+      const r = median(scalar.get(n)) / median(simd.get(n));
       parts.push(`${labels.get(form) ?? form} ${r.toFixed(2)}× at n = ${n}`);
     }
     return parts.length ? `Scalar time / SIMD time: ${parts.join('; ')}.` : '';
@@ -181,20 +230,25 @@ export function createTimingsView(el, { onChange, onError }) {
       el.progress.max = msg.total;
       el.progress.value = msg.done;
       el.status.textContent = msg.form
-        ? `Running the ${buildText}: ${labelOf(keyOf(msg))} at n = ${msg.n} (${msg.done + 1} of ${msg.total})…`
+        ? `Running the ${buildText}: round ${msg.round + 1} of ${state.trounds}, ${labelOf(keyOf(msg))} at n = ${msg.n} `
+          + `(${msg.done + 1} of ${msg.total})…`
         : `Running the ${buildText}: ${msg.done} of ${msg.total} measured.`;
     } else if (msg.type === 'result') {
       const key = keyOf(msg);
-      if (!results.has(key)) results.set(key, []);
-      results.get(key).push([msg.n, msg.ms]);
+      if (!results.has(key)) results.set(key, new Map());
+      const byN = results.get(key);
+      if (!byN.has(msg.n)) byN.set(msg.n, []);
+      byN.get(msg.n).push(msg.ms);
+      el.csv.disabled = false;
       redraw();
     } else if (msg.type === 'skipped') {
       skipped.push(`${labelOf(keyOf(msg))} at n = ${msg.n}: ${msg.reason}`);
     } else if (msg.type === 'done') {
       setRunning(false);
       el.panel.dataset.done = '1';
-      const count = [...results.values()].reduce((a, r) => a + r.length, 0);
-      el.status.textContent = `Done: ${count} measurements with the ${buildText}, d = ${state.td}.`
+      const count = [...results.values()].reduce((a, r) => a + r.size, 0);
+      el.status.textContent = `Done: ${count} measurements with the ${buildText}, d = ${state.td}, `
+        + `median of ${state.trounds} round${state.trounds === 1 ? '' : 's'}.`
         + (both ? ` ${ratios()}` : '') + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
     } else if (msg.type === 'error') {
       stop(`Timing failed: ${msg.message}`);
@@ -224,6 +278,7 @@ export function createTimingsView(el, { onChange, onError }) {
       el.tmin.value = String(state.tmin);
       el.tmax.value = String(state.tmax);
       el.td.value = String(state.td);
+      el.trounds.value = String(state.trounds);
       if (!worker && results.size === 0) redraw();
     },
     resize: redraw,

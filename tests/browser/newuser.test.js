@@ -1,0 +1,534 @@
+// newuser.test.js: what a new user's run of the playground found (issue 13), one test per fix, and
+// touch: a tap reads a heatmap cell and an experiment cell on a phone-sized touch screen. Every test
+// fails on any console error, page error or failed request.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { startServer } from '../../scripts/serve.js';
+import { launch, openPage, screenshot } from './helpers.js';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({ port: 0 });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+async function open(query = '', { context = browser.context, model = false } = {}) {
+  const { page, problems } = await openPage(context);
+  await page.goto(`${server.url}${query}`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 20000 });
+  if (model) await page.waitForSelector('#model[data-state="ready"]', { timeout: 20000 });
+  return { page, problems };
+}
+
+const data = (page, name) => page.getAttribute('#model', `data-${name}`);
+
+test('fix 1: Stop leaves no experiment cell "training…" and empties both progress bars', async () => {
+  const { page, problems } = await open('?ebudget=2000&tmin=1024&tmax=8192&tforms=softmax&build=scalar');
+  await page.click('#erun');
+  await page.waitForFunction(() => [...document.querySelectorAll('#etable td')]
+    .some((td) => /training… (\d+)\//.test(td.textContent) && Number(td.textContent.match(/… (\d+)/)[1]) >= 50));
+  await page.click('#estop');
+  await page.waitForFunction(() => /^Stopped/.test(document.querySelector('#estatus').textContent));
+  const cells = await page.$$eval('#etable td', (tds) => tds.map((td) => td.textContent));
+  assert.ok(cells.every((c) => !/training/.test(c)), `a cell still says training: ${cells.join(' | ')}`);
+  assert.ok(cells.some((c) => /^stopped at \d+\/2000$/.test(c)), `no cell says where it stopped: ${cells.join(' | ')}`);
+  assert.equal(await page.$eval('#eprogress', (p) => p.value), 0);
+  assert.equal(await page.isEnabled('#erun'), true);
+
+  await page.click('#trun');
+  await page.waitForFunction(() => document.querySelector('#tprogress').value >= 1, null, { timeout: 30000 });
+  await page.click('#tstop');
+  assert.equal(await page.$eval('#tprogress', (p) => p.value), 0, 'the timings bar empties after Stop');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 2: a checkpoint\'s length goes into the URL, and a typed input of another length is flagged', async () => {
+  const catalog = JSON.parse(readFileSync(new URL('../../web/models/index.json', import.meta.url), 'utf8'));
+  const entry = catalog.models.find((e) => e.task === 'reverse' && e.attention === 'softmax');
+  assert.ok(entry, 'the shipped catalogue has reverse with softmax');
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=pretrained&msize=tiny', { model: true });
+  await page.waitForFunction((len) => new URLSearchParams(location.search).get('mlen') === String(len), entry.length);
+  await page.waitForSelector('#model[data-state="ready"]');
+  assert.equal(await page.inputValue('#mlen'), String(entry.length));
+  assert.equal(await page.isDisabled('#mlen'), true);
+  assert.match(await page.textContent('#mlen-note'), new RegExp(`Length ${entry.length} is fixed by the checkpoint`));
+  let snaps = Number(await data(page, 'snapshots'));
+  await page.fill('#mtext', '3 1 4');
+  await page.waitForFunction((s) => Number(document.querySelector('#model').dataset.snapshots) > s, snaps);
+  assert.match(await page.textContent('#moutput'),
+    new RegExp(`note: {3}this model learned inputs of length ${entry.length}; yours has 3, which it has never seen`));
+  const full = Array.from({ length: entry.length }, (_, i) => String((i % 10) + 1)).join(' ');
+  snaps = Number(await data(page, 'snapshots'));
+  await page.fill('#mtext', full);
+  await page.waitForFunction((s) => Number(document.querySelector('#model').dataset.snapshots) > s, snaps);
+  const out = await page.textContent('#moutput');
+  assert.doesNotMatch(out, /note:/);
+  assert.match(out, /✓ correct/, 'the checkpoint reverses an input of its own length');
+  // Fresh weights: the length is the user's again.
+  await page.selectOption('#mstart', 'fresh');
+  await page.waitForFunction(() => !document.querySelector('#mlen').disabled);
+  assert.equal(await page.isHidden('#mlen-note'), true);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 3: a form the decoder cannot use clears the panel, says why in words and disables Train', async () => {
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=4&mstart=fresh&msteps=100', { model: true });
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]');
+  const drawn = await page.$eval('#mloss', (c) => parseFloat(c.style.height));
+  assert.ok(drawn > 60, 'the curves are drawn after training');
+  await page.selectOption('#form', 'linear:efficient');
+  await page.waitForSelector('#model[data-state="unsupported"]');
+  const status = await page.textContent('#mstatus');
+  assert.match(status, /^Linear, efficient attention has no causal form: .*Choose another form in Settings/);
+  assert.doesNotMatch(status, /could not run|createModel|"linear:efficient"/, 'plain words, not the API\'s message');
+  assert.equal(await page.isDisabled('#mtrain'), true);
+  assert.equal(await page.isDisabled('#mstep'), true);
+  assert.equal(await page.$$eval('#mheatmaps canvas', (cs) => cs.length), 0, 'no heatmaps of the previous model');
+  assert.equal(await page.$eval('#mloss', (c) => parseFloat(c.style.height)), 60, 'the loss chart is empty');
+  assert.equal(await page.textContent('#moutput'), '');
+  await screenshot(page, 'model-unsupported-form');
+  // Back to a form it can use: a model again, and Train works.
+  await page.selectOption('#form', 'linear:elu+1');
+  await page.waitForSelector('#model[data-state="ready"]');
+  assert.equal(await page.isEnabled('#mtrain'), true);
+  assert.match(await page.textContent('#mstatus'), /attention linear:elu\+1\)/);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 4 and live controls: resuming goes on along the schedule; One step; the rate changes mid-run', async (t) => {
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=fresh&msteps=1000&mlr=0.002&msched=decay',
+    { model: true });
+  const panelLr = await page.evaluate(async () => (await import('/tasks.js')).panelLr.toString());
+  t.diagnostic(panelLr.split('\n')[0]);
+  const lrAt = (step) => page.evaluate(async (s) => (await import('/tasks.js')).panelLr(2e-3, s, 'decay'), step);
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 90000 });
+  const lossBefore = Number(await data(page, 'eval-loss'));
+  const nextLr = Number(await data(page, 'lr'));
+  assert.ok(Math.abs(nextLr - await lrAt(1000)) < 1e-12, `the next step's rate ${nextLr}`);
+  assert.match(await page.textContent('#mstatus'), /Done at step 1000: .*next step: learning rate 6\.3e−4/);
+  // Resume: the first steps take the decayed rate, not the peak; no batch loss jumps.
+  await page.selectOption('#msteps', '200');
+  await page.click('#mtrain');
+  // (the status shows the rate before the first chunk, or of the first chunk's last step: 6.3e−4 to 6.0e−4,
+  // not the peak 2.0e−3 a restarted schedule would give)
+  assert.match(await page.textContent('#mstatus'), /learning rate 6\.[0-3]e−4/);
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 60000 });
+  const runMax = Number(await data(page, 'run-max-loss'));
+  const lossAfter = Number(await data(page, 'eval-loss'));
+  t.diagnostic(`held-out loss at 1000: ${lossBefore.toExponential(2)}, at 1200: ${lossAfter.toExponential(2)}; `
+    + `largest batch loss while resuming: ${runMax.toExponential(2)}`);
+  assert.ok(runMax < 0.01, `the loss jumped to ${runMax} on resuming`);
+  assert.ok(lossAfter < 0.01);
+  // One step, when idle: exactly one.
+  await page.click('#mstep');
+  await page.waitForFunction(() => /^One step at step 1201/.test(document.querySelector('#mstatus').textContent));
+  assert.equal(await data(page, 'step'), '1201');
+  // Live rate: while a run goes, a new peak applies from the next chunk.
+  await page.selectOption('#msteps', '5000');
+  await page.click('#mtrain');
+  await page.waitForFunction(() => Number(document.querySelector('#model').dataset.step) > 1300);
+  await page.selectOption('#mlr', '0.0003');
+  assert.match(page.url(), /mlr=0\.0003/);
+  await page.waitForFunction(async () => {
+    const m = document.querySelector('#model');
+    const { panelLr: f } = await import('/tasks.js');
+    return Math.abs(Number(m.dataset.lr) - f(3e-4, Number(m.dataset.step) - 1, 'decay')) < 1e-9;
+  });
+  // One step while training: the run stops, then one step is taken.
+  await page.click('#mstep');
+  await page.waitForFunction(() => /^One step at step \d+/.test(document.querySelector('#mstatus').textContent));
+  assert.equal(await data(page, 'training'), '0');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 5: heatmaps say when only every k-th token is labelled', async () => {
+  const { page, problems } = await open('?input=random&n=100&heads=2');
+  const note = await page.textContent('#heatmaps + .label-note');
+  assert.match(note, /^Axis labels: every \d+(st|nd|rd|th) token/);
+  const every = Number(note.match(/every (\d+)/)[1]);
+  assert.ok(every >= 2);
+  await page.fill('#n', '8');
+  await page.waitForFunction(() => document.querySelector('#heatmaps + .label-note').hidden);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 6: every form gets its own colour and marker in the timings chart; the legend stays readable', async () => {
+  const { page, problems } = await open('?tforms=all&tmin=16&tmax=32&td=16&trounds=1&build=simd');
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const items = await page.$$eval('#tlegend li', (lis) => lis.map((li) => {
+    const r = li.getBoundingClientRect();
+    const sw = li.querySelector('canvas').dataset;
+    return { text: li.textContent, color: sw.color, marker: sw.marker, box: [r.left, r.top, r.right, r.bottom] };
+  }));
+  const forms = await page.$$eval('#tforms input', (bs) => bs.length);
+  assert.equal(items.length, forms);
+  assert.equal(new Set(items.map((i) => i.color)).size, items.length, `colours repeat: ${items.map((i) => i.color)}`);
+  const width = await page.evaluate(() => window.innerWidth);
+  for (const [i, a] of items.entries()) {
+    assert.ok(a.box[2] <= width, `${a.text} runs off the page`);
+    for (const b of items.slice(i + 1)) {
+      const overlap = a.box[0] < b.box[2] && b.box[0] < a.box[2] && a.box[1] < b.box[3] && b.box[1] < a.box[3];
+      assert.ok(!overlap, `legend entries overlap: ${a.text} / ${b.text}`);
+    }
+  }
+  await screenshot(page, 'timings-all-forms');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 7: the experiment panel says how its setup differs from the README table\'s, and the two agree on it', async () => {
+  const { page, problems } = await open('');
+  const text = await page.textContent('#ecompare');
+  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../web/tasks.js');
+  // The description matches what scripts/experiment.mjs and the README really say.
+  const script = readFileSync(new URL('../../scripts/experiment.mjs', import.meta.url), 'utf8');
+  assert.match(script, new RegExp(`recall: \\{ length: ${r.recallPairs},`));
+  assert.match(script, new RegExp(`STEPS = Number\\(args.steps \\?\\? ${r.steps}\\)`));
+  assert.match(script, new RegExp(`BATCH = Number\\(args.batch \\?\\? ${r.batch}\\)`));
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  assert.match(readme, new RegExp(`\\| linear:elu\\+1 \\| [\\d.]+% \\| [\\d.]+% \\| ${r.linearRecall.replace('.', '\\.')} \\|`));
+  const pairs = EXPERIMENT.tasks.find((x) => x.task === 'recall').mlen;
+  assert.match(text, new RegExp(`recall with ${r.recallPairs} pairs.*recall with ${pairs} pairs`));
+  assert.match(text, new RegExp(`linear attention stops at ${r.linearRecall.replace('.', '\\.')} there`));
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('fix 8: the timings repeat in rounds; the legend gives each slope with its standard error', async (t) => {
+  const { page, problems } = await open('?tforms=softmax,linear:elu%2B1&tmin=128&tmax=512&td=32&trounds=3&build=simd');
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const legend = await page.$$eval('#tlegend li', (lis) => lis.map((li) => li.textContent));
+  t.diagnostic(legend.join('; '));
+  assert.equal(legend.length, 2);
+  for (const l of legend) assert.match(l, /slope \d+\.\d\d ± \d+\.\d\d$/);
+  assert.match(await page.textContent('#tstatus'), /median of 3 rounds/);
+  // The fit itself: an exact power law has slope 2 and no spread; noisy rounds give a spread.
+  const fit = await page.evaluate(async () => {
+    const { slopeWithError } = await import('/views/timings.js');
+    const exact = new Map([[128, [1, 1, 1]], [256, [4, 4, 4]], [512, [16, 16, 16]]]);
+    const noisy = new Map([[128, [1, 1.3, 0.8]], [256, [4, 3, 4.5]], [512, [16, 17, 12]]]);
+    return [slopeWithError(exact), slopeWithError(noisy)];
+  });
+  assert.ok(Math.abs(fit[0].slope - 2) < 1e-9 && fit[0].error < 1e-9 && fit[0].rounds === 3, JSON.stringify(fit[0]));
+  assert.ok(fit[1].error > 0.01);
+  await screenshot(page, 'timings-rounds');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('touch: on a phone a tap reads a heatmap cell and an experiment cell', async () => {
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  try {
+    const { page, problems } = await open('?form=softmax&input=tokens&text=one+two+three+four&heads=1&d=16&ebudget=250',
+      { context: phone.context });
+    const canvas = page.locator('#heatmaps canvas').first();
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const ds = await page.$eval('#heatmaps canvas', (c) => ({ ...c.dataset }));
+    await page.touchscreen.tap(box.x + Number(ds.left) + 1.5 * Number(ds.cell), box.y + Number(ds.top) + 2.5 * Number(ds.cell));
+    await page.waitForFunction(() => /row i = 2/.test(document.querySelector('#readout').textContent));
+    assert.match(await page.textContent('#readout'), /row i = 2 “three” → column j = 1 “two”: A = 0\.\d{4}/);
+    await page.waitForTimeout(300);
+    assert.match(await page.textContent('#readout'), /row i = 2/, 'the reading stays after the finger lifts');
+    await screenshot(page, 'phone-tap-heatmap');
+
+    // The learned panel: a tap on row 2 shows the guesses after its third character.
+    await page.waitForSelector('#learned[data-state="ready"]');
+    const lcanvas = page.locator('#lheatmaps canvas').first();
+    await lcanvas.scrollIntoViewIfNeeded();
+    const lbox = await lcanvas.boundingBox();
+    const lds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
+    await page.touchscreen.tap(lbox.x + Number(lds.left) + 0.5 * Number(lds.cell), lbox.y + Number(lds.top) + 2.5 * Number(lds.cell));
+    await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '2');
+    assert.equal(await page.$$eval('#lguesses li', (lis) => lis.length), 5);
+
+    await page.click('#erun');
+    await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
+    const cell = page.locator('#etable td[data-form="softmax"][data-task="reverse"]');
+    await cell.scrollIntoViewIfNeeded();
+    await cell.tap();
+    await page.waitForFunction(() => /Softmax .* on reverse: held-out accuracy/.test(document.querySelector('#ereadout').textContent));
+    assert.match(await page.textContent('#ereadout'), /held-out loss \d+\.\d{3}, trained 250 steps in \d+\.\d s/);
+    await screenshot(page, 'phone-tap-experiment');
+    assert.deepEqual(problems(), []);
+    await page.close();
+  } finally {
+    await phone.close();
+  }
+});
+
+test('plain words: every form says what it does and links its paper; every panel says what it shows; a glossary', async () => {
+  const { page, problems } = await open('');
+  const papers = ['https://arxiv.org/abs/1706.03762', 'https://arxiv.org/abs/2006.16236', 'https://arxiv.org/abs/1812.01243',
+    'https://arxiv.org/abs/2005.00743'];
+  const options = await page.$$eval('#form option', (os) => os.map((o) => o.value));
+  const seen = new Set();
+  for (const id of options) {
+    if ((await page.inputValue('#form')) !== id) {
+      const before = Number(await page.getAttribute('body', 'data-renders'));
+      await page.selectOption('#form', id);
+      await page.waitForFunction((b) => Number(document.body.dataset.renders) > b, before);
+    }
+    const text = await page.textContent('#form-about');
+    const href = await page.getAttribute('#form-about a', 'href');
+    const sentences = text.split(/(?<=[.:])\s+(?=[A-Z])/).length;
+    assert.ok(sentences >= 3 && sentences <= 5, `${id}: ${sentences} sentences in "${text}"`);
+    assert.ok(papers.includes(href), `${id}: paper link ${href}`);
+    seen.add(href);
+  }
+  assert.equal(seen.size, papers.length, 'each of the four papers is linked from some form');
+  const panels = await page.$$eval('section.panel', (ss) => ss.filter((s) => !s.hidden)
+    .map((s) => [s.id, s.querySelector('h2 + p.what')?.textContent ?? '']));
+  for (const [id, what] of panels) assert.match(what, /^What you are looking at: /, `panel ${id}`);
+  const terms = await page.$$eval('#glossary dt', (dts) => dts.map((d) => d.textContent));
+  for (const term of ['φ', 'held-out', 'streaming', 'SIMD', 'bits per character']) {
+    assert.ok(terms.some((t) => t.includes(term)), `the glossary lacks ${term}`);
+  }
+  await page.click('#glossary summary');
+  assert.equal(await page.isVisible('#glossary dd'), true);
+  assert.match(await page.textContent('footer'), /docs\/attention-forms\.md/);
+  await screenshot(page, 'plain-words');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+// Saves the download a click starts and returns its bytes.
+async function downloadOf(page, selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  const path = await dl.path();
+  return { name: dl.suggestedFilename(), bytes: readFileSync(path) };
+}
+
+function parseCsv(text) {
+  const lines = text.trim().split('\n');
+  const rows = lines.map((l) => l.split(','));
+  assert.ok(rows.every((r) => r.length === rows[0].length), 'every CSV row has as many cells as the header');
+  return rows;
+}
+
+test('exports: both heatmap grids as PNG and SVG, the experiment table and the timings as CSV', async (t) => {
+  const { page, problems } = await open('?form=softmax&input=tokens&text=a+b+c+d+e&heads=2&d=16&ebudget=250'
+    + '&tforms=softmax&tmin=64&tmax=128&td=16&trounds=3&build=simd&task=reverse&mstart=fresh&mlen=4', { model: true });
+  // PNG: the signature, and an image as wide as the canvases side by side.
+  const png = await downloadOf(page, '#exports button:text("Download PNG")');
+  assert.equal(png.name, 'attention-sandbox.png');
+  assert.deepEqual([...png.bytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10]);
+  const pngWidth = png.bytes.readUInt32BE(16);
+  const canvasWidths = await page.$$eval('#heatmaps canvas', (cs) => cs.reduce((a, c) => a + c.width, 0));
+  assert.ok(pngWidth > canvasWidths, `PNG ${pngWidth} px wide for canvases of ${canvasWidths} px`);
+  // SVG: parses, one rect per cell of every head (plus the background), values in titles.
+  const svg = await downloadOf(page, '#exports button:text("Download SVG")');
+  const parsed = await page.evaluate((text) => {
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    return { error: doc.querySelector('parsererror')?.textContent ?? null, rects: doc.querySelectorAll('g rect').length,
+      titles: [...doc.querySelectorAll('g > text')].slice(0, 2).map((x) => x.textContent) };
+  }, svg.bytes.toString('utf8'));
+  assert.equal(parsed.error, null);
+  assert.equal(parsed.rects, 2 * 5 * 5);
+  assert.deepEqual(parsed.titles, ['Head 1 of 2', 'a']);
+  // The model panel's grid too.
+  const msvg = await downloadOf(page, '#mexports button:text("Download SVG")');
+  assert.equal(msvg.name, 'model-attention.svg');
+  assert.match(msvg.bytes.toString('utf8'), /Layer 2, head 2/);
+  assert.equal((await downloadOf(page, '#mexports button:text("Download PNG")')).bytes.readUInt32BE(12), 0x49484452);
+
+  await page.click('#erun');
+  await page.waitForSelector('#experiment[data-done="1"]', { timeout: 150000 });
+  const ecsv = parseCsv((await downloadOf(page, '#ecsv')).bytes.toString('utf8'));
+  t.diagnostic(ecsv.map((r) => r.join(' ')).join('; '));
+  assert.deepEqual(ecsv[0].slice(0, 6), ['form', 'task', 'length', 'steps', 'batch', 'held_out_accuracy']);
+  const cells = await page.$$eval('#etable td[data-accuracy]', (tds) => tds.map((td) => [td.dataset.form, td.dataset.task,
+    Number(td.dataset.accuracy)]));
+  assert.equal(ecsv.length - 1, cells.length);
+  for (const [form, task, acc] of cells) {
+    const row = ecsv.find((r) => r[0] === form && r[1] === task);
+    assert.ok(row && Math.abs(Number(row[5]) - acc) < 1e-4, `${form} ${task}`);
+  }
+
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 120000 });
+  const tcsv = parseCsv((await downloadOf(page, '#tcsv')).bytes.toString('utf8'));
+  assert.deepEqual(tcsv[0], ['form', 'build', 'n', 'd', 'round', 'ms']);
+  assert.equal(tcsv.length - 1, 2 * 3, 'two sizes, three rounds');
+  for (const r of tcsv.slice(1)) {
+    assert.equal(r[0], 'softmax');
+    assert.ok(['64', '128'].includes(r[2]) && r[3] === '16' && Number(r[5]) > 0);
+  }
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+// Each heatmap of a grid read back from its canvas: the colour at the centre of every cell.
+function readGrid(page, selector) {
+  return page.$$eval(`${selector} canvas`, (canvases) => canvases.map((c) => {
+    const { left, top, cell, n, m } = Object.fromEntries(Object.entries(c.dataset).map(([k, v]) => [k, Number(v)]));
+    const scale = c.width / parseFloat(c.style.width);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const colours = [];
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < m; j++) {
+        const x = Math.floor((left + (j + 0.5) * cell) * scale), y = Math.floor((top + (i + 0.5) * cell) * scale);
+        const p = 4 * (y * c.width + x);
+        colours.push(`${d[p]},${d[p + 1]},${d[p + 2]}`);
+      }
+    }
+    return { n, m, colours };
+  }));
+}
+
+test('learned attention: the chosen form\'s character model on typed text, cell by cell, with its top-5 guesses', async (t) => {
+  const catalog = JSON.parse(readFileSync(new URL('../../web/models/index.json', import.meta.url), 'utf8'));
+  const chars = catalog.models.filter((e) => e.task === 'chars');
+  const { page, problems } = await open('?form=softmax&ltext=The+lamp+was+lit.');
+  const formIds = await page.$$eval('#form option', (os) => os.map((o) => o.value));
+  const usable = formIds.filter((id) => id !== 'linear:efficient');
+  for (const id of usable) assert.ok(chars.some((e) => e.attention === id), `no character model for ${id}`);
+  const seen = [];
+  for (const id of usable) {
+    if ((await page.inputValue('#form')) !== id) await page.selectOption('#form', id);
+    const file = chars.find((e) => e.attention === id).file;
+    await page.waitForFunction((f) => {
+      const p = document.querySelector('#learned');
+      return p.dataset.state === 'ready' && p.dataset.file === f;
+    }, file);
+    const drawn = await readGrid(page, '#lheatmaps');
+    // What the page should draw: lib.loadModel on the same checkpoint, model.forward on the same
+    // characters (lower-cased), every layer and head on one colour scale 0..max.
+    const want = await page.evaluate(async (f) => {
+      const lib = await (await import('/wasm/index.js')).loadAttention();
+      const { VIRIDIS } = await import('/views/colormap.js');
+      const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
+      const { attention } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
+      m.dispose();
+      const maps = attention.flat();
+      let vmax = 0;
+      for (const w of maps) for (const x of w) vmax = Math.max(vmax, x);
+      return maps.map((w) => [...w].map((x) => {
+        const c = 4 * Math.round(Math.max(0, Math.min(1, x / vmax)) * 255);
+        return `${VIRIDIS[c]},${VIRIDIS[c + 1]},${VIRIDIS[c + 2]}`;
+      }));
+    }, file);
+    assert.equal(drawn.length, want.length, `${id}: one heatmap per layer and head`);
+    drawn.forEach((mp, k) => {
+      assert.equal(mp.n, 17);
+      assert.deepEqual(mp.colours, want[k], `${id}: heatmap ${k} vs model.forward`);
+    });
+    for (const s of seen) assert.notDeepEqual(drawn.map((x) => x.colours), s.colours, `${id} draws what ${s.id} draws`);
+    seen.push({ id, colours: drawn.map((x) => x.colours) });
+  }
+  t.diagnostic(`forms compared: ${seen.map((s) => s.id).join(', ')}`);
+
+  // The guesses at a hovered row: the softmax of that row's logits, top 5.
+  await page.selectOption('#form', 'softmax');
+  await page.waitForFunction(() => document.querySelector('#learned').dataset.file === 'chars-softmax.safetensors');
+  const canvas = page.locator('#lheatmaps canvas').first();
+  const box = await canvas.boundingBox();
+  const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
+  await page.mouse.move(box.x + Number(ds.left) + 0.5 * Number(ds.cell), box.y + Number(ds.top) + 3.5 * Number(ds.cell));
+  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '3');
+  const shown = await page.$$eval('#lguesses li', (lis) => lis.map((li) => [li.dataset.char, Number(li.dataset.p)]));
+  const expected = await page.evaluate(async () => {
+    const lib = await (await import('/wasm/index.js')).loadAttention();
+    const m = lib.loadModel(new Uint8Array(await (await fetch('/models/chars-softmax.safetensors')).arrayBuffer()));
+    const { logits } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
+    const V = m.config.vocab;
+    m.dispose();
+    const row = [...logits.subarray(3 * V, 4 * V)];
+    const mx = Math.max(...row);
+    const e = row.map((x) => Math.exp(x - mx));
+    const s = e.reduce((a, b) => a + b, 0);
+    return e.map((x, i) => [i ? lib.charsTokenizer.decode([i]) : '', x / s]).sort((a, b) => b[1] - a[1]).slice(0, 5);
+  });
+  assert.equal(shown.length, 5);
+  shown.forEach(([ch, p], k) => {
+    assert.equal(ch, expected[k][0]);
+    assert.ok(Math.abs(p - expected[k][1]) < 1e-6);
+  });
+  assert.match(await page.textContent('#lguesses'), /After “the ” \(position 3\)/);
+  t.diagnostic(`after "the ": ${shown.map(([c, p]) => `${JSON.stringify(c)} ${(100 * p).toFixed(1)}%`).join(', ')}`);
+  assert.match(await page.textContent('#lstatus'), /^$/, 'upper case letters are lower-cased, not dropped');
+  // A form with no character model says why, in words.
+  await page.selectOption('#form', 'linear:efficient');
+  await page.waitForSelector('#learned[data-state="none"]');
+  assert.match(await page.textContent('#lstatus'), /no causal form/);
+  await screenshot(page, 'learned');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('compare: two forms train at once on the same task and budget; one chart, two heatmap grids, a table, the URL', async (t) => {
+  const { page, problems } = await open('?ca=softmax&cb=synth:random&ctask=reverse&csteps=250');
+  assert.equal(await page.inputValue('#ca'), 'softmax');
+  assert.equal(await page.inputValue('#cb'), 'synth:random');
+  const options = await page.$$eval('#ca option', (os) => os.map((o) => o.value));
+  assert.ok(!options.includes('linear:efficient'), 'only forms a decoder can use');
+  const blank = await page.$eval('#closs', (c) => parseFloat(c.style.height));
+  await page.click('#crun');
+  // Both run at once: each side has made progress before either is done.
+  await page.waitForFunction(() => [...document.querySelectorAll('#ctable tr[data-side]')]
+    .every((tr) => tr.children[2].textContent !== '–'));
+  await page.waitForSelector('#compare[data-done="1"]', { timeout: 120000 });
+  const rows = await page.$$eval('#ctable tr[data-side]', (trs) => trs.map((tr) => ({
+    side: tr.dataset.side, form: tr.children[1].textContent, accuracy: Number(tr.dataset.accuracy), ms: Number(tr.dataset.msPerStep),
+  })));
+  t.diagnostic(JSON.stringify(rows));
+  assert.deepEqual(rows.map((r) => r.side), ['a', 'b']);
+  assert.equal(rows[0].form, 'Softmax (scaled dot-product)');
+  assert.equal(rows[1].form, 'Synthesizer, random');
+  for (const r of rows) assert.ok(r.accuracy > 0 && r.accuracy <= 1 && r.ms > 0, JSON.stringify(r));
+  assert.match(await page.textContent('#cstatus'), /^Done: 250 steps each\. Held-out accuracy A \d+\.\d%, B \d+\.\d%/);
+  // One chart holds both: the blue of A and the vermillion of B are both drawn in it.
+  assert.ok(await page.$eval('#closs', (c) => parseFloat(c.style.height)) > blank);
+  const colours = await page.$eval('#cacc', (c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const has = (r, g, b) => {
+      for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) < 8 && Math.abs(d[i + 1] - g) < 8 && Math.abs(d[i + 2] - b) < 8) return true;
+      return false;
+    };
+    return [has(0x00, 0x72, 0xb2), has(0xd5, 0x5e, 0x00)];
+  });
+  assert.deepEqual(colours, [true, true], 'both curves on the accuracy chart');
+  const grids = await page.$$eval('.compare-side .heatmap-grid', (gs) => gs.map((g) => g.querySelectorAll('canvas').length));
+  assert.deepEqual(grids, [4, 4], 'every layer and head of each model');
+  const a = await readGrid(page, '#caheatmaps');
+  const b = await readGrid(page, '#cbheatmaps');
+  assert.notDeepEqual(a.map((x) => x.colours), b.map((x) => x.colours));
+  assert.match(page.url(), /ca=softmax&cb=synth%3Arandom&ctask=reverse&csteps=250/);
+  await page.locator('#compare').screenshot({ path: new URL('./screenshots/compare.png', import.meta.url).pathname });
+  // The URL restores the choice.
+  await page.selectOption('#cb', 'linear:elu+1');
+  await page.selectOption('#ctask', 'recall');
+  await page.reload();
+  await page.waitForSelector('body[data-state="ready"]');
+  assert.equal(await page.inputValue('#cb'), 'linear:elu+1');
+  assert.equal(await page.inputValue('#ctask'), 'recall');
+  // Stop ends both runs; the panel says so and can run again.
+  await page.selectOption('#csteps', '2000');
+  await page.click('#crun');
+  await page.waitForFunction(() => document.querySelector('#cprogress').value >= 100);
+  await page.click('#cstop');
+  await page.waitForSelector('#compare[data-running="0"]');
+  assert.equal(await page.textContent('#cstatus'), 'Stopped.');
+  assert.equal(await page.$eval('#cprogress', (p) => p.value), 0);
+  assert.equal(await page.isEnabled('#crun'), true);
+  assert.equal(await page.getAttribute('#compare', 'data-done'), '0');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
