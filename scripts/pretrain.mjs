@@ -17,9 +17,9 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 }, []));
 const FORMS = args.forms?.split(',');
 const TASK_FORMS = 'softmax,linear:elu+1,synth:dense,synth:random'.split(',');
-// every form the decoder accepts (linear:efficient has no causal form)
-const CHARS_FORMS = ['softmax', 'linear:elu+1', 'linear:relu', 'linear:taylor', 'synth:dense', 'synth:random',
-  'synth:factorized-dense', 'synth:factorized-random', 'synth:mixture'];
+// every form a decoder accepts, from the C registry (linear:efficient has no causal form)
+const { loadAttention } = await import(new URL('../wasm/index.js', import.meta.url));
+const CHARS_FORMS = (await loadAttention()).forms.filter((f) => f.causal).map((f) => f.name);
 const SEED = 1;
 const CHARS_VOCAB = 50; // lib.charsTokenizer.vocab (1 + the charset of src/model/tasks.c)
 // length and symbols as the playground sets them (web/tasks.js TASKS[...].maxLength / symbols)

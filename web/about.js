@@ -9,6 +9,7 @@ const PAPERS = {
   },
   shen: { cite: 'Shen et al. 2018, Efficient Attention', url: 'https://arxiv.org/abs/1812.01243' },
   tay: { cite: 'Tay et al. 2020, Synthesizer', url: 'https://arxiv.org/abs/2005.00743' },
+  beltagy: { cite: 'Beltagy et al. 2020, Longformer', url: 'https://arxiv.org/abs/2004.05150' },
 };
 
 const ABOUT = {
@@ -16,6 +17,10 @@ const ABOUT = {
     + 'a row into weights that sum to 1: each position reads a weighted average of the values. It is the most '
     + 'expressive form here (it can look a token up by its content, sharply), and it costs time n² in the '
     + 'sequence length: the choice when n is a few thousand or less.'],
+  local: ['beltagy', 'Softmax attention where each query sees only a band of nearby keys: the last w positions in '
+    + 'a decoder, w / 2 on each side in an encoder. Time grows like n w instead of n², and much of what text needs '
+    + 'is near; a key further away than the window is out of reach in one layer (stacked layers widen the view). '
+    + 'Longformer and the Sparse Transformer combine such a band with a few global or strided positions.'],
   'linear:elu+1': ['katharopoulos', 'Replaces the softmax of q·k by φ(q)·φ(k) with φ(x) = elu(x) + 1, so the sum '
     + 'over keys can be done once, before any query looks: time grows like n, and a causal model runs as an RNN '
     + 'with a fixed-size state. It wins for long sequences and streaming generation; its weights are flatter '

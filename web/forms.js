@@ -3,7 +3,6 @@
 // inputs succeeds, so families show up as the library grows (no list to keep in step by hand).
 // Used by the page (heatmaps) and by the worker (timings).
 
-const LINEAR_FEATURES = ['elu+1', 'relu', 'efficient', 'taylor'];
 const SYNTH_VARIANTS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'mixture'];
 
 // The formulas, as text, from docs/attention-forms.md (sections 1-3).
@@ -17,6 +16,14 @@ O = A V
 Time O(n² d). Without weights the fast
 path streams over the keys (online
 softmax) and never stores A.`,
+  local: `A = softmax(Q Kᵀ · s + M_w)
+M_w = 0 inside the band, −∞ outside:
+  causal: i − w < j ≤ i  (last w keys)
+  centred: |i − j| ≤ w / 2
+O = A V        (here w = 4)
+
+Time O(n w d): linear in n for a
+fixed window (Longformer's local band).`,
   'linear:elu+1': `φ(x) = elu(x) + 1
      = x + 1 for x > 0, eˣ otherwise
 A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')
@@ -91,6 +98,7 @@ Here: random R mixed with Q Kᵀ · s.`,
 
 const LABELS = {
   softmax: 'Softmax (scaled dot-product)',
+  local: 'Local (sliding window, w = 4)',
   'linear:elu+1': 'Linear, φ = elu + 1',
   'linear:relu': 'Linear, φ = relu',
   'linear:efficient': 'Linear, efficient attention',
@@ -102,7 +110,7 @@ const LABELS = {
   'synth:mixture': 'Synthesizer, mixture',
 };
 
-export const FAMILY_LABELS = { softmax: 'Softmax', linear: 'Linear attention', synth: 'Synthesizer' };
+export const FAMILY_LABELS = { softmax: 'Softmax', local: 'Local (sliding window)', linear: 'Linear attention', synth: 'Synthesizer' };
 
 /** The formula text of a form id (also for ids this file does not list). */
 export function formulaOf(id) {
@@ -126,57 +134,61 @@ export function synthOptions(variant, { d, heads, n, maxLen, seed }) {
   return opts;
 }
 
-// One caller per form the library's families offer. run(inp, cache?) calls it, with
-// inp: { n, d, heads, q, k, v, x (n*d each), causal, weights (boolean), seed, maxLen? }, and returns the
+// How each family of the C registry is called through the package. run(inp, cache?) takes
+// inp: { n, d, heads, q, k, v, x (n*d each), causal, weights (boolean), seed, maxLen? } and returns the
 // library's result ({ output, weights? }, plus alphas and components for a mixture). Synthesizer layers
 // are created on the call (maxLen defaults to n) and kept in cache when one is given, else disposed.
+const LOCAL_WINDOW = 4; // the sandbox's band: 4 keys, visible at every sentence length
+const RUNNERS = {
+  softmax: (lib) => (inp) => lib.softmaxAttention({
+    q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, returnWeights: inp.weights,
+  }),
+  local: (lib) => (inp) => lib.localAttention({
+    q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, window: LOCAL_WINDOW,
+    returnWeights: inp.weights,
+  }),
+  linear: (lib, name) => (inp) => lib.linearAttention({
+    q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal,
+    feature: name.slice('linear:'.length), returnWeights: inp.weights,
+  }),
+  synthesizer: (lib, name) => {
+    const variant = name.slice('synth:'.length);
+    // A synthesizer holds weights sized by maxLen: make one per (variant, d, heads, L, seed) and keep it.
+    return (inp, cache) => {
+      const key = `${variant}/${inp.d}/${inp.heads}/${inp.maxLen ?? inp.n}/${inp.seed}`;
+      let synth = cache?.get(key);
+      if (!synth) {
+        synth = lib.createSynthesizer(synthOptions(variant, inp));
+        cache?.set(key, synth);
+      }
+      try {
+        const args = { x: inp.x, v: inp.v, n: inp.n, causal: inp.causal, returnWeights: inp.weights };
+        if (variant === 'mixture') Object.assign(args, { q: inp.q, k: inp.k });
+        const result = synth.forward(args);
+        // A mixture also reports its weights alpha over the components, per head.
+        if (synth.alphas) Object.assign(result, { alphas: Float32Array.from(synth.alphas), components: [...synth.components] });
+        return result;
+      } finally {
+        if (!cache) synth.dispose();
+      }
+    };
+  },
+};
+
+// One caller per form of the library's own registry (lib.forms, read from the wasm module): a form
+// added in C appears here with no list to edit, as long as its family has a runner above. A library
+// without lib.forms (an older build) is read through its family functions.
 function callers(lib) {
+  const registry = lib.forms ?? [
+    { name: 'softmax', family: 'softmax' },
+    ...['elu+1', 'relu', 'efficient', 'taylor'].map((f) => ({ name: `linear:${f}`, family: 'linear' })),
+    ...SYNTH_VARIANTS.map((v) => ({ name: `synth:${v}`, family: 'synthesizer' })),
+  ];
   const list = [];
-  if (typeof lib.softmaxAttention === 'function') {
-    list.push({
-      id: 'softmax', family: 'softmax',
-      run: (inp) => lib.softmaxAttention({
-        q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads,
-        causal: inp.causal, returnWeights: inp.weights,
-      }),
-    });
-  }
-  if (typeof lib.linearAttention === 'function') {
-    for (const feature of LINEAR_FEATURES) {
-      list.push({
-        id: `linear:${feature}`, family: 'linear',
-        run: (inp) => lib.linearAttention({
-          q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads,
-          causal: inp.causal, feature, returnWeights: inp.weights,
-        }),
-      });
-    }
-  }
-  if (typeof lib.createSynthesizer === 'function') {
-    for (const variant of SYNTH_VARIANTS) {
-      list.push({
-        id: `synth:${variant}`, family: 'synth',
-        // A synthesizer holds weights sized by maxLen: make one per (variant, d, heads, L, seed) and keep it.
-        run: (inp, cache) => {
-          const key = `${variant}/${inp.d}/${inp.heads}/${inp.maxLen ?? inp.n}/${inp.seed}`;
-          let synth = cache?.get(key);
-          if (!synth) {
-            synth = lib.createSynthesizer(synthOptions(variant, inp));
-            cache?.set(key, synth);
-          }
-          try {
-            const args = { x: inp.x, v: inp.v, n: inp.n, causal: inp.causal, returnWeights: inp.weights };
-            if (variant === 'mixture') Object.assign(args, { q: inp.q, k: inp.k });
-            const result = synth.forward(args);
-            // A mixture also reports its weights alpha over the components, per head.
-            if (synth.alphas) Object.assign(result, { alphas: Float32Array.from(synth.alphas), components: [...synth.components] });
-            return result;
-          } finally {
-            if (!cache) synth.dispose();
-          }
-        },
-      });
-    }
+  for (const form of registry) {
+    const runner = RUNNERS[form.family];
+    if (!runner) continue; // a family this page has no runner for yet
+    list.push({ id: form.name, family: form.family === 'synthesizer' ? 'synth' : form.family, run: runner(lib, form.name) });
   }
   return list;
 }

@@ -265,7 +265,7 @@ AW_API const char *aw_task_name(int32_t i) { return task_name(i); }
 // src (B, S) for an encoder-decoder; every id checked against the vocabulary, named [row][col].
 static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src, double B,
                      double T, double S) {
-    size_t b, t, s;
+    size_t b = 0, t = 0, s = 0;
     if (T > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "inputs rows have %.0f tokens, more than maxLen = %d", T, (int)m->cfg.max_len);
     if (S > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "source rows have %.0f tokens, more than maxLen = %d", S, (int)m->cfg.max_len);
     int st = size_arg("the number of rows", B, 1, 65536, NAN, &b);
