@@ -4,7 +4,8 @@
 #   wasm/attention-scalar.wasm  -O3, no SIMD (the fallback, and the baseline for speed-ups)
 #   build/native/*              native test binaries under -fsanitize=address,undefined,
 #                               twice: SSE2 vector path and forced scalar path
-# Usage: bash build.sh [wasm|native]   (default: both)
+#   build/native32/*            the same tests as 32-bit x86 binaries (size_t of 32 bits, as in wasm32)
+# Usage: bash build.sh [wasm|native|native32|trainer]   (default: wasm, native and native32)
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -37,8 +38,14 @@ build_wasm() {
   echo "build.sh: wasm/attention.wasm ($(wc -c < wasm/attention.wasm) B), wasm/attention-scalar.wasm ($(wc -c < wasm/attention-scalar.wasm) B)"
 }
 
+# Native test binaries under ASan + UBSan. build_native OUT [flags...]: every compile and link
+# also gets the flags (build_native32 passes -m32, so wasm32's 32-bit size_t overflows show up
+# natively). The library is compiled once per variant (SSE2 vector path, forced scalar path;
+# VARIANTS=vector for one), two compilers at a time, and linked into every test binary.
 build_native() {
-  local cc="${CC:-gcc}" out=build/native
+  local cc="${CC:-gcc}" out=${1:-build/native}
+  shift || true
+  local arch=("$@")
   mkdir -p "$out"
   # One tolerance table for every suite: tests/tolerances.json, turned into a header here.
   node -e '
@@ -47,9 +54,7 @@ build_native() {
     for (const [k, v] of Object.entries(t)) if (typeof v === "number") h += `#define TOL_${k.toUpperCase()} ${v}\n`;
     require("fs").writeFileSync(process.argv[1], h);' "$out/tolerances.h"
   local flags=(-std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all
-    -fno-omit-frame-pointer -I"$out")
-  # The library is compiled once per variant (SSE2 vector path, forced scalar path), two
-  # compilers at a time, and linked into every test binary.
+    -fno-omit-frame-pointer -I"$out" "${arch[@]}")
   compile_objects() { # dir extra-flags...
     local dir=$1 src pids=()
     shift
@@ -62,19 +67,35 @@ build_native() {
     for src in "${pids[@]}"; do wait "$src"; done
   }
   compile_objects "$out/obj-vector"
-  compile_objects "$out/obj-scalar" -DAW_FORCE_SCALAR
+  [ "${VARIANTS:-both}" = vector ] || compile_objects "$out/obj-scalar" -DAW_FORCE_SCALAR
   for t in tests/native/test_*.c; do
     local name; name=$(basename "$t" .c)
     "$cc" "${flags[@]}" "$t" "$out"/obj-vector/*.o -o "$out/$name" -lm
-    "$cc" "${flags[@]}" -DAW_FORCE_SCALAR "$t" "$out"/obj-scalar/*.o -o "$out/${name}_scalar" -lm
+    [ "${VARIANTS:-both}" = vector ] || "$cc" "${flags[@]}" -DAW_FORCE_SCALAR "$t" "$out"/obj-scalar/*.o -o "$out/${name}_scalar" -lm
   done
   echo "build.sh: native tests in $out/"
+}
+
+# The same tests built for 32-bit x86 (gcc -m32, Debian's gcc-multilib with 32-bit ASan and
+# UBSan), SSE2 floats so the numbers match the 64-bit build's; installed when missing (as root).
+build_native32() {
+  if ! echo 'int main(void){return 0;}' | "${CC:-gcc}" -m32 -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "build.sh: installing gcc-multilib lib32asan8 lib32ubsan1 for the 32-bit build" >&2
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-multilib lib32asan8 lib32ubsan1 >/dev/null
+    else
+      echo "build.sh: the 32-bit build needs: sudo apt-get install -y gcc-multilib lib32asan8 lib32ubsan1" >&2
+      exit 1
+    fi
+  fi
+  VARIANTS=vector build_native build/native32 -m32 -msse2 -mfpmath=sse
 }
 
 case "$what" in
   wasm) build_wasm ;;
   native) build_native ;;
+  native32) build_native32 ;;
   trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer" ;;
-  all) build_wasm; build_native ;;
-  *) echo "usage: bash build.sh [wasm|native]" >&2; exit 2 ;;
+  all) build_wasm; build_native; build_native32 ;;
+  *) echo "usage: bash build.sh [wasm|native|native32|trainer]" >&2; exit 2 ;;
 esac

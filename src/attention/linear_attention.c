@@ -45,6 +45,13 @@ static int all_finite(const float *x, size_t len) {
     return 1;
 }
 
+// AW_OK when x (len) is finite; else the overflow, named.
+static int finite_or_fail(const float *x, size_t len) {
+    return all_finite(x, len) ? AW_OK
+                              : aw_fail(AW_ERR_NONFINITE, "linear attention: the result overflowed float32 (an Infinity "
+                                                          "appeared); scale q, k or v down");
+}
+
 // The denominator at or below which a row counts as having no similarity at all. Taylor's
 // similarities 1 + cos(q, k) lie in [0, 2] and are exactly 0 for k = -q; float32 rounding leaves
 // each one up to ~(D + 1) eps away from its true value, with either sign, and the parallel,
@@ -237,7 +244,7 @@ static int forward_noncausal(float *out, const float *q, const float *k, const f
         }
     }
     free(buf);
-    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+    return finite_or_fail(out, n * dv);
 }
 
 int linear_attention_forward_causal_parallel(float *out, const float *q, const float *k, const float *v,
@@ -284,7 +291,7 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
         }
     }
     free(buf);
-    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+    return finite_or_fail(out, n * dv);
 }
 
 int linear_attention_forward_causal_recurrent(float *out, const float *q, const float *k, const float *v,
@@ -309,7 +316,7 @@ int linear_attention_forward_causal_recurrent(float *out, const float *q, const 
         }
     }
     free(buf);
-    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+    return finite_or_fail(out, n * dv);
 }
 
 int linear_attention_weights(float *weights, const float *q, const float *k, const aw_linear_attention_desc *ds) {
@@ -337,7 +344,7 @@ int linear_attention_weights(float *weights, const float *q, const float *k, con
         }
     }
     free(buf);
-    return all_finite(weights, h * n * m) ? AW_OK : AW_ERR_NONFINITE;
+    return finite_or_fail(weights, h * n * m);
 }
 
 int linear_attention_forward(float *out, float *weights, const float *q, const float *k, const float *v,
@@ -417,8 +424,8 @@ int linear_attention_forward_ref(float *out, float *weights, const float *q, con
         }
     }
     free(p);
-    if (weights && !all_finite(weights, h * n * m)) return AW_ERR_NONFINITE;
-    return all_finite(out, n * dv) ? AW_OK : AW_ERR_NONFINITE;
+    if (weights && !all_finite(weights, h * n * m)) return finite_or_fail(weights, h * n * m);
+    return finite_or_fail(out, n * dv);
 }
 
 // ---- backward ---------------------------------------------------------------------------
@@ -609,7 +616,7 @@ int linear_state_step(float *out, aw_linear_state *st, const float *q, const flo
         state_query(out + hd * dvh, s, z, st->phiq, D, dvh, den_floor(st->feature, D, st->position + 1));
     }
     st->position++;
-    return all_finite(out, st->dv) ? AW_OK : AW_ERR_NONFINITE;
+    return finite_or_fail(out, st->dv);
 }
 
 void linear_state_reset(aw_linear_state *st) {

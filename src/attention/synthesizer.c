@@ -254,7 +254,7 @@ int synthesizer_alphas(const aw_synthesizer *s, float *alphas) {
     for (size_t hd = 0; hd < s->cfg.heads; hd++) {
         const float *w = s->params + s->tensors[s->alpha_tensor].offset + hd * s->n_comp;
         for (size_t c = 0; c < s->n_comp; c++)
-            if (!(w[c] - w[c] == 0.0f)) return AW_ERR_NONFINITE;
+            if (!(w[c] - w[c] == 0.0f)) return aw_fail(AW_ERR_NONFINITE, "alphaLogits holds a NaN or an infinity");
         double al[AW_SYNTH_MAX_COMPONENTS];
         alphas_double(s, hd, al);
         for (size_t c = 0; c < s->n_comp; c++) alphas[hd * s->n_comp + c] = (float)al[c];
@@ -400,7 +400,8 @@ int synthesizer_forward(aw_synthesizer *s, float *out, float *weights, const flo
                 else aw_axpy(P, s->alphas[hd * C + c], Bc, nn);
             }
         }
-        if (!all_finite(P, nn)) return AW_ERR_NONFINITE;
+        if (!all_finite(P, nn))
+            return aw_fail(AW_ERR_NONFINITE, "synthesizer: a logit is NaN or infinite (parameters or inputs too large)");
         if (causal)
             for (size_t i = 0; i + 1 < n; i++)
                 for (size_t j = i + 1; j < n; j++) P[i * n + j] = -INFINITY;
@@ -470,7 +471,8 @@ int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const 
             if (c == 0) aw_scale(p, row, (float)al[0], t);
             else aw_axpy(p, (float)al[c], row, t);
         }
-        if (!all_finite(p, t)) return AW_ERR_NONFINITE;
+        if (!all_finite(p, t))
+            return aw_fail(AW_ERR_NONFINITE, "synthesizer: a logit is NaN or infinite (parameters or inputs too large)");
         aw_softmax_rows(p, 1, t, t);
         aw_matmul_nn(out + hd * dvh, p, vc + hd * dvh, 1, dvh, t, t, dv, dv, 0);
     }
@@ -566,7 +568,7 @@ int synthesizer_forward_ref(const aw_synthesizer *s, float *out, float *weights,
             }
             double mx = -INFINITY, sum = 0.0;
             for (size_t j = 0; j < n; j++) {
-                if (!isfinite(row[j])) status = AW_ERR_NONFINITE;
+                if (!isfinite(row[j])) status = aw_fail(AW_ERR_NONFINITE, "synthesizer: a logit is NaN or infinite");
                 if (causal && j > i) row[j] = -INFINITY;
                 if (row[j] > mx) mx = row[j];
             }

@@ -716,7 +716,11 @@ int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_t
     int st = model_make_batch(m, spec, B, &m->data_rng);
     if (st || (st = model_forward(m, mt)) || (st = model_backward(m))) return st;
     mt->grad_norm = model_update(m, tc);
-    return isfinite(mt->grad_norm) ? AW_OK : AW_ERR_NONFINITE;
+    return isfinite(mt->grad_norm) ? AW_OK
+                                   : aw_fail(AW_ERR_NONFINITE, "the gradients became NaN or Infinity (lr %g), so the "
+                                                               "weights are now unusable: create the model again or "
+                                                               "load a checkpoint, then train with a lower lr or clip > 0",
+                                             (double)tc->lr);
 }
 
 int model_evaluate(aw_model *m, const aw_task_spec *train_spec, size_t B, size_t batches, uint64_t seed,

@@ -343,6 +343,30 @@ static void test_model_grads(void) {
 
 // ---- configs, determinism, checkpoint, generation, learning ----------------------------------------
 
+// Sizes that do not fit a 32-bit size_t (wasm32's) are refused before anything is allocated.
+// Only in the 32-bit build: a 64-bit one would try to allocate tens of GiB.
+static void test_size_overflow(void) {
+    if (sizeof(size_t) != 4) return;
+    aw_model_config c = base_config();
+    c.vocab = 1 << 20, c.d_model = 4096, c.heads = 1, c.layers = 2, c.d_ff = 7159, c.max_len = 2;
+    aw_model *m = NULL;
+    aw_clear_error();
+    CHECK(model_create(&m, &c) == AW_ERR_NOMEM && !m && strstr(aw_error_message(), "32-bit address space"),
+          "a model too large for 32 bits is refused: %s", aw_error_message());
+    c = base_config(), c.vocab = 12, c.d_model = 16, c.max_len = 40;
+    CHECK(model_create(&m, &c) == AW_OK, "create");
+    aw_clear_error();
+    const int st = model_reserve(m, 65536, 40, 0); // 65536 x 40 positions of activations: too many for 32 bits
+    CHECK(st == AW_ERR_NOMEM && strstr(aw_error_message(), "address space"), "a batch too large for 32 bits: %d %s", st,
+          aw_error_message());
+    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 6, 0};
+    const aw_train_config tc = {1e-3f, 0.9f, 0.98f, 1e-8f, 0.01f, 1.0f};
+    aw_metrics mt;
+    CHECK(model_train_step(m, &spec, 4, &tc, &mt) == AW_OK, "the model still trains after the refusal");
+    model_destroy(m);
+    printf("32-bit: a model and a batch too large for size_t are refused with a message; the model still works\n");
+}
+
 static void test_config_errors(void) {
     aw_model *m = NULL;
     aw_model_config c = base_config();
@@ -449,8 +473,9 @@ static void test_resume(void) {
             const char *at = strstr((const char *)buf + 8, key);
             CHECK(wq && wq->transposed && at, "wq stored transposed with its shape");
             if (wq && at) {
-                size_t begin = (size_t)strtoull(at + strlen(key), NULL, 10), hlen = 0;
-                for (int i = 0; i < 8; i++) hlen |= (size_t)buf[i] << (8 * i);
+                size_t begin = (size_t)strtoull(at + strlen(key), NULL, 10);
+                uint64_t hlen = 0;
+                for (int i = 0; i < 8; i++) hlen |= (uint64_t)buf[i] << (8 * i);
                 float stored;
                 memcpy(&stored, buf + 8 + hlen + begin + (2 * 8 + 5) * sizeof(float), sizeof stored); // (o=2, i=5)
                 CHECK(stored == first->params[wq->offset + 5 * 8 + 2], "file (o, i) = W[i][o]");
@@ -578,6 +603,7 @@ int main(int argc, char **argv) {
     test_softmax_attention_backward();
     test_model_grads();
     test_config_errors();
+    test_size_overflow();
     test_determinism_and_checkpoint();
     test_resume();
     test_generation();
