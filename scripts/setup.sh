@@ -3,6 +3,7 @@
 #   emcc (Debian's emscripten)            always
 #   chromium (for the browser tests)      unless --no-browser
 #   python3-torch (the PyTorch round trip) unless --no-browser (that is, for npm test)
+#   clang (libFuzzer, the fuzz replay)     unless --no-browser
 #   node_modules (npm ci)                 when missing
 # As root with apt it installs; otherwise it says in one line what to run.
 set -euo pipefail
@@ -15,6 +16,9 @@ command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
 [ "$browser" = 0 ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
 # the PyTorch round trip (tests/node/torch.test.js, scripts/torch_model.py): Debian's python3-torch
 [ "$browser" = 0 ] || /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 || missing+=(python3-torch)
+# the fuzz targets' replay in npm test: Debian's clang (libFuzzer); the 32-bit build installs its
+# own multilib packages (build.sh native32)
+[ "$browser" = 0 ] || command -v clang >/dev/null 2>&1 || missing+=(clang)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup.sh: installing ${missing[*]} with apt-get" >&2
