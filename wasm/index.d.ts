@@ -28,6 +28,23 @@ export interface AttentionLib extends SoftmaxApi, LocalApi, KernelsApi, LinearAp
 
 /** Loads and instantiates the library (each call gives an independent instance; compiled modules are cached). */
 export function loadAttention(options?: LoadOptions): Promise<AttentionLib>;
+export { charTokenizer } from './tokenizer.js';
+
+// Every public type, from the package's root: import type { Model, ModelConfig } from 'attention-wasm'
+export type { MatmulOptions, KernelsApi } from './kernels.js';
+export type { AttentionShapeOptions, SoftmaxAttentionOptions, AttentionResult, SoftmaxApi } from './softmax.js';
+export type { LocalAttentionOptions, LocalApi } from './local.js';
+export type { LinearFeature, LinearAttentionOptions, LinearAttentionStateOptions, LinearAttentionState, LinearApi } from './linear.js';
+export type {
+  SynthesizerVariant, SynthesizerComponent, SynthesizerOptions, SynthesizerForwardOptions, SynthesizerResult,
+  SynthesizerLayer, SynthesizerApi,
+} from './synthesizer.js';
+export type {
+  ModelAttention, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
+  Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
+  FormInfo, Model, ModelApi,
+} from './model.js';
+export type { CharTokenizer } from './tokenizer.js';
 /** True when this engine validates WebAssembly SIMD128. */
 export function simdSupported(): boolean;
 export default loadAttention;

@@ -8,6 +8,7 @@ import { linearMethods } from './linear.js';
 import { synthesizerMethods } from './synthesizer.js';
 import { modelMethods } from './model.js';
 import { localMethods } from './local.js';
+export { charTokenizer } from './tokenizer.js';
 
 // Each family contributes methods built on the shared Core.
 const FAMILIES = [kernelMethods, softmaxMethods, localMethods, linearMethods, synthesizerMethods, modelMethods];
@@ -32,9 +33,13 @@ const BUILDS = {
 
 const moduleCache = new Map(); // url string -> Promise<WebAssembly.Module>
 
+// Node's file reader, imported by a name bundlers do not follow: a browser bundle (esbuild,
+// Vite, webpack) then carries no Node import, and only Node, reading a file: URL, ever loads it.
+const NODE_FS = 'node:fs/promises';
+
 async function readUrl(url) {
   if (url.protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
+    const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_FS);
     return readFile(url);
   }
   const res = await fetch(url);

@@ -1,6 +1,7 @@
 // Compiled (not run) by tests/node/types.test.js: the package's .d.ts must accept real usage
 // of every family and reject the mistakes marked @ts-expect-error.
-import { loadAttention, simdSupported } from '../../wasm/index.js';
+import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
+import type { Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo } from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
 const ok: boolean = lib.simd && simdSupported();
@@ -38,4 +39,11 @@ lib.createSynthesizer({ variant: 'sparse', d: 4, maxLen: 16 });
 // @ts-expect-error save takes an options object
 model.save(true);
 
-export { ok, w, row, step, held, causalForms, inUse };
+const config: ModelConfig = { vocab: 11, attention: 'local', attentionOptions: { window: 4 } };
+const typed: Model = lib.createModel(config);
+const res: AttentionResult = lib.localAttention({ q, k: q, v: q, n: 2, d: 4, window: 2 });
+const tk: CharTokenizer = charTokenizer({ text: 'hello' });
+const first: FormInfo = lib.forms[0];
+typed.dispose();
+
+export { ok, w, row, step, held, causalForms, inUse, res, tk, first };
