@@ -66,7 +66,15 @@ test('the tarball holds the wrapper, the types and both wasm builds, and nothing
   t.diagnostic(`${packed.filename}: ${files.length} files, ${packed.size} bytes packed`);
   for (const f of ['package.json', 'wasm/index.js', 'wasm/core.js', 'wasm/index.d.ts', 'wasm/attention.wasm',
     'wasm/attention-scalar.wasm']) assert.ok(files.includes(f), `${f} is not in the tarball`);
-  const stray = files.filter((f) => !/^(package\.json|README\.md|LICENSE|wasm\/[^/]+\.(js|d\.ts|wasm))$/.test(f));
+  const stray = files.filter((f) => !/^(package\.json|README\.md|LICENSE|wasm\/[^/]+\.(js|d\.ts|wasm)|docs\/[^/]+\.(md|png))$/.test(f));
+  // the README's and docs' relative links resolve inside the tarball (so they work on npmjs.com)
+  for (const f of files.filter((x) => x.endsWith('.md'))) {
+    const text = readFileSync(join(app, 'node_modules', PKG.name, f), 'utf8');
+    for (const [, link] of text.matchAll(/\]\(([^)#]+)\)/g)) {
+      if (/^[a-z]+:/.test(link)) continue;
+      assert.ok(files.includes(join(f, '..', link)), `${f} links ${link}, which is not in the tarball`);
+    }
+  }
   assert.deepEqual(stray, [], 'files outside the package surface');
   // Every relative import of every packed module resolves to a packed file.
   for (const f of files.filter((x) => x.endsWith('.js'))) {
