@@ -17,6 +17,7 @@ import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
+import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
 
 const $ = (id) => document.getElementById(id);
@@ -142,6 +143,11 @@ async function init() {
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'), exports: $('mexports'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+    $('owntext').hidden = false;
+    createOwnTextView({
+      form: $('owntext-settings'), text: $('otext'), steps: $('osteps'), train: $('otrain'), stop: $('ostop'),
+      progress: $('oprogress'), status: $('ostatus'), loss: $('oloss'), sample: $('osample'),
+    }, { lib, formOf: () => currentForm() });
     $('compare').hidden = false;
     const side = (x) => ({
       title: $(`c${x}-title`), grid: $(`c${x}heatmaps`), legend: $(`c${x}legend`), readout: $(`c${x}readout`),
