@@ -4,23 +4,14 @@
 //   node bench/compare-checkouts.mjs /tmp/base
 // Both libraries run the same public-API calls, interleaved round-robin (bench/timing.js), and
 // the table prints base / this per workload: above 1 means this checkout is faster.
-import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { interleave } from './timing.js';
+import { cpuName, interleave } from './timing.js';
 import { loadAttention } from '../wasm/index.js';
 
 const baseDir = process.argv[2];
 if (!baseDir) throw new Error('usage: node bench/compare-checkouts.mjs <other checkout with a built wasm/>');
 const { loadAttention: loadBase } = await import(pathToFileURL(`${baseDir}/wasm/index.js`).href);
-// the CPU as /proc/cpuinfo names it (family and model tell Zen 3 from Zen 5 where the name does not)
-let cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-try {
-  const info = readFileSync('/proc/cpuinfo', 'utf8');
-  const field = (k) => new RegExp(`^${k}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1];
-  cpu = `${field('model name') ?? cpu} (cpu family ${field('cpu family')}, model ${field('model')})`;
-} catch {}
-console.log(`# this checkout vs ${baseDir}: node ${process.version}, ${cpu}, ${os.cpus().length} cores`);
+console.log(`# this checkout vs ${baseDir}: node ${process.version}, ${cpuName()}`);
 
 const rand = (n, seed) => {
   let s = seed >>> 0 || 1;

@@ -2,9 +2,7 @@
 // name order (or only those named on the command line: `npm run bench -- softmax linear`).
 // Each module exports `default async function run(ctx)`; ctx holds both builds, loaded once,
 // and the shared timing helpers (bench/timing.js). Everything printed is measured in this run.
-import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import os from 'node:os';
 import { loadAttention } from '../wasm/index.js';
 import * as timing from './timing.js';
 
@@ -15,14 +13,7 @@ const files = (await readdir(dir)).filter((f) => f.endsWith('.bench.js')).sort()
 
 const simd = await loadAttention({ simd: true });
 const scalar = await loadAttention({ simd: false });
-// the CPU as /proc/cpuinfo names it: family and model tell Zen 3 from Zen 4 or 5 where the name does not
-let cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-try {
-  const info = readFileSync('/proc/cpuinfo', 'utf8');
-  const field = (k) => new RegExp(`^${k}\\s*:\\s*(.*)$`, 'm').exec(info)?.[1];
-  cpu = `${field('model name') ?? cpu} (cpu family ${field('cpu family')}, model ${field('model')})`;
-} catch {}
-console.log(`# attention-wasm bench: node ${process.version}, ${cpu}, ${os.cpus().length} cores, ${new Date().toISOString()}`);
+console.log(`# attention-wasm bench: node ${process.version}, ${timing.cpuName()}, ${new Date().toISOString()}`);
 for (const f of files) {
   console.log(`\n## ${f.replace('.bench.js', '')}`);
   const mod = await import(new URL(f, dir));
