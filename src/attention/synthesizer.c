@@ -401,7 +401,7 @@ int synthesizer_forward(aw_synthesizer *s, float *out, float *weights, const flo
             }
         }
         if (!all_finite(P, nn))
-            return aw_fail(AW_ERR_NONFINITE, "synthesizer: a logit is NaN or infinite (parameters or inputs too large)");
+            return aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into layer.params (or scale the inputs down)");
         if (causal)
             for (size_t i = 0; i + 1 < n; i++)
                 for (size_t j = i + 1; j < n; j++) P[i * n + j] = -INFINITY;
@@ -472,7 +472,7 @@ int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const 
             else aw_axpy(p, (float)al[c], row, t);
         }
         if (!all_finite(p, t))
-            return aw_fail(AW_ERR_NONFINITE, "synthesizer: a logit is NaN or infinite (parameters or inputs too large)");
+            return aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into layer.params (or scale the inputs down)");
         aw_softmax_rows(p, 1, t, t);
         aw_matmul_nn(out + hd * dvh, p, vc + hd * dvh, 1, dvh, t, t, dv, dv, 0);
     }
