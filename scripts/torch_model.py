@@ -85,7 +85,7 @@ def softmax_attention(q, k, v, h, causal):
     return merge_heads(torch.nan_to_num(p, nan=0.0) @ vh)
 
 
-def local_attention(q, k, v, h, window, causal):
+def local_attention(q, k, v, h, window, causal, stride=0):
     """Softmax attention over a band of keys: the last `window` positions (causal) or window // 2
     on each side (src/attention/local_attention.c)."""
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
@@ -93,6 +93,8 @@ def local_attention(q, k, v, h, window, causal):
     i = torch.arange(s.shape[1])[:, None]
     j = torch.arange(s.shape[2])[None, :]
     band = (j <= i) & (j > i - window) if causal else (i - j).abs() <= window // 2
+    if stride:  # strided sparse attention: every stride-th key as well
+        band = band | (((i - j).abs() % stride == 0) & ((j <= i) if causal else True))
     p = torch.softmax(s.masked_fill(~band, float('-inf')), dim=-1)
     return merge_heads(torch.nan_to_num(p, nan=0.0) @ vh)
 
@@ -202,14 +204,14 @@ class TinyTransformer(torch.nn.Module):
         return F.linear(x, self.p(f'{prefix}.{w}'), self.p(f'{prefix}.{b}'))
 
     def attend(self, prefix, xq, xkv, causal, cross):
-        form = 'softmax' if cross and (self.attention.startswith('synth:') or self.attention == 'local') else self.attention
+        form = 'softmax' if cross and (self.attention.startswith('synth:') or self.attention in ('local', 'strided')) else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
         v = self.lin(xkv, prefix, 'wv', 'bv')
         if form == 'softmax':
             o = softmax_attention(q, k, v, self.H, causal)
-        elif form == 'local':
-            o = local_attention(q, k, v, self.H, int(self.meta['window']), causal)
+        elif form in ('local', 'strided'):
+            o = local_attention(q, k, v, self.H, int(self.meta['window']), causal, int(self.meta.get('stride', 0)))
         elif form.startswith('linear:'):
             o = linear_attention(q, k, v, self.H, form[7:], causal)
         else:

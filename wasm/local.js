@@ -3,20 +3,22 @@
 import { checkBool, checkFiniteNumber, checkKeys, checkSize } from './core.js';
 import { checkAttentionShapes } from './softmax.js';
 
-const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'window', 'causal', 'scale', 'returnWeights', 'reference'];
+const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'window', 'stride', 'causal', 'scale', 'returnWeights', 'reference'];
 
 export function localMethods(core) {
   return {
     /**
      * Per head, query i attends to keys in its band: the last `window` positions (causal, the
-     * default) or window / 2 on each side; O(n window d) time, no n x m buffer unless
-     * returnWeights (then zero outside the band).
+     * default) or window / 2 on each side, and with `stride` every stride-th key as well (strided
+     * sparse attention); O(n (window + m / stride) d) time, no n x m buffer unless returnWeights
+     * (then zero outside the pattern).
      */
     localAttention(opts) {
       const what = 'localAttention';
       checkKeys(what, opts, OPTIONS);
       const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
       const window = checkSize(`${what}: window`, opts.window);
+      const stride = opts.stride === undefined ? 0 : checkSize(`${what}: stride`, opts.stride);
       const causal = checkBool(`${what}: causal`, opts.causal ?? true);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
@@ -29,7 +31,7 @@ export function localMethods(core) {
         { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
       ];
       return core.withBuffers(what, specs, ([out, w, q, k, v]) => {
-        core.check(core.exports.aw_local_attention(out, w, q, k, v, n, m, d, dv, heads, window, causal ? 1 : 0, scale,
+        core.check(core.exports.aw_local_attention(out, w, q, k, v, n, m, d, dv, heads, window, stride, causal ? 1 : 0, scale,
           reference ? 1 : 0), what);
         const result = { output: core.readF32(out, n * dv) };
         if (returnWeights) result.weights = core.readF32(w, heads * n * m);

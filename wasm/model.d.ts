@@ -4,6 +4,7 @@
 export type ModelAttention =
   | 'softmax'
   | 'local'
+  | 'strided'
   | 'linear:elu+1' | 'linear:relu' | 'linear:taylor' | 'linear:efficient'
   | 'synth:dense' | 'synth:random' | 'synth:factorized-dense' | 'synth:factorized-random' | 'synth:mixture';
 
@@ -19,6 +20,8 @@ export interface ModelAttentionOptions {
   k?: number;
   /** local: the band's width (default 8): a decoder sees the last `window` positions, an encoder window / 2 on each side */
   window?: number;
+  /** strided: every stride-th key as well (default 8) */
+  stride?: number;
   /** synth:mixture: distinct components (default ['random', 'dot']) */
   components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
 }

@@ -11,7 +11,7 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
 };
-const OPTION_TYPES = { trainable: 'boolean', a: 'number', b: 'number', k: 'number', components: 'strings', window: 'number' };
+const OPTION_TYPES = { trainable: 'boolean', a: 'number', b: 'number', k: 'number', components: 'strings', window: 'number', stride: 'number' };
 
 function checkSeed(what, seed) {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)

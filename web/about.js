@@ -10,6 +10,7 @@ const PAPERS = {
   shen: { cite: 'Shen et al. 2018, Efficient Attention', url: 'https://arxiv.org/abs/1812.01243' },
   tay: { cite: 'Tay et al. 2020, Synthesizer', url: 'https://arxiv.org/abs/2005.00743' },
   beltagy: { cite: 'Beltagy et al. 2020, Longformer', url: 'https://arxiv.org/abs/2004.05150' },
+  child: { cite: 'Child et al. 2019, Generating Long Sequences with Sparse Transformers', url: 'https://arxiv.org/abs/1904.10509' },
 };
 
 const ABOUT = {
@@ -21,6 +22,9 @@ const ABOUT = {
     + 'a decoder, w / 2 on each side in an encoder. Time grows like n w instead of n², and much of what text needs '
     + 'is near; a key further away than the window is out of reach in one layer (stacked layers widen the view). '
     + 'Longformer and the Sparse Transformer combine such a band with a few global or strided positions.'],
+  strided: ['child', 'The local band plus every s-th earlier key: one head looks near, and reaches far back in '
+    + 'steps of s, so in two layers any position can reach any other. It is the Sparse Transformer\'s pattern for '
+    + 'long sequences (images, music), where a full n² softmax is too costly and a band alone too short-sighted.'],
   'linear:elu+1': ['katharopoulos', 'Replaces the softmax of q·k by φ(q)·φ(k) with φ(x) = elu(x) + 1, so the sum '
     + 'over keys can be done once, before any query looks: time grows like n, and a causal model runs as an RNN '
     + 'with a fixed-size state. It wins for long sequences and streaming generation; its weights are flatter '

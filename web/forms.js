@@ -24,6 +24,14 @@ O = A V        (here w = 4)
 
 Time O(n w d): linear in n for a
 fixed window (Longformer's local band).`,
+  strided: `A = softmax(Q Kᵀ · s + M)
+M = 0 on the band (the last w keys)
+    and on every key j with |i − j| a
+    multiple of the stride, −∞ elsewhere
+O = A V     (here w = 4, stride 3)
+
+Time O(n (w + n/stride) d): the Sparse
+Transformer's local + strided pattern.`,
   'linear:elu+1': `φ(x) = elu(x) + 1
      = x + 1 for x > 0, eˣ otherwise
 A_ij = φ(q_i)·φ(k_j) / Σ_j' φ(q_i)·φ(k_j')
@@ -99,6 +107,7 @@ Here: random R mixed with Q Kᵀ · s.`,
 const LABELS = {
   softmax: 'Softmax (scaled dot-product)',
   local: 'Local (sliding window, w = 4)',
+  strided: 'Strided sparse (w = 4, every 3rd key)',
   'linear:elu+1': 'Linear, φ = elu + 1',
   'linear:relu': 'Linear, φ = relu',
   'linear:efficient': 'Linear, efficient attention',
@@ -139,13 +148,14 @@ export function synthOptions(variant, { d, heads, n, maxLen, seed }) {
 // library's result ({ output, weights? }, plus alphas and components for a mixture). Synthesizer layers
 // are created on the call (maxLen defaults to n) and kept in cache when one is given, else disposed.
 const LOCAL_WINDOW = 4; // the sandbox's band: 4 keys, visible at every sentence length
+const LOCAL_STRIDE = 3; // strided: every 3rd key as well
 const RUNNERS = {
   softmax: (lib) => (inp) => lib.softmaxAttention({
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, returnWeights: inp.weights,
   }),
-  local: (lib) => (inp) => lib.localAttention({
+  local: (lib, name) => (inp) => lib.localAttention({
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, window: LOCAL_WINDOW,
-    returnWeights: inp.weights,
+    stride: name === 'strided' ? LOCAL_STRIDE : undefined, returnWeights: inp.weights,
   }),
   linear: (lib, name) => (inp) => lib.linearAttention({
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal,

@@ -88,6 +88,7 @@ static int build_header(const aw_model *m, int optim, text *t) {
         put(t, "\"");
     }
     if (form->options & AW_OPT_WINDOW) put(t, ",\"window\":\"%d\"", (int)c->window);
+    if (form->options & AW_OPT_STRIDE) put(t, ",\"stride\":\"%d\"", (int)c->stride);
     // with the optimizer state, training resumes exactly: the moments, and where the model's own
     // training-batch stream stands
     if (optim) put(t, ",\"optimizer\":\"adamw\",\"data_rng\":\"%llu\"", (unsigned long long)m->data_rng.state);
@@ -338,6 +339,11 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         long long w;
         if (!meta_int(ps, "window", 1, 4096, &w)) return 0;
         c->window = (int32_t)w;
+    }
+    if (form->options & AW_OPT_STRIDE) {
+        long long s;
+        if (!meta_int(ps, "stride", 1, 4096, &s)) return 0;
+        c->stride = (int32_t)s;
     }
     if (form->flags & AW_FORM_PARAMS) {
         aw_synthesizer_config *s = &c->synth;

@@ -12,14 +12,14 @@
 
 enum {
     F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
-    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_COUNT
+    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE, F_COUNT
 };
 static const char *const KEYS[F_COUNT] = {
     "vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention", "positional", "norm", "arch", "seed",
     "attentionOptions.trainable", "attentionOptions.a", "attentionOptions.b", "attentionOptions.k",
-    "attentionOptions.components", "attentionOptions.window"};
+    "attentionOptions.components", "attentionOptions.window", "attentionOptions.stride"};
 // attentionOptions fields in the order of enum aw_form_option (forms.h)
-static const int OPTION_FIELDS[] = {F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW};
+static const int OPTION_FIELDS[] = {F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE};
 enum { N_OPTIONS = sizeof OPTION_FIELDS / sizeof OPTION_FIELDS[0] };
 
 void config_builder_init(aw_config_builder *b) {
@@ -28,7 +28,7 @@ void config_builder_init(aw_config_builder *b) {
     c->vocab = 64, c->d_model = 64, c->heads = 4, c->layers = 2, c->d_ff = 256, c->max_len = 64, c->seed = 1;
     c->form = aw_form_index(aw_form_find("softmax"));
     c->synth.trainable = 1, c->synth.k = 8;
-    c->window = 8;
+    c->window = 8, c->stride = 8;
     c->synth.n_components = 2, c->synth.components[0] = AW_SYNTH_RANDOM, c->synth.components[1] = AW_SYNTH_DOT;
 }
 
@@ -88,6 +88,9 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         break;
     case F_K:
         if (!(st = parse_int(key, value, 1, 4096, &v))) c->synth.k = (size_t)v;
+        break;
+    case F_STRIDE:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->stride = (int32_t)v;
         break;
     case F_WINDOW:
         if (!(st = parse_int(key, value, 1, 4096, &v))) c->window = (int32_t)v;
@@ -152,8 +155,9 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     for (int o = 0; o < N_OPTIONS; o++) // an option the form does not read is a mistake, not a no-op
         if ((b->given & (1u << OPTION_FIELDS[o])) && !(form->options & (1u << o)))
             return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\"%s", KEYS[OPTION_FIELDS[o]], form->name,
-                           o == N_OPTIONS - 1 ? " (it is local attention's)" : " (it is a \"synth:*\" option)");
+                           o >= N_OPTIONS - 2 ? " (it is local or strided attention's)" : " (it is a \"synth:*\" option)");
     if (!(form->options & AW_OPT_WINDOW)) c.window = 0;
+    if (!(form->options & AW_OPT_STRIDE)) c.stride = 0;
     if (form->flags & AW_FORM_PARAMS) {
         c.synth.variant = form->variant;
         const int mixture = form->variant == AW_SYNTH_MIXTURE;
@@ -203,7 +207,9 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
         }
         PUT("}");
     }
-    if (form->options & AW_OPT_WINDOW) PUT(",\"attentionOptions\":{\"window\":%d}", (int)c->window);
+    if ((form->options & AW_OPT_WINDOW) && (form->options & AW_OPT_STRIDE))
+        PUT(",\"attentionOptions\":{\"window\":%d,\"stride\":%d}", (int)c->window, (int)c->stride);
+    else if (form->options & AW_OPT_WINDOW) PUT(",\"attentionOptions\":{\"window\":%d}", (int)c->window);
     PUT("}");
     return len;
 }

@@ -1,12 +1,11 @@
-// form_local.c: local (sliding-window) attention as a registry row (docs/attention-forms.md
-// section 4). A decoder's self-attention sees the last `window` positions, an encoder's
-// window / 2 on each side; cross-attention stays softmax (a band across two sequences of
+// form_local.c: local (sliding-window) attention and strided sparse attention (the band plus
+// every `stride`-th key) as registry rows (docs/attention-forms.md section 4). A decoder's
+// self-attention sees the last `window` positions, an encoder's window / 2 on each side; cross-attention stays softmax (a band across two sequences of
 // different lengths has no meaning). The backward recomputes each row's probabilities, and
-// generation keeps a KV cache but attends over its last `window` entries only.
+// generation keeps a KV cache and attends with the same pattern, one query row at a time.
 #include "forms.h"
 
 #include "../attention/local_attention.h"
-#include "../attention/softmax_attention.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 
@@ -14,7 +13,8 @@
 #include <string.h>
 
 static aw_local_attention_desc desc(const aw_attn_form *f, size_t T, size_t Tk) {
-    return (aw_local_attention_desc){T, Tk, f->C, f->C, f->H, f->window, f->causal, 1.0f / sqrtf((float)(f->C / f->H))};
+    return (aw_local_attention_desc){T, Tk, f->C, f->C, f->H, f->window, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
+                                     f->stride, 0};
 }
 
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
@@ -48,11 +48,24 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     float *kc = state, *vc = state + L * C;
     memcpy(kc + pos * C, k, C * sizeof(float));
     memcpy(vc + pos * C, v, C * sizeof(float));
-    // the causal band of position pos: the last `window` positions, pos included
-    const size_t lo = pos + 1 >= f->window ? pos + 1 - f->window : 0;
-    const aw_softmax_attention_desc ds = {1, pos + 1 - lo, C, C, f->H, 0, 1.0f / sqrtf((float)(C / f->H)), NULL};
-    return softmax_attention_forward(out, NULL, q, kc + lo * C, vc + lo * C, &ds);
+    // one query row at position pos over the keys so far: the same pattern as the full forward
+    aw_local_attention_desc ds = desc(f, 1, pos + 1);
+    ds.q0 = pos;
+    return local_attention_forward(out, NULL, q, kc, vc, &ds);
 }
+
+const aw_form AW_FORM_STRIDED_DESC = {
+    .name = "strided",
+    .family = "local",
+    .cross = "softmax",
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK,
+    .options = AW_OPT_WINDOW | AW_OPT_STRIDE,
+    .work_floats = work_floats,
+    .forward = forward,
+    .backward = backward,
+    .step_floats = step_floats,
+    .step = step,
+};
 
 const aw_form AW_FORM_LOCAL_DESC = {
     .name = "local",

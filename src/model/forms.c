@@ -7,7 +7,7 @@
 
 // The rows, each defined in its form's file (form_<family>.c). A new form: its file, one line
 // here and one in the table, and its tests.
-extern const aw_form AW_FORM_SOFTMAX_DESC, AW_FORM_LOCAL_DESC;
+extern const aw_form AW_FORM_SOFTMAX_DESC, AW_FORM_LOCAL_DESC, AW_FORM_STRIDED_DESC;
 extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM_LINEAR_EFFICIENT_DESC,
     AW_FORM_LINEAR_TAYLOR_DESC;
 extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
@@ -16,6 +16,7 @@ extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FOR
 static const aw_form *const FORMS[] = {
     &AW_FORM_SOFTMAX_DESC,
     &AW_FORM_LOCAL_DESC,
+    &AW_FORM_STRIDED_DESC,
     &AW_FORM_LINEAR_ELU1_DESC,
     &AW_FORM_LINEAR_RELU_DESC,
     &AW_FORM_LINEAR_EFFICIENT_DESC,
@@ -53,6 +54,7 @@ int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *se
     if (!setup->causal && !(form->flags & AW_FORM_NONCAUSAL))
         return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
     f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->window = setup->window;
+    f->stride = setup->stride;
     f->uses_qk = (form->flags & AW_FORM_USES_QK) != 0;
     return form->init ? form->init(f, setup) : 0;
 }

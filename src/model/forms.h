@@ -36,6 +36,7 @@ enum aw_form_option {
     AW_OPT_K = 1u << 3,
     AW_OPT_COMPONENTS = 1u << 4,
     AW_OPT_WINDOW = 1u << 5,
+    AW_OPT_STRIDE = 1u << 6,
 };
 
 // A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
@@ -54,6 +55,7 @@ typedef struct {
     int uses_qk;           // 1 when Q and K are read (the sublayer then has Wq, Wk)
     size_t C, H;           // width and heads
     size_t window;         // local attention: the band's width w
+    size_t stride;         // strided sparse attention: every s-th key as well
     aw_synthesizer *synth; // forms with parameters: the layer, its params bound into the model's arena
 } aw_attn_form;
 
@@ -64,6 +66,7 @@ typedef struct {
     int causal;
     const aw_synthesizer_config *synth; // options of synth:* forms (variant comes from the form)
     size_t window;                      // local attention's w
+    size_t stride;                      // strided attention's s
     uint32_t seed;
 } aw_form_setup;
 

@@ -242,7 +242,7 @@ static int init_forms(aw_model *m) {
     const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross);
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
     aw_form_setup su = {(size_t)cfg->d_model, (size_t)cfg->heads, (size_t)cfg->max_len, 0, &cfg->synth,
-                        (size_t)cfg->window, 0};
+                        (size_t)cfg->window, (size_t)cfg->stride, 0};
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;

@@ -29,6 +29,7 @@ typedef struct {
     aw_synthesizer_config synth; // synth:* options: trainable, a, b, k, components (the variant comes
                                  // from the form; d, max_len, heads and seed are filled in per layer)
     int32_t window;     // local attention: the band's width w (attentionOptions.window)
+    int32_t stride;     // strided attention: every s-th key as well (attentionOptions.stride)
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks

@@ -277,7 +277,8 @@ test('touch: on a phone a tap reads a heatmap cell and an experiment cell', asyn
 test('plain words: every form says what it does and links its paper; every panel says what it shows; a glossary', async () => {
   const { page, problems } = await open('');
   const papers = ['https://arxiv.org/abs/1706.03762', 'https://arxiv.org/abs/2006.16236', 'https://arxiv.org/abs/1812.01243',
-    'https://arxiv.org/abs/2005.00743', 'https://arxiv.org/abs/2004.05150'];
+    'https://arxiv.org/abs/2005.00743', 'https://arxiv.org/abs/2004.05150',
+    'https://arxiv.org/abs/1904.10509'];
   const options = await page.$$eval('#form option', (os) => os.map((o) => o.value));
   const seen = new Set();
   for (const id of options) {

@@ -12,8 +12,8 @@ int aw_softmax_attention(float *out, float *weights, const float *q, const float
                          const uint8_t *key_mask, int32_t n, int32_t m, int32_t d, int32_t dv, int32_t heads,
                          int32_t causal, float scale, int32_t path);
 int aw_local_attention(float *out, float *weights, const float *q, const float *k, const float *v, int32_t n,
-                       int32_t m, int32_t d, int32_t dv, int32_t heads, int32_t window, int32_t causal, float scale,
-                       int32_t path);
+                       int32_t m, int32_t d, int32_t dv, int32_t heads, int32_t window, int32_t stride, int32_t causal,
+                       float scale, int32_t path);
 int aw_linear_attention(float *out, float *weights, const float *q, const float *k, const float *v, int32_t n,
                         int32_t m, int32_t d, int32_t dv, int32_t heads, int32_t feature, int32_t causal, int32_t mode,
                         int32_t path);
@@ -74,8 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (st == AW_OK && c.weights) check_weights(w, c.heads, c.n, c.m);
         break;
     case 1:
-        st = aw_local_attention(out, c.weights ? w : NULL, q, k, v, c.n, c.m, c.d, c.dv, c.heads, c.window, c.causal,
-                                c.scale, c.path);
+        st = aw_local_attention(out, c.weights ? w : NULL, q, k, v, c.n, c.m, c.d, c.dv, c.heads, c.window,
+                                (int32_t)take_size(&in, 0, 9) - 1, c.causal, c.scale, c.path); // stride -1 .. 8
         FUZZ_STATUS(st);
         if (st == AW_OK) FUZZ_ASSERT(all_finite(out, (size_t)c.n * c.dv), "local: non-finite output with AW_OK");
         if (st == AW_OK && c.weights) check_weights(w, c.heads, c.n, c.m);

@@ -28,7 +28,7 @@ int aw_model_grad_check(aw_model *m, int32_t B, int32_t T, int32_t S, uint32_t s
                         double *out, char *names);
 void aw_model_destroy(aw_model *m);
 
-static const char *const FORMS[] = {"softmax", "local", "linear:elu+1", "linear:relu", "linear:efficient", "linear:taylor",
+static const char *const FORMS[] = {"softmax", "local", "strided", "linear:elu+1", "linear:relu", "linear:efficient", "linear:taylor",
                                     "synth:dense", "synth:random", "synth:factorized-dense", "synth:factorized-random",
                                     "synth:mixture", "cosine"};
 static const char *const TASKS[] = {"copy", "reverse", "sort", "recall", "translate", "chars", "parity"};
@@ -60,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // named fields with small values (and now and then a value the builder must refuse)
     struct { const char *key; size_t lo, hi; } ints[] = {
         {"vocab", 1, 40}, {"dModel", 1, 16}, {"heads", 1, 4}, {"layers", 1, 2}, {"dFF", 1, 16}, {"maxLen", 1, 16},
-        {"seed", 0, 1000}, {"attentionOptions.k", 0, 5}, {"attentionOptions.window", 0, 20}, {"attentionOptions.a", 0, 8}};
+        {"seed", 0, 1000}, {"attentionOptions.k", 0, 5}, {"attentionOptions.window", 0, 20}, {"attentionOptions.a", 0, 8},
+        {"attentionOptions.stride", 0, 10}};
     const uint8_t fields = take_u8(&in);
     for (size_t f = 0; f < sizeof ints / sizeof ints[0]; f++)
         if (fields & (1u << (f % 8)) || f == 1) {
@@ -69,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             aw_clear_error();
             FUZZ_STATUS(aw_config_set(b, ints[f].key, value));
         }
-    aw_config_set(b, "attention", FORMS[take_u8(&in) % 12]);
+    aw_config_set(b, "attention", FORMS[take_u8(&in) % 13]);
     if (take_u8(&in) & 1) aw_config_set(b, "arch", (take_u8(&in) & 1) ? "encoder-decoder" : "decoder");
     if (take_u8(&in) & 1) aw_config_set(b, "norm", (take_u8(&in) & 1) ? "post" : "pre");
     if (take_u8(&in) & 1) aw_config_set(b, "positional", (take_u8(&in) & 1) ? "learned" : "sinusoidal");

@@ -11,11 +11,13 @@
 typedef struct {
     size_t n, m, d, dv, heads, window;
     int causal;
+    size_t stride;
 } case_t;
 
 static const case_t CASES[] = {
-    {1, 1, 4, 4, 1, 1, 1},   {13, 13, 8, 8, 2, 4, 1},  {13, 13, 8, 8, 2, 4, 0}, {30, 30, 16, 8, 4, 1, 1},
-    {9, 20, 8, 8, 1, 5, 1},  {20, 9, 8, 12, 2, 6, 0}, {40, 40, 8, 8, 1, 100, 1}, {40, 40, 8, 8, 1, 100, 0},
+    {1, 1, 4, 4, 1, 1, 1, 0},  {13, 13, 8, 8, 2, 4, 1, 0},   {13, 13, 8, 8, 2, 4, 0, 0},   {30, 30, 16, 8, 4, 1, 1, 0},
+    {9, 20, 8, 8, 1, 5, 1, 0}, {20, 9, 8, 12, 2, 6, 0, 0}, {40, 40, 8, 8, 1, 100, 1, 0}, {40, 40, 8, 8, 1, 100, 0, 0},
+    {30, 30, 8, 8, 2, 3, 1, 4}, {30, 30, 8, 8, 2, 3, 0, 5}, {25, 40, 8, 4, 1, 2, 0, 3}, {1, 1, 4, 4, 1, 1, 1, 1},
 };
 
 // L = sum(out * r) for a fixed random r: its gradient through the backward is dout = r.
@@ -37,7 +39,7 @@ int main(void) {
         float *dq = calloc(n * d, 4), *dk = calloc(m * d, 4), *dv_ = calloc(m * dv, 4), *tmp = malloc(n * dv * 4);
         fill_uniform(q, n * d, 11 + ci), fill_uniform(k, m * d, 22 + ci), fill_uniform(v, m * dv, 33 + ci);
         fill_uniform(r, n * dv, 44 + ci);
-        const aw_local_attention_desc ds = {n, m, d, dv, h, c->window, c->causal, 1.0f / sqrtf((float)(d / h))};
+        const aw_local_attention_desc ds = {n, m, d, dv, h, c->window, c->causal, 1.0f / sqrtf((float)(d / h)), c->stride, 0};
         CHECK(local_attention_forward(o1, w1, q, k, v, &ds) == AW_OK, "forward");
         CHECK(local_attention_forward_ref(o2, w2, q, k, v, &ds) == AW_OK, "reference");
         worst_fwd = fmax(worst_fwd, fmax(max_err(o1, o2, n * dv), max_err(w1, w2, h * n * m)));
@@ -59,9 +61,9 @@ int main(void) {
         worst_grad = fmax(worst_grad, sqrt(diff2) / fmax(sqrt(num2), 1e-12));
         free(q), free(k), free(v), free(r), free(o1), free(o2), free(w1), free(w2), free(dq), free(dk), free(dv_), free(tmp);
     }
-    REPORT("local attention fast vs ref (8 cases: causal, centred, heads, m != n)", worst_fwd, TOL_ATTENTION);
-    REPORT("grad check: local attention (q, k, v)", worst_grad, TOL_GRAD_CHECK);
-    aw_local_attention_desc bad = {4, 4, 4, 4, 1, 0, 1, 0.5f};
+    REPORT("local and strided attention fast vs ref (12 cases: causal, centred, heads, m != n)", worst_fwd, TOL_ATTENTION);
+    REPORT("grad check: local and strided attention (q, k, v)", worst_grad, TOL_GRAD_CHECK);
+    aw_local_attention_desc bad = {4, 4, 4, 4, 1, 0, 1, 0.5f, 0, 0};
     float x[16] = {0};
     CHECK(local_attention_forward(x, NULL, x, x, x, &bad) == AW_ERR_ARG && strstr(aw_error_message(), "window"),
           "window 0 is refused with a message");

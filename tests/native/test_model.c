@@ -317,6 +317,10 @@ static void test_model_grads(void) {
     grad_check_model("local (window 3) decoder", c);
     c.arch = AW_ARCH_ENCODER_DECODER, c.norm = AW_NORM_POST;
     grad_check_model("local (window 3) encoder-decoder post-norm", c);
+    c = base_config(), c.form = FORM("strided"), c.window = 2, c.stride = 3;
+    grad_check_model("strided (window 2, stride 3) decoder", c);
+    c.arch = AW_ARCH_ENCODER_DECODER;
+    grad_check_model("strided (window 2, stride 3) encoder-decoder", c);
     c = base_config(), c.form = FORM("linear:elu+1"), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("linear elu+1 encoder-decoder", c);
     struct {
@@ -534,6 +538,8 @@ static void test_generation(void) {
     check_generation("generate: local (window 4) decoder", c, 5);
     c.arch = AW_ARCH_ENCODER_DECODER;
     check_generation("generate: local (window 4) encoder-decoder", c, 5);
+    c = base_config(), c.max_len = 12, c.form = FORM("strided"), c.window = 2, c.stride = 3;
+    check_generation("generate: strided (window 2, stride 3) decoder", c, 5);
     // the Synthesizer's own step: every variant, and mixtures with the dot and factorized kinds
     struct {
         const char *name;

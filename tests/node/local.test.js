@@ -6,13 +6,17 @@ import assert from 'node:assert/strict';
 import { TOL, builds, expectError, maxErr, rand } from './helpers.js';
 
 // Float64 local attention from its definition: per head, per query, the band's keys only.
-function localF64({ q, k, v, n, m = n, d, dv = d, heads = 1, window, causal = true }) {
+function localF64({ q, k, v, n, m = n, d, dv = d, heads = 1, window, causal = true, stride = 0 }) {
   const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
   const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * m);
   for (let h = 0; h < heads; h++)
     for (let i = 0; i < n; i++) {
       const keys = [];
-      for (let j = 0; j < m; j++) if (causal ? j <= i && j > i - window : Math.abs(i - j) <= Math.floor(window / 2)) keys.push(j);
+      for (let j = 0; j < m; j++) {
+        const band = causal ? j <= i && j > i - window : Math.abs(i - j) <= Math.floor(window / 2);
+        const strided = stride > 0 && Math.abs(i - j) % stride === 0 && (!causal || j <= i);
+        if (band || strided) keys.push(j);
+      }
       if (!keys.length) continue;
       const s = keys.map((j) => { let x = 0; for (let c = 0; c < dh; c++) x += q[i * d + h * dh + c] * k[j * d + h * dh + c]; return x * scale; });
       const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
@@ -26,12 +30,16 @@ function localF64({ q, k, v, n, m = n, d, dv = d, heads = 1, window, causal = tr
 }
 
 for (const { name, lib } of builds) {
-  test(`${name}: local attention matches its float64 definition (causal and centred, heads, m != n, n = 1)`, (t) => {
+  test(`${name}: local and strided attention match their float64 definition (causal and centred, heads, m != n, n = 1)`, (t) => {
     let worst = 0, worstW = 0;
     const cases = [
       { n: 1, d: 4, window: 3 }, { n: 17, d: 8, window: 4 }, { n: 33, d: 16, heads: 4, window: 8, causal: false },
       { n: 40, d: 8, dv: 12, heads: 2, window: 1 }, { n: 9, m: 20, d: 8, window: 5 }, { n: 20, m: 9, d: 8, window: 6, causal: false },
       { n: 64, d: 32, heads: 2, window: 64 }, { n: 64, d: 32, heads: 2, window: 200, causal: false },
+      // strided sparse attention: the band plus every s-th key
+      { n: 40, d: 8, window: 3, stride: 5 }, { n: 40, d: 8, heads: 2, window: 4, stride: 7, causal: false },
+      { n: 1, d: 4, window: 1, stride: 1 }, { n: 30, m: 45, d: 8, window: 2, stride: 4, causal: false },
+      { n: 45, m: 30, d: 8, window: 5, stride: 3 },
     ];
     for (const [i, c] of cases.entries()) {
       const m = c.m ?? c.n, dv = c.dv ?? c.d;

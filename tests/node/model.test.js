@@ -16,6 +16,8 @@ const FORMS = [
   { attention: 'softmax', arch: 'encoder-decoder' },
   { attention: 'local', attentionOptions: { window: 3 } },
   { attention: 'local', attentionOptions: { window: 2 }, arch: 'encoder-decoder', norm: 'post' },
+  { attention: 'strided', attentionOptions: { window: 2, stride: 3 } },
+  { attention: 'strided', attentionOptions: { window: 2, stride: 2 }, arch: 'encoder-decoder' },
   { attention: 'linear:elu+1' },
   { attention: 'linear:relu' },
   { attention: 'linear:taylor' },
@@ -46,7 +48,7 @@ const label = (f) => Object.entries(f).map(([k, v]) => `${k}=${typeof v === 'obj
 
 for (const { name, lib } of builds) {
   test(`model [${name}]: bad configs and inputs throw clear errors, and the library stays usable`, () => {
-    expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", "local", "linear:elu\+1".*got "cosine"/);
+    expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", .*"linear:elu\+1".*got "cosine"/);
     expectError(() => lib.createModel({ dModel: 30, heads: 4 }), /dModel \(30\) must be divisible by heads \(4\)/);
     expectError(() => lib.createModel({ attention: 'linear:efficient' }), /no causal form/);
     expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 16\], got 40/);

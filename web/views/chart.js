@@ -4,10 +4,10 @@
 
 /**
  * Series colours: Okabe-Ito's colour-blind-safe set without its pale yellow (unreadable on white),
- * then four of Paul Tol's hues, so eleven series (every attention form) get eleven colours. Each
- * series also gets a marker shape, and beyond eleven a dash pattern, so none look alike.
+ * then five of Paul Tol's hues, so twelve series (every attention form) get twelve colours. Each
+ * series also gets a marker shape, and beyond twelve a dash pattern, so none look alike.
  */
-export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#882255', '#44AA99',
+export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#882255', '#44AA99', '#AA4499',
   '#999933', '#332288'];
 export const DASHES = [[], [6, 3], [2, 3], [8, 3, 2, 3]];
 export const MARKERS = ['circle', 'square', 'triangle', 'diamond', 'cross'];
