@@ -26,6 +26,7 @@ static void usage(void) {
            "              such as elu+1, taylor, dense, random work too\n"
            "  --fixed               synthesizer random tables not trained\n"
            "  --components a,b      mixture components (random,dot)\n"
+           "  --window N --stride N local / strided attention's band and stride (8, 8)\n"
            "  --length N --symbols N   task size (task defaults)\n"
            "  --vocab N --d-model N --heads N --layers N --d-ff N --max-len N   (model: 64 64 4 2 128 64)\n"
            "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder\n"
@@ -56,7 +57,8 @@ int main(int argc, char **argv) {
     static const char *const MODEL_FLAGS[][2] = {
         {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
-        {"--seed", "seed"}, {"--components", "attentionOptions.components"}};
+        {"--seed", "seed"}, {"--components", "attentionOptions.components"}, {"--window", "attentionOptions.window"},
+        {"--stride", "attentionOptions.stride"}};
     const char *attention = "softmax", *out = NULL;
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
