@@ -1,7 +1,7 @@
 // linear.js: lib.linearAttention and lib.linearAttentionState, linear attention with four
 // feature maps (docs/attention-forms.md section 2; C side: src/attention/linear_attention.c).
 import { checkBool, checkF32, checkKeys, checkOneOf, checkSize, fail } from './core.js';
-import { checkAttentionShapes } from './softmax.js';
+import { checkAttentionShapes, runAttention } from './softmax.js';
 
 // Feature names in the order of enum aw_linear_feature.
 const FEATURES = ['elu+1', 'relu', 'efficient', 'taylor'];
@@ -32,23 +32,11 @@ export function linearMethods(core) {
       const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'parallel', MODES);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
-      const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
-      const specs = [
-        { name: 'output', bytes: n * dv * 4 },
-        { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
-        { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
-        { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
-        { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
-      ];
-      return core.withBuffers(what, specs, ([out, w, q, k, v]) => {
-        const status = core.exports.aw_linear_attention(out, w, q, k, v, n, m, d, dv, heads, FEATURES.indexOf(feature),
-          causal ? 1 : 0, MODES.indexOf(mode), reference ? 1 : 0);
-        if (status === 5) fail(`${what}: the result overflowed float32 (an Infinity appeared); scale q, k or v down`);
-        core.check(status, what);
-        const result = { output: core.readF32(out, n * dv) };
-        if (returnWeights) result.weights = core.readF32(w, heads * n * m);
-        return result;
-      });
+      const shapes = checkAttentionShapes(what, opts);
+      const { n, m, d, dv, heads } = shapes;
+      return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v) =>
+        core.exports.aw_linear_attention(out, w, q, k, v, n, m, d, dv, heads, FEATURES.indexOf(feature), causal ? 1 : 0,
+          MODES.indexOf(mode), reference ? 1 : 0)); // C names an overflow (the result is an Infinity) in its message
     },
 
     /**

@@ -1,7 +1,7 @@
 // local.js: lib.localAttention, softmax attention over a sliding window of keys
 // (docs/attention-forms.md section 4; C side: src/attention/local_attention.c).
 import { checkBool, checkFiniteNumber, checkKeys, checkSize } from './core.js';
-import { checkAttentionShapes } from './softmax.js';
+import { checkAttentionShapes, runAttention } from './softmax.js';
 
 const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'window', 'stride', 'causal', 'scale', 'returnWeights', 'reference'];
 
@@ -16,27 +16,17 @@ export function localMethods(core) {
     localAttention(opts) {
       const what = 'localAttention';
       checkKeys(what, opts, OPTIONS);
-      const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
+      const shapes = checkAttentionShapes(what, opts);
+      const { n, m, d, dv, heads } = shapes;
       const window = checkSize(`${what}: window`, opts.window);
       const stride = opts.stride === undefined ? 0 : checkSize(`${what}: stride`, opts.stride);
       const causal = checkBool(`${what}: causal`, opts.causal ?? true);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
       const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
-      const specs = [
-        { name: 'output', bytes: n * dv * 4 },
-        { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
-        { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
-        { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
-        { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
-      ];
-      return core.withBuffers(what, specs, ([out, w, q, k, v]) => {
-        core.check(core.exports.aw_local_attention(out, w, q, k, v, n, m, d, dv, heads, window, stride, causal ? 1 : 0, scale,
-          reference ? 1 : 0), what);
-        const result = { output: core.readF32(out, n * dv) };
-        if (returnWeights) result.weights = core.readF32(w, heads * n * m);
-        return result;
-      });
+      return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v) =>
+        core.exports.aw_local_attention(out, w, q, k, v, n, m, d, dv, heads, window, stride, causal ? 1 : 0, scale,
+          reference ? 1 : 0));
     },
   };
 }

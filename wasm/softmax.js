@@ -24,6 +24,30 @@ export function checkAttentionShapes(what, opts) {
   return { n, m, d, dv, heads };
 }
 
+/**
+ * Runs one attention call of the shape every family shares: q, k, v copied in (checked finite in
+ * wasm), an (n, dv) output and, with returnWeights, (heads, n, m) weights read back. `call(out,
+ * weights, q, k, v, extra)` runs the C export and returns its status; `extra` holds the pointers
+ * of `extraSpecs` (a key mask). Returns { output, weights? }.
+ */
+export function runAttention(core, what, shapes, opts, returnWeights, call, extraSpecs = []) {
+  const { n, m, d, dv, heads } = shapes;
+  const specs = [
+    { name: 'output', bytes: n * dv * 4 },
+    { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
+    { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
+    { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
+    { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
+    ...extraSpecs,
+  ];
+  return core.withBuffers(what, specs, ([out, w, q, k, v, ...extra]) => {
+    core.check(call(out, w, q, k, v, extra), what);
+    const result = { output: core.readF32(out, n * dv) };
+    if (returnWeights) result.weights = core.readF32(w, heads * n * m);
+    return result;
+  });
+}
+
 export function softmaxMethods(core) {
   return {
     /**
@@ -33,28 +57,16 @@ export function softmaxMethods(core) {
     softmaxAttention(opts) {
       const what = 'softmaxAttention';
       checkKeys(what, opts, OPTIONS);
-      const { n, m, d, dv, heads } = checkAttentionShapes(what, opts);
+      const shapes = checkAttentionShapes(what, opts);
+      const { n, m, d, dv, heads } = shapes;
       const causal = checkBool(`${what}: causal`, opts.causal ?? false);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
       const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
       const mask = opts.keyMask === undefined ? null : checkMask(`${what}: keyMask`, opts.keyMask, m);
-      const specs = [
-        { name: 'output', bytes: n * dv * 4 },
-        { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 },
-        { name: 'q', bytes: n * d * 4, from: opts.q, finite: true },
-        { name: 'k', bytes: m * d * 4, from: opts.k, finite: true },
-        { name: 'v', bytes: m * dv * 4, from: opts.v, finite: true },
-        { name: 'keyMask', bytes: mask ? m : 0, from: mask },
-      ];
-      return core.withBuffers(what, specs, ([out, w, q, k, v, km]) => {
-        const status = core.exports.aw_softmax_attention(out, w, q, k, v, km, n, m, d, dv, heads, causal ? 1 : 0,
-          scale, reference ? 1 : 0);
-        core.check(status, what);
-        const result = { output: core.readF32(out, n * dv) };
-        if (returnWeights) result.weights = core.readF32(w, heads * n * m);
-        return result;
-      });
+      return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [km]) =>
+        core.exports.aw_softmax_attention(out, w, q, k, v, km, n, m, d, dv, heads, causal ? 1 : 0, scale, reference ? 1 : 0),
+      [{ name: 'keyMask', bytes: mask ? m : 0, from: mask }]);
     },
   };
 }

@@ -48,7 +48,7 @@ static int all_finite(const float *x, size_t len) {
 // AW_OK when x (len) is finite; else the overflow, named.
 static int finite_or_fail(const float *x, size_t len) {
     return all_finite(x, len) ? AW_OK
-                              : aw_fail(AW_ERR_NONFINITE, "linear attention: the result overflowed float32 (an Infinity "
+                              : aw_fail(AW_ERR_NONFINITE, "the result overflowed float32 (an Infinity "
                                                           "appeared); scale q, k or v down");
 }
 
