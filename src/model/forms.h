@@ -1,7 +1,8 @@
 // forms.h: the registry of attention forms. Every consumer (the model, generation, checkpoints,
-// the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over
-// AW_FORMS instead of switching on a family. A new form is its own file (form_<family>.c) that
-// defines a descriptor, one row in forms.c, and its tests (docs/attention-forms.md lists them).
+// the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over the
+// table in forms.c (aw_form_at, aw_form_find) instead of switching on a family. A new form is a
+// descriptor in its own file (form_<family>.c), two lines in forms.c (its declaration and its row)
+// and its tests; docs/attention-forms.md describes every form.
 //
 // A form turns one sequence's projections into the attention output: q (T, C), k, v (Tk, C),
 // x (T, C) the sublayer input (for forms that read it), out (T, C), att (H, T, Tk) or NULL.
