@@ -38,7 +38,8 @@ for t in "${targets[@]}"; do
   bin="$out/fuzz_$t"
   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Wall -Wextra -Werror \
     $sources "tests/fuzz/fuzz_$t.c" -o "$bin" -lm
-  opts=(-rss_limit_mb=2048 -timeout=20 -print_final_stats=1 "-artifact_prefix=$out/findings/$t-")
+  # -timeout: a hang, not a slow input (a whole model sequence under ASan and coverage takes seconds)
+  opts=(-rss_limit_mb=2048 -timeout=60 -print_final_stats=1 "-artifact_prefix=$out/findings/$t-")
   if [ "$replay" = 1 ]; then
     # every committed input once (libFuzzer runs files given as arguments and exits)
     inputs=(tests/fuzz/corpus/"$t"/*)
