@@ -10,15 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
 
+. scripts/need.sh
+
 ensure_emcc() {
-  command -v emcc >/dev/null 2>&1 && return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "build.sh: emcc not found; installing Debian's emscripten (apt-get install emscripten)" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emscripten >/dev/null
-  else
-    echo "build.sh: emcc not found. Install it with: sudo apt-get install -y emscripten" >&2
-    exit 1
-  fi
+  command -v emcc >/dev/null 2>&1 || need_apt build.sh "the wasm build (emcc not found)" emscripten
 }
 
 sources=$(find src -name '*.c' | sort)
@@ -79,15 +74,8 @@ build_native() {
 # The same tests built for 32-bit x86 (gcc -m32, Debian's gcc-multilib with 32-bit ASan and
 # UBSan), SSE2 floats so the numbers match the 64-bit build's; installed when missing (as root).
 build_native32() {
-  if ! echo 'int main(void){return 0;}' | "${CC:-gcc}" -m32 -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "build.sh: installing gcc-multilib lib32asan8 lib32ubsan1 for the 32-bit build" >&2
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-multilib lib32asan8 lib32ubsan1 >/dev/null
-    else
-      echo "build.sh: the 32-bit build needs: sudo apt-get install -y gcc-multilib lib32asan8 lib32ubsan1" >&2
-      exit 1
-    fi
-  fi
+  echo 'int main(void){return 0;}' | "${CC:-gcc}" -m32 -fsanitize=address,undefined -x c - -o /dev/null 2>/dev/null ||
+    need_apt build.sh "the 32-bit build" gcc-multilib lib32asan8 lib32ubsan1
   VARIANTS=vector build_native build/native32 -m32 -msse2 -mfpmath=sse
 }
 

@@ -20,15 +20,8 @@ seconds=${1:-$([ "$replay" = 1 ] && echo 20 || echo 600)}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(checkpoint attention model)
 
-if ! command -v clang >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "fuzz.sh: installing Debian's clang (libFuzzer)" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
-  else
-    echo "fuzz.sh: needs clang with libFuzzer: sudo apt-get install -y clang" >&2
-    exit 1
-  fi
-fi
+. scripts/need.sh
+command -v clang >/dev/null 2>&1 || need_apt fuzz.sh "libFuzzer (clang)" clang
 
 out=build/fuzz
 mkdir -p "$out/findings"
