@@ -78,7 +78,8 @@ static int build_header(const aw_model *m, int optim, text *t) {
     const aw_form *form = aw_form_at((size_t)c->form);
     put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
         form->name, POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
-    if (form->flags & AW_FORM_PARAMS) { // the options of forms with parameters (synth:*)
+    const int synth = strcmp(form->family, "synthesizer") == 0;
+    if (synth) { // the Synthesizer's options
         const aw_synthesizer_config *s = &c->synth;
         put(t, ",\"synth_trainable\":\"%d\",\"synth_a\":\"%u\",\"synth_b\":\"%u\",\"synth_k\":\"%u\"",
             s->trainable, (unsigned)s->a, (unsigned)s->b, (unsigned)s->k);
@@ -89,6 +90,12 @@ static int build_header(const aw_model *m, int optim, text *t) {
     }
     if (form->options & AW_OPT_WINDOW) put(t, ",\"window\":\"%d\"", (int)c->window);
     if (form->options & AW_OPT_STRIDE) put(t, ",\"stride\":\"%d\"", (int)c->stride);
+    if (!synth && (form->options & AW_OPT_K)) put(t, ",\"k\":\"%u\"", (unsigned)c->synth.k);
+    if (form->options & AW_OPT_DECAY) {
+        if (c->learn_decay) put(t, ",\"decay\":\"learned\"");
+        else if (c->decay > 0.0f) put(t, ",\"decay\":\"%.9g\"", (double)c->decay);
+        else put(t, ",\"decay\":\"retnet\"");
+    }
     // with the optimizer state, training resumes exactly: the moments, and where the model's own
     // training-batch stream stands
     if (optim) put(t, ",\"optimizer\":\"adamw\",\"data_rng\":\"%llu\"", (unsigned long long)m->data_rng.state);
@@ -345,7 +352,23 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         if (!meta_int(ps, "stride", 1, 4096, &s)) return 0;
         c->stride = (int32_t)s;
     }
-    if (form->flags & AW_FORM_PARAMS) {
+    if (strcmp(form->family, "synthesizer") != 0 && (form->options & AW_OPT_K)) {
+        long long k;
+        if (!meta_int(ps, "k", 1, 4096, &k)) return 0;
+        c->synth.k = (size_t)k;
+    }
+    if (form->options & AW_OPT_DECAY) {
+        const char *d = meta(ps, "decay");
+        char *end;
+        const double g = d ? strtod(d, &end) : 0.0;
+        if (!d) return 0;
+        if (strcmp(d, "learned") == 0) c->learn_decay = 1;
+        else if (strcmp(d, "retnet") != 0) {
+            if (end == d || *end || !(g > 0.0 && g < 1.0)) return 0;
+            c->decay = (float)g;
+        }
+    }
+    if (strcmp(form->family, "synthesizer") == 0) {
         aw_synthesizer_config *s = &c->synth;
         long long tr, a, b, k;
         if (!meta_int(ps, "synth_trainable", 0, 1, &tr) || !meta_int(ps, "synth_a", 0, 4096, &a) ||

@@ -12,14 +12,18 @@
 
 enum {
     F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
-    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE, F_COUNT
+    F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE, F_DECAY, F_COUNT
 };
 static const char *const KEYS[F_COUNT] = {
     "vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention", "positional", "norm", "arch", "seed",
     "attentionOptions.trainable", "attentionOptions.a", "attentionOptions.b", "attentionOptions.k",
-    "attentionOptions.components", "attentionOptions.window", "attentionOptions.stride"};
+    "attentionOptions.components", "attentionOptions.window", "attentionOptions.stride", "attentionOptions.decay"};
 // attentionOptions fields in the order of enum aw_form_option (forms.h)
-static const int OPTION_FIELDS[] = {F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE};
+static const int OPTION_FIELDS[] = {F_TRAINABLE, F_A, F_B, F_K, F_COMPONENTS, F_WINDOW, F_STRIDE, F_DECAY};
+// whose option each is, for the message when a form does not read it
+static const char *const OPTION_OWNERS[] = {"a \"synth:*\" option", "a \"synth:*\" option", "a \"synth:*\" option",
+                                            "the Synthesizer's and Linformer's", "\"synth:mixture\"'s",
+                                            "local or strided attention's", "strided attention's", "retention's"};
 enum { N_OPTIONS = sizeof OPTION_FIELDS / sizeof OPTION_FIELDS[0] };
 
 void config_builder_init(aw_config_builder *b) {
@@ -95,6 +99,18 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     case F_WINDOW:
         if (!(st = parse_int(key, value, 1, 4096, &v))) c->window = (int32_t)v;
         break;
+    case F_DECAY: {
+        // "retnet" (the schedule), "learned" (logits from the schedule) or one decay in (0, 1)
+        char *end;
+        const double g = strtod(value, &end);
+        if (strcmp(value, "retnet") == 0) c->decay = 0.0f, c->learn_decay = 0;
+        else if (strcmp(value, "learned") == 0) c->decay = 0.0f, c->learn_decay = 1;
+        else if (end != value && *end == '\0' && g > 0.0 && g < 1.0) c->decay = (float)g, c->learn_decay = 0;
+        else
+            return aw_fail(AW_ERR_ARG, "%s must be \"retnet\", \"learned\" or a number in (0, 1), got %.40s", key,
+                           value);
+        break;
+    }
     case F_TRAINABLE:
         if (strcmp(value, "true") && strcmp(value, "false"))
             return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);
@@ -154,11 +170,15 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     if (!(b->given & (1u << F_D_FF))) c.d_ff = 4 * c.d_model; // dModel <= 4096, so at most 16384
     for (int o = 0; o < N_OPTIONS; o++) // an option the form does not read is a mistake, not a no-op
         if ((b->given & (1u << OPTION_FIELDS[o])) && !(form->options & (1u << o)))
-            return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\"%s", KEYS[OPTION_FIELDS[o]], form->name,
-                           o >= N_OPTIONS - 2 ? " (it is local or strided attention's)" : " (it is a \"synth:*\" option)");
+            return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\" (it is %s)", KEYS[OPTION_FIELDS[o]],
+                           form->name, OPTION_OWNERS[o]);
     if (!(form->options & AW_OPT_WINDOW)) c.window = 0;
     if (!(form->options & AW_OPT_STRIDE)) c.stride = 0;
-    if (form->flags & AW_FORM_PARAMS) {
+    if (!(form->options & AW_OPT_DECAY)) c.decay = 0.0f, c.learn_decay = 0;
+    const int synth = strcmp(form->family, "synthesizer") == 0;
+    if (!synth) c.synth.n_components = 0, c.synth.a = c.synth.b = 0;
+    if (!(form->options & AW_OPT_K)) c.synth.k = 0;
+    if (synth) {
         c.synth.variant = form->variant;
         const int mixture = form->variant == AW_SYNTH_MIXTURE;
         int fd = form->variant == AW_SYNTH_FACTORIZED_DENSE, fr = form->variant == AW_SYNTH_FACTORIZED_RANDOM;
@@ -195,21 +215,26 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len, form->name);
     PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONAL_NAMES[c->positional],
         AW_NORM_NAMES[c->norm], AW_ARCH_NAMES[c->arch], (unsigned)c->seed);
-    if (form->flags & AW_FORM_PARAMS) {
-        const aw_synthesizer_config *s = &c->synth;
-        PUT(",\"attentionOptions\":{\"trainable\":%s", s->trainable ? "true" : "false");
-        if (s->a) PUT(",\"a\":%zu,\"b\":%zu", s->a, s->b);
-        if (s->k) PUT(",\"k\":%zu", s->k);
-        if (form->variant == AW_SYNTH_MIXTURE) {
-            PUT(",\"components\":[");
-            for (size_t i = 0; i < s->n_components; i++) PUT("%s\"%s\"", i ? "," : "", AW_SYNTH_KIND_NAMES[s->components[i]]);
-            PUT("]");
-        }
-        PUT("}");
+    // the options the form reads, in the order of enum aw_form_option
+    const aw_synthesizer_config *s = &c->synth;
+    const unsigned o = form->options;
+    const char *sep = ",\"attentionOptions\":{";
+#define OPT(...) (PUT("%s", sep), PUT(__VA_ARGS__), sep = ",")
+    if (o & AW_OPT_TRAINABLE) OPT("\"trainable\":%s", s->trainable ? "true" : "false");
+    if ((o & AW_OPT_A) && s->a) OPT("\"a\":%zu,\"b\":%zu", s->a, s->b);
+    if ((o & AW_OPT_K) && s->k) OPT("\"k\":%zu", s->k);
+    if ((o & AW_OPT_COMPONENTS) && form->variant == AW_SYNTH_MIXTURE) {
+        OPT("\"components\":[");
+        for (size_t i = 0; i < s->n_components; i++) PUT("%s\"%s\"", i ? "," : "", AW_SYNTH_KIND_NAMES[s->components[i]]);
+        PUT("]");
     }
-    if ((form->options & AW_OPT_WINDOW) && (form->options & AW_OPT_STRIDE))
-        PUT(",\"attentionOptions\":{\"window\":%d,\"stride\":%d}", (int)c->window, (int)c->stride);
-    else if (form->options & AW_OPT_WINDOW) PUT(",\"attentionOptions\":{\"window\":%d}", (int)c->window);
+    if (o & AW_OPT_WINDOW) OPT("\"window\":%d", (int)c->window);
+    if (o & AW_OPT_STRIDE) OPT("\"stride\":%d", (int)c->stride);
+    if ((o & AW_OPT_DECAY) && c->learn_decay) OPT("\"decay\":\"learned\"");
+    else if ((o & AW_OPT_DECAY) && c->decay > 0.0f) OPT("\"decay\":%.9g", (double)c->decay);
+    else if (o & AW_OPT_DECAY) OPT("\"decay\":\"retnet\"");
+#undef OPT
+    if (sep[0] == ',' && sep[1] == '\0') PUT("}");
     PUT("}");
     return len;
 }

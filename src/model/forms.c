@@ -12,6 +12,7 @@ extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM
     AW_FORM_LINEAR_TAYLOR_DESC;
 extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
     AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC, AW_FORM_SYNTH_MIXTURE_DESC;
+extern const aw_form AW_FORM_RETENTION_DESC, AW_FORM_LINFORMER_DESC;
 
 static const aw_form *const FORMS[] = {
     &AW_FORM_SOFTMAX_DESC,
@@ -26,6 +27,8 @@ static const aw_form *const FORMS[] = {
     &AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
     &AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC,
     &AW_FORM_SYNTH_MIXTURE_DESC,
+    &AW_FORM_RETENTION_DESC,
+    &AW_FORM_LINFORMER_DESC,
 };
 enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };
 
@@ -45,12 +48,19 @@ int aw_form_index(const aw_form *f) {
     return -1;
 }
 
+int attn_form_refuse_causal(const aw_form *form) {
+    return aw_fail(AW_ERR_ARG, "attention \"%s\" has no causal form, and a decoder's self-attention is causal%s%s%s%s%s",
+                   form->name, form->why_not_causal ? " (" : "", form->why_not_causal ? form->why_not_causal : "",
+                   form->why_not_causal ? ")" : "",
+                   form->decoder ? "; use arch \"encoder-decoder\": it then serves the encoder, and the decoder's "
+                                   "self-attention is " : "",
+                   form->decoder ? form->decoder : "");
+}
+
 int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup) {
     memset(f, 0, sizeof *f);
     if (!form) return aw_fail(AW_ERR_ARG, "no attention form given");
-    if (setup->causal && !(form->flags & AW_FORM_CAUSAL))
-        return aw_fail(AW_ERR_ARG, "attention \"%s\" has no causal form, and a decoder's self-attention is causal",
-                       form->name);
+    if (setup->causal && !(form->flags & AW_FORM_CAUSAL)) return attn_form_refuse_causal(form);
     if (!setup->causal && !(form->flags & AW_FORM_NONCAUSAL))
         return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
     f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->window = setup->window;

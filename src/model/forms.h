@@ -38,6 +38,7 @@ enum aw_form_option {
     AW_OPT_COMPONENTS = 1u << 4,
     AW_OPT_WINDOW = 1u << 5,
     AW_OPT_STRIDE = 1u << 6,
+    AW_OPT_DECAY = 1u << 7,
 };
 
 // A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
@@ -47,6 +48,7 @@ typedef struct {
     size_t dims[3]; // its shape as checkpoints store it, e.g. R (heads, L, L)
     int rank;
     int trainable;  // 0: fixed (no gradient, no weight decay), e.g. a fixed random Synthesizer table
+    int no_decay;   // 1: trained without weight decay (a decay's logit, which decay would pull to 1/2)
 } aw_form_tensor;
 
 // One attention sublayer's instance of a form.
@@ -58,6 +60,12 @@ typedef struct {
     size_t window;         // local attention: the band's width w
     size_t stride;         // strided sparse attention: every s-th key as well
     aw_synthesizer *synth; // forms with parameters: the layer, its params bound into the model's arena
+    size_t k, L;           // Linformer: projected rows, and the projections' columns (max_len)
+    float *gamma;          // retention: the heads' decays (H, owned)
+    int learn_decay;       // retention: 1 when params holds the decays' logits (gamma = sigmoid)
+    float *params, *grads; // the parameters of a form other than a synthesizer: its own block until
+                           // bind, then the model's arena (grads NULL until bind)
+    int owns_params;
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, the options of
@@ -68,6 +76,9 @@ typedef struct {
     const aw_synthesizer_config *synth; // options of synth:* forms (variant comes from the form)
     size_t window;                      // local attention's w
     size_t stride;                      // strided attention's s
+    float decay;                        // retention: one decay for every head; 0: RetNet's schedule
+    int learn_decay;                    // retention: 1 to learn the decays (from the schedule or decay)
+    size_t k;                           // Linformer's projected rows
     uint32_t seed;
 } aw_form_setup;
 
@@ -75,6 +86,9 @@ struct aw_form {
     const char *name;    // "linear:elu+1": what users write, what checkpoints store
     const char *family;  // "softmax", "linear", "synthesizer"
     const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
+    const char *decoder; // a form without a causal form: the decoder's self-attention in an
+                         // encoder-decoder built with it (NULL: it cannot serve such a model)
+    const char *why_not_causal; // a form without a causal form: the reason, for the error message
     unsigned flags;      // enum aw_form_flag
     unsigned options;    // enum aw_form_option: the attentionOptions it reads
     int variant;         // the family's own id: linear feature map, synthesizer variant
@@ -113,5 +127,7 @@ int aw_form_index(const aw_form *f);        // its position in the registry
 // with a message naming the form), then calls its init.
 int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup);
 void attn_form_free(aw_attn_form *f);
+// The error for a causal use of a form without a causal form: why, and where it can serve.
+int attn_form_refuse_causal(const aw_form *form);
 
 #endif

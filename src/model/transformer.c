@@ -32,9 +32,12 @@ int model_check_config(const aw_model_config *c) {
     const aw_form *f = aw_form_at((size_t)c->form);
     if (c->form < 0 || !f) return aw_fail(AW_ERR_ARG, "attention: unknown form %d", (int)c->form);
     // the decoder's self-attention is causal
-    if (!(f->flags & AW_FORM_CAUSAL))
-        return aw_fail(AW_ERR_ARG, "attention \"%s\" has no causal form, and the decoder's self-attention is causal",
-                       f->name);
+    if (!(f->flags & AW_FORM_CAUSAL) && !(c->arch == AW_ARCH_ENCODER_DECODER && f->decoder))
+        return attn_form_refuse_causal(f);
+    if (!(c->decay >= 0.0f && c->decay < 1.0f) || (c->learn_decay != 0 && c->learn_decay != 1))
+        return aw_fail(AW_ERR_ARG, "attentionOptions.decay must be in (0, 1)");
+    if ((f->options & AW_OPT_K) && strcmp(f->family, "synthesizer") != 0 && (c->synth.k < 1 || c->synth.k > 4096))
+        return aw_fail(AW_ERR_ARG, "attentionOptions.k must be an integer in [1, 4096]");
     if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED)
         return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\" or \"learned\"");
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
@@ -66,7 +69,7 @@ static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols
         snprintf(t->name, sizeof t->name, "%s", name);
         t->offset = wk->off, t->rows = rows, t->cols = cols, t->of_form = of_form, t->trainable = trainable;
         if (shape) { // a form's tensor: the shape it gives
-            t->rank = shape->rank, t->transposed = 0;
+            t->rank = shape->rank, t->transposed = 0, t->no_decay = shape->no_decay;
             memcpy(t->dims, shape->dims, sizeof t->dims);
         } else if (cols == 0) { // a vector
             t->rank = 1, t->dims[0] = rows, t->transposed = 0;
@@ -197,7 +200,7 @@ static void init_params(aw_model *m) {
         float *x = m->params + t->offset;
         const size_t n = model_tensor_size(t);
         if (t->of_form) { // the form initialised it (bind copied the values); decay what it trains
-            memset(m->decay + t->offset, t->trainable, n);
+            memset(m->decay + t->offset, t->trainable && !t->no_decay, n);
             continue;
         }
         const char *leaf = strrchr(t->name, '.');
@@ -236,18 +239,23 @@ void model_destroy(aw_model *m) {
 }
 
 // Sets up the three kinds of attention sublayer from the registry: the encoder's self-attention
-// (non-causal), the decoder's (causal) and its cross-attention (the form's `cross` form).
+// (non-causal), the decoder's (causal) and its cross-attention (the form's `cross` form). A form
+// without a causal form serves an encoder-decoder's encoder; its `decoder` form then serves the
+// decoder's self-attention.
 static int init_forms(aw_model *m) {
     const aw_model_config *cfg = &m->cfg;
-    const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross);
+    const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross), *dec = self;
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
-    aw_form_setup su = {(size_t)cfg->d_model, (size_t)cfg->heads, (size_t)cfg->max_len, 0, &cfg->synth,
-                        (size_t)cfg->window, (size_t)cfg->stride, 0};
+    if (encdec && !(self->flags & AW_FORM_CAUSAL) && self->decoder) dec = aw_form_find(self->decoder);
+    const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
+                               .synth = &cfg->synth, .window = (size_t)cfg->window, .stride = (size_t)cfg->stride,
+                               .decay = cfg->decay, .learn_decay = cfg->learn_decay, .k = cfg->synth.k};
+    aw_form_setup su = su0;
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
         if (encdec) su.causal = 0, su.seed = s + 1, st = attn_form_init(&m->enc_form[l], self, &su);
-        if (!st) su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], self, &su);
+        if (!st) su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], dec, &su);
         if (!st && encdec) su.causal = 0, su.seed = s + 3, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
     return st;
@@ -383,9 +391,9 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     if (B == 0 || B > 65536) return aw_fail(AW_ERR_ARG, "batch size must be in [1, 65536], got %zu", B);
     if (T == 0 || T > L) {
         const aw_form *f = aw_form_at((size_t)m->cfg.form);
+        const int fixed = (f->flags & AW_FORM_PARAMS) && f->options & (AW_OPT_A | AW_OPT_K); // tables of maxLen
         return aw_fail(AW_ERR_ARG, "the sequence has %zu positions; this model takes 1 to maxLen = %zu%s%s%s", T, L,
-                       f->flags & AW_FORM_PARAMS ? " (attention \"" : "", f->flags & AW_FORM_PARAMS ? f->name : "",
-                       f->flags & AW_FORM_PARAMS ? "\" fixes its length when created)" : "");
+                       fixed ? " (attention \"" : "", fixed ? f->name : "", fixed ? "\" fixes its length when created)" : "");
     }
     if (S > L) return aw_fail(AW_ERR_ARG, "the source has %zu positions; this model takes at most maxLen = %zu", S, L);
     if (encdec != (S > 0))

@@ -30,6 +30,8 @@ typedef struct {
                                  // from the form; d, max_len, heads and seed are filled in per layer)
     int32_t window;     // local attention: the band's width w (attentionOptions.window)
     int32_t stride;     // strided attention: every s-th key as well (attentionOptions.stride)
+    float decay;        // retention: one decay for every head in (0, 1); 0: RetNet's schedule
+    int32_t learn_decay; // retention: 1 when the decays are learned (attentionOptions.decay "learned")
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks
@@ -42,6 +44,7 @@ typedef struct {
     size_t rows, cols;   // shape (rows, cols); cols = 0 for a vector of `rows`
     int of_form;         // 1: a parameter of an attention form (the form initialises it)
     int trainable;       // 0: fixed (no gradient expected, no weight decay)
+    int no_decay;        // 1: trained without weight decay (a form's tensor that asks for it)
     size_t dims[3];      // the shape checkpoints store (PyTorch's conventions, docs/model.md)
     int rank;
     int transposed;      // 1: a linear layer's weight, kept (in, out) for x W here and stored

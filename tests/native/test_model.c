@@ -321,6 +321,21 @@ static void test_model_grads(void) {
     grad_check_model("strided (window 2, stride 3) decoder", c);
     c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("strided (window 2, stride 3) encoder-decoder", c);
+    c = base_config(), c.form = FORM("retention");
+    grad_check_model("retention (RetNet's decays) decoder", c);
+    c.learn_decay = 1;
+    grad_check_model_ex("retention (learned decays) decoder", c, 1);
+    c.arch = AW_ARCH_ENCODER_DECODER;
+    grad_check_model("retention (learned decays) encoder-decoder", c);
+    c = base_config(), c.form = FORM("linformer"), c.synth.k = 3, c.arch = AW_ARCH_ENCODER_DECODER;
+    grad_check_model_ex("linformer (k 3) encoder-decoder", c, 1);
+    { // Linformer has no causal form: a decoder-only model with it is refused, and says why
+        aw_model *m = NULL;
+        c.arch = AW_ARCH_DECODER;
+        CHECK(model_create(&m, &c) == AW_ERR_ARG && strstr(aw_error_message(), "mixes every position") &&
+                  strstr(aw_error_message(), "encoder-decoder"),
+              "a Linformer decoder is refused with the reason: %s", aw_error_message());
+    }
     c = base_config(), c.form = FORM("linear:elu+1"), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("linear elu+1 encoder-decoder", c);
     struct {
@@ -540,6 +555,12 @@ static void test_generation(void) {
     check_generation("generate: local (window 4) encoder-decoder", c, 5);
     c = base_config(), c.max_len = 12, c.form = FORM("strided"), c.window = 2, c.stride = 3;
     check_generation("generate: strided (window 2, stride 3) decoder", c, 5);
+    c = base_config(), c.max_len = 12, c.form = FORM("retention");
+    check_generation("generate: retention decoder (recurrent state)", c, 5);
+    c.learn_decay = 1, c.decay = 0.0f, c.arch = AW_ARCH_ENCODER_DECODER;
+    check_generation("generate: retention encoder-decoder", c, 5);
+    c = base_config(), c.max_len = 12, c.form = FORM("linformer"), c.synth.k = 4, c.arch = AW_ARCH_ENCODER_DECODER;
+    check_generation("generate: linformer encoder-decoder", c, 5);
     // the Synthesizer's own step: every variant, and mixtures with the dot and factorized kinds
     struct {
         const char *name;

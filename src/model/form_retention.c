@@ -1,0 +1,133 @@
+// form_retention.c: retention (RetNet's decayed linear attention, docs/attention-forms.md
+// section 6) as a registry row. Training runs the parallel form (its backward is blockwise, with
+// the gradient of each head's decay); generation keeps the constant-size recurrent state S per
+// head, as a recurrent network does. The decays are RetNet's schedule, one value for every head
+// (attentionOptions.decay), or learned ("learned": a logit per head, gamma = sigmoid(logit),
+// starting from the schedule). Cross-attention stays softmax: a decay across two different
+// sequences has no meaning.
+#include "forms.h"
+
+#include "../attention/retention.h"
+#include "../kernels/size.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// The decays in use: from the logits when they are learned.
+static void refresh(aw_attn_form *f) {
+    if (f->learn_decay)
+        for (size_t h = 0; h < f->H; h++) f->gamma[h] = sigmoid(f->params[h]);
+}
+
+static int init(aw_attn_form *f, const aw_form_setup *su) {
+    if (!(su->decay >= 0.0f && su->decay < 1.0f))
+        return aw_fail(AW_ERR_ARG, "attentionOptions.decay must be in (0, 1), got %g", (double)su->decay);
+    f->gamma = aw_alloc_floats(f->H);
+    if (!f->gamma) return AW_ERR_NOMEM;
+    if (su->decay > 0.0f)
+        for (size_t h = 0; h < f->H; h++) f->gamma[h] = su->decay;
+    else retention_default_gammas(f->gamma, f->H);
+    f->learn_decay = su->learn_decay;
+    if (f->learn_decay) {
+        if (!(f->params = aw_alloc_floats(f->H))) return AW_ERR_NOMEM;
+        f->owns_params = 1;
+        for (size_t h = 0; h < f->H; h++) {
+            const double g = f->gamma[h] < 1.0f - 1e-6f ? f->gamma[h] : 1.0 - 1e-6;
+            f->params[h] = (float)log(g / (1.0 - g));
+        }
+        refresh(f);
+    }
+    return AW_OK;
+}
+
+static void release(aw_attn_form *f) {
+    free(f->gamma);
+    if (f->owns_params) free(f->params);
+    f->gamma = f->params = f->grads = NULL;
+}
+
+static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
+    if (!f->learn_decay) return 0;
+    if (cap) {
+        memset(out, 0, sizeof *out);
+        strcpy(out->name, "decay_logit");
+        out->size = f->H, out->dims[0] = f->H, out->rank = 1, out->trainable = 1, out->no_decay = 1;
+    }
+    return 1;
+}
+
+static void bind(aw_attn_form *f, float *params, float *grads) {
+    if (!f->learn_decay) return;
+    memcpy(params, f->params, f->H * sizeof(float));
+    memset(grads, 0, f->H * sizeof(float));
+    if (f->owns_params) free(f->params);
+    f->params = params, f->grads = grads, f->owns_params = 0;
+}
+
+static aw_retention_desc desc(const aw_attn_form *f, size_t T) {
+    return (aw_retention_desc){T, f->C, f->C, f->H, f->gamma, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
+                               AW_RETENTION_PARALLEL, 0};
+}
+
+static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
+    (void)T, (void)Tk;
+    return f->H; // the decays' gradient, before the chain rule through the sigmoid
+}
+
+static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
+                   const float *v, size_t T, size_t Tk) {
+    (void)x;
+    if (T != Tk) return aw_fail(AW_ERR_ARG, "retention is self-attention only (%zu queries, %zu keys)", T, Tk);
+    refresh(f);
+    const aw_retention_desc ds = desc(f, T);
+    return retention_forward(out, att, q, k, v, &ds);
+}
+
+static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
+                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    size_t Tk) {
+    (void)dx, (void)att, (void)x, (void)Tk;
+    refresh(f);
+    const aw_retention_desc ds = desc(f, T);
+    float *dgamma = f->learn_decay ? work : NULL;
+    if (dgamma) memset(dgamma, 0, f->H * sizeof(float));
+    const int st = retention_backward(dq, dk, dv, dgamma, dout, q, k, v, &ds);
+    if (!st && dgamma && f->grads) // d gamma / d logit = gamma (1 - gamma)
+        for (size_t h = 0; h < f->H; h++) f->grads[h] += dgamma[h] * f->gamma[h] * (1.0f - f->gamma[h]);
+    return st;
+}
+
+// state: S (dh, dvh) per head, whatever the length: generation from a constant-size state.
+static size_t step_floats(const aw_attn_form *f, size_t L) {
+    (void)L;
+    return retention_state_floats(f->C, f->C, f->H);
+}
+
+static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q, const float *k,
+                const float *v, size_t pos) {
+    (void)x, (void)L;
+    if (pos == 0) memset(state, 0, step_floats(f, L) * sizeof(float)), refresh(f);
+    return retention_step(out, state, q, k, v, f->C, f->C, f->H, f->gamma, 1.0f / sqrtf((float)(f->C / f->H)));
+}
+
+const aw_form AW_FORM_RETENTION_DESC = {
+    .name = "retention",
+    .family = "retention",
+    .cross = "softmax",
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_PARAMS,
+    .options = AW_OPT_DECAY,
+    .init = init,
+    .release = release,
+    .param_group = "retention",
+    .tensors = tensors,
+    .bind = bind,
+    .work_floats = work_floats,
+    .forward = forward,
+    .backward = backward,
+    .step_floats = step_floats,
+    .step = step,
+};
