@@ -223,7 +223,7 @@ export function readForms(core) {
   return Object.freeze(Array.from({ length: ex.aw_form_count() }, (_, i) => {
     const flags = ex.aw_form_flags(i);
     const form = { name: core.cString(ex.aw_form_name(i)), family: core.cString(ex.aw_form_family(i)),
-      crossForm: core.cString(ex.aw_form_cross(i)) };
+      crossForm: core.cString(ex.aw_form_cross(i)), decoderForm: core.cString(ex.aw_form_decoder(i)) || null };
     for (const [k, bit] of Object.entries(FORM_FLAGS)) form[k] = (flags & bit) !== 0;
     return Object.freeze(form);
   }));

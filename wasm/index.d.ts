@@ -3,6 +3,7 @@ import type { SoftmaxApi } from './softmax.js';
 import type { KernelsApi } from './kernels.js';
 import type { LinearApi } from './linear.js';
 import type { LocalApi } from './local.js';
+import type { RetentionApi } from './retention.js';
 import type { SynthesizerApi } from './synthesizer.js';
 import type { FormInfo, ModelApi } from './model.js';
 
@@ -13,7 +14,7 @@ export interface LoadOptions {
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** The instance's wasm memory. */
@@ -34,6 +35,8 @@ export { charTokenizer } from './tokenizer.js';
 export type { MatmulOptions, KernelsApi } from './kernels.js';
 export type { AttentionShapeOptions, SoftmaxAttentionOptions, AttentionResult, SoftmaxApi } from './softmax.js';
 export type { LocalAttentionOptions, LocalApi } from './local.js';
+export type { RetentionOptions, LinformerOptions, RetentionApi } from './retention.js';
+export { retnetGammas } from './retention.js';
 export type { LinearFeature, LinearAttentionOptions, LinearAttentionStateOptions, LinearAttentionState, LinearApi } from './linear.js';
 export type {
   SynthesizerVariant, SynthesizerComponent, SynthesizerOptions, SynthesizerForwardOptions, SynthesizerResult,

@@ -1,10 +1,15 @@
 // Types for lib.createModel / lib.loadModel: the tiny Transformer (docs/model.md).
 
-/** Attention form ids (as in the playground). 'linear:efficient' has no causal form, so a decoder rejects it. */
+/**
+ * Attention form ids (as in the playground). 'linear:efficient' has no causal form, so a decoder rejects it;
+ * 'linformer' has none either and serves an encoder-decoder's encoder (the decoder's self-attention is softmax).
+ */
 export type ModelAttention =
   | 'softmax'
   | 'local'
   | 'strided'
+  | 'retention'
+  | 'linformer'
   | 'linear:elu+1' | 'linear:relu' | 'linear:taylor' | 'linear:efficient'
   | 'synth:dense' | 'synth:random' | 'synth:factorized-dense' | 'synth:factorized-random' | 'synth:mixture';
 
@@ -16,8 +21,10 @@ export interface ModelAttentionOptions {
   /** synth factorized-dense: a * b = maxLen (default: the most square split) */
   a?: number;
   b?: number;
-  /** synth factorized-random: rank of R1 R2^T (default 8) */
+  /** synth factorized-random: rank of R1 R2^T; linformer: projected rows (default 8) */
   k?: number;
+  /** retention: 'retnet' (default: gamma_h = 1 - 2^(-5-h)), one decay in (0, 1) for every head, or 'learned' (from the schedule) */
+  decay?: 'retnet' | 'learned' | number;
   /** local: the band's width (default 8): a decoder sees the last `window` positions, an encoder window / 2 on each side */
   window?: number;
   /** strided: every stride-th key as well (default 8) */
@@ -160,6 +167,8 @@ export interface FormInfo {
   readonly family: string;
   /** the form of cross-attention in an encoder-decoder built with this one */
   readonly crossForm: string;
+  /** a form without a causal form that an encoder-decoder can use in its encoder: the decoder's self-attention then (else null) */
+  readonly decoderForm: string | null;
   readonly causal: boolean;
   readonly nonCausal: boolean;
   /** generation advances it one token at a time */

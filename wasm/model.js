@@ -11,7 +11,8 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
 };
-const OPTION_TYPES = { trainable: 'boolean', a: 'number', b: 'number', k: 'number', components: 'strings', window: 'number', stride: 'number' };
+const OPTION_TYPES = { trainable: 'boolean', a: 'number', b: 'number', k: 'number', components: 'strings', window: 'number',
+  stride: 'number', decay: 'number|string' };
 
 function checkSeed(what, seed) {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
@@ -25,6 +26,10 @@ function optionText(what, value, type) {
     if (!Array.isArray(value) || !value.every((x) => typeof x === 'string' && !x.includes(',')))
       fail(`${what} must be an array of names, got ${describe(value)}`);
     return value.join(',');
+  }
+  if (type === 'number|string') {
+    if (typeof value !== 'number' && typeof value !== 'string') fail(`${what} must be a number or a name, got ${describe(value)}`);
+    return String(value);
   }
   if (typeof value !== type) fail(`${what} must be a ${type}, got ${describe(value)}`);
   if (type === 'number' && !Number.isFinite(value)) fail(`${what} must be a finite number, got ${value}`);

@@ -66,6 +66,12 @@ AW_API const char *aw_form_family(int32_t i) {
     return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->family : "";
 }
 AW_API const char *aw_form_cross(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->cross : ""; }
+// A form without a causal form: the decoder's self-attention of an encoder-decoder built with it
+// ("" when it cannot serve a model, or has a causal form of its own).
+AW_API const char *aw_form_decoder(int32_t i) {
+    const aw_form *f = i >= 0 ? aw_form_at((size_t)i) : NULL;
+    return f && f->decoder ? f->decoder : "";
+}
 AW_API int32_t aw_form_flags(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? (int32_t)aw_form_at((size_t)i)->flags : 0; }
 
 // ---- memory ------------------------------------------------------------------------------------

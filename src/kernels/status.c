@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static _Thread_local char last_message[320];
+static _Thread_local char last_message[512];
 static _Thread_local int last_status;
 
 int aw_fail(int status, const char *fmt, ...) {

@@ -113,6 +113,7 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
     *form_offset = wk->off;
     if (!f->form->tensors) return;
     aw_form_tensor ft[AW_SYNTH_MAX_TENSORS];
+    memset(ft, 0, sizeof ft); // a form fills the fields it knows; the rest are 0 (no_decay: decayed)
     const size_t nt = f->form->tensors(f, ft, AW_SYNTH_MAX_TENSORS);
     if (nt > AW_SYNTH_MAX_TENSORS) {
         wk->overflow = 1;

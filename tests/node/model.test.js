@@ -32,13 +32,18 @@ const FORMS = [
   { attention: 'synth:mixture', attentionOptions: { components: ['random', 'dot'] } },
   { attention: 'synth:mixture', attentionOptions: { components: ['dense', 'factorized-random'], k: 2 } },
   { attention: 'synth:dense', arch: 'encoder-decoder' },
+  { attention: 'retention' },
+  { attention: 'retention', attentionOptions: { decay: 'learned' }, arch: 'encoder-decoder' },
+  { attention: 'retention', attentionOptions: { decay: 0.8 }, norm: 'post' },
+  { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use
-// it) is in the list above, decoder-only and encoder-decoder, so a form added to
-// src/model/forms.c without tests fails here.
+// it) is in the list above, decoder-only and encoder-decoder, and every form that serves an
+// encoder only (decoderForm), encoder-decoder; so a form added to src/model/forms.c without
+// tests fails here.
 test('every registry form a model can use has gradient-check configs above', () => {
-  for (const form of builds[0].lib.forms.filter((f) => f.causal)) {
-    for (const arch of ['decoder', 'encoder-decoder'])
+  for (const form of builds[0].lib.forms.filter((f) => f.causal || f.decoderForm)) {
+    for (const arch of form.causal ? ['decoder', 'encoder-decoder'] : ['encoder-decoder'])
       if (form.family !== 'synthesizer' || arch === 'decoder' || form.name === 'synth:dense')
         assert.ok(FORMS.some((f) => f.attention === form.name && (f.arch ?? 'decoder') === arch), `${form.name} ${arch} is untested`);
   }
@@ -51,9 +56,17 @@ for (const { name, lib } of builds) {
     expectError(() => lib.createModel({ attention: 'cosine' }), /attention must be one of "softmax", .*"linear:elu\+1".*got "cosine"/);
     expectError(() => lib.createModel({ dModel: 30, heads: 4 }), /dModel \(30\) must be divisible by heads \(4\)/);
     expectError(() => lib.createModel({ attention: 'linear:efficient' }), /no causal form/);
+    expectError(() => lib.createModel({ attention: 'linformer' }),
+      /attention "linformer" has no causal form.*mixes every position, later ones included.*use arch "encoder-decoder": it then serves the encoder, and the decoder's self-attention is softmax/);
+    expectError(() => lib.createModel({ attention: 'retention', attentionOptions: { decay: 2 } }),
+      /attentionOptions.decay must be "retnet", "learned" or a number in \(0, 1\), got 2/);
+    expectError(() => lib.createModel({ attentionOptions: { decay: 0.5 } }),
+      /attentionOptions.decay does not apply to attention "softmax" \(it is retention's\)/);
+    expectError(() => lib.createModel({ attention: 'linformer', arch: 'encoder-decoder', attentionOptions: { window: 3 } }),
+      /attentionOptions.window does not apply to attention "linformer"/);
     expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 16\], got 40/);
     expectError(() => lib.createModel({ dmodel: 8 }), /unknown option "dmodel"/);
-    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k does not apply to attention "softmax" \(it is a "synth:\*" option\)/);
+    expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k does not apply to attention "softmax" \(it is the Synthesizer's and Linformer's\)/);
     expectError(() => lib.createModel({ attention: 'synth:factorized-dense', maxLen: 12, attentionOptions: { a: 5, b: 2 } }),
       /a \* b = maxLen \(12\), got 5 \* 2/);
     expectError(() => lib.createModel({ attention: 'synth:mixture', attentionOptions: { components: ['random', 'random'] } }), /distinct/);
