@@ -1,5 +1,5 @@
 // retention.js: lib.retention (RetNet's decayed linear attention) and lib.linformer
-// (docs/attention-forms.md section 6; C side: src/attention/retention.c, linformer.c).
+// (docs/attention-forms.md section 4; C side: src/attention/retention.c, linformer.c).
 import { checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSize, describe, fail } from './core.js';
 import { checkAttentionShapes, runAttention } from './softmax.js';
 

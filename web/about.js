@@ -10,6 +10,8 @@ const PAPERS = {
   shen: { cite: 'Shen et al. 2018, Efficient Attention', url: 'https://arxiv.org/abs/1812.01243' },
   tay: { cite: 'Tay et al. 2020, Synthesizer', url: 'https://arxiv.org/abs/2005.00743' },
   beltagy: { cite: 'Beltagy et al. 2020, Longformer', url: 'https://arxiv.org/abs/2004.05150' },
+  sun: { cite: 'Sun et al. 2023, Retentive Network (RetNet)', url: 'https://arxiv.org/abs/2307.08621' },
+  wang: { cite: 'Wang et al. 2020, Linformer', url: 'https://arxiv.org/abs/2006.04768' },
   child: { cite: 'Child et al. 2019, Generating Long Sequences with Sparse Transformers', url: 'https://arxiv.org/abs/1904.10509' },
 };
 
@@ -38,6 +40,15 @@ const ABOUT = {
   'linear:taylor': ['katharopoulos', 'Approximates exp(q·k) by its first-order Taylor term 1 + q̂·k̂ on unit '
     + 'vectors, which stays positive, so linear attention applies (the kernel view of Katharopoulos et al.). '
     + 'Linear in n like the other linear forms; its weights vary little across keys.'],
+  retention: ['sun', 'Causal linear attention with a decay: the running state is multiplied by γ before each new '
+    + 'key-value pair is added, so old tokens fade, and each head fades at its own rate (RetNet\'s 1 − 2^(−5−h)). '
+    + 'There is no softmax. The same numbers come out of a parallel form (for training), a recurrent form (an RNN '
+    + 'with a d × d state, for generation) and a chunked mix of both: the RNN story of attention, told forward.'],
+  linformer: ['wang', 'Projects the n keys and values along the sequence to k rows with learned matrices E and F, '
+    + 'then runs softmax attention over those k rows: time grows like n k. It fixes a longest length L when '
+    + 'created, and because every projected row mixes all positions, later ones included, it has no causal form: '
+    + 'it serves encoders (in the library, an encoder-decoder\'s encoder; this page\'s models are decoders, so its '
+    + 'model panels cannot train it).'],
   'synth:dense': ['tay', 'No query-key comparison at all: each token\'s own vector goes through a small MLP '
     + 'that writes its whole row of attention logits. It can learn position patterns that depend on the token; '
     + 'the paper finds it competitive with softmax on several tasks, though it cannot compare two tokens.'],

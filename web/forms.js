@@ -67,6 +67,25 @@ O_i = (Σ_j v_j + q̂_i S) / (m + q̂_i·Σ_j k̂_j)
 S = Σ_j k̂_jᵀ v_j
 
 Time O(n d dv): linear in n.`,
+  retention: `A_ij = (q_i·k_j) s γ^(i−j)  for j ≤ i
+O = A V        no softmax, no normaliser
+γ_h = 1 − 2^(−5−h)   (RetNet: one decay
+                      per head)
+Recurrent:  S_i = γ S_{i−1} + k_iᵀ v_i
+            o_i = s q_i S_i
+Parallel, recurrent and chunked forms
+give the same numbers. Generation keeps
+one d × d state: time O(n d²).
+Shown: |A_ij| (scores can be negative).`,
+  linformer: `K' = E K,  V' = F V
+E, F: k × L learned  (here k = 8)
+A = softmax(Q K'ᵀ · s)     (n × k)
+O = A V'
+
+Shown: |A F|, the implied n × n matrix.
+Time O(n k d): linear in n. No causal
+form: each row of E K mixes every
+position, later ones included.`,
   'synth:dense': `B = relu(X W₁ + b₁) W₂ + b₂
 W₁: d × d,  W₂: d × L  (first n columns)
 A = softmax(B)
@@ -112,6 +131,8 @@ const LABELS = {
   'linear:relu': 'Linear, φ = relu',
   'linear:efficient': 'Linear, efficient attention',
   'linear:taylor': 'Linear, Taylor (1 + q̂·k̂)',
+  retention: 'Retention (RetNet, decayed linear)',
+  linformer: 'Linformer (k = 8 projected rows)',
   'synth:dense': 'Synthesizer, dense',
   'synth:random': 'Synthesizer, random',
   'synth:factorized-dense': 'Synthesizer, factorized dense',
@@ -119,7 +140,8 @@ const LABELS = {
   'synth:mixture': 'Synthesizer, mixture',
 };
 
-export const FAMILY_LABELS = { softmax: 'Softmax', local: 'Local (sliding window)', linear: 'Linear attention', synth: 'Synthesizer' };
+export const FAMILY_LABELS = { softmax: 'Softmax', local: 'Local (sliding window)', linear: 'Linear attention', synth: 'Synthesizer',
+  retention: 'Retention', linformer: 'Linformer' };
 
 /** The formula text of a form id (also for ids this file does not list). */
 export function formulaOf(id) {
@@ -149,6 +171,19 @@ export function synthOptions(variant, { d, heads, n, maxLen, seed }) {
 // are created on the call (maxLen defaults to n) and kept in cache when one is given, else disposed.
 const LOCAL_WINDOW = 4; // the sandbox's band: 4 keys, visible at every sentence length
 const LOCAL_STRIDE = 3; // strided: every 3rd key as well
+const LINFORMER_ROWS = 8; // Linformer's k
+// Retention's scores and Linformer's implied matrix are signed (no softmax makes them positive):
+// the heatmaps, whose colour scale starts at 0, show their magnitudes (the formula text says so).
+function magnitudes(result) {
+  if (result.weights) result.weights = result.weights.map(Math.abs);
+  return result;
+}
+/** The families whose weights are signed scores rather than probabilities (shown as magnitudes). */
+export const SIGNED_FAMILIES = ['retention', 'linformer'];
+/** A model's weights for display: magnitudes for a signed form (see magnitudes). */
+export function displayWeights(formId, weights) {
+  return SIGNED_FAMILIES.some((f) => formId === f || formId.startsWith(`${f}:`)) ? weights.map(Math.abs) : weights;
+}
 const RUNNERS = {
   softmax: (lib) => (inp) => lib.softmaxAttention({
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, returnWeights: inp.weights,
@@ -161,6 +196,14 @@ const RUNNERS = {
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal,
     feature: name.slice('linear:'.length), returnWeights: inp.weights,
   }),
+  retention: (lib) => (inp) => magnitudes(lib.retention({
+    q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, returnWeights: inp.weights,
+  })),
+  // E, F from the seed, over maxLen (default n) columns; causal throws, so the form is marked non-causal
+  linformer: (lib) => (inp) => magnitudes(lib.linformer({
+    q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, proj: LINFORMER_ROWS,
+    maxLen: inp.maxLen ?? inp.n, seed: inp.seed ?? 1, returnWeights: inp.weights,
+  })),
   synthesizer: (lib, name) => {
     const variant = name.slice('synth:'.length);
     // A synthesizer holds weights sized by maxLen: make one per (variant, d, heads, L, seed) and keep it.

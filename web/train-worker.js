@@ -22,6 +22,7 @@
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
 import { loadAttention } from '../wasm/index.js';
 import { BATCH, TASKS, panelLr, scheduledLr } from './tasks.js';
+import { displayWeights } from './forms.js';
 
 const libPromise = loadAttention();
 let lib = null;
@@ -96,7 +97,7 @@ function snapshot() {
     // a typed sequence: its length and the one the model trained on
     ...(input.typed ? { length: input.source.length, trained: task.length } : {}),
   };
-  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel), maps: attention, T: seq.length, view });
+  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel), maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention, w))), T: seq.length, view });
 }
 
 function evaluate() {

@@ -1,4 +1,4 @@
-// linformer.h: Linformer (Wang et al. 2020; docs/attention-forms.md section 6). Keys and values
+// linformer.h: Linformer (Wang et al. 2020; docs/attention-forms.md section 4). Keys and values
 // are projected along the sequence to k rows by learned E, F (k, L), then softmax attention runs
 // over those k rows:  O = softmax(Q (E K)^T * scale) (F V)  per head, E and F shared by the heads.
 // A sequence of n <= L positions uses the first n columns of E and F (L is the longest sequence

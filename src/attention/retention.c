@@ -1,5 +1,5 @@
 // retention.c: retention's parallel, recurrent and chunked forms, the naive reference, the
-// backward and the decoding state (see retention.h; docs/attention-forms.md section 6).
+// backward and the decoding state (see retention.h; docs/attention-forms.md section 4).
 #include "retention.h"
 
 #include "../kernels/kernels.h"

@@ -1,5 +1,5 @@
 // retention.h: retention, linear attention with a decay (RetNet, Sun et al. 2023;
-// docs/attention-forms.md section 6). Per head h with decay gamma_h in (0, 1]:
+// docs/attention-forms.md section 4). Per head h with decay gamma_h in (0, 1]:
 //   parallel:  O = (Q K^T * scale ⊙ D) V,  D_ij = gamma^(i - j) for j <= i, 0 above (causal),
 //              D_ij = gamma^|i - j| for the non-causal (encoder) form
 //   recurrent: S_i = gamma S_{i-1} + k_i^T v_i,  o_i = scale q_i S_i          (causal)

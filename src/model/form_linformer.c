@@ -1,4 +1,4 @@
-// form_linformer.c: Linformer (docs/attention-forms.md section 6) as a registry row. Each sublayer
+// form_linformer.c: Linformer (docs/attention-forms.md section 4) as a registry row. Each sublayer
 // owns E and F (k, maxLen), trained with the model, shared by its heads. It has no causal form,
 // so it serves an encoder-decoder's encoder (and any non-causal use); the decoder's
 // self-attention and the cross-attention are softmax. The backward recomputes the forward.

@@ -1,5 +1,5 @@
 // form_retention.c: retention (RetNet's decayed linear attention, docs/attention-forms.md
-// section 6) as a registry row. Training runs the parallel form (its backward is blockwise, with
+// section 4) as a registry row. Training runs the parallel form (its backward is blockwise, with
 // the gradient of each head's decay); generation keeps the constant-size recurrent state S per
 // head, as a recurrent network does. The decays are RetNet's schedule, one value for every head
 // (attentionOptions.decay), or learned ("learned": a logit per head, gamma = sigmoid(logit),

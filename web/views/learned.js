@@ -4,6 +4,7 @@
 // head on it, and at a hovered or tapped row i the model's top-5 guesses for the character after
 // position i. Runs on the page's thread: one forward pass of at most 32 characters is instant.
 import { createHeatmapView } from './heatmap.js';
+import { displayWeights } from '../forms.js';
 
 const TOP = 5;
 
@@ -141,7 +142,8 @@ export function createLearnedView(el, { lib, onChange }) {
     const tokens = Int32Array.from(chars.map((ch) => lib.charsTokenizer.encode(ch)[0]));
     const { logits, attention } = m.forward(tokens);
     const maps = [];
-    attention.forEach((heads, l) => heads.forEach((weights, h) => maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights })));
+    attention.forEach((heads, l) => heads.forEach((weights, h) =>
+      maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights: displayWeights(form.id, weights) })));
     const labels = chars.map(charLabel);
     current = { chars, logits, vocab: m.config.vocab };
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale });
