@@ -35,7 +35,9 @@ static void usage(void) {
     printf("attention forms (the registry, src/model/forms.c):\n");
     for (size_t i = 0; i < aw_form_count_all(); i++)
         printf("  %-26s %s%s\n", aw_form_at(i)->name, aw_form_at(i)->family,
-               aw_form_at(i)->flags & AW_FORM_CAUSAL ? "" : " (no causal form: not for a decoder)");
+               aw_form_at(i)->flags & AW_FORM_CAUSAL ? ""
+               : aw_form_at(i)->decoder          ? " (no causal form: the encoder of --arch encoder-decoder)"
+                                                  : " (no causal form: not for a decoder)");
 }
 
 // The registry name of --attention: a full name, or a short one (elu+1, relu, taylor, dense, ...).

@@ -196,8 +196,10 @@ const RUNNERS = {
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal,
     feature: name.slice('linear:'.length), returnWeights: inp.weights,
   }),
+  // without weights, the causal form runs chunked (linear in n); the weights come from the parallel form
   retention: (lib) => (inp) => magnitudes(lib.retention({
     q: inp.q, k: inp.k, v: inp.v, n: inp.n, d: inp.d, heads: inp.heads, causal: inp.causal, returnWeights: inp.weights,
+    mode: inp.causal && !inp.weights ? 'chunked' : 'parallel',
   })),
   // E, F from the seed, over maxLen (default n) columns; causal throws, so the form is marked non-causal
   linformer: (lib) => (inp) => magnitudes(lib.linformer({

@@ -52,6 +52,10 @@ int linformer_forward(float *out, float *weights, const float *q, const float *k
     if (!st && weights)
         for (size_t h = 0; h < H; h++) aw_matmul_nn(weights + h * n * n, P + h * n * k, F, n, n, k, k, ds->L, n, 0);
     free(mem);
+    if (!st && (aw_find_nonfinite(out, n * ds->dv) != n * ds->dv ||
+                (weights && aw_find_nonfinite(weights, H * n * n) != H * n * n)))
+        st = aw_fail(AW_ERR_NONFINITE, "linformer: the result overflowed float32 (an Infinity appeared); scale q, k, "
+                                       "v, E or F down");
     return st;
 }
 
@@ -102,7 +106,7 @@ int linformer_forward_ref(float *out, float *weights, const float *q, const floa
                 }
         }
     free(mem);
-    return aw_find_nonfinite(out, n * dv) == n * dv
+    return aw_find_nonfinite(out, n * dv) == n * dv && (!weights || aw_find_nonfinite(weights, H * n * n) == H * n * n)
                ? AW_OK
                : aw_fail(AW_ERR_NONFINITE, "linformer: the result overflowed float32; scale q, k or v down");
 }

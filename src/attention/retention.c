@@ -152,6 +152,7 @@ int retention_forward(float *out, float *weights, const float *q, const float *k
     else st = forward_chunked(out, q, k, v, ds);
     if (!st && weights && ds->causal && ds->mode != AW_RETENTION_PARALLEL) // the asked-for form's own output
         st = ds->mode == AW_RETENTION_RECURRENT ? forward_recurrent(out, q, k, v, ds) : forward_chunked(out, q, k, v, ds);
+    if (!st && weights) st = finite_or_fail(weights, ds->heads * ds->n * ds->n); // sizes: planned above
     return st ? st : finite_or_fail(out, ds->n * ds->dv);
 }
 
@@ -178,6 +179,7 @@ int retention_forward_ref(float *out, float *weights, const float *q, const floa
             for (size_t e = 0; e < dvh; e++) out[i * dv + h * dvh + e] = (float)acc[e];
         }
     free(acc);
+    if (weights && finite_or_fail(weights, H * n * n)) return AW_ERR_NONFINITE;
     return finite_or_fail(out, n * dv);
 }
 

@@ -25,6 +25,12 @@ int aw_synth_create(aw_synthesizer **out, int32_t variant, int32_t d, int32_t ma
 int aw_synth_forward(aw_synthesizer *s, float *out, float *weights, const float *x, const float *v, const float *q,
                      const float *k, int32_t n, int32_t dv, int32_t dqk, int32_t causal, int32_t path);
 void aw_synth_destroy(aw_synthesizer *s);
+int aw_retention(float *out, float *weights, const float *q, const float *k, const float *v, const float *gamma,
+                 int32_t n, int32_t d, int32_t dv, int32_t heads, int32_t causal, float scale, int32_t mode, int32_t chunk,
+                 int32_t path);
+int aw_linformer(float *out, float *weights, const float *q, const float *kk, const float *v, const float *E,
+                 const float *F, int32_t n, int32_t d, int32_t dv, int32_t heads, int32_t k, int32_t L, int32_t causal,
+                 float scale, int32_t path);
 
 // The shapes of one call, decoded first (the values follow).
 typedef struct {
@@ -47,7 +53,7 @@ static void check_weights(const float *w, int32_t heads, int32_t n, int32_t m) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bytes_in in = {data, size};
     call c;
-    c.family = take_u8(&in) % 5;
+    c.family = take_u8(&in) % 7;
     c.heads = (int32_t)take_size(&in, 1, 4);
     c.n = (int32_t)take_size(&in, 1, 24), c.m = (int32_t)take_size(&in, 1, 24);
     c.d = c.heads * (int32_t)take_size(&in, 1, 8), c.dv = c.heads * (int32_t)take_size(&in, 1, 8);
@@ -87,6 +93,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (st == AW_OK) FUZZ_ASSERT(all_finite(out, (size_t)c.n * c.dv), "linear: non-finite output with AW_OK");
         if (st == AW_OK && c.weights) check_weights(w, c.heads, c.n, c.m);
         break;
+    case 5: { // retention: gammas from the input (some outside (0, 1]), n rows of q, k (d) and v (dv)
+        const int32_t n = c.n < c.m ? c.n : c.m;
+        float gamma[4];
+        for (int h = 0; h < 4; h++) gamma[h] = (float)take_u8(&in) / 200.0f; // 0 .. 1.275
+        st = aw_retention(out, c.weights ? w : NULL, q, k, v, (take_u8(&in) & 1) ? gamma : NULL, n, c.d, c.dv, c.heads,
+                          c.causal, c.scale, c.mode - (take_u8(&in) == 9), (int32_t)take_size(&in, 0, 9), c.path);
+        FUZZ_STATUS(st);
+        if (st == AW_OK) FUZZ_ASSERT(all_finite(out, (size_t)n * c.dv), "retention: non-finite output with AW_OK");
+        if (st == AW_OK && c.weights) FUZZ_ASSERT(all_finite(w, (size_t)c.heads * n * n), "retention: non-finite weights");
+        break;
+    }
+    case 6: { // Linformer: E, F (k, L) from the input, n rows; n > L and causal must be refused
+        const int32_t n = c.n < c.m ? c.n : c.m, kp = (int32_t)take_size(&in, 1, 6), L = (int32_t)take_size(&in, 1, 24);
+        float *E = malloc((size_t)kp * L * 4), *F = malloc((size_t)kp * L * 4);
+        fill(E, (size_t)kp * L, &in), fill(F, (size_t)kp * L, &in);
+        st = aw_linformer(out, c.weights ? w : NULL, q, k, v, E, F, n, c.d, c.dv, c.heads, kp, L, c.causal, c.scale,
+                          c.path);
+        FUZZ_STATUS(st);
+        FUZZ_ASSERT(!(st == AW_OK && (c.causal || n > L)), "linformer: causal or n > L accepted");
+        if (st == AW_OK) FUZZ_ASSERT(all_finite(out, (size_t)n * c.dv), "linformer: non-finite output with AW_OK");
+        free(E), free(F);
+        break;
+    }
     case 3: { // the decoding state: step through the sequence
         aw_linear_state *s = aw_linear_state_create(c.d, c.dv, c.heads, c.feature);
         FUZZ_ASSERT(s || aw_error_message()[0], "a state that could not be made says why");

@@ -30,12 +30,17 @@ void aw_model_destroy(aw_model *m);
 
 static const char *const FORMS[] = {"softmax", "local", "strided", "linear:elu+1", "linear:relu", "linear:efficient", "linear:taylor",
                                     "synth:dense", "synth:random", "synth:factorized-dense", "synth:factorized-random",
-                                    "synth:mixture", "cosine"};
+                                    "synth:mixture", "retention", "linformer", "cosine"};
+enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };
+static const char *const DECAYS[] = {"retnet", "learned", "0.5", "0.999", "1", "0", "x"};
 static const char *const TASKS[] = {"copy", "reverse", "sort", "recall", "translate", "chars", "parity"};
 static const char *const COMPONENTS[] = {"random,dot", "dense", "factorized-random,dense", "dot,dot", "", "mixture"};
 
-// Logits finite, attention rows summing to 1 or 0.
+// Logits finite; attention rows summing to 1 or 0, except the signed scores of retention and
+// Linformer (finite).
 static void check_forward(aw_model *m, const int32_t *tok, int32_t T, const int32_t *src, int32_t S) {
+    const char *family = aw_form_at((size_t)m->cfg.form)->family;
+    const int signed_scores = !strcmp(family, "retention") || !strcmp(family, "linformer");
     const size_t V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, L = (size_t)m->cfg.layers;
     float *logits = malloc(T * V * 4 + 4), *att = malloc(L * H * T * T * 4 + 4);
     float *cross = malloc(L * H * T * (S + 1) * 4 + 4), *enc = malloc(L * H * (S + 1) * (S + 1) * 4 + 4);
@@ -44,7 +49,8 @@ static void check_forward(aw_model *m, const int32_t *tok, int32_t T, const int3
     FUZZ_STATUS(st);
     if (st == AW_OK) {
         FUZZ_ASSERT(all_finite(logits, (size_t)T * V), "forward: non-finite logits with AW_OK");
-        for (size_t r = 0; r < L * H * (size_t)T; r++) {
+        FUZZ_ASSERT(all_finite(att, L * H * (size_t)T * T), "forward: non-finite attention with AW_OK");
+        for (size_t r = 0; r < L * H * (size_t)T && !signed_scores; r++) {
             double s = 0.0;
             for (int32_t j = 0; j < T; j++) s += att[r * T + j];
             FUZZ_ASSERT(s == 0.0 || fabs(s - 1.0) < 1e-3, "an attention row sums to %g", s);
@@ -70,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             aw_clear_error();
             FUZZ_STATUS(aw_config_set(b, ints[f].key, value));
         }
-    aw_config_set(b, "attention", FORMS[take_u8(&in) % 13]);
+    aw_config_set(b, "attention", FORMS[take_u8(&in) % N_FORMS]);
+    if (take_u8(&in) & 1) aw_config_set(b, "attentionOptions.decay", DECAYS[take_u8(&in) % 7]);
     if (take_u8(&in) & 1) aw_config_set(b, "arch", (take_u8(&in) & 1) ? "encoder-decoder" : "decoder");
     if (take_u8(&in) & 1) aw_config_set(b, "norm", (take_u8(&in) & 1) ? "post" : "pre");
     if (take_u8(&in) & 1) aw_config_set(b, "positional", (take_u8(&in) & 1) ? "learned" : "sinusoidal");
