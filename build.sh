@@ -30,7 +30,17 @@ build_wasm() {
   mkdir -p wasm
   emcc "${common[@]}" -msimd128 $sources -o wasm/attention.wasm
   emcc "${common[@]}" $sources -o wasm/attention-scalar.wasm
-  echo "build.sh: wasm/attention.wasm ($(wc -c < wasm/attention.wasm) B), wasm/attention-scalar.wasm ($(wc -c < wasm/attention-scalar.wasm) B)"
+  # The threaded build: SIMD plus atomics on a shared memory the loader creates and hands to every
+  # worker's instance (--import-memory); each worker gets its own stack (stackRestore) and
+  # thread-local block (__wasm_init_tls). Emscripten 3.1.6 refuses -pthread with STANDALONE_WASM, so
+  # the objects are compiled with -matomics -mbulk-memory and linked with --shared-memory; its libc
+  # is the single-threaded one (--no-check-features), used by one thread at a time: the library's
+  # allocations go through a lock (src/kernels/thread_alloc.h, included first), and only the
+  # main thread calls anything else in libc.
+  emcc "${common[@]}" -msimd128 -matomics -mbulk-memory -DAW_THREADS -include src/kernels/thread_alloc.h $sources \
+    -Wl,--shared-memory -Wl,--import-memory -Wl,--no-check-features -Wl,--export=__wasm_init_tls \
+    -Wl,--export=__tls_size -Wl,--export=__tls_align -o wasm/attention-threads.wasm
+  echo "build.sh: wasm/attention.wasm ($(wc -c < wasm/attention.wasm) B), wasm/attention-scalar.wasm ($(wc -c < wasm/attention-scalar.wasm) B), wasm/attention-threads.wasm ($(wc -c < wasm/attention-threads.wasm) B)"
 }
 
 # Native test binaries under ASan + UBSan. build_native OUT [flags...]: every compile and link

@@ -2,8 +2,8 @@
 // with their budget and their spread (the table of final accuracies is in experiment.mjs):
 //   curves    held-out accuracy against training steps, seeds 1, 2, 3: mean, min and max per form
 //             and task (reverse, recall), so a claim says at which budget it holds and how surely
-//   distance  local vs global: recall of a key far from its query (beyond what two layers of a
-//             window of 4 can reach) against one near it, for softmax, local and strided attention
+//   distance  local vs global: copying a token from far back (beyond what two layers of a window of
+//             4 can reach) against one from near, for softmax, local and strided attention
 //   lengths   RNN to Transformer (seed 004): reverse accuracy against sequence length for the GRU
 //             encoder-decoder without attention, with additive attention, and the Transformer
 //             (runs when the library has arch "gru")
@@ -63,50 +63,37 @@ if (PARTS.includes('curves')) {
 }
 
 // ---- distance --------------------------------------------------------------------------------
-// Recall as own batches: k0 v0 k1 v1 ... k7 v7 SEP kq -> vq. Keys distinct in 1..20, values in 1..20.
-// The query's key k_i sits 2 (8 - i) positions before it: pairs 6 and 7 are near (within one
-// window of 4 plus what a second layer adds), pairs 0..3 are far (10 or more positions back).
+// Copy: the output token at position t must read the input token length + 1 positions back. With a
+// window of 4 in each of 2 layers a position reaches 6 back: copy of length 2 (3 back) is near,
+// copy of length 12 (13 back) is far. Softmax reaches every position; strided attention reaches
+// 13 back in two hops (12 by the stride, 1 by the band).
 if (PARTS.includes('distance')) {
-  const N = 8, SYM = 20;
-  let s = 12345;
-  const rnd = (k) => ((s = (s * 1103515245 + 12345) >>> 0) >>> 8) % k;
-  const example = (qi) => {
-    const keys = [];
-    while (keys.length < N) { const k = 1 + rnd(SYM); if (!keys.includes(k)) keys.push(k); }
-    const vals = keys.map(() => 1 + rnd(SYM)), i = qi ?? rnd(N);
-    const inputs = [...keys.flatMap((k, j) => [k, vals[j]]), 0, keys[i]];
-    const targets = inputs.map(() => 0);
-    targets[targets.length - 1] = vals[i];
-    const mask = inputs.map((_, j) => (j === inputs.length - 1 ? 1 : 0));
-    return { inputs, targets, mask };
-  };
-  const batch = (B, qi) => {
-    const ex = Array.from({ length: B }, () => example(qi));
-    return { inputs: ex.map((e) => e.inputs), targets: ex.map((e) => e.targets), mask: ex.map((e) => e.mask) };
-  };
+  const LENGTHS = [2, 12];
   const FORMS = [['softmax', {}], ['local', { window: 4 }], ['strided', { window: 4, stride: 4 }]];
   const rows = [];
   for (const [form, attentionOptions] of FORMS) {
-    const near = [], far = [], all = [];
-    for (const seed of SEEDS) {
-      s = 1000 + seed;
-      const cfg = { ...SIZE, vocab: SYM + 1, attention: form, seed };
-      if (Object.keys(attentionOptions).length) cfg.attentionOptions = attentionOptions;
-      const m = lib.createModel(cfg);
-      for (let t = 1; t <= STEPS; t++) m.trainStep({ ...batch(BATCH), lr: lrAt(t) });
-      s = 999; // the same held-out examples for every form and seed
-      const accAt = (qis) => stats(qis.map((qi) => m.evaluate(batch(128, qi)).accuracy)).mean;
-      near.push(accAt([6, 7])), far.push(accAt([0, 1, 2, 3])), all.push(accAt([0, 1, 2, 3, 4, 5, 6, 7]));
-      m.dispose();
+    const cells = [];
+    for (const length of LENGTHS) {
+      const accs = [];
+      for (const seed of SEEDS) {
+        const cfg = { ...SIZE, vocab: 11, attention: form, seed };
+        if (Object.keys(attentionOptions).length) cfg.attentionOptions = attentionOptions;
+        const m = lib.createModel(cfg);
+        const opts = { task: 'copy', length, symbols: 10 };
+        for (let t = 1; t <= STEPS; t++) m.trainStep({ ...opts, batchSize: BATCH, lr: lrAt(t) });
+        accs.push(m.evaluate({ ...opts, batches: 4, batchSize: 64 }).accuracy);
+        m.dispose();
+      }
+      cells.push(spread(accs));
+      console.log(`# distance ${form} copy ${length}: ${accs.map(pct).join('/')}`);
     }
-    rows.push(`| ${form}${attentionOptions.window ? ` (window ${attentionOptions.window}${attentionOptions.stride ? `, stride ${attentionOptions.stride}` : ''})` : ''} | ${spread(near)} | ${spread(far)} | ${spread(all)} |`);
-    console.log(`# distance ${form}: near ${near.map(pct).join('/')}, far ${far.map(pct).join('/')}`);
+    const label = attentionOptions.window ? ` (window ${attentionOptions.window}${attentionOptions.stride ? `, stride ${attentionOptions.stride}` : ''})` : '';
+    rows.push(`| ${form}${label} | ${cells.join(' | ')} |`);
   }
-  console.log(`\nLocal vs global: recall of the value of a queried key among ${N} pairs (${SYM} symbols; chance 5%), ` +
-    `${STEPS} steps, seeds ${SEEDS.join(', ')} (mean, min-max). Near: the last two pairs (the key 2-4 positions back); ` +
-    `far: the first four (10-16 back, beyond two layers of a window of 4):\n`);
-  console.log('| attention | near | far | every pair |');
-  console.log('|---|---:|---:|---:|');
+  console.log(`\nLocal vs global: held-out accuracy on copy (10 symbols), where each output token is length + 1 positions ` +
+    `after the token it copies; two layers of a window of 4 reach 6 back. ${STEPS} steps, seeds ${SEEDS.join(', ')} (mean, min-max):\n`);
+  console.log(`| attention | ${LENGTHS.map((l) => `copy ${l} (${l + 1} back: ${l + 1 <= 6 ? 'near' : 'far'})`).join(' | ')} |`);
+  console.log(`|---|${LENGTHS.map(() => '---:').join('|')}|`);
   for (const r of rows) console.log(r);
   console.log('');
 }

@@ -109,9 +109,10 @@ const mib = (b) => (b / 2 ** 20).toFixed(1);
 
 /** The wasm instance plus heap helpers. One per loaded library. */
 export class Core {
-  constructor(instance) {
+  /** memory: the imported (shared) memory of the threaded build; else the instance's own. */
+  constructor(instance, memory = instance.exports.memory) {
     this.exports = instance.exports;
-    this.memory = instance.exports.memory;
+    this.memory = memory;
   }
 
   get f32() {
@@ -153,7 +154,7 @@ export class Core {
     const u8 = this.u8;
     let end = ptr;
     while (u8[end] !== 0) end++;
-    return new TextDecoder().decode(u8.subarray(ptr, end));
+    return new TextDecoder().decode(u8.slice(ptr, end)); // a copy: browsers refuse to decode shared memory
   }
 
   /** Runs fn(ptrs) with each string copied into the heap as NUL-terminated UTF-8. */

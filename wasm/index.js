@@ -1,7 +1,8 @@
 // attention-wasm: the ES-module loader. Works unchanged in Node 20+ and in browsers with no
 // bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
 // (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
-import { Core, checkKeys, checkOneOf, describe, fail, readForms } from './core.js';
+import { Core, checkKeys, checkOneOf, describe, fail, isPositiveInt, readForms } from './core.js';
+import { THREAD_BUILD, autoThreads, startThreads, threadImports, whyNoThreads } from './threads.js';
 import { kernelMethods } from './kernels.js';
 import { softmaxMethods } from './softmax.js';
 import { linearMethods } from './linear.js';
@@ -60,10 +61,11 @@ function compileUrl(url) {
   return moduleCache.get(key);
 }
 
-async function instantiate(module) {
+// memory: the threaded build's shared memory (imported); else the module defines its own.
+async function instantiate(module, memory) {
   let core = null;
   const known = {
-    env: { emscripten_notify_memory_growth: () => {} }, // views are made fresh from memory.buffer on use
+    env: { emscripten_notify_memory_growth: () => {}, memory }, // views are made fresh from memory.buffer on use
     wasi_snapshot_preview1: {
       fd_write: () => 52, // ENOSYS: the C core never prints
       proc_exit: (code) => fail(`the wasm module tried to exit with code ${code}`),
@@ -78,8 +80,23 @@ async function instantiate(module) {
   }
   const instance = await WebAssembly.instantiate(module, imports);
   instance.exports._initialize?.();
-  core = new Core(instance);
+  core = new Core(instance, memory ?? instance.exports.memory);
+  core.instance = instance;
   return core;
+}
+
+// The threaded build with n threads, or null and why not.
+async function loadThreaded(n) {
+  let core = null;
+  try {
+    const module = await compileUrl(THREAD_BUILD);
+    const { memory } = threadImports();
+    core = await instantiate(module, memory);
+    const pool = await startThreads(module, core.instance, memory, n);
+    return { core, pool };
+  } catch (e) {
+    return { reason: `the threaded build could not start: ${e.message}` };
+  }
 }
 
 /**
@@ -89,14 +106,28 @@ async function instantiate(module) {
  *   true demands SIMD, false forces the scalar build. wasm: use these bytes or this URL instead.
  */
 export async function loadAttention(options = {}) {
-  checkKeys('loadAttention', options, ['simd', 'wasm']);
+  checkKeys('loadAttention', options, ['simd', 'wasm', 'threads']);
   const simd = options.simd ?? 'auto';
   checkOneOf('loadAttention: simd', simd, ['auto', true, false]);
   const canSimd = simdSupported();
   if (simd === true && !canSimd) fail('loadAttention: simd is true but this engine does not support WebAssembly SIMD128');
+  const threads = options.threads ?? 1;
+  if (threads !== 'auto' && !(isPositiveInt(threads) && threads <= 64))
+    fail(`loadAttention: threads must be 'auto' or an integer in [1, 64], got ${describe(threads)}`);
+  const want = threads === 'auto' ? await autoThreads() : threads;
+  let reason = null, threaded = null;
+  if (want === 1) reason = threads === 'auto' ? 'this machine reports one core' : 'threads: 1 (the default); loadAttention({ threads: \'auto\' }) uses every core';
+  else if (options.wasm !== undefined) reason = 'a wasm module of your own was given (options.wasm): it runs on one thread';
+  else if (simd === false) reason = 'simd: false was asked for, and the threaded build is a SIMD build';
+  else reason = whyNoThreads(canSimd);
+  if (!reason) {
+    threaded = await loadThreaded(want);
+    reason = threaded.reason ?? null;
+  }
   let module;
   const w = options.wasm;
-  if (w === undefined) module = await compileUrl(simd === false || !canSimd ? BUILDS.scalar : BUILDS.simd);
+  if (threaded?.core) module = null;
+  else if (w === undefined) module = await compileUrl(simd === false || !canSimd ? BUILDS.scalar : BUILDS.simd);
   else if (w instanceof WebAssembly.Module) module = w;
   else if (w instanceof URL || typeof w === 'string') module = await compileUrl(new URL(w, import.meta.url));
   else if (w instanceof ArrayBuffer || ArrayBuffer.isView(w)) {
@@ -107,8 +138,24 @@ export async function loadAttention(options = {}) {
     }
   } else fail(`loadAttention: wasm must be a URL, a string URL, an ArrayBuffer or a typed array, got ${describe(w)}`);
 
-  const core = await instantiate(module);
+  const core = threaded?.core ?? await instantiate(module);
+  const pool = threaded?.pool ?? null;
   const lib = {
+    /** threads that run each call (1: the single-thread build) */
+    get threads() {
+      return pool ? core.exports.aw_thread_count() : 1;
+    },
+    /** why only one thread runs, in one line (null when threads run) */
+    threadsReason: reason,
+    /**
+     * Uses n threads from now on, 1 <= n <= the threads started (results do not depend on it);
+     * returns how many run.
+     */
+    setThreads(n) {
+      if (!isPositiveInt(n)) fail(`setThreads: n must be a positive integer, got ${describe(n)}`);
+      if (!pool) return 1;
+      return core.exports.aw_set_threads(n);
+    },
     /** true when the SIMD128 kernels run, false for the scalar build */
     simd: core.exports.aw_simd_enabled() === 1,
     /** the wasm memory (its buffer.byteLength is the heap size) */

@@ -39,10 +39,7 @@ function checkSeed(what, seed) {
 }
 
 function readCString(core, ptr) {
-  const u8 = core.u8;
-  let end = ptr;
-  while (u8[end] !== 0) end++;
-  return new TextDecoder().decode(u8.subarray(ptr, end));
+  return core.cString(ptr);
 }
 
 // Resolves and checks createSynthesizer's options; returns the layer's configuration.

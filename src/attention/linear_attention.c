@@ -4,6 +4,7 @@
 #include "linear_attention.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "../kernels/simd.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
@@ -212,39 +213,93 @@ static void state_query(float *out, const float *s, const float *z, const float 
 
 // Non-causal: per head, S = phi(K)^T V and z = sum_j phi(k_j) over key chunks, then each query
 // chunk's O = phi(Q) S / (phi(Q) z).
-static int forward_noncausal(float *out, const float *q, const float *k, const float *v,
-                             const aw_linear_attention_desc *ds) {
+// Threads (src/kernels/parallel.h): one item per head, each with its own block of the scratch.
+typedef struct {
+    const aw_linear_attention_desc *ds;
+    const float *q, *k, *v;
+    float *out, *buf;
+    size_t per; // scratch floats per head
+} heads_job;
+
+static void noncausal_head(void *ctx, size_t hd) {
+    const heads_job *j = ctx;
+    const aw_linear_attention_desc *ds = j->ds;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), aw_size_mul(3, dh))));
-    if (!buf) return AW_ERR_NOMEM;
-    float *s = buf;                  // (D, dvh)
+    float *s = j->buf + hd * j->per; // (D, dvh)
     float *z = s + D * dvh;          // (D)
     float *phi = z + D;              // (CHUNK, D): key features, then query features
     float *colmax = phi + CHUNK * D; // (dh) EFFICIENT key statistics
     float *colinv = colmax + dh;     // (dh)
     float *tmp = colinv + dh;        // (dh)
-    for (size_t hd = 0; hd < h; hd++) {
-        const float *kh = k + hd * dh, *vh = v + hd * dvh, *qh = q + hd * dh;
-        memset(s, 0, (D * dvh + D) * sizeof(float));
-        if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
-        for (size_t j0 = 0; j0 < m; j0 += CHUNK) {
-            const size_t cm = m - j0 < CHUNK ? m - j0 : CHUNK;
-            key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, colmax, colinv);
-            aw_matmul_tn(s, phi, vh + j0 * dv, D, dvh, cm, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-            for (size_t r = 0; r < cm; r++) aw_axpy(z, 1.0f, phi + r * D, D);
+    const float *kh = j->k + hd * dh, *vh = j->v + hd * dvh, *qh = j->q + hd * dh;
+    memset(s, 0, (D * dvh + D) * sizeof(float));
+    if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
+    for (size_t j0 = 0; j0 < m; j0 += CHUNK) {
+        const size_t cm = m - j0 < CHUNK ? m - j0 : CHUNK;
+        key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, colmax, colinv);
+        aw_matmul_tn(s, phi, vh + j0 * dv, D, dvh, cm, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+        for (size_t r = 0; r < cm; r++) aw_axpy(z, 1.0f, phi + r * D, D);
+    }
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
+        float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
+        feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
+        aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
+        for (size_t r = 0; r < cr; r++)
+            normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh, den_floor(ds->feature, D, m));
+    }
+}
+
+static int forward_noncausal(float *out, const float *q, const float *k, const float *v,
+                             const aw_linear_attention_desc *ds) {
+    const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    heads_job j = {ds, q, k, v, out, NULL,
+                   aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), aw_size_mul(3, dh)))};
+    if (!(j.buf = aw_alloc_floats(aw_size_mul(h, j.per)))) return AW_ERR_NOMEM;
+    aw_parallel_for(h, noncausal_head, &j);
+    free(j.buf);
+    return finite_or_fail(out, n * dv);
+}
+
+static void causal_head(void *ctx, size_t hd) {
+    const heads_job *j = ctx;
+    const aw_linear_attention_desc *ds = j->ds;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    float *s = j->buf + hd * j->per; // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
+    float *z = s + D * dvh;      // (D): sum of phi(k_j) over the same keys
+    float *phiq = z + D;         // (CHUNK, D)
+    float *phik = phiq + CHUNK * D; // (CHUNK, D)
+    float *a = phik + CHUNK * D; // (CHUNK, CHUNK): masked similarities within the chunk
+    float *den = a + CHUNK * CHUNK; // (CHUNK)
+    const float *kh = j->k + hd * dh, *vh = j->v + hd * dvh, *qh = j->q + hd * dh;
+    memset(s, 0, (D * dvh + D) * sizeof(float));
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
+        const size_t ck = i0 < m ? (m - i0 < cr ? m - i0 : cr) : 0; // keys i0 .. i0+ck-1 are new here
+        float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
+        feature_rows(phiq, qh + i0 * d, cr, dh, d, ds->feature);
+        aw_matmul_nn(o, phiq, s, cr, dvh, D, D, dvh, dv, 0); // earlier chunks: phi(Q_c) S
+        for (size_t r = 0; r < cr; r++) den[r] = aw_dot(phiq + r * D, z, D);
+        if (ck > 0) {
+            feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
+            aw_matmul_nt(a, phiq, phik, cr, ck, D, D, D, CHUNK, 0); // A = phi(Q_c) phi(K_c)^T
+            for (size_t r = 0; r < cr; r++) {
+                float *ar = a + r * CHUNK;
+                for (size_t c = r + 1; c < ck; c++) ar[c] = 0.0f; // key i0+c is after query i0+r
+                den[r] += aw_sum(ar, ck);
+            }
+            aw_matmul_nn(o, a, vh + i0 * dv, cr, dvh, ck, CHUNK, dv, dv, 1); // + A V_c
+            aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+            for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
         }
-        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-            const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
-            float *o = out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
-            feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
-            aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
-            for (size_t r = 0; r < cr; r++)
-                normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh, den_floor(ds->feature, D, m));
+        for (size_t r = 0; r < cr; r++) {
+            const size_t keys = i0 + r + 1 < m ? i0 + r + 1 : m; // keys 0 .. i0 + r
+            normalise_row(o + r * dv, den[r], dvh, den_floor(ds->feature, D, keys));
         }
     }
-    free(buf);
-    return finite_or_fail(out, n * dv);
 }
 
 int linear_attention_forward_causal_parallel(float *out, const float *q, const float *k, const float *v,
@@ -252,45 +307,13 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
     int st = linear_attention_check(ds);
     if (st) return st;
     if (!ds->causal) return AW_ERR_ARG;
-    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), CHUNK * CHUNK + CHUNK)));
-    if (!buf) return AW_ERR_NOMEM;
-    float *s = buf;              // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
-    float *z = s + D * dvh;      // (D): sum of phi(k_j) over the same keys
-    float *phiq = z + D;         // (CHUNK, D)
-    float *phik = phiq + CHUNK * D; // (CHUNK, D)
-    float *a = phik + CHUNK * D; // (CHUNK, CHUNK): masked similarities within the chunk
-    float *den = a + CHUNK * CHUNK; // (CHUNK)
-    for (size_t hd = 0; hd < h; hd++) {
-        const float *kh = k + hd * dh, *vh = v + hd * dvh, *qh = q + hd * dh;
-        memset(s, 0, (D * dvh + D) * sizeof(float));
-        for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-            const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
-            const size_t ck = i0 < m ? (m - i0 < cr ? m - i0 : cr) : 0; // keys i0 .. i0+ck-1 are new here
-            float *o = out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
-            feature_rows(phiq, qh + i0 * d, cr, dh, d, ds->feature);
-            aw_matmul_nn(o, phiq, s, cr, dvh, D, D, dvh, dv, 0); // earlier chunks: phi(Q_c) S
-            for (size_t r = 0; r < cr; r++) den[r] = aw_dot(phiq + r * D, z, D);
-            if (ck > 0) {
-                feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
-                aw_matmul_nt(a, phiq, phik, cr, ck, D, D, D, CHUNK, 0); // A = phi(Q_c) phi(K_c)^T
-                for (size_t r = 0; r < cr; r++) {
-                    float *ar = a + r * CHUNK;
-                    for (size_t c = r + 1; c < ck; c++) ar[c] = 0.0f; // key i0+c is after query i0+r
-                    den[r] += aw_sum(ar, ck);
-                }
-                aw_matmul_nn(o, a, vh + i0 * dv, cr, dvh, ck, CHUNK, dv, dv, 1); // + A V_c
-                aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-                for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
-            }
-            for (size_t r = 0; r < cr; r++) {
-                const size_t keys = i0 + r + 1 < m ? i0 + r + 1 : m; // keys 0 .. i0 + r
-                normalise_row(o + r * dv, den[r], dvh, den_floor(ds->feature, D, keys));
-            }
-        }
-    }
-    free(buf);
+    heads_job j = {ds, q, k, v, out, NULL,
+                   aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), CHUNK * CHUNK + CHUNK))};
+    if (!(j.buf = aw_alloc_floats(aw_size_mul(h, j.per)))) return AW_ERR_NOMEM;
+    aw_parallel_for(h, causal_head, &j);
+    free(j.buf);
     return finite_or_fail(out, n * dv);
 }
 

@@ -2,6 +2,8 @@
 // plus the naive reference. Formula: docs/attention-forms.md section 1.
 #include "softmax_attention.h"
 
+#include "../kernels/parallel.h"
+
 #include "../kernels/kernels.h"
 #include "../kernels/matmul_packed.h"
 #include "../kernels/simd.h"
@@ -130,6 +132,78 @@ static float exp2_shift_sum_row(float *x, float shift, size_t n) {
     return sum;
 }
 
+// The streaming path's work, cut for threads (src/kernels/parallel.h) by sizes alone: first every
+// head's K^T and V panels (one item per head), then one item per (head, block of BR query rows),
+// each with its own scratch and its own rows of out; so any thread count gives the same bits.
+typedef struct {
+    const aw_softmax_attention_desc *ds;
+    const float *q, *k, *v;
+    float *out, *kp, *vp;
+    size_t kp_stride, vp_stride, blocks;
+    int status;
+} stream_job;
+
+static void stream_pack(void *ctx, size_t hd) {
+    stream_job *j = ctx;
+    const size_t d = j->ds->d, dv = j->ds->dv, h = j->ds->heads, dh = d / h, dvh = dv / h, m = j->ds->m;
+    // B = K_h^T: element (c, j) at k[j d + hd dh + c]; V_h: rows of dvh with stride dv
+    aw_pack_b_panels(j->kp + hd * j->kp_stride, j->k + hd * dh, dh, m, 1, d);
+    aw_pack_b_panels(j->vp + hd * j->vp_stride, j->v + hd * dvh, m, dvh, dv, 1);
+}
+
+static void stream_block(void *ctx, size_t item) {
+    stream_job *j = ctx;
+    const aw_softmax_attention_desc *ds = j->ds;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
+    const size_t hd = item / j->blocks, i0 = (item % j->blocks) * BR, br = n - i0 < BR ? n - i0 : BR;
+    const float *kp = j->kp + hd * j->kp_stride, *vp = j->vp + hd * j->vp_stride;
+    // scratch: the scaled query block (BR, dh), logits then probabilities (BR, BC), and per row
+    // the running max and sum of exp
+    float *qs = malloc((BR * dh + BR * BC + 2 * BR) * sizeof(float));
+    if (!qs) {
+        __atomic_store_n(&j->status, AW_ERR_NOMEM, __ATOMIC_RELAXED);
+        return;
+    }
+    float *s = qs + BR * dh, *row_max = s + BR * BC, *row_sum = row_max + BR;
+    float *oh = j->out + i0 * dv + hd * dvh; // (br, dvh), stride dv
+    for (size_t r = 0; r < br; r++) {
+        aw_scale(qs + r * dh, j->q + (i0 + r) * d + hd * dh, ds->scale * LOG2E, dh); // base-2 logits
+        memset(oh + r * dv, 0, dvh * sizeof(float));
+        row_max[r] = -INFINITY;
+        row_sum[r] = 0.0f;
+    }
+    // causal: keys past the block's last row are masked for every row of it
+    const size_t kend = ds->causal ? (m < i0 + br ? m : i0 + br) : m;
+    for (size_t j0 = 0; j0 < kend; j0 += BC) {
+        const size_t bc = kend - j0 < BC ? kend - j0 : BC;
+        aw_matmul_packed(s, qs, kp + j0 * dh, br, bc, dh, dh, 8 * dh, BC, 0); // S = Q_s K^T
+        const int needs_mask = ds->key_mask != NULL || (ds->causal && j0 + bc - 1 > i0);
+        for (size_t r = 0; r < br; r++) {
+            float *sr = s + r * BC;
+            if (needs_mask)
+                for (size_t jj = 0; jj < bc; jj++)
+                    if (!key_allowed(ds, i0 + r, j0 + jj)) sr[jj] = -INFINITY;
+            const float tile_max = row_max_value(sr, bc);
+            const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
+            if (new_max == -INFINITY) { // nothing allowed yet: this row adds nothing
+                memset(sr, 0, bc * sizeof(float));
+                continue;
+            }
+            // rescale what was accumulated under the old max: 2^(old - new), 0 when old = -inf
+            const float alpha = aw_expf((row_max[r] - new_max) * LN2);
+            const float tile_sum = exp2_shift_sum_row(sr, new_max, bc);
+            if (alpha != 1.0f) aw_scale(oh + r * dv, oh + r * dv, alpha, dvh);
+            row_sum[r] = row_sum[r] * alpha + tile_sum;
+            row_max[r] = new_max;
+        }
+        aw_matmul_packed(oh, s, vp + 8 * j0, br, dvh, bc, BC, 8 * m, dv, 1); // O += P V
+    }
+    for (size_t r = 0; r < br; r++) { // O /= l; a row that saw no key stays zero
+        if (row_sum[r] > 0.0f) aw_scale(oh + r * dv, oh + r * dv, 1.0f / row_sum[r], dvh);
+    }
+    free(qs);
+}
+
 int softmax_attention_forward_streaming(float *out, const float *q, const float *k, const float *v,
                                         const aw_softmax_attention_desc *ds) {
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
@@ -138,61 +212,18 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     // K^T and V are packed once per head into the matmul's 8-column panels, so every query
     // block multiplies by them with no per-tile packing: key tile j0 of K^T is 8-aligned panels
     // starting at kp + j0 * dh (panel stride 8 dh); rows j0 .. of V start at vp + 8 j0.
-    float *kp = aw_alloc_floats(aw_packed_b_floats(dh, m));  // (m / 8, dh, 8): K^T panels
-    float *vp = aw_alloc_floats(aw_packed_b_floats(m, dvh)); // (dvh / 8, m, 8): V panels
-    float *qs = malloc(BR * dh * sizeof(float));     // (BR, dh): scaled query block
-    float *s = malloc(BR * BC * sizeof(float));      // (BR, BC): logits, then probabilities
-    float *row_max = malloc(BR * sizeof(float));     // (BR) running max per row
-    float *row_sum = malloc(BR * sizeof(float));     // (BR) running sum of exp per row
-    if (!kp || !vp || !qs || !s || !row_max || !row_sum) {
-        free(kp), free(vp), free(qs), free(s), free(row_max), free(row_sum);
+    stream_job j = {ds, q, k, v, out, NULL, NULL, aw_packed_b_floats(dh, m), aw_packed_b_floats(m, dvh),
+                    (n + BR - 1) / BR, AW_OK};
+    j.kp = aw_alloc_floats(aw_size_mul(h, j.kp_stride)); // (h, m / 8, dh, 8): K^T panels
+    j.vp = aw_alloc_floats(aw_size_mul(h, j.vp_stride)); // (h, dvh / 8, m, 8): V panels
+    if (!j.kp || !j.vp) {
+        free(j.kp), free(j.vp);
         return AW_ERR_NOMEM;
     }
-    for (size_t hd = 0; hd < h; hd++) {
-        aw_pack_b_panels(kp, k + hd * dh, dh, m, 1, d); // B = K_h^T: element (c, j) at k[j d + hd dh + c]
-        aw_pack_b_panels(vp, v + hd * dvh, m, dvh, dv, 1);
-        for (size_t i0 = 0; i0 < n; i0 += BR) {
-            const size_t br = n - i0 < BR ? n - i0 : BR;
-            float *oh = out + i0 * dv + hd * dvh; // (br, dvh), stride dv
-            for (size_t r = 0; r < br; r++) {
-                aw_scale(qs + r * dh, q + (i0 + r) * d + hd * dh, ds->scale * LOG2E, dh); // base-2 logits
-                memset(oh + r * dv, 0, dvh * sizeof(float));
-                row_max[r] = -INFINITY;
-                row_sum[r] = 0.0f;
-            }
-            // causal: keys past the block's last row are masked for every row of it
-            const size_t kend = ds->causal ? (m < i0 + br ? m : i0 + br) : m;
-            for (size_t j0 = 0; j0 < kend; j0 += BC) {
-                const size_t bc = kend - j0 < BC ? kend - j0 : BC;
-                aw_matmul_packed(s, qs, kp + j0 * dh, br, bc, dh, dh, 8 * dh, BC, 0); // S = Q_s K^T
-                const int needs_mask = ds->key_mask != NULL || (ds->causal && j0 + bc - 1 > i0);
-                for (size_t r = 0; r < br; r++) {
-                    float *sr = s + r * BC;
-                    if (needs_mask)
-                        for (size_t j = 0; j < bc; j++)
-                            if (!key_allowed(ds, i0 + r, j0 + j)) sr[j] = -INFINITY;
-                    const float tile_max = row_max_value(sr, bc);
-                    const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
-                    if (new_max == -INFINITY) { // nothing allowed yet: this row adds nothing
-                        memset(sr, 0, bc * sizeof(float));
-                        continue;
-                    }
-                    // rescale what was accumulated under the old max: 2^(old - new), 0 when old = -inf
-                    const float alpha = aw_expf((row_max[r] - new_max) * LN2);
-                    const float tile_sum = exp2_shift_sum_row(sr, new_max, bc);
-                    if (alpha != 1.0f) aw_scale(oh + r * dv, oh + r * dv, alpha, dvh);
-                    row_sum[r] = row_sum[r] * alpha + tile_sum;
-                    row_max[r] = new_max;
-                }
-                aw_matmul_packed(oh, s, vp + 8 * j0, br, dvh, bc, BC, 8 * m, dv, 1); // O += P V
-            }
-            for (size_t r = 0; r < br; r++) { // O /= l; a row that saw no key stays zero
-                if (row_sum[r] > 0.0f) aw_scale(oh + r * dv, oh + r * dv, 1.0f / row_sum[r], dvh);
-            }
-        }
-    }
-    free(kp), free(vp), free(qs), free(s), free(row_max), free(row_sum);
-    return AW_OK;
+    aw_parallel_for(h, stream_pack, &j);
+    aw_parallel_for(aw_size_mul(h, j.blocks), stream_block, &j);
+    free(j.kp), free(j.vp);
+    return j.status;
 }
 
 int softmax_attention_forward_weights(float *out, float *weights, const float *q, const float *k,

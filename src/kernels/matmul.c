@@ -13,6 +13,7 @@
 // that reuse B (the streaming attention path).
 #include "kernels.h"
 #include "matmul_packed.h"
+#include "parallel.h"
 #include "simd.h"
 #include "size.h"
 
@@ -269,19 +270,51 @@ void aw_matmul_packed(float *c, const float *a, const float *bp, size_t M, size_
     }
 }
 
+// Threads: blocks of RB rows of C, a partition fixed by the sizes alone (parallel.h), so every
+// thread count computes each element the same way: a block's tiles start where the whole
+// matrix's do (RB is a multiple of MR) and every element sums over k in the same order.
+#ifdef AW_THREADS
+enum { RB = 64, PAR_MIN_FLOPS = 1 << 18 };
+typedef struct {
+    float *c;
+    size_t ldc, a_rs, a_ks, b_ks, b_js, M, N, K;
+    const float *a, *b;
+    int accumulate;
+} gemm_job;
+
+static void gemm_block(void *ctx, size_t item) {
+    const gemm_job *g = ctx;
+    const size_t i0 = item * RB, rows = g->M - i0 < RB ? g->M - i0 : RB;
+    gemm(g->c + i0 * g->ldc, g->ldc, g->a + i0 * g->a_rs, g->a_rs, g->a_ks, g->b, g->b_ks, g->b_js, rows, g->N, g->K,
+         g->accumulate);
+}
+#endif
+
+static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
+                     size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
+#ifdef AW_THREADS
+    if (M > RB && (double)M * (double)N * (double)K >= PAR_MIN_FLOPS) {
+        gemm_job g = {c, ldc, a_rs, a_ks, b_ks, b_js, M, N, K, a, b, accumulate};
+        aw_parallel_for((M + RB - 1) / RB, gemm_block, &g);
+        return;
+    }
+#endif
+    gemm(c, ldc, a, a_rs, a_ks, b, b_ks, b_js, M, N, K, accumulate);
+}
+
 void aw_matmul_nn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm(c, ldc, a, lda, 1, b, ldb, 1, M, N, K, accumulate);
+    gemm_par(c, ldc, a, lda, 1, b, ldb, 1, M, N, K, accumulate);
 }
 
 void aw_matmul_nt(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm(c, ldc, a, lda, 1, b, 1, ldb, M, N, K, accumulate);
+    gemm_par(c, ldc, a, lda, 1, b, 1, ldb, M, N, K, accumulate);
 }
 
 void aw_matmul_tn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm(c, ldc, a, 1, lda, b, ldb, 1, M, N, K, accumulate);
+    gemm_par(c, ldc, a, 1, lda, b, ldb, 1, M, N, K, accumulate);
 }
 
 // ---- naive references: one dot product per output, accumulated in double ------------

@@ -1,0 +1,88 @@
+// parallel.c: the pool behind aw_parallel_for (see parallel.h).
+#include "parallel.h"
+
+#include <stdint.h>
+
+#ifndef AW_THREADS
+
+void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
+    for (size_t i = 0; i < count; i++) fn(ctx, i);
+}
+
+size_t aw_threads(void) { return 1; }
+int aw_threads_set(int n) { return (void)n, 1; }
+void aw_threads_loop(int index) { (void)index; }
+int aw_threads_built(void) { return 0; }
+
+#else
+
+// One job at a time, published by the main thread: the fields are written while no worker is
+// inside a job (active == 0), then seq is bumped (release) and the workers woken.
+static struct {
+    int32_t seq;        // bumped once per job; workers wait on it
+    int32_t workers;    // workers started (aw_thread_loop entered)
+    int32_t use;        // workers allowed to take items (aw_set_threads - 1)
+    int32_t active;     // workers inside the current job
+    aw_item_fn fn;
+    void *ctx;
+    size_t count, next, done;
+} pool;
+
+static _Thread_local int depth; // > 0 inside an item: nested calls run serially
+
+static void run_items(aw_item_fn fn, void *ctx, size_t count) {
+    depth++;
+    for (;;) {
+        const size_t i = __atomic_fetch_add(&pool.next, 1, __ATOMIC_ACQ_REL);
+        if (i >= count) break;
+        fn(ctx, i);
+        __atomic_fetch_add(&pool.done, 1, __ATOMIC_ACQ_REL);
+    }
+    depth--;
+}
+
+size_t aw_threads(void) {
+    const int32_t w = __atomic_load_n(&pool.workers, __ATOMIC_ACQUIRE), u = pool.use;
+    return 1 + (size_t)(u < w ? u : w);
+}
+
+void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
+    if (count == 0) return;
+    if (depth > 0 || count == 1 || aw_threads() == 1) {
+        for (size_t i = 0; i < count; i++) fn(ctx, i);
+        return;
+    }
+    while (__atomic_load_n(&pool.active, __ATOMIC_ACQUIRE) != 0) { } // a late worker leaving the last job
+    pool.fn = fn, pool.ctx = ctx, pool.count = count;
+    __atomic_store_n(&pool.next, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&pool.seq, 1, __ATOMIC_ACQ_REL);
+    __builtin_wasm_memory_atomic_notify(&pool.seq, (uint32_t)pool.use);
+    run_items(fn, ctx, count);
+    while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < count) { } // the main thread may not wait
+    while (__atomic_load_n(&pool.active, __ATOMIC_ACQUIRE) != 0) { }
+}
+
+int aw_threads_set(int n) {
+    pool.use = n > 1 ? n - 1 : 0;
+    return (int)aw_threads();
+}
+
+int aw_threads_built(void) { return 1; }
+
+void aw_threads_loop(int index) {
+    __atomic_fetch_add(&pool.workers, 1, __ATOMIC_ACQ_REL);
+    int32_t seen = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
+    for (;;) {
+        __builtin_wasm_memory_atomic_wait32(&pool.seq, seen, -1);
+        __atomic_fetch_add(&pool.active, 1, __ATOMIC_ACQ_REL);
+        const int32_t s = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
+        if (s != seen) {
+            seen = s;
+            if (index < pool.use) run_items(pool.fn, pool.ctx, pool.count);
+        }
+        __atomic_fetch_sub(&pool.active, 1, __ATOMIC_ACQ_REL);
+    }
+}
+
+#endif

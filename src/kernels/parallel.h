@@ -1,0 +1,33 @@
+// parallel.h: a fixed partition of work over the threads of the threaded build.
+//
+// aw_parallel_for(count, fn, ctx) runs fn(ctx, item) once for every item in [0, count), on the
+// calling thread and on the pool's worker threads, and returns when all are done. Callers cut the
+// work into items by sizes alone (never by the thread count) and give every item its own output,
+// so the result is bit-identical whatever the number of threads: 1, 2 or 8 threads only change
+// who computes an item. Inside an item, aw_parallel_for runs serially (no nested parallelism).
+//
+// The pool (threaded build only, -DAW_THREADS): each worker is a second instance of the same
+// module on the same shared memory, started by the JS loader (wasm/threads.js), which gives it a
+// stack and its thread-local block and then calls aw_thread_loop(), where it waits for work with
+// memory.atomic.wait32. The calling (main) thread never waits that way (a browser's main thread may
+// not): it runs items itself and spins on the completion count. Without -DAW_THREADS every call
+// runs serially and aw_threads() is 1.
+#ifndef AW_PARALLEL_H
+#define AW_PARALLEL_H
+
+#include <stddef.h>
+
+typedef void (*aw_item_fn)(void *ctx, size_t item);
+
+void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx);
+// Threads that run items right now: the caller plus the workers it may use (1 when serial).
+size_t aw_threads(void);
+// Use n threads from now on (1 = serial; at most the workers started + 1); returns how many run.
+int aw_threads_set(int n);
+// A worker's life (the JS loader calls it in each worker): wait for a job, take items until none
+// are left, wait again; never returns. Returns at once in the serial build.
+void aw_threads_loop(int index);
+// 1 in the threaded build.
+int aw_threads_built(void);
+
+#endif
