@@ -5,7 +5,9 @@ It reads the safetensors checkpoints that `model.save()` and the native trainer 
 docs/model.md lists every tensor), builds the same model with every attention form of the
 library (softmax; linear attention with elu+1, relu or taylor features; the five Synthesizers),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
-continues from. Debian's python3-torch (1.13) is enough: safetensors is read and written by hand
+continues from. The RNN baselines (arch "gru", "gru-attention", src/model/rnn.h) load into
+torch.nn.GRU / torch.nn.GRUCell directly: the checkpoint's enc.gru.weight_ih etc. are nn.GRU's
+weight_ih_l0 etc. (gates r, z, n; (3C, in)). Debian's python3-torch (1.13) is enough: safetensors is read and written by hand
 (an 8-byte little-endian header length, a JSON header, raw little-endian float32).
 
   /usr/bin/python3 scripts/torch_model.py logits  model.safetensors tokens.json  [source.json]
@@ -190,6 +192,42 @@ class TinyTransformer(torch.nn.Module):
         pe[:, 0::2] = torch.sin(angle)
         pe[:, 1::2] = torch.cos(angle)[:, :C // 2]
         self.register_buffer('sinusoid', pe.to(torch.float32))
+        if self.arch in ('gru', 'gru-attention'):
+            self.rnn_modules()
+
+    # ---- the RNN baselines (src/model/rnn.c) ----
+
+    def rnn_modules(self):
+        """nn.GRU for the encoder, and for the decoder nn.GRU (gru: its inputs are known up front)
+        or nn.GRUCell (gru-attention: each input depends on the previous state), sharing the
+        checkpoint's parameters."""
+        C = self.C
+        self.enc_gru = torch.nn.GRU(C, C)
+        self.dec_gru = torch.nn.GRU(2 * C, C) if self.arch == 'gru' else torch.nn.GRUCell(2 * C, C)
+        for mod, prefix, suffix in ((self.enc_gru, 'enc.gru', '_l0'), (self.dec_gru, 'dec.gru', '_l0' if self.arch == 'gru' else '')):
+            for name in ('weight_ih', 'weight_hh', 'bias_ih', 'bias_hh'):
+                setattr(mod, name + suffix, self.p(f'{prefix}.{name}'))
+
+    def rnn_forward(self, tokens, source):
+        """Encoder h_1..h_S from h_0 = 0; decoder from s_0 = h_S with inputs [emb(y_{i-1}); c_i]:
+        c_i = h_S (gru) or sum_j softmax_j(v . tanh(W_a s_{i-1} + U_a h_j + b_a)) h_j."""
+        wte = self.p('wte')
+        hs, h_last = self.enc_gru(wte[source][:, None, :])
+        H, c = hs[:, 0, :], h_last[0, 0]
+        emb = wte[tokens]
+        if self.arch == 'gru':
+            x = torch.cat([emb, c.expand(len(tokens), self.C)], 1)
+            states = self.dec_gru(x[:, None, :], h_last)[0][:, 0, :]
+        else:
+            uh = F.linear(H, self.p('dec.attn.U_a'), self.p('dec.attn.b_a'))
+            s, out = c[None], []
+            for i in range(len(tokens)):
+                e = torch.tanh(F.linear(s, self.p('dec.attn.W_a')) + uh) @ self.p('dec.attn.v')
+                ctx = torch.softmax(e, 0) @ H
+                s = self.dec_gru(torch.cat([emb[i], ctx])[None], s)
+                out.append(s[0])
+            states = torch.stack(out)
+        return F.linear(states, self.p('out.w'), self.p('out.b'))
 
     def p(self, name):
         return self.params[name.replace('.', '__')]
@@ -234,6 +272,8 @@ class TinyTransformer(torch.nn.Module):
 
     def forward(self, tokens, source=None):
         """Logits (T, vocab) of one sequence (and its source for an encoder-decoder)."""
+        if self.arch in ('gru', 'gru-attention'):
+            return self.rnn_forward(tokens, source)
         enc = None
         if self.arch == 'encoder-decoder':
             e = self.embed(source)

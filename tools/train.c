@@ -29,7 +29,8 @@ static void usage(void) {
            "  --window N --stride N local / strided attention's band and stride (8, 8)\n"
            "  --length N --symbols N   task size (task defaults)\n"
            "  --vocab N --d-model N --heads N --layers N --d-ff N --max-len N   (model: 64 64 4 2 128 64)\n"
-           "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder\n"
+           "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder|gru|gru-attention\n"
+           "              (gru archs: a GRU encoder-decoder, src/model/rnn.h; --layers defaults to 1 and must be 1)\n"
            "  --steps N (1000) --batch N (32) --lr X (2e-3) --warmup N (100) --weight-decay X (0.01) --clip X (1)\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");

@@ -40,7 +40,7 @@ export interface ModelConfig {
   dModel?: number;
   /** attention heads; dModel % heads == 0; default 4 */
   heads?: number;
-  /** blocks (encoder-decoder: this many in each); 1..16, default 2 */
+  /** blocks (encoder-decoder: this many in each); 1..16, default 2 (gru archs: must be 1, default 1) */
   layers?: number;
   /** FFN hidden width, default 4 * dModel */
   dFF?: number;
@@ -54,8 +54,11 @@ export interface ModelConfig {
   positional?: 'sinusoidal' | 'learned';
   /** LayerNorm placement, default 'pre' */
   norm?: 'pre' | 'post';
-  /** default 'decoder' (causal LM); 'encoder-decoder' adds a bidirectional encoder and cross-attention */
-  arch?: 'decoder' | 'encoder-decoder';
+  /** default 'decoder' (causal LM); 'encoder-decoder' adds a bidirectional encoder and cross-attention;
+   *  'gru' and 'gru-attention': the RNN baselines, a GRU encoder-decoder with a fixed context vector
+   *  or with Bahdanau's additive attention (layers must be 1, its default for them; heads,
+   *  attention, positional, norm and dFF are not used) */
+  arch?: 'decoder' | 'encoder-decoder' | 'gru' | 'gru-attention';
   /** initialisation and training-batch stream, default 1 */
   seed?: number;
 }
@@ -86,7 +89,7 @@ export interface OwnBatch {
   targets: ArrayLike<number>[];
   /** 0 (or false) = no loss at that position; default all 1 */
   mask?: ArrayLike<number | boolean>[];
-  /** encoder-decoder: one source row per input row */
+  /** encoder-decoder, gru, gru-attention: one source row per input row */
   source?: ArrayLike<number>[];
 }
 
@@ -117,10 +120,12 @@ export interface EvaluateOptions extends TaskOptions {
 export interface ForwardResult {
   /** (T, vocab) row-major */
   logits: Float32Array;
-  /** attention[layer][head]: the decoder self-attention weights, (T, T) row-major */
+  /** attention[layer][head]: the decoder self-attention weights, (T, T) row-major; [] for gru archs */
   attention: Float32Array[][];
-  /** encoder-decoder: [layer][head] (T, S) */
+  /** encoder-decoder: [layer][head] (T, S); gru-attention: [[a]], the alignment weights a_ij (T, S) */
   crossAttention?: Float32Array[][];
+  /** arch 'gru': why there is no attention map (one fixed context vector) */
+  noAttention?: string;
   /** encoder-decoder: [layer][head] (S, S) */
   encoderAttention?: Float32Array[][];
 }
@@ -136,7 +141,7 @@ export interface GenerateOptions {
   seed?: number;
   /** stop after this token (it is included) */
   stop?: number;
-  /** encoder-decoder: the source tokens */
+  /** encoder-decoder, gru, gru-attention: the source tokens */
   source?: ArrayLike<number>;
   /** true (default): KV cache (softmax) / recurrent state (causal linear); false: re-run the full forward */
   cache?: boolean;

@@ -52,6 +52,12 @@ function configFields(config) {
   return fields;
 }
 
+// The architectures that read a source sequence (an encoder), and the RNN baselines (src/model/rnn.h).
+const hasSource = (arch) => arch !== 'decoder';
+const isRnn = (arch) => arch === 'gru' || arch === 'gru-attention';
+const SOURCE_ONLY = 'source is for models with an encoder (arch "encoder-decoder", "gru" or "gru-attention") only';
+const needsSource = (arch) => `${arch === 'encoder-decoder' ? 'an encoder-decoder' : `a "${arch}"`} model needs`;
+
 /** A JS number for C (NaN: use the default), after its type is checked. */
 function numberArg(what, value) {
   if (value === undefined) return NaN;
@@ -97,7 +103,8 @@ function tokenRows(what, rows, like = null) {
 }
 
 // The caller's batch of trainStep / evaluate: { inputs, targets, mask?, source? } -> the arrays C takes.
-function ownBatch(what, opts, encdec) {
+function ownBatch(what, opts, arch) {
+  const encdec = hasSource(arch);
   const inputs = tokenRows(`${what}: inputs`, opts.inputs);
   if (opts.targets === undefined) fail(`${what}: targets are required with inputs (the token each position should predict)`);
   if (opts.targets.length !== inputs.rows)
@@ -114,8 +121,8 @@ function ownBatch(what, opts, encdec) {
       }
     });
   }
-  if (!encdec && opts.source !== undefined) fail(`${what}: source is for arch "encoder-decoder" models only`);
-  if (encdec && opts.source === undefined) fail(`${what}: an encoder-decoder model needs source rows (one per input row)`);
+  if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
+  if (encdec && opts.source === undefined) fail(`${what}: ${needsSource(arch)} source rows (one per input row)`);
   let source = null;
   if (encdec) {
     if (!Array.isArray(opts.source) || opts.source.length !== inputs.rows) fail(`${what}: source must have one row per input row (${inputs.rows}), got ${describe(opts.source)}`);
@@ -190,7 +197,7 @@ export function modelMethods(core) {
       this.#live(what);
       if (opts && typeof opts === 'object' && opts.inputs !== undefined) {
         checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source', 'lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'clip']);
-        const batch = ownBatch(what, opts, this.config.arch === 'encoder-decoder');
+        const batch = ownBatch(what, opts, this.config.arch);
         const h = hyper(what, opts);
         return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
           core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 32 }], ([hp, mp]) => {
@@ -221,7 +228,7 @@ export function modelMethods(core) {
       this.#live(what);
       if (opts && typeof opts === 'object' && opts.inputs !== undefined) {
         checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source']);
-        const batch = ownBatch(what, opts, this.config.arch === 'encoder-decoder');
+        const batch = ownBatch(what, opts, this.config.arch);
         return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
           core.withBuffers(what, [{ name: 'metrics', bytes: 32 }], ([mp]) => {
             core.check(ex.aw_model_evaluate_batch(this.handle, tp, gp, sp, batch.inputs.rows, batch.inputs.cols,
@@ -244,9 +251,11 @@ export function modelMethods(core) {
     }
 
     /**
-     * One forward pass. tokens: decoder input ids (1..maxLen). Encoder-decoder: { source } too.
-     * Returns logits (T*V, row-major) and attention[layer][head] (T*T Float32Arrays); encoder-decoder
-     * adds crossAttention[layer][head] (T*S) and encoderAttention[layer][head] (S*S).
+     * One forward pass. tokens: decoder input ids (1..maxLen). Encoder-decoder, gru, gru-attention:
+     * { source } too. Returns logits (T*V, row-major) and attention[layer][head] (T*T Float32Arrays);
+     * encoder-decoder adds crossAttention[layer][head] (T*S) and encoderAttention[layer][head] (S*S).
+     * gru-attention: attention [] (no self-attention) and crossAttention [[a]], its alignment
+     * weights a_ij (T*S) as one layer with one head; gru: attention [] and noAttention, the reason.
      */
     forward(tokens, opts = {}) {
       const what = 'forward';
@@ -254,32 +263,36 @@ export function modelMethods(core) {
       checkKeys(what, opts, ['source']);
       const c = this.config;
       const tok = checkTokens(`${what}: tokens`, tokens);
-      const encdec = c.arch === 'encoder-decoder';
-      if (!encdec && opts.source !== undefined) fail(`${what}: source is for arch "encoder-decoder" models only`);
-      const src = encdec ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: an encoder-decoder model needs { source }`)) : null;
+      const encdec = c.arch === 'encoder-decoder', rnn = isRnn(c.arch);
+      if (!hasSource(c.arch) && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
+      const src = hasSource(c.arch) ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
       // longer than maxLen: C says so before these buffers are needed, so size them for at most maxLen
-      const T = Math.min(tok.length, c.maxLen), S = src ? Math.min(src.length, c.maxLen) : 0, H = c.heads, L = c.layers, V = c.vocab;
+      const T = Math.min(tok.length, c.maxLen), S = src ? Math.min(src.length, c.maxLen) : 0, V = c.vocab;
+      // the GRU archs: no self-attention; gru-attention's alignment as one layer of one head
+      const H = rnn ? 1 : c.heads, L = rnn ? (c.arch === 'gru-attention' ? 1 : 0) : c.layers, LS = rnn ? 0 : L;
       const specs = [
         { name: 'tokens', bytes: tok.length * 4, from: tok },
         { name: 'source', bytes: src ? src.length * 4 : 0, from: src },
         { name: 'logits', bytes: T * V * 4 },
-        { name: 'attention', bytes: L * H * T * T * 4 },
+        { name: 'attention', bytes: LS * H * T * T * 4 },
         { name: 'crossAttention', bytes: L * H * T * S * 4 },
         { name: 'encoderAttention', bytes: L * H * S * S * 4 },
       ];
       return core.withBuffers(what, specs, ([tp, sp, lp, ap, cp, ep]) => {
         core.check(ex.aw_model_forward(this.handle, tp, tok.length, sp, src ? src.length : 0, lp, ap, cp, ep), what);
-        const split = (ptr, rows, cols) =>
-          Array.from({ length: L }, (_, l) => Array.from({ length: H }, (_, h) => core.readF32(ptr + ((l * H + h) * rows * cols) * 4, rows * cols)));
-        const out = { logits: core.readF32(lp, T * V), attention: split(ap, T, T) };
+        const split = (ptr, rows, cols, layers = L) =>
+          Array.from({ length: layers }, (_, l) => Array.from({ length: H }, (_, h) => core.readF32(ptr + ((l * H + h) * rows * cols) * 4, rows * cols)));
+        const out = { logits: core.readF32(lp, T * V), attention: split(ap, T, T, LS) };
         if (encdec) Object.assign(out, { crossAttention: split(cp, T, S), encoderAttention: split(ep, S, S) });
+        if (c.arch === 'gru-attention') out.crossAttention = split(cp, T, S);
+        if (c.arch === 'gru') out.noAttention = 'arch "gru" has no attention weights: its decoder reads one fixed context vector (the encoder\'s final state) at every step';
         return out;
       });
     }
 
     /**
-     * Continues `prompt` (decoder) or, for encoder-decoder, decodes { source } starting from prompt
-     * (default [0], the separator). Returns the new tokens (Int32Array). temperature 0 (default):
+     * Continues `prompt` (decoder) or, for encoder-decoder, gru and gru-attention, decodes { source }
+     * starting from prompt (default [0], the separator). Returns the new tokens (Int32Array). temperature 0 (default):
      * greedy. cache: true (default) runs each form's incremental step (KV cache for softmax, the
      * recurrent state for causal linear attention); forms without one re-run the full forward.
      */
@@ -288,7 +301,7 @@ export function modelMethods(core) {
       this.#live(what);
       checkKeys(what, opts, ['maxTokens', 'temperature', 'topK', 'seed', 'stop', 'source', 'cache']);
       const c = this.config;
-      const encdec = c.arch === 'encoder-decoder';
+      const encdec = hasSource(c.arch);
       const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
       const maxTokens = opts.maxTokens ?? 16;
       if (!Number.isInteger(maxTokens) || maxTokens < 0 || maxTokens > 1 << 20) fail(`${what}: maxTokens must be an integer >= 0, got ${describe(maxTokens)}`);
@@ -300,8 +313,8 @@ export function modelMethods(core) {
       const stop = opts.stop ?? -1;
       if (stop !== -1 && (!Number.isInteger(stop) || stop < 0 || stop >= c.vocab)) fail(`${what}: stop must be a token id in [0, ${c.vocab}), got ${describe(stop)}`);
       const cache = checkBool(`${what}: cache`, opts.cache ?? true);
-      if (!encdec && opts.source !== undefined) fail(`${what}: source is for arch "encoder-decoder" models only`);
-      const src = encdec ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: an encoder-decoder model needs { source }`)) : null;
+      if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
+      const src = encdec ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
       const n = Math.max(0, Math.min(maxTokens, c.maxLen - p.length + 1));
       const specs = [
         { name: 'out', bytes: Math.max(n, 1) * 4 }, { name: 'count', bytes: 4 },
@@ -386,7 +399,7 @@ export function modelMethods(core) {
         return v;
       };
       const B = int('batchSize', 2), T = int('length', Math.min(6, c.maxLen));
-      const S = c.arch === 'encoder-decoder' ? int('sourceLength', Math.min(5, c.maxLen)) : 0;
+      const S = hasSource(c.arch) ? int('sourceLength', Math.min(5, c.maxLen)) : 0;
       const seed = checkSeed(`${what}: seed`, opts.seed ?? 77);
       const mutate = opts.mutate ?? null;
       if (mutate !== null) {

@@ -3,7 +3,8 @@
 // aside for it, says it is ready, and enters aw_thread_loop, which waits for work with
 // memory.atomic.wait32 and never returns. Runs as a Node worker_threads worker or a module Web Worker.
 const isNode = typeof process !== 'undefined' && process.versions?.node && typeof self === 'undefined';
-const port = isNode ? (await import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:worker_threads')).parentPort : self;
+const NODE_WORKERS = 'node:worker_threads'; // a name bundlers do not follow (see index.js)
+const port = isNode ? (await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_WORKERS)).parentPort : self;
 
 function start({ module, memory, index, stackTop, tls }) {
   const env = { memory, emscripten_notify_memory_growth: () => {} };

@@ -12,6 +12,10 @@ const WORKER = new URL('./thread-worker.js', import.meta.url);
 const STACK = 256 * 1024; // per worker; the kernels use a few KiB
 const PAGES = { initial: 64, maximum: 32768 }; // as build.sh links it: 4 MiB, growing to 2 GiB
 
+// Node's modules, imported by names bundlers do not follow (as in index.js): a browser bundle
+// carries no Node import.
+const NODE_OS = 'node:os', NODE_WORKERS = 'node:worker_threads';
+
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined' &&
   typeof self === 'undefined';
 
@@ -33,7 +37,7 @@ export function whyNoThreads(simd) {
 /** The thread count 'auto' means: the machine's cores, at most 8 (and 1 when there is one). */
 export async function autoThreads() {
   if (isNode) {
-    const os = await import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:os');
+    const os = await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_OS);
     return Math.max(1, Math.min(8, os.availableParallelism?.() ?? os.cpus().length));
   }
   return Math.max(1, Math.min(8, globalThis.navigator?.hardwareConcurrency ?? 1));
@@ -49,13 +53,14 @@ export function threadImports() {
 // module Web Worker.
 async function spawn() {
   if (isNode) {
-    const { Worker } = await import(/* @vite-ignore */ /* webpackIgnore: true */ 'node:worker_threads');
+    const { Worker } = await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_WORKERS);
     const w = new Worker(WORKER);
     // unref'd once started (a 'message' listener refs it again): an idle pool never keeps a process alive
     return { post: (m) => w.postMessage(m), on: (f) => w.on('message', f), onError: (f) => w.on('error', f),
       started: () => { w.removeAllListeners('message'); w.unref(); }, stop: () => w.terminate() };
   }
-  const w = new Worker(WORKER, { type: 'module' });
+  // written out in full, the pattern bundlers (Vite, webpack) recognise and emit the worker for
+  const w = new Worker(new URL('./thread-worker.js', import.meta.url), { type: 'module' });
   return { post: (m) => w.postMessage(m), on: (f) => w.addEventListener('message', (e) => f(e.data)),
     onError: (f) => w.addEventListener('error', (e) => f(e)), started: () => {}, stop: () => w.terminate() };
 }

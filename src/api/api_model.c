@@ -169,17 +169,18 @@ AW_API int aw_model_example(const aw_model *m, const char *task, double length, 
 
 // One forward pass over a single sequence: tokens (T), src (S, encoder-decoder only).
 // logits (T, V); self_att (layers, H, T, T); cross_att (layers, H, T, S) and enc_att
-// (layers, H, S, S) for encoder-decoder (else may be NULL).
+// (layers, H, S, S) for encoder-decoder (else may be NULL). gru-attention: cross_att (T, S) the
+// alignment weights (one layer, one head); gru: logits only.
 AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const int32_t *src, int32_t S,
                             float *logits, float *self_att, float *cross_att, float *enc_att) {
     aw_clear_error();
-    const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER;
+    const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER, has_src = aw_arch_has_source(m->cfg.arch);
     if (T <= 0 || S < 0) return aw_fail(AW_ERR_ARG, "tokens must not be empty");
-    int st = model_reserve(m, 1, (size_t)T, encdec ? (size_t)S : 0);
+    int st = model_reserve(m, 1, (size_t)T, has_src ? (size_t)S : 0);
     if (st) return api_done(st);
     memcpy(m->tokens, tokens, (size_t)T * sizeof(int32_t));
     for (int32_t i = 0; i < T; i++) m->targets[i] = -1;
-    if (encdec) memcpy(m->src, src, (size_t)S * sizeof(int32_t));
+    if (has_src) memcpy(m->src, src, (size_t)S * sizeof(int32_t));
     m->keep_attention = 1; // every form's weights, for the caller
     st = model_forward(m, NULL);
     m->keep_attention = 0;
@@ -189,6 +190,10 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
         return aw_fail(AW_ERR_NONFINITE, "the model's logits are NaN or Infinity: its parameters have diverged; "
                                          "create it again or load a checkpoint from before");
     memcpy(logits, m->a.logits, t * V * sizeof(float));
+    // gru-attention: the alignment a_ij as the cross-attention of one layer with one head (T, S);
+    // gru has none (its decoder reads one fixed context vector)
+    if (m->cfg.arch == AW_ARCH_GRU_ATTENTION) memcpy(cross_att, m->a.rnn.att, t * s * sizeof(float));
+    if (aw_arch_is_rnn(m->cfg.arch)) return AW_OK;
     for (int l = 0; l < m->cfg.layers; l++) {
         memcpy(self_att + (size_t)l * H * t * t, m->a.dec_self[l].att, H * t * t * sizeof(float));
         if (encdec) {

@@ -13,7 +13,7 @@
 const char *const AW_SYNTH_KIND_NAMES[6] = {"dense", "random", "factorized-dense", "factorized-random", "mixture", "dot"};
 const char *const AW_POSITIONAL_NAMES[2] = {"sinusoidal", "learned"};
 const char *const AW_NORM_NAMES[2] = {"pre", "post"};
-const char *const AW_ARCH_NAMES[2] = {"decoder", "encoder-decoder"};
+const char *const AW_ARCH_NAMES[AW_ARCH_COUNT] = {"decoder", "encoder-decoder", "gru", "gru-attention"};
 #define VARIANTS AW_SYNTH_KIND_NAMES
 #define POSITIONALS AW_POSITIONAL_NAMES
 #define NORMS AW_NORM_NAMES
@@ -328,7 +328,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
     c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
     if (!meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) || !meta_enum(ps, "norm", NORMS, 2, &c->norm) ||
-        !meta_enum(ps, "arch", ARCHS, 2, &c->arch))
+        !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
         return 0;
     // "attention" is a registry name; version-1 files of the first release split it into a
     // family ("linear", "synthesizer") and "feature" / "synth_variant"
@@ -412,8 +412,11 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
         goto fail;
     }
     // a small file must not make a huge model: the embedding and output matrices alone need
-    // 2 * vocab * dModel floats, the feed-forward layers 2 * dModel * dFF each
-    const double least = 4.0 * (2.0 * cfg.vocab * cfg.d_model + 2.0 * cfg.layers * cfg.d_model * cfg.d_ff);
+    // 2 * vocab * dModel floats, the feed-forward layers 2 * dModel * dFF each (the GRU archs have
+    // no feed-forward layers and 15 dModel^2 floats of GRU weights)
+    const double least = 4.0 * (2.0 * cfg.vocab * cfg.d_model + (aw_arch_is_rnn(cfg.arch)
+                                                                     ? 15.0 * cfg.d_model * cfg.d_model
+                                                                     : 2.0 * cfg.layers * cfg.d_model * cfg.d_ff));
     if ((double)(len - 8 - (size_t)hlen) < least) {
         st = aw_fail(AW_ERR_FORMAT, "the checkpoint holds %zu bytes of tensors, fewer than its config needs (%.0f)",
                      len - 8 - (size_t)hlen, least);

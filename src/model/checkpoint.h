@@ -27,7 +27,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len);
 extern const char *const AW_SYNTH_KIND_NAMES[6]; // enum aw_synth_variant, "dot" included
 extern const char *const AW_POSITIONAL_NAMES[2];
 extern const char *const AW_NORM_NAMES[2];
-extern const char *const AW_ARCH_NAMES[2];
+extern const char *const AW_ARCH_NAMES[AW_ARCH_COUNT];
 int name_index(const char *const *names, int count, const char *name); // -1 when absent
 
 #endif

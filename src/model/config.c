@@ -129,7 +129,7 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     }
     case F_POSITIONAL: st = parse_name(key, value, AW_POSITIONAL_NAMES, 2, &c->positional); break;
     case F_NORM: st = parse_name(key, value, AW_NORM_NAMES, 2, &c->norm); break;
-    case F_ARCH: st = parse_name(key, value, AW_ARCH_NAMES, 2, &c->arch); break;
+    case F_ARCH: st = parse_name(key, value, AW_ARCH_NAMES, AW_ARCH_COUNT, &c->arch); break;
     case F_COMPONENTS: {
         // a comma list of component kinds: dense, random, factorized-dense, factorized-random, dot
         size_t n = 0;
@@ -168,6 +168,8 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     aw_model_config c = b->cfg;
     const aw_form *form = aw_form_at((size_t)c.form);
     if (!(b->given & (1u << F_D_FF))) c.d_ff = 4 * c.d_model; // dModel <= 4096, so at most 16384
+    // the GRU archs have one layer each: the default (2) becomes 1, a given layers must be 1
+    if (aw_arch_is_rnn(c.arch) && !(b->given & (1u << F_LAYERS))) c.layers = 1;
     for (int o = 0; o < N_OPTIONS; o++) // an option the form does not read is a mistake, not a no-op
         if ((b->given & (1u << OPTION_FIELDS[o])) && !(form->options & (1u << o)))
             return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\" (it is %s)", KEYS[OPTION_FIELDS[o]],

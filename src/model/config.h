@@ -15,7 +15,8 @@ typedef struct {
 } aw_config_builder;
 
 // The defaults: vocab 64, dModel 64, heads 4, layers 2, dFF 4 dModel, maxLen 64, softmax,
-// sinusoidal, pre-norm, decoder, seed 1; synth options trainable, k 8, components random,dot.
+// sinusoidal, pre-norm, decoder, seed 1; synth options trainable, k 8, components random,dot;
+// layers 1 for the gru archs (the only value they take).
 void config_builder_init(aw_config_builder *b);
 // Sets the field `key` from its text (a number in decimal, true/false, a name, or a comma list).
 // AW_ERR_ARG with a message naming the field for an unknown key or a bad value.

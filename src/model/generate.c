@@ -155,12 +155,13 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                    int use_cache) {
     const aw_model_config *c = &m->cfg;
     const size_t L = (size_t)c->max_len, C = (size_t)c->d_model, V = (size_t)c->vocab;
-    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER, rnn = aw_arch_is_rnn(c->arch);
+    const int has_src = encdec || rnn;
     *n_out = 0;
     if (np == 0 || np > L) return aw_fail(AW_ERR_ARG, "prompt must have 1 to maxLen = %zu tokens, got %zu", L, np);
-    if (encdec && (ns == 0 || ns > L))
+    if (has_src && (ns == 0 || ns > L))
         return aw_fail(AW_ERR_ARG, "source must have 1 to maxLen = %zu tokens, got %zu", L, ns);
-    if (!encdec && ns) return aw_fail(AW_ERR_ARG, "a decoder-only model takes no source");
+    if (!has_src && ns) return aw_fail(AW_ERR_ARG, "a decoder-only model takes no source");
     for (size_t i = 0; i < np; i++)
         if (prompt[i] < 0 || prompt[i] >= c->vocab)
             return aw_fail(AW_ERR_ARG, "prompt[%zu] is %d, outside the vocabulary [0, %d)", i, (int)prompt[i], (int)c->vocab);
@@ -178,10 +179,15 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     memcpy(seq, prompt, np * sizeof(int32_t));
     int st = AW_OK;
     // a form without an incremental step takes the full-forward path
-    if (!has_steps(m)) use_cache = 0;
+    if (!rnn && !has_steps(m)) use_cache = 0;
     decode_state s;
-    int have_state = 0;
-    if (use_cache) {
+    aw_rnn_decode_state rs; // the GRU archs: the encoder once, then one decoder step per token
+    int have_state = 0, have_rnn_state = 0;
+    if (use_cache && rnn) {
+        if ((st = rnn_decode_begin(&rs, m, src, ns))) goto done;
+        have_rnn_state = 1;
+        for (size_t p = 0; p + 1 < np; p++) rnn_decode_step(&rs, m, seq[p], logits);
+    } else if (use_cache) {
         if ((st = state_init(&s, m, ns))) goto done;
         have_state = 1;
         if (encdec) { // encode once (a decoder pass of one token comes along), then project K, V per layer
@@ -201,14 +207,16 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     // the model reads at most L positions: after the prompt, up to L - np + 1 new tokens
     while (*n_out < max_new && np + *n_out <= L) {
         const size_t len = np + *n_out;
-        if (use_cache) {
+        if (use_cache && rnn) {
+            rnn_decode_step(&rs, m, seq[len - 1], logits);
+        } else if (use_cache) {
             if ((st = step_token(m, &s, seq[len - 1], len - 1, ns))) goto done;
             memcpy(logits, s.logits, V * sizeof(float));
         } else {
-            if ((st = model_reserve(m, 1, len, encdec ? ns : 0))) goto done;
+            if ((st = model_reserve(m, 1, len, has_src ? ns : 0))) goto done;
             memcpy(m->tokens, seq, len * sizeof(int32_t));
             for (size_t i = 0; i < len; i++) m->targets[i] = -1;
-            if (encdec) memcpy(m->src, src, ns * sizeof(int32_t));
+            if (has_src) memcpy(m->src, src, ns * sizeof(int32_t));
             if ((st = model_forward(m, NULL))) goto done;
             memcpy(logits, m->a.logits + (len - 1) * V, V * sizeof(float));
         }
@@ -225,6 +233,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     }
 done:
     if (have_state) state_free(&s);
+    if (have_rnn_state) rnn_decode_end(&rs);
     free(seq), free(logits);
     return st;
 }

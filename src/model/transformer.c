@@ -27,6 +27,14 @@ int model_check_config(const aw_model_config *c) {
     CHECK_RANGE(layers, "layers", 1, AW_MAX_LAYERS)
     CHECK_RANGE(d_ff, "dFF", 1, 16384)
     CHECK_RANGE(max_len, "maxLen", 2, 4096)
+    if (c->arch < 0 || c->arch >= AW_ARCH_COUNT)
+        return aw_fail(AW_ERR_ARG, "arch must be \"decoder\", \"encoder-decoder\", \"gru\" or \"gru-attention\"");
+    if (aw_arch_is_rnn(c->arch)) { // one GRU layer each; heads, attention, positional, norm, dFF unused
+        if (c->layers != 1)
+            return aw_fail(AW_ERR_ARG, "layers must be 1 for arch \"%s\" (one GRU layer in the encoder and one in the "
+                                       "decoder), got %d", c->arch == AW_ARCH_GRU ? "gru" : "gru-attention", (int)c->layers);
+        return AW_OK;
+    }
     if (c->d_model % c->heads)
         return aw_fail(AW_ERR_ARG, "dModel (%d) must be divisible by heads (%d)", (int)c->d_model, (int)c->heads);
     const aw_form *f = aw_form_at((size_t)c->form);
@@ -41,8 +49,6 @@ int model_check_config(const aw_model_config *c) {
     if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED)
         return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\" or \"learned\"");
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
-    if (c->arch != AW_ARCH_DECODER && c->arch != AW_ARCH_ENCODER_DECODER)
-        return aw_fail(AW_ERR_ARG, "arch must be \"decoder\" or \"encoder-decoder\"");
     // parameters and AdamW state (4 floats and a decay byte each) must fit in size_t: counted in
     // model_create, where the forms' tensors are known
     return AW_OK;
@@ -135,6 +141,14 @@ static void walk_ffn(walker *wk, aw_ffn_weights *f, const char *prefix, size_t C
     f->b2 = take_named(wk, prefix, "b2", C, 0);
 }
 
+// A GRU's tensors as nn.GRU names them (weight_ih_l0 ...), weights stored (3C, in).
+static void walk_gru(walker *wk, aw_gru_weights *g, const char *prefix, size_t in, size_t C) {
+    g->w_ih = take_named(wk, prefix, "weight_ih", in, 3 * C);
+    g->w_hh = take_named(wk, prefix, "weight_hh", C, 3 * C);
+    g->b_ih = take_named(wk, prefix, "bias_ih", 3 * C, 0);
+    g->b_hh = take_named(wk, prefix, "bias_hh", 3 * C, 0);
+}
+
 // Walks every parameter tensor in a fixed order (the checkpoint order), binding `w` into base.
 static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
     const aw_model_config *c = &m->cfg;
@@ -144,6 +158,19 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
     char prefix[32];
     memset(w, 0, sizeof *w);
     w->wte = take(&wk, "wte", V, C);
+    if (aw_arch_is_rnn(c->arch)) { // rnn.h: wte, the two GRUs, the attention, the output projection
+        walk_gru(&wk, &w->enc_gru, "enc.gru", C, C);
+        walk_gru(&wk, &w->dec_gru, "dec.gru", 2 * C, C);
+        if (c->arch == AW_ARCH_GRU_ATTENTION) {
+            w->attn.W_a = take(&wk, "dec.attn.W_a", C, C);
+            w->attn.U_a = take(&wk, "dec.attn.U_a", C, C);
+            w->attn.b_a = take(&wk, "dec.attn.b_a", C, 0);
+            w->attn.v = take(&wk, "dec.attn.v", C, 0);
+        }
+        w->w_out = take(&wk, "out.w", C, V);
+        w->b_out = take(&wk, "out.b", V, 0);
+        return wk.overflow ? AW_SIZE_INVALID : wk.off;
+    }
     if (c->positional == AW_POS_LEARNED) w->wpe = take(&wk, "wpe", L, C);
     for (int l = 0; encdec && l < c->layers; l++) {
         snprintf(prefix, sizeof prefix, "enc.%d.self", l);
@@ -208,7 +235,10 @@ static void init_params(aw_model *m) {
         leaf = leaf ? leaf + 1 : t->name;
         aw_rng rng;
         aw_rng_seed(&rng, ((uint64_t)c->seed << 16) ^ (uint64_t)(i + 1));
-        if (strstr(t->name, "ln.w") || strcmp(t->name, "lnf.w") == 0 || strcmp(t->name, "enc.lnf.w") == 0)
+        if (strncmp(t->name, "enc.gru.", 8) == 0 || strncmp(t->name, "dec.gru.", 8) == 0 ||
+            strncmp(t->name, "dec.attn.", 9) == 0) // PyTorch's nn.GRU and nn.Linear: U(-1/sqrt(C), 1/sqrt(C))
+            init_uniform(x, n, 1.0f / sqrtf(3.0f * C), &rng);
+        else if (strstr(t->name, "ln.w") || strcmp(t->name, "lnf.w") == 0 || strcmp(t->name, "enc.lnf.w") == 0)
             fill(x, n, 1.0f);
         else if (t->cols == 0) fill(x, n, 0.0f); // biases, LayerNorm shifts
         else if (strcmp(t->name, "wte") == 0) init_uniform(x, n, 0.7f, &rng); // ~ the sinusoid's scale
@@ -245,6 +275,7 @@ void model_destroy(aw_model *m) {
 // decoder's self-attention.
 static int init_forms(aw_model *m) {
     const aw_model_config *cfg = &m->cfg;
+    if (aw_arch_is_rnn(cfg->arch)) return AW_OK; // no attention forms
     const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross), *dec = self;
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
     if (encdec && !(self->flags & AW_FORM_CAUSAL) && self->decoder) dec = aw_form_find(self->decoder);
@@ -342,6 +373,22 @@ static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, s
     carver cv = {base, {0}};
     memset(a, 0, sizeof *a);
     a->x0 = carve(&cv, N, C);
+    if (aw_arch_is_rnn(c->arch)) { // rnn.h's buffers; x0 holds the decoder states s_1..s_T
+        aw_rnn_acts *r = &a->rnn;
+        const size_t C3 = aw_size_mul(3, C), S1 = aw_size_mul(aw_size_add(S, 1), B);
+        r->enc_x = carve(&cv, Ne, C);
+        r->enc_gi = carve(&cv, Ne, C3), r->enc_gh = carve(&cv, Ne, C3), r->enc_gate = carve(&cv, Ne, C3);
+        r->enc_h = carve(&cv, S1, C);
+        r->dec_x = carve(&cv, N, aw_size_mul(2, C));
+        r->dec_gi = carve(&cv, N, C3), r->dec_gh = carve(&cv, N, C3), r->dec_gate = carve(&cv, N, C3);
+        r->dec_s = carve(&cv, aw_size_mul(aw_size_add(T, 1), B), C);
+        if (c->arch == AW_ARCH_GRU_ATTENTION) {
+            r->uh = carve(&cv, Ne, C), r->ws = carve(&cv, N, C);
+            r->tanh = carve(&cv, aw_size_mul(N, S), C), r->att = carve(&cv, N, S);
+        }
+        a->logits = carve(&cv, N, V), a->probs = carve(&cv, N, V), a->losses = carve(&cv, N, 1);
+        return aw_plan_ok(&cv.plan, sizeof(float)) ? cv.plan.total : AW_SIZE_INVALID;
+    }
     if (encdec) {
         a->e0 = carve(&cv, Ne, C);
         for (int l = 0; l < c->layers; l++) {
@@ -388,7 +435,7 @@ static int grow(void **buf, size_t *cap, size_t n, size_t elem) {
 
 int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     const size_t L = (size_t)m->cfg.max_len;
-    const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER;
+    const int encdec = aw_arch_has_source(m->cfg.arch);
     if (B == 0 || B > 65536) return aw_fail(AW_ERR_ARG, "batch size must be in [1, 65536], got %zu", B);
     if (T == 0 || T > L) {
         const aw_form *f = aw_form_at((size_t)m->cfg.form);
@@ -398,7 +445,9 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     }
     if (S > L) return aw_fail(AW_ERR_ARG, "the source has %zu positions; this model takes at most maxLen = %zu", S, L);
     if (encdec != (S > 0))
-        return aw_fail(AW_ERR_ARG, encdec ? "an encoder-decoder needs a source sequence" : "a decoder-only model takes no source sequence");
+        return aw_fail(AW_ERR_ARG, encdec ? "a model with an encoder (arch \"%s\") needs a source sequence"
+                                          : "a decoder-only model takes no source sequence",
+                       m->cfg.arch == AW_ARCH_ENCODER_DECODER ? "encoder-decoder" : m->cfg.arch == AW_ARCH_GRU ? "gru" : "gru-attention");
     aw_acts tmp;
     const size_t floats = carve_acts(m, NULL, &tmp, B, T, S);
     const size_t toks = aw_size_add(aw_size_mul3(2, B, T), aw_size_add(aw_size_mul(B, S), 1));
@@ -537,13 +586,15 @@ static int check_tokens(const aw_model *m, const char *what, const int32_t *t, s
     return AW_OK;
 }
 
+static int output_forward(aw_model *m, const float *x, aw_metrics *metrics);
+
 int model_forward(aw_model *m, aw_metrics *metrics) {
     if (m->B == 0) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
-    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
-    const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, N = B * T;
+    const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER, rnn = aw_arch_is_rnn(c->arch);
     aw_acts *a = &m->a;
-    if (check_tokens(m, "tokens", m->tokens, N) || (encdec && check_tokens(m, "source", m->src, B * S)))
+    if (check_tokens(m, "tokens", m->tokens, N) || ((encdec || rnn) && check_tokens(m, "source", m->src, B * S)))
         return AW_ERR_ARG;
     // weights that are already NaN or infinite (a diverged run, or a checkpoint holding them)
     // are named as such, not met later as a NaN inside some sublayer (one pass over P floats,
@@ -564,6 +615,10 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
                            (int)m->targets[i], (int)c->vocab);
     int st;
     const float *enc = NULL;
+    if (rnn) {
+        rnn_model_forward(m); // the decoder states into x0
+        return output_forward(m, a->x0, metrics);
+    }
     if (encdec) {
         embedding_forward(a->e0, m->src, m->w.wte, m->pe, B, S, C);
         const float *x = a->e0;
@@ -592,6 +647,13 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         x = ffn_out(m, &a->dec_ffn[l]);
     }
     if (pre) layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N, C), x = a->lnf;
+    return output_forward(m, x, metrics);
+}
+
+// logits = x W_out + b_out, the loss and the metrics.
+static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
+    const size_t N = m->B * m->T, C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
+    aw_acts *a = &m->a;
     linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
     size_t count = 0, correct = 0;
     const double loss = crossentropy_forward(a->probs, a->losses, a->logits, m->targets, N, V, &count, &correct);
@@ -619,6 +681,11 @@ int model_backward(aw_model *m) {
     if (count == 0) return AW_OK;
     // loss = mean over counted rows of -log probs[target]
     crossentropy_backward(da->logits, a->probs, m->targets, 1.0f / (float)count, N, V);
+    if (aw_arch_is_rnn(c->arch)) {
+        linear_backward(da->x0, m->g.w_out, m->g.b_out, da->logits, a->x0, m->w.w_out, N, C, V);
+        rnn_model_backward(m);
+        return AW_OK;
+    }
     const float *xl = decoder_stream_out(m, a);
     float *dxl = (float *)decoder_stream_out(m, da);
     linear_backward(pre ? da->lnf : dxl, m->g.w_out, m->g.b_out, da->logits, pre ? a->lnf : xl, m->w.w_out, N, C, V);
@@ -701,7 +768,7 @@ int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rn
     for (size_t b = 0; b < B; b++) {
         const size_t real = task_example(src, tgt, spec, rng);
         int32_t *tok = m->tokens + b * T, *trg = m->targets + b * T;
-        if (m->cfg.arch == AW_ARCH_ENCODER_DECODER) {
+        if (aw_arch_has_source(m->cfg.arch)) {
             memcpy(m->src + b * S, src, ns * sizeof(int32_t));
             tok[0] = 0; // the separator starts the decoder
             for (size_t i = 0; i < T; i++) {

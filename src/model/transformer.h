@@ -12,6 +12,7 @@
 #include "../attention/synthesizer.h"
 #include "forms.h"
 #include "layers.h"
+#include "rnn.h"
 #include "tasks.h"
 
 #include <stddef.h>
@@ -19,7 +20,12 @@
 
 enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1 };
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
-enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1 };
+// gru and gru-attention: the RNN baselines of src/model/rnn.h (one GRU layer each for the encoder
+// and the decoder; no attention forms, no positions, no LayerNorm)
+enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1, AW_ARCH_GRU = 2, AW_ARCH_GRU_ATTENTION = 3, AW_ARCH_COUNT = 4 };
+// 1 for the architectures that read a source sequence (an encoder), 1 for the RNN ones.
+static inline int aw_arch_has_source(int arch) { return arch != AW_ARCH_DECODER; }
+static inline int aw_arch_is_rnn(int arch) { return arch == AW_ARCH_GRU || arch == AW_ARCH_GRU_ATTENTION; }
 enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
 
 typedef struct {
@@ -34,7 +40,9 @@ typedef struct {
     int32_t learn_decay; // retention: 1 when the decays are learned (attentionOptions.decay "learned")
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
-    int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks
+    int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks;
+                        // gru, gru-attention: layers must be 1, heads, attention, positional, norm and
+                        // dFF are ignored
     uint32_t seed;
 } aw_model_config;
 
@@ -77,6 +85,8 @@ typedef struct {
     float *enc_lnf_w, *enc_lnf_b;   // (C) pre-norm encoder's final LayerNorm
     float *lnf_w, *lnf_b;           // (C) pre-norm decoder's final LayerNorm
     float *w_out, *b_out;           // (C, V), (V)
+    aw_gru_weights enc_gru, dec_gru; // gru archs: the encoder's and the decoder's GRU
+    aw_additive_attn_weights attn;  // gru-attention: Bahdanau's additive attention
 } aw_weights;
 
 typedef struct {
@@ -102,6 +112,7 @@ typedef struct {
     float *lnf, *lnf_mean, *lnf_rstd;             // (B*T, C), (B*T), (B*T)
     float *logits, *probs;         // (B*T, V)
     float *losses;                 // (B*T)
+    aw_rnn_acts rnn;               // gru archs (x0 then holds the decoder states, batch-major)
 } aw_acts;
 
 typedef struct {

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     // a forward over a few tokens (ids inside the vocabulary, length within maxLen)
-    const size_t T = m->cfg.max_len < 5 ? (size_t)m->cfg.max_len : 5, S = m->cfg.arch == AW_ARCH_ENCODER_DECODER ? T : 0;
+    const size_t T = m->cfg.max_len < 5 ? (size_t)m->cfg.max_len : 5, S = aw_arch_has_source(m->cfg.arch) ? T : 0;
     if (model_reserve(m, 1, T, S) == AW_OK) {
         for (size_t i = 0; i < T; i++) m->tokens[i] = (int32_t)(i % (size_t)m->cfg.vocab), m->targets[i] = -1;
         for (size_t i = 0; i < S; i++) m->src[i] = (int32_t)(i % (size_t)m->cfg.vocab);

@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_STATUS(st);
     aw_config_free(b);
     if (st != AW_OK) return 0;
-    const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER;
+    const int encdec = aw_arch_has_source(m->cfg.arch);
     const int32_t V = m->cfg.vocab, L = m->cfg.max_len;
     const double hyper[6] = {1e-2, 0.9, 0.98, 1e-8, 0.01, 1.0};
     double metrics[8];

@@ -253,7 +253,7 @@ static void grad_check_model_ex(const char *label, aw_model_config cfg, int muta
     int st = model_create(&m, &cfg);
     CHECK(st == AW_OK, "%s: model_create status %d (%s)", label, st, aw_error_message());
     if (st) return;
-    const size_t S = cfg.arch == AW_ARCH_ENCODER_DECODER ? 5 : 0;
+    const size_t S = aw_arch_has_source(cfg.arch) ? 5 : 0;
     aw_grad_check gc;
     st = model_grad_check(m, 2, 6, S, 77, NULL, 1.0, &gc);
     CHECK(st == AW_OK, "%s: grad check status %d", label, st);
@@ -358,6 +358,12 @@ static void test_model_grads(void) {
     }
     c = base_config(), c.form = FORM("synth:dense"), c.synth.variant = AW_SYNTH_DENSE, c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("synthesizer dense encoder-decoder", c);
+    // the RNN baselines (rnn.c): backprop through 5 encoder and 6 decoder steps, every tensor's
+    // gradient times 1.1 must fail
+    c = base_config(), c.arch = AW_ARCH_GRU, c.layers = 1;
+    grad_check_model_ex("gru encoder-decoder (fixed context)", c, 1);
+    c.arch = AW_ARCH_GRU_ATTENTION;
+    grad_check_model_ex("gru-attention (additive attention)", c, 1);
 }
 
 // ---- configs, determinism, checkpoint, generation, learning ----------------------------------------
@@ -397,6 +403,17 @@ static void test_config_errors(void) {
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "causal efficient attention must fail");
     c = base_config(), c.form = FORM("synth:factorized-dense"), c.synth.variant = AW_SYNTH_FACTORIZED_DENSE, c.synth.a = 3, c.synth.b = 3;
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "factorized-dense with a*b != max_len must fail");
+    c = base_config(), c.arch = AW_ARCH_GRU; // layers 2
+    aw_clear_error();
+    CHECK(model_create(&m, &c) == AW_ERR_ARG && !m && strstr(aw_error_message(), "layers must be 1 for arch \"gru\""),
+          "gru with 2 layers must fail naming layers: %s", aw_error_message());
+    c.arch = AW_ARCH_GRU_ATTENTION, c.layers = 3;
+    aw_clear_error();
+    CHECK(model_create(&m, &c) == AW_ERR_ARG && strstr(aw_error_message(), "layers must be 1 for arch \"gru-attention\""),
+          "gru-attention with 3 layers must fail naming layers: %s", aw_error_message());
+    c = base_config(), c.arch = 4;
+    aw_clear_error();
+    CHECK(model_create(&m, &c) == AW_ERR_ARG && strstr(aw_error_message(), "arch must be"), "unknown arch must fail");
     c = base_config();
     CHECK(model_create(&m, &c) == AW_OK, "create");
     aw_task_spec spec = {AW_TASK_REVERSE, 8, 6, 0};
@@ -515,7 +532,7 @@ static void check_generation(const char *label, aw_model_config c, int trained) 
     aw_metrics mt;
     for (int s = 0; s < trained; s++) model_train_step(m, &spec, 8, &tc, &mt);
     const int32_t prompt[3] = {2, 4, 1}, src[4] = {3, 1, 4, 1};
-    const int encdec = c.arch == AW_ARCH_ENCODER_DECODER;
+    const int encdec = aw_arch_has_source(c.arch);
     int32_t full[32], cached[32];
     size_t nf = 0, nc = 0;
     for (int mode = 0; mode < 2; mode++) { // greedy, then sampled with a seed
@@ -583,6 +600,62 @@ static void test_generation(void) {
     c = base_config(), c.max_len = 12, c.arch = AW_ARCH_ENCODER_DECODER, c.form = FORM("synth:dense");
     c.synth.variant = AW_SYNTH_DENSE, c.synth.trainable = 1;
     check_generation("generate: synthesizer dense encoder-decoder", c, 5);
+    c = base_config(), c.max_len = 12, c.arch = AW_ARCH_GRU, c.layers = 1;
+    check_generation("generate: gru", c, 5);
+    c.arch = AW_ARCH_GRU_ATTENTION;
+    check_generation("generate: gru-attention", c, 5);
+}
+
+// The GRU archs: checkpoint round trip (nn.GRU's shapes in the file), and learning reverse.
+static void test_rnn(void) {
+    for (int k = 0; k < 2; k++) {
+        aw_model_config c = base_config();
+        c.arch = k ? AW_ARCH_GRU_ATTENTION : AW_ARCH_GRU, c.layers = 1;
+        aw_model *a = NULL, *r = NULL;
+        CHECK(model_create(&a, &c) == AW_OK, "create gru");
+        if (!a) return;
+        const aw_task_spec spec = {AW_TASK_REVERSE, 4, 5, 0};
+        const aw_train_config tc = train_config(3e-3f);
+        aw_metrics mt, ea, er;
+        for (int s = 0; s < 3; s++) model_train_step(a, &spec, 4, &tc, &mt);
+        size_t bytes = 0, bytes2 = 0;
+        checkpoint_size(a, 1, &bytes);
+        uint8_t *buf = malloc(bytes), *buf2 = malloc(bytes);
+        CHECK(checkpoint_write(a, 1, buf, bytes) == AW_OK && checkpoint_read(&r, buf, bytes) == AW_OK && r, "gru save/load");
+        if (r) {
+            CHECK(memcmp(r->params, a->params, a->n_params * sizeof(float)) == 0, "gru params round-trip");
+            checkpoint_size(r, 1, &bytes2);
+            CHECK(bytes2 == bytes && checkpoint_write(r, 1, buf2, bytes) == AW_OK && memcmp(buf, buf2, bytes) == 0,
+                  "gru: re-saving gives the same bytes");
+            model_evaluate(a, &spec, 4, 2, 9, &ea), model_evaluate(r, &spec, 4, 2, 9, &er);
+            CHECK(ea.loss == er.loss, "gru: loaded model evaluates identically");
+            model_destroy(r);
+        }
+        // nn.GRU's layout: weight_ih_l0 (3C, in), weight_hh_l0 (3C, C)
+        CHECK(strstr((const char *)buf + 8, "\"dec.gru.weight_ih\":{\"dtype\":\"F32\",\"shape\":[24,16]") &&
+                  strstr((const char *)buf + 8, "\"enc.gru.weight_hh\":{\"dtype\":\"F32\",\"shape\":[24,8]") &&
+                  strstr((const char *)buf + 8, "\"enc.gru.bias_ih\":{\"dtype\":\"F32\",\"shape\":[24]"),
+              "gru tensors stored with nn.GRU's shapes");
+        if (k) CHECK(strstr((const char *)buf + 8, "\"dec.attn.v\":{\"dtype\":\"F32\",\"shape\":[8]") != NULL, "v stored");
+        free(buf), free(buf2);
+        model_destroy(a);
+    }
+    for (int k = 0; k < 2; k++) { // learning: reverse of 3 symbols out of 4
+        aw_model_config c = base_config();
+        c.arch = k ? AW_ARCH_GRU_ATTENTION : AW_ARCH_GRU, c.layers = 1, c.vocab = 6, c.d_model = 16;
+        aw_model *m = NULL;
+        model_create(&m, &c);
+        const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4, 0};
+        const aw_train_config tc = train_config(1e-2f);
+        aw_metrics first, mt, ev;
+        model_evaluate(m, &spec, 32, 2, 1, &first);
+        for (int s = 0; s < 200; s++) model_train_step(m, &spec, 16, &tc, &mt);
+        model_evaluate(m, &spec, 32, 2, 1, &ev);
+        printf("learning (%s): reverse(3) accuracy %.3f -> %.3f, loss %.3f -> %.3f after 200 steps\n",
+               k ? "gru-attention" : "gru", first.accuracy, ev.accuracy, first.loss, ev.loss);
+        CHECK(ev.loss < first.loss * 0.3 && ev.accuracy > 0.8, "%s: reverse(3) did not learn", k ? "gru-attention" : "gru");
+        model_destroy(m);
+    }
 }
 
 static void test_learning(void) {
@@ -635,6 +708,7 @@ int main(int argc, char **argv) {
     test_resume();
     test_generation();
     test_learning();
+    test_rnn();
     printf("%s\n", test_failures ? "FAILED" : "ok");
     return test_failures != 0;
 }

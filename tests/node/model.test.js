@@ -84,7 +84,7 @@ for (const { name, lib } of builds) {
     expectError(() => m.trainStep({ task: 'recall', length: 3, symbols: 4 }), /3 pairs need distinct keys, and symbols = 4 gives only 2/);
     expectError(() => m.trainStep({ task: 'reverse', length: 3, lr: -1 }), /lr must be > 0, got -1/);
     expectError(() => m.trainStep({ task: 'reverse', length: 3, batchsize: 4 }), /unknown option "batchsize"/);
-    expectError(() => m.forward([1], { source: [1] }), /source is for arch "encoder-decoder" models only/);
+    expectError(() => m.forward([1], { source: [1] }), /source is for models with an encoder \(arch "encoder-decoder", "gru" or "gru-attention"\) only/);
     const synth = lib.createModel({ ...small, attention: 'synth:random' });
     expectError(() => synth.forward(new Array(9).fill(1)), /maxLen = 8 \(attention "synth:random" fixes its length when created\)/);
     synth.dispose();

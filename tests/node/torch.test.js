@@ -1,7 +1,7 @@
 // torch.test.js: checkpoints carry to PyTorch and back (scripts/torch_model.py, Debian's
 // python3-torch). For every attention form the registry offers a decoder, and for encoder-decoders,
 // post-norm and learned positions: the library trains a small model a little and saves it; the
-// PyTorch model loads it and reproduces the library's logits to 1e-4, trains 3 steps and writes
+// PyTorch model loads it (the GRU baselines into nn.GRU) and reproduces the library's logits to 1e-4, trains 3 steps and writes
 // safetensors; the library loads that file, gives PyTorch's logits to 1e-4 and trains on from it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,12 +28,13 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { attention: 'synth:random', attentionOptions: { trainable: false } },
       { attention: 'softmax', norm: 'post', positional: 'learned' },
       { attention: 'softmax', arch: 'encoder-decoder' }, { attention: 'linear:elu+1', arch: 'encoder-decoder', norm: 'post' },
-      { attention: 'synth:dense', arch: 'encoder-decoder' });
+      { attention: 'synth:dense', arch: 'encoder-decoder' },
+      { arch: 'gru', layers: 1 }, { arch: 'gru-attention', layers: 1 }); // nn.GRU / nn.GRUCell
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
       const m = lib.createModel({ ...base, ...cfg });
-      const encdec = m.config.arch === 'encoder-decoder';
+      const encdec = m.config.arch !== 'decoder';
       const batch = { inputs: [row(8), row(8)], targets: [row(8), row(8)], mask: [[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 1]] };
       if (encdec) batch.source = [row(6), row(6)];
       for (let s = 0; s < 2; s++) m.trainStep({ ...batch, lr: 1e-2 }); // weights away from their init

@@ -40,10 +40,16 @@ lib.createSynthesizer({ variant: 'sparse', d: 4, maxLen: 16 });
 model.save(true);
 
 const config: ModelConfig = { vocab: 11, attention: 'local', attentionOptions: { window: 4 } };
+const rnn: ModelConfig = { vocab: 11, arch: 'gru-attention', dModel: 32 };
+const gru: Model = lib.createModel({ ...rnn, arch: 'gru' });
+const note: string | undefined = gru.forward([0], { source: [1, 2] }).noAttention;
+gru.dispose();
+// @ts-expect-error unknown architecture
+lib.createModel({ arch: 'lstm' });
 const typed: Model = lib.createModel(config);
 const res: AttentionResult = lib.localAttention({ q, k: q, v: q, n: 2, d: 4, window: 2 });
 const tk: CharTokenizer = charTokenizer({ text: 'hello' });
 const first: FormInfo = lib.forms[0];
 typed.dispose();
 
-export { ok, w, row, step, held, causalForms, inUse, res, tk, first };
+export { ok, w, row, step, held, causalForms, inUse, res, tk, first, note };
