@@ -151,6 +151,10 @@ export async function loadAttention(options = {}) {
      * Uses n threads from now on, 1 <= n <= the threads started (results do not depend on it);
      * returns how many run.
      */
+    /** items of work the worker threads (not the calling thread) have run so far: shows they take part */
+    threadWorkItems() {
+      return pool ? core.exports.aw_thread_worker_items() : 0;
+    },
     setThreads(n) {
       if (!isPositiveInt(n)) fail(`setThreads: n must be a positive integer, got ${describe(n)}`);
       if (!pool) return 1;

@@ -4,7 +4,7 @@
 // memory.atomic.wait32 and never returns. Runs as a Node worker_threads worker or a module Web Worker.
 const isNode = typeof process !== 'undefined' && process.versions?.node && typeof self === 'undefined';
 const NODE_WORKERS = 'node:worker_threads'; // a name bundlers do not follow (see index.js)
-const port = isNode ? (await import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_WORKERS)).parentPort : self;
+let port = null; // Node's parentPort, or the worker's global scope
 
 function start({ module, memory, index, stackTop, tls }) {
   const env = { memory, emscripten_notify_memory_growth: () => {} };
@@ -26,5 +26,13 @@ const onMessage = (data) => {
     port.postMessage({ type: 'error', message: e?.message ?? String(e) });
   }
 };
-if (isNode) port.once('message', onMessage);
-else self.addEventListener('message', (e) => onMessage(e.data), { once: true });
+// no top-level await: bundlers emit workers as classic scripts
+if (isNode) {
+  import(/* @vite-ignore */ /* webpackIgnore: true */ NODE_WORKERS).then((m) => {
+    port = m.parentPort;
+    port.once('message', onMessage);
+  });
+} else {
+  port = self;
+  self.addEventListener('message', (e) => onMessage(e.data), { once: true });
+}

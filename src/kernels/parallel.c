@@ -10,6 +10,7 @@ void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
 }
 
 size_t aw_threads(void) { return 1; }
+size_t aw_threads_worker_items(void) { return 0; }
 int aw_threads_set(int n) { return (void)n, 1; }
 void aw_threads_loop(int index) { (void)index; }
 int aw_threads_built(void) { return 0; }
@@ -26,20 +27,24 @@ static struct {
     aw_item_fn fn;
     void *ctx;
     size_t count, next, done;
+    uint32_t worker_items; // items the workers ran, ever (tests and benchmarks read it)
 } pool;
 
 static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 
-static void run_items(aw_item_fn fn, void *ctx, size_t count) {
+static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
     depth++;
     for (;;) {
         const size_t i = __atomic_fetch_add(&pool.next, 1, __ATOMIC_ACQ_REL);
         if (i >= count) break;
         fn(ctx, i);
+        if (worker) __atomic_fetch_add(&pool.worker_items, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&pool.done, 1, __ATOMIC_ACQ_REL);
     }
     depth--;
 }
+
+size_t aw_threads_worker_items(void) { return __atomic_load_n(&pool.worker_items, __ATOMIC_RELAXED); }
 
 size_t aw_threads(void) {
     const int32_t w = __atomic_load_n(&pool.workers, __ATOMIC_ACQUIRE), u = pool.use;
@@ -58,7 +63,7 @@ void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_fetch_add(&pool.seq, 1, __ATOMIC_ACQ_REL);
     __builtin_wasm_memory_atomic_notify(&pool.seq, (uint32_t)pool.use);
-    run_items(fn, ctx, count);
+    run_items(fn, ctx, count, 0);
     while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < count) { } // the main thread may not wait
     while (__atomic_load_n(&pool.active, __ATOMIC_ACQUIRE) != 0) { }
 }
@@ -79,7 +84,7 @@ void aw_threads_loop(int index) {
         const int32_t s = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
         if (s != seen) {
             seen = s;
-            if (index < pool.use) run_items(pool.fn, pool.ctx, pool.count);
+            if (index < pool.use) run_items(pool.fn, pool.ctx, pool.count, 1);
         }
         __atomic_fetch_sub(&pool.active, 1, __ATOMIC_ACQ_REL);
     }

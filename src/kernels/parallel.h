@@ -27,6 +27,8 @@ int aw_threads_set(int n);
 // A worker's life (the JS loader calls it in each worker): wait for a job, take items until none
 // are left, wait again; never returns. Returns at once in the serial build.
 void aw_threads_loop(int index);
+// Items the workers (not the calling thread) have run since the start: shows they take part.
+size_t aw_threads_worker_items(void);
 // 1 in the threaded build.
 int aw_threads_built(void);
 
