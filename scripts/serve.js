@@ -29,12 +29,12 @@ const MIME = {
   '.ts': 'text/plain; charset=utf-8',
 };
 
-const HEADERS = {
+const PLAIN = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' };
+const ISOLATED = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
   'Cross-Origin-Resource-Policy': 'same-origin',
-  'X-Content-Type-Options': 'nosniff',
-  'Cache-Control': 'no-cache',
+  ...PLAIN,
 };
 
 /**
@@ -62,7 +62,8 @@ function resolvePath(mounts, urlPath) {
   return file;
 }
 
-async function handle(mounts, req, res) {
+async function handle(mounts, req, res, isolate) {
+  const HEADERS = isolate ? ISOLATED : PLAIN;
   const send = (code, text) => {
     res.writeHead(code, { ...HEADERS, 'Content-Type': 'text/plain; charset=utf-8' });
     res.end(req.method === 'HEAD' ? undefined : `${code} ${text}\n`);
@@ -100,12 +101,14 @@ async function handle(mounts, req, res) {
 /**
  * Starts the server. port 0 picks a free port. mounts maps URL prefixes to directories; the default
  * serves <root>/web at / and <root>/wasm at /wasm/ (root = this package).
+ * isolate: false leaves out the cross-origin isolation headers (a page then has no SharedArrayBuffer,
+ * so no threads: what tests of the fallback need).
  * Resolves to { server, url, close } where close() also drops keep-alive connections.
  */
-export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts } = {}) {
+export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts, isolate = true } = {}) {
   const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm') };
   const server = createServer((req, res) => {
-    handle(table, req, res).catch(() => {
+    handle(table, req, res, isolate).catch(() => {
       if (!res.headersSent) res.writeHead(500);
       res.end();
     });

@@ -1,0 +1,104 @@
+// threads.test.js: the threaded build (wasm/attention-threads.wasm, wasm/threads.js) in Node:
+// results that do not depend on the thread count (1, 2 and 4 threads, and the single-thread SIMD
+// build, bit for bit), workers that really take part, the fallbacks with their one-line reasons,
+// clear errors, and a process that still exits (the test runner would hang otherwise).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { loadAttention } from '../../wasm/index.js';
+import { expectError, rand } from './helpers.js';
+
+const two = await loadAttention({ threads: 2 });
+const four = await loadAttention({ threads: 4 });
+const plain = await loadAttention(); // the single-thread SIMD build
+
+const same = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+
+// Every call of `run` on: 2 threads, 1 thread (same instance), 4 threads, the plain build.
+function allCounts(run) {
+  two.setThreads(2);
+  const r2 = run(two);
+  two.setThreads(1);
+  const r1 = run(two);
+  two.setThreads(2);
+  return { r1, r2, r4: run(four), rp: run(plain) };
+}
+
+test('threads: 2 and 4 start, say so, and a plain load says why it runs one thread', () => {
+  assert.equal(two.threads, 2);
+  assert.equal(two.threadsReason, null);
+  assert.equal(four.threads, 4);
+  assert.equal(plain.threads, 1);
+  assert.match(plain.threadsReason, /threads: 1 \(the default\)/);
+  assert.equal(two.setThreads(1), 1);
+  assert.equal(two.setThreads(8), 2, 'at most the threads started');
+  two.setThreads(2);
+});
+
+test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread build (every threaded kernel)', () => {
+  const before = two.threadWorkItems();
+  const cases = [];
+  for (const [n, d, heads] of [[1, 8, 1], [100, 32, 2], [700, 64, 1], [1500, 128, 8]]) {
+    const q = rand(n * d, n + 1), k = rand(n * d, n + 2), v = rand(n * d, n + 3);
+    for (const causal of [false, true]) {
+      cases.push([`softmax n=${n} heads=${heads} causal=${causal}`, (L) => L.softmaxAttention({ q, k, v, n, d, heads, causal }).output]);
+      cases.push([`softmax weights n=${n}`, (L) => L.softmaxAttention({ q, k, v, n, d, heads, causal, returnWeights: n <= 700 }).output]);
+      cases.push([`linear elu+1 n=${n} causal=${causal}`, (L) => L.linearAttention({ q, k, v, n, d, heads, causal }).output]);
+      cases.push([`retention n=${n} causal=${causal}`, (L) => L.retention({ q, k, v, n, d, heads, causal }).output]);
+    }
+    const mask = Uint8Array.from({ length: n }, (_, j) => (j % 7 === 3 ? 0 : 1));
+    cases.push([`softmax keyMask n=${n}`, (L) => L.softmaxAttention({ q, k, v, n, d, heads, keyMask: mask }).output]);
+  }
+  for (const [M, N, K] of [[300, 200, 100], [513, 64, 513]]) {
+    const a = rand(M * K, 9), b = rand(K * N, 10);
+    cases.push([`matmul ${M}x${N}x${K}`, (L) => L.kernels.matmul(a, b, { M, N, K })]);
+  }
+  for (const [label, run] of cases) {
+    const { r1, r2, r4, rp } = allCounts(run);
+    assert.ok(same(r1, r2) && same(r1, r4), `${label}: 1, 2 and 4 threads differ`);
+    assert.ok(same(r1, rp), `${label}: the threaded build differs from the single-thread build`);
+  }
+  assert.ok(two.threadWorkItems() > before + 50, `the worker ran ${two.threadWorkItems() - before} items`);
+});
+
+test('a training curve and its checkpoint are bit-identical whatever the thread count', () => {
+  const curve = (L, threads) => {
+    if (L.threads > 1) L.setThreads(threads);
+    const m = L.createModel({ vocab: 11, dModel: 64, heads: 4, layers: 2, maxLen: 64, seed: 3 });
+    const losses = [];
+    for (let i = 0; i < 6; i++) losses.push(m.trainStep({ task: 'reverse', length: 16, symbols: 10, batchSize: 32 }).loss);
+    const bytes = m.save();
+    m.dispose();
+    return { losses, bytes };
+  };
+  const a = curve(two, 1), b = curve(two, 2), c = curve(four, 4), p = curve(plain, 1);
+  two.setThreads(2);
+  for (const [name, x] of [['2 threads', b], ['4 threads', c], ['single-thread build', p]]) {
+    assert.deepEqual(x.losses, a.losses, `${name}: losses`);
+    assert.ok(same(x.bytes, a.bytes), `${name}: checkpoint bytes`);
+  }
+});
+
+test('bad thread options are clear Errors; the fallbacks say why in one line', async () => {
+  await assert.rejects(loadAttention({ threads: 0 }), /loadAttention: threads must be 'auto' or an integer in \[1, 64\], got 0/);
+  await assert.rejects(loadAttention({ threads: 'many' }), /threads must be 'auto' or an integer/);
+  const scalar = await loadAttention({ threads: 2, simd: false });
+  assert.equal(scalar.threads, 1);
+  assert.match(scalar.threadsReason, /simd: false was asked for, and the threaded build is a SIMD build/);
+  const own = await loadAttention({ threads: 2, wasm: new URL('../../wasm/attention.wasm', import.meta.url) });
+  assert.equal(own.threads, 1);
+  assert.match(own.threadsReason, /a wasm module of your own/);
+  const auto = await loadAttention({ threads: 'auto' });
+  assert.ok(auto.threads >= 1 && auto.threads <= 8);
+  assert.ok(auto.threads === 1 ? typeof auto.threadsReason === 'string' : auto.threadsReason === null);
+  expectError(() => two.setThreads(0), /setThreads: n must be a positive integer, got 0/);
+});
+
+test('an error inside a threaded call leaves every thread usable', () => {
+  const n = 600, d = 64, q = rand(n * d, 1), k = rand(n * d, 2), v = rand(n * d, 3);
+  const bad = q.slice();
+  bad[5] = NaN;
+  expectError(() => two.softmaxAttention({ q: bad, k, v, n, d }), /q\[5\] is NaN/);
+  expectError(() => two.softmaxAttention({ q, k: rand(5), v, n, d }), /k has 5 values/);
+  const { r1, r2 } = allCounts((L) => L.softmaxAttention({ q, k, v, n, d, causal: true }).output);
+  assert.ok(same(r1, r2));
+});
