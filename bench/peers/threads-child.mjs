@@ -1,0 +1,89 @@
+// threads-child.mjs: one process of bench/threads.bench.js. onnxruntime-web takes its thread count
+// once per process (ort.env.wasm.numThreads, read when its wasm starts), so each count runs in its
+// own process: `node bench/peers/threads-child.mjs T` times, side by side and in alternating
+// blocks (each sample is >= BENCH_MIN_MS of one engine's calls, engines in rotating order, so a
+// spinning thread pool never overlaps another engine's calls), ours with 1 and T threads against
+// onnxruntime-web with numThreads T. Prints JSON lines: { case, engine, median, min, max }.
+import { loadAttention } from '../../wasm/index.js';
+import { buildModel, ort } from './onnx.js';
+import { interleaveAsync } from './timing.js';
+
+const T = Number(process.argv[2] ?? 2);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 15), MIN_MS = Number(process.env.BENCH_MIN_MS ?? 30);
+ort.env.wasm.numThreads = T;
+ort.env.wasm.proxy = false;
+ort.env.logLevel = 'error';
+const lib = await loadAttention({ threads: T });
+if (lib.threads !== T) throw new Error(`ours: ${lib.threads} threads, not ${T}: ${lib.threadsReason}`);
+const rnd = (len, seed) => { let x = seed; return Float32Array.from({ length: len }, () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32) - 0.5); };
+const session = async (model) => {
+  const s = await ort.InferenceSession.create(model, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  const out = s.outputNames[0];
+  const run = async (feeds) => {
+    const t = {};
+    for (const [name, [data, dims]] of Object.entries(feeds)) t[name] = new ort.Tensor('float32', data, dims);
+    const r = await s.run(t);
+    return r[out].data;
+  };
+  run.release = () => s.release();
+  return run;
+};
+const maxAbs = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+const ours = (threads, f) => () => {
+  lib.setThreads(threads);
+  return f();
+};
+const emit = (name, t, extra = {}) => {
+  for (const [engine, x] of Object.entries(t))
+    console.log(JSON.stringify({ case: name, engine, median: x.median, min: x.min, max: x.max, ...extra }));
+};
+
+async function compare(name, oursCall, ortRun, feeds) {
+  const a = oursCall();
+  let b = null;
+  try {
+    b = await ortRun(feeds);
+  } catch (e) { // e.g. MultiHeadAttention at n = 4096 (a size overflow inside onnxruntime)
+    console.log(JSON.stringify({ case: name, note: `onnxruntime-web failed: ${e.message.split('\n')[0].slice(0, 160)}` }));
+  }
+  const err = b ? maxAbs(a, b) : null;
+  if (b && !(err < 1e-3)) throw new Error(`${name}: onnxruntime-web differs from ours by ${err}`);
+  const c = { 'ours 1t': ours(1, oursCall) };
+  if (b) c.ort = () => ortRun(feeds);
+  if (T > 1) c[`ours ${T}t`] = ours(T, oursCall);
+  emit(name, await interleaveAsync(c, { samples: SAMPLES, minMs: MIN_MS }), { err });
+  ortRun.release();
+}
+
+for (const N of [256, 512]) {
+  const a = rnd(N * N, 1), b = rnd(N * N, 2);
+  const run = await session(buildModel({ inputs: { A: [N, N], B: [N, N] }, outputs: { C: [N, N] },
+    nodes: [{ op: 'MatMul', inputs: ['A', 'B'], outputs: ['C'] }] }));
+  await compare(`matmul ${N}^3`, () => lib.kernels.matmul(a, b, { M: N, N, K: N }), run, { A: [a, [N, N]], B: [b, [N, N]] });
+}
+for (const heads of [1, 8]) for (const n of [512, 1024, 2048, 4096]) {
+  const d = 64 * heads, q = rnd(n * d, 3), k = rnd(n * d, 4), v = rnd(n * d, 5);
+  // ort: its fused MultiHeadAttention (the tiled flash attention of its wasm), [1, n, d] inputs
+  const run = await session(buildModel({ inputs: { Q: [1, n, d], K: [1, n, d], V: [1, n, d] }, outputs: { O: [1, n, d] },
+    nodes: [{ op: 'MultiHeadAttention', domain: 'com.microsoft', inputs: ['Q', 'K', 'V'], outputs: ['O'],
+      attrs: { num_heads: heads, scale: { float: 1 / 8 } } }] }));
+  await compare(`softmax attention n=${n} heads=${heads} (d=${d})`, () => lib.softmaxAttention({ q, k, v, n, d, heads }).output, run,
+    { Q: [q, [1, n, d]], K: [k, [1, n, d]], V: [v, [1, n, d]] });
+}
+// ours only: linear attention and a training step, 1 against T threads
+if (T > 1) {
+  for (const n of [1024, 4096]) {
+    const d = 256, heads = 4, q = rnd(n * d, 6), k = rnd(n * d, 7), v = rnd(n * d, 8);
+    const call = () => lib.linearAttention({ q, k, v, n, d, heads, causal: true }).output;
+    emit(`linear attention causal n=${n} heads=4 (d=256)`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
+      { samples: SAMPLES, minMs: MIN_MS }));
+  }
+  for (const [dModel, batch] of [[64, 32], [128, 32]]) {
+    const m = lib.createModel({ vocab: 16, dModel, heads: 4, layers: 2, maxLen: 32, seed: 1 });
+    const call = () => m.trainStep({ task: 'reverse', length: 16, symbols: 10, batchSize: batch });
+    emit(`training step C=${dModel} B=${batch} T=32`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
+      { samples: Math.min(SAMPLES, 11), minMs: MIN_MS }));
+    m.dispose();
+  }
+}
+process.exit(0);
