@@ -3,6 +3,8 @@
 // the attention forms plug in through attention_forms.c.
 #include "transformer.h"
 
+#include "../kernels/parallel.h"
+
 #include "../kernels/kernels.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
@@ -451,7 +453,8 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     aw_acts tmp;
     const size_t floats = carve_acts(m, NULL, &tmp, B, T, S);
     const size_t toks = aw_size_add(aw_size_mul3(2, B, T), aw_size_add(aw_size_mul(B, S), 1));
-    const size_t work = backward_work_floats(m, T, S);
+    // the threaded build runs the batch's sequences at once (attn_sublayer_*): a scratch for each
+    const size_t work = aw_size_mul(backward_work_floats(m, T, S), aw_threads_built() ? B : 1);
     size_t act_bytes;
     if (floats == AW_SIZE_INVALID || toks == AW_SIZE_INVALID || work == AW_SIZE_INVALID ||
         aw_mul_overflows(&act_bytes, floats, 2 * sizeof(float)))
@@ -495,9 +498,53 @@ static float *ffn_dout(const aw_model *m, aw_ffn_acts *da) { return m->cfg.norm 
 
 // pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
 // encoder output (B*Tk, C), or NULL for self-attention.
+// The form over the batch's sequences, one item each (src/kernels/parallel.h): in the threaded
+// build at once for a form without parameters (its calls share nothing; each sequence has its
+// own rows, weights and backward scratch), else one after the other. The first failure counts.
+typedef struct {
+    aw_model *m;
+    aw_attn_form *f;
+    aw_attn_acts *a, *da;
+    const float *xq;
+    float *dxq, *unused;
+    size_t T, Tk;
+    int keep, status;
+} seq_job;
+
+static void seq_forward(void *ctx, size_t b) {
+    seq_job *j = ctx;
+    const size_t C = (size_t)j->m->cfg.d_model, H = (size_t)j->m->cfg.heads, T = j->T, Tk = j->Tk;
+    const int st = j->f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
+                                       j->xq + b * T * C, j->a->q + b * T * C, j->a->k + b * Tk * C,
+                                       j->a->v + b * Tk * C, T, Tk);
+    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void seq_backward(void *ctx, size_t b) {
+    seq_job *j = ctx;
+    aw_model *m = j->m;
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, T = j->T, Tk = j->Tk;
+    const size_t work = aw_threads_built() ? m->scratch_cap / m->B : 0; // each sequence's own scratch
+    const aw_attn_acts *a = j->a;
+    aw_attn_acts *da = j->da;
+    const int st = j->f->form->backward(j->f, j->dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C,
+                                        da->v + b * Tk * C, m->scratch + b * work, da->o + b * T * C,
+                                        a->att + b * H * T * Tk, j->xq + b * T * C, a->q + b * T * C,
+                                        a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
+    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
+    if (!(j->f->form->flags & AW_FORM_PARAMS) && aw_threads_built()) {
+        aw_parallel_for(B, fn, j);
+        return;
+    }
+    for (size_t b = 0; b < B && !j->status; b++) fn(j, b);
+}
+
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
                                  const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, N = B * T, Nk = B * Tk;
+    const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N, C);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
@@ -505,11 +552,9 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
     linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
     const int keep = m->keep_attention || (f->form->flags & AW_FORM_SAVES_WEIGHTS);
-    for (size_t b = 0; b < B; b++) {
-        int st = f->form->forward(f, a->o + b * T * C, keep ? a->att + b * H * T * Tk : NULL, xq + b * T * C,
-                                  a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
-        if (st) return st;
-    }
+    seq_job j = {m, f, a, NULL, xq, NULL, NULL, T, Tk, keep, AW_OK};
+    run_sequences(&j, B, seq_forward);
+    if (j.status) return j.status;
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
     aw_axpy(a->res, 1.0f, in, N * C);
     if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
@@ -519,7 +564,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
 static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_weights *g,
                                   const aw_attn_acts *a, aw_attn_acts *da, const float *in, float *d_in,
                                   const float *kv_src, float *d_kv_src, size_t B, size_t T, size_t Tk) {
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, N = B * T, Nk = B * Tk;
+    const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     // post: out = LN(res)
     if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
@@ -528,12 +573,9 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
-    for (size_t b = 0; b < B; b++) { // o = form(q, k, v)
-        int st = f->form->backward(f, dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C, da->v + b * Tk * C,
-                                   m->scratch, da->o + b * T * C, a->att + b * H * T * Tk, xq + b * T * C,
-                                   a->q + b * T * C, a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
-        if (st) return st;
-    }
+    seq_job j = {m, f, (aw_attn_acts *)a, da, xq, dxq, NULL, T, Tk, 1, AW_OK}; // o = form(q, k, v)
+    run_sequences(&j, B, seq_backward);
+    if (j.status) return j.status;
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
     linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
     if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
