@@ -24,7 +24,9 @@ import { loadAttention } from '../wasm/index.js';
 import { BATCH, TASKS, panelLr, scheduledLr } from './tasks.js';
 import { displayWeights } from './forms.js';
 
-const libPromise = loadAttention();
+// every core where the page is cross-origin isolated (npm start's headers); the results are the same
+// bits as one thread's (src/kernels/parallel.h), only sooner
+const libPromise = loadAttention({ threads: 'auto' });
 let lib = null;
 let model = null;
 let key = ''; // JSON of the config, task and start the model was made from

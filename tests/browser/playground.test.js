@@ -231,6 +231,16 @@ test('the timings panel measures two sizes in a worker and plots them', async (t
   assert.equal(header.length, 1 + 2 * keep.length);
   assert.ok(header.includes('Softmax (scaled dot-product) (SIMD), ms') && header.includes('Softmax (scaled dot-product) (scalar), ms'));
   await screenshot(page, 'timings-both');
+
+  // One thread and every core side by side (the page is cross-origin isolated: 2 threads here)
+  await changeAndWait(page, () => page.selectOption('#build', 'threadsvs'));
+  await page.click('#trun');
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
+  const threads = await page.textContent('#tstatus');
+  t.diagnostic(threads);
+  assert.match(threads, /with the SIMD build on 1 thread and on \d+ threads \(attention-threads.wasm\), side by side.*1-thread time \/ \d+-thread time: Softmax \(scaled dot-product\) \d+\.\d\d× at n = 128/);
+  const header2 = await page.$$eval('#ttable th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(header2.includes('Softmax (scaled dot-product) (threads), ms'), header2.join(', '));
   assertNoProblems(problems);
   await page.close();
 });

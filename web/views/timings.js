@@ -96,8 +96,10 @@ export function createTimingsView(el, { onChange, onError }) {
     return LIMITS.timingSizes.filter((n) => n >= state.tmin && n <= state.tmax);
   }
 
-  const BUILD_NAMES = { simd: 'SIMD', scalar: 'scalar', auto: 'auto' };
-  let both = false; // the current run measures both builds
+  const BUILD_NAMES = { simd: 'SIMD', scalar: 'scalar', auto: 'auto', threads: 'threads' };
+  // settings that measure two builds side by side: [solid, dashed]
+  const PAIRS = { both: ['simd', 'scalar'], threadsvs: ['simd', 'threads'] };
+  let both = false; // the current run measures two builds
   const formOf = (key) => key.split('@')[0];
   const labelOf = (key) => {
     const [form, build] = key.split('@');
@@ -115,7 +117,7 @@ export function createTimingsView(el, { onChange, onError }) {
     const order = forms.map((f) => f.id);
     const series = ids.map((id) => {
       const style = seriesStyle(Math.max(0, order.indexOf(formOf(id))));
-      if (both && id.endsWith('@scalar')) style.dash = [6, 3];
+      if (both && (id.endsWith('@scalar') || id.endsWith('@threads'))) style.dash = [6, 3];
       return { id, label: labelOf(id), points: pointsOf(id), ...style };
     });
     drawChart(el.chart, {
@@ -194,37 +196,46 @@ export function createTimingsView(el, { onChange, onError }) {
     setRunning(true);
     el.progress.value = 0;
     el.status.textContent = `Loading the ${state.build} build in the worker…`;
-    both = state.build === 'both';
+    both = state.build in PAIRS;
     runD = state.td;
     runBuild = state.build;
-    const builds = both ? ['simd', 'scalar'] : [state.build];
+    const builds = PAIRS[state.build] ?? [state.build];
     worker.postMessage({ type: 'run', id: runId, builds, forms: ids, sizes: ns, d: state.td, rounds: state.trounds });
   }
 
   // Series key of a worker message: the form, plus the build when both run.
   const keyOf = (msg) => (both ? `${msg.form}@${msg.build}` : msg.form);
 
-  // Scalar time / SIMD time per form at the largest n both measured.
+  // The slower build's time / the faster's per form at the largest n both measured: scalar / SIMD,
+  // or one thread / every thread.
   function ratios() {
+    const [fast, slow] = runBuild === 'threadsvs' ? ['threads', 'simd'] : ['simd', 'scalar'];
     const parts = [];
     for (const form of new Set([...results.keys()].map(formOf))) {
-      const simd = results.get(`${form}@simd`) ?? new Map(), scalar = results.get(`${form}@scalar`) ?? new Map();
-      const common = [...simd.keys()].filter((n) => scalar.has(n));
+      const a = results.get(`${form}@${fast}`) ?? new Map(), b = results.get(`${form}@${slow}`) ?? new Map();
+      const common = [...a.keys()].filter((n) => b.has(n));
       if (!common.length) continue;
       const n = Math.max(...common);
-      const r = median(scalar.get(n)) / median(simd.get(n));
+      const r = median(b.get(n)) / median(a.get(n));
       parts.push(`${labels.get(form) ?? form} ${r.toFixed(2)}× at n = ${n}`);
     }
-    return parts.length ? `Scalar time / SIMD time: ${parts.join('; ')}.` : '';
+    const what = runBuild === 'threadsvs' ? `1-thread time / ${threadCount}-thread time` : 'Scalar time / SIMD time';
+    return parts.length ? `${what}: ${parts.join('; ')}.` : '';
   }
+  let threadCount = 1;
 
   let buildText = '';
   function receive(msg) {
     if (msg.id !== runId) return;
     if (msg.type === 'loaded') {
-      buildText = msg.builds.length > 1 ? 'SIMD and scalar builds, side by side'
-        : msg.builds[0].simd ? 'SIMD build (attention.wasm, lib.simd = true)'
-          : 'scalar build (attention-scalar.wasm, lib.simd = false)';
+      const th = msg.builds.find((b) => b.build === 'threads');
+      threadCount = th?.threads ?? 1;
+      const threadsText = th ? (th.threads > 1 ? `${th.threads} threads (attention-threads.wasm)`
+        : `one thread only: ${th.threadsReason}`) : '';
+      buildText = msg.builds.length > 1 ? (th ? `SIMD build on 1 thread and on ${threadsText}, side by side` : 'SIMD and scalar builds, side by side')
+        : th ? `threaded build, ${threadsText}`
+          : msg.builds[0].simd ? 'SIMD build (attention.wasm, lib.simd = true)'
+            : 'scalar build (attention-scalar.wasm, lib.simd = false)';
       for (const f of msg.forms) labels.set(f.id, f.label);
     } else if (msg.type === 'progress') {
       el.progress.max = msg.total;
