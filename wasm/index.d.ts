@@ -12,6 +12,14 @@ export interface LoadOptions {
   simd?: 'auto' | boolean;
   /** Load these bytes or this URL instead of the bundled .wasm file. */
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /**
+   * 1 (default): the single-thread build. n > 1 or 'auto' (the machine's cores, at most 8): the threaded
+   * build (attention-threads.wasm) with n threads where it can run (Node; a cross-origin-isolated page),
+   * else one thread and lib.threadsReason says why. Results are bit-identical whatever the count.
+   */
+  threads?: 'auto' | number;
+  /** the matmul kernel variant: 'auto' (default: a ~10 ms timed probe at load) or one by name; all give the same bits */
+  kernel?: 'auto' | 'measured' | 'unpacked' | 'packed';
 }
 
 export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
@@ -25,6 +33,16 @@ export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, Kernel
   heapInUse(): number;
   /** the attention forms of the C registry, in order */
   readonly forms: readonly FormInfo[];
+  /** threads each call runs on (1: the single-thread build, or the threaded build set to 1) */
+  readonly threads: number;
+  /** why only one thread runs, in one line; null when threads run */
+  readonly threadsReason: string | null;
+  /** use n threads from now on (1 <= n <= the threads started); returns how many run */
+  setThreads(n: number): number;
+  /** items of work the worker threads have run so far (shows they take part) */
+  threadWorkItems(): number;
+  /** the matmul kernel variant in use and, after a probe, each variant's probe time (ms) */
+  readonly kernel: { readonly variant: 'measured' | 'unpacked' | 'packed'; readonly probeMs: Readonly<Record<string, number>> | null };
 }
 
 /** Loads and instantiates the library (each call gives an independent instance; compiled modules are cached). */

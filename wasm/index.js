@@ -99,6 +99,48 @@ async function loadThreaded(n) {
   }
 }
 
+// The matmul kernel variants (src/kernels/matmul.c): the same bits, different speed per CPU.
+const KERNEL_VARIANTS = ['measured', 'unpacked', 'packed'];
+
+// Times each variant on a 192^3 product in every layout (NN, NT, TN; buffers already in wasm, one
+// thread), best of 3 reps each, about 10 ms in all; keeps the better one for this instance.
+function probeKernels(core) {
+  const ex = core.exports;
+  if (!ex.aw_matmul_variant || !ex.aw_bench_matmul) return { variant: 'measured', probeMs: null };
+  const S = 192, bytes = S * S * 4;
+  const a = ex.malloc(bytes), b = ex.malloc(bytes), c = ex.malloc(bytes);
+  if (!a || !b || !c) {
+    ex.free(a), ex.free(b), ex.free(c);
+    return { variant: 'measured', probeMs: null };
+  }
+  const f32 = core.f32;
+  for (let i = 0; i < S * S; i++) (f32[a / 4 + i] = ((i * 7) % 13) / 13 - 0.5), (f32[b / 4 + i] = ((i * 5) % 11) / 11 - 0.5);
+  const probeMs = {};
+  for (let layout = 0; layout < 3; layout++) ex.aw_bench_matmul(c, a, b, S, S, S, layout, 3); // the engine tiers up first
+  for (const [v, name] of KERNEL_VARIANTS.entries()) {
+    ex.aw_matmul_variant(v);
+    let total = 0;
+    for (let layout = 0; layout < 3; layout++) {
+      ex.aw_bench_matmul(c, a, b, S, S, S, layout, 1); // warm-up
+      let best = Infinity;
+      for (let r = 0; r < 3; r++) {
+        const t0 = performance.now();
+        ex.aw_bench_matmul(c, a, b, S, S, S, layout, 1);
+        best = Math.min(best, performance.now() - t0);
+      }
+      total += best;
+    }
+    probeMs[name] = Number(total.toFixed(3));
+  }
+  ex.free(a), ex.free(b), ex.free(c);
+  // 'packed' replaces 'measured' only when clearly faster (3%: more than the probe's noise).
+  // 'unpacked' is timed for the record but never chosen here: at 192^3 it can tie, while beyond the
+  // caches (a TN product at 1024^3) it runs at about half speed, which a probe of a few ms cannot see.
+  const variant = probeMs.packed < 0.97 * probeMs.measured ? 'packed' : 'measured';
+  ex.aw_matmul_variant(KERNEL_VARIANTS.indexOf(variant));
+  return { variant, probeMs };
+}
+
 /**
  * Loads the library.
  * @param {{ simd?: 'auto' | boolean, wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module }} [options]
@@ -106,7 +148,9 @@ async function loadThreaded(n) {
  *   true demands SIMD, false forces the scalar build. wasm: use these bytes or this URL instead.
  */
 export async function loadAttention(options = {}) {
-  checkKeys('loadAttention', options, ['simd', 'wasm', 'threads']);
+  checkKeys('loadAttention', options, ['simd', 'wasm', 'threads', 'kernel']);
+  const kernelOpt = options.kernel ?? 'auto';
+  checkOneOf('loadAttention: kernel', kernelOpt, ['auto', ...KERNEL_VARIANTS]);
   const simd = options.simd ?? 'auto';
   checkOneOf('loadAttention: simd', simd, ['auto', true, false]);
   const canSimd = simdSupported();
@@ -140,11 +184,27 @@ export async function loadAttention(options = {}) {
 
   const core = threaded?.core ?? await instantiate(module);
   const pool = threaded?.pool ?? null;
+  // the kernel variant: probed on one thread (the partition does not depend on it), or as asked
+  let kernel;
+  if (kernelOpt === 'auto') {
+    if (pool) core.exports.aw_set_threads(1);
+    kernel = probeKernels(core);
+    if (pool) core.exports.aw_set_threads(pool.count);
+  } else {
+    core.exports.aw_matmul_variant?.(KERNEL_VARIANTS.indexOf(kernelOpt));
+    kernel = { variant: kernelOpt, probeMs: null };
+  }
   const lib = {
     /** threads that run each call (1: the single-thread build) */
     get threads() {
       return pool ? core.exports.aw_thread_count() : 1;
     },
+    /**
+     * the matmul kernel variant this instance uses ('measured' | 'unpacked' | 'packed'; every variant
+     * gives the same bits) and, when loadAttention probed for it (kernel: 'auto'), each variant's
+     * probe time in ms
+     */
+    kernel: Object.freeze(kernel),
     /** why only one thread runs, in one line (null when threads run) */
     threadsReason: reason,
     /**

@@ -18,3 +18,6 @@ AW_API int aw_bench_matmul(float *c, const float *a, const float *b, int32_t M, 
     for (int32_t r = 0; r < reps; r++) fast[variant](c, a, b, (size_t)M, (size_t)N, (size_t)K, lda, ldb, (size_t)N, 0);
     return AW_OK;
 }
+
+// The matmul kernel variant (src/kernels/matmul.c): sets it when v is 0, 1 or 2; returns the one in use.
+AW_API int32_t aw_matmul_variant(int32_t v) { return aw_matmul_set_variant(v); }

@@ -18,6 +18,9 @@ void aw_matmul_nt(float *c, const float *a, const float *b, size_t M, size_t N, 
 // C (M x N) = A^T B, A stored (K x M), B (K x N).
 void aw_matmul_tn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K,
                   size_t lda, size_t ldb, size_t ldc, int accumulate);
+// The kernel variant (matmul.c): 0 measured, 1 unpacked, 2 packed; the same bits, different speed.
+// Sets it when v is 0..2; returns the variant in use.
+int aw_matmul_set_variant(int v);
 void aw_matmul_nn_ref(float *c, const float *a, const float *b, size_t M, size_t N, size_t K,
                       size_t lda, size_t ldb, size_t ldc, int accumulate);
 void aw_matmul_nt_ref(float *c, const float *a, const float *b, size_t M, size_t N, size_t K,

@@ -181,6 +181,19 @@ static void panel_rows(float *c, size_t ldc, const float *a, size_t a_rs, size_t
 // The driver: A element (i, k) at a[i * a_rs + k * a_ks], B element (k, j) at b[k * b_ks + j * b_js].
 // Unpacked A: per 8-column panel of B and KC-deep block, pack the B panel (kc x 8, L1-resident)
 // and sweep all rows. Packed A: per KC-deep block, pack A once, then the same sweep per B panel.
+// Kernel variants, chosen per machine at load time by a short timed probe (wasm/index.js), the
+// way FFTW plans: they differ only in where A is packed, never in the arithmetic (each element of
+// C sums over k in the same order, in the same KC blocks), so every variant gives the same bits.
+//   0 "measured": A packed where that was measured to pay on a Zen 5 host (the rule below)
+//   1 "unpacked": A never packed (the 4 x 8 kernel reads A in place)
+//   2 "packed":   A packed into 4-row micro-panels whenever it has 4 rows or more
+static int pack_variant = 0;
+
+int aw_matmul_set_variant(int v) {
+    if (v >= 0 && v <= 2) pack_variant = v;
+    return pack_variant;
+}
+
 static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
                  size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
     if (M == 0 || N == 0) return;
@@ -196,7 +209,8 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
     // 128..512, 29 -> 53 at 1024^3; NN 50 -> 51-53 at 1024^3. Smaller A stays unpacked: packing
     // cost ~5% there (TN 64^3) and gained nothing for NN up to 512^3.
     const size_t M4 = M / MR * MR;
-    const int pack_a = AW_SIMD && M4 > 0 && ((a_ks != 1 && M * K >= 128 * 128) || M * K > 512 * 512);
+    const int measured = (a_ks != 1 && M * K >= 128 * 128) || M * K > 512 * 512;
+    const int pack_a = AW_SIMD && M4 > 0 && (pack_variant == 2 || (pack_variant == 0 && measured));
     float *ap = pack_a ? aw_alloc_floats(aw_size_mul(M4, K < KC ? K : KC)) : NULL; // NULL: unpacked path
     if (!ap) {
         for (size_t j0 = 0; j0 < N; j0 += NR) {

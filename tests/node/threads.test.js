@@ -102,3 +102,17 @@ test('an error inside a threaded call leaves every thread usable', () => {
   const { r1, r2 } = allCounts((L) => L.softmaxAttention({ q, k, v, n, d, causal: true }).output);
   assert.ok(same(r1, r2));
 });
+
+test('the kernel variants give the same bits; the probe reports its times and picks one; bad names are Errors', async () => {
+  assert.ok(['measured', 'packed'].includes(plain.kernel.variant), plain.kernel.variant);
+  for (const v of ['measured', 'unpacked', 'packed']) assert.ok(plain.kernel.probeMs[v] > 0, `${v} was timed`);
+  const libs = await Promise.all(['measured', 'unpacked', 'packed'].map((kernel) => loadAttention({ kernel })));
+  assert.deepEqual(libs.map((l) => l.kernel.variant), ['measured', 'unpacked', 'packed']);
+  for (const [M, N, K] of [[300, 200, 260], [700, 64, 700]])
+    for (const opts of [{}, { transB: true }, { transA: true }]) {
+      const a = rand(M * K, 1), b = rand(K * N, 2);
+      const [x, y, z] = libs.map((l) => l.kernels.matmul(a, b, { M, N, K, ...opts }));
+      assert.ok(same(x, y) && same(x, z), `${M}x${N}x${K} ${JSON.stringify(opts)}`);
+    }
+  await assert.rejects(loadAttention({ kernel: 'fast' }), /loadAttention: kernel must be one of "auto", "measured", "unpacked", "packed", got "fast"/);
+});
