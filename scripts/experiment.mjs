@@ -10,7 +10,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
   return acc;
 }, []));
-const FORMS = (args.forms ?? 'softmax,linear:elu+1,linear:relu,linear:taylor,synth:dense,synth:random,synth:factorized-dense,synth:factorized-random,synth:mixture').split(',');
+const FORMS = (args.forms ?? 'softmax,local,strided,linear:elu+1,linear:relu,linear:taylor,retention,synth:dense,synth:random,synth:factorized-dense,synth:factorized-random,synth:mixture').split(',');
 const TASKS = (args.tasks ?? 'reverse,sort,recall,chars').split(',');
 const SEEDS = (args.seeds ?? '1').split(',').map(Number);
 const STEPS = Number(args.steps ?? 1500);

@@ -44,8 +44,8 @@ export function taskOptions({ task, mlen }) {
  * the same schedule (EXPERIMENT.lr warmed up over 100 steps, then a cosine down to 10%).
  */
 export const EXPERIMENT = {
-  tasks: [{ task: 'reverse', mlen: 6 }, { task: 'recall', mlen: 2 }],
-  forms: ['softmax', 'linear:elu+1', 'synth:random', 'synth:dense'],
+  tasks: [{ task: 'reverse', mlen: 6 }, { task: 'recall', mlen: 2 }, { task: 'copy', mlen: 16 }],
+  forms: ['softmax', 'local', 'linear:elu+1', 'synth:random', 'synth:dense'],
   size: 'tiny',
   lr: 3e-3,
   budgets: [250, 500, 1000, 2000],

@@ -171,7 +171,7 @@ test('every attention form the model accepts builds and runs a forward pass; eff
   await page.close();
 });
 
-test('the experiment: Random Synthesizer reverses as well as softmax but cannot recall', async (t) => {
+test('the experiment: Random Synthesizer reverses as well as softmax but cannot recall; local attention cannot copy from far', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
   const { page, problems } = await open('?ebudget=1000');
   await page.click('#erun');
@@ -183,6 +183,8 @@ test('the experiment: Random Synthesizer reverses as well as softmax but cannot 
   assert.ok(acc('softmax', 'reverse') > 0.95 && acc('synth:random', 'reverse') > 0.95, 'both learn reverse');
   assert.ok(acc('softmax', 'recall') > 0.9, 'softmax learns recall');
   assert.ok(acc('synth:random', 'recall') < 0.7, 'Random Synthesizer stays near chance (50%) on recall');
+  assert.ok(acc('softmax', 'copy') > 0.95 && acc('local', 'reverse') > 0.95, 'softmax copies from far; local reverses');
+  assert.ok(acc('local', 'copy') < 0.3, 'local attention copies 17 back at chance (10%)');
   await screenshot(page, 'experiment');
   assert.deepEqual(problems(), []);
   await page.close();
