@@ -607,6 +607,24 @@ static void test_generation(void) {
 }
 
 // The GRU archs: checkpoint round trip (nn.GRU's shapes in the file), and learning reverse.
+// Trains c on reverse of 3 symbols out of 4 for `steps` steps; the held-out loss must fall below
+// max_loss_ratio of its start and the accuracy rise above min_acc.
+static void learn_reverse3(const char *label, aw_model_config c, int steps, double max_loss_ratio, double min_acc) {
+    aw_model *m = NULL;
+    CHECK(model_create(&m, &c) == AW_OK, "%s: model_create: %s", label, aw_error_message());
+    if (!m) return;
+    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4, 0};
+    const aw_train_config tc = train_config(1e-2f);
+    aw_metrics first, mt, ev;
+    model_evaluate(m, &spec, 32, 2, 1, &first);
+    for (int s = 0; s < steps; s++) model_train_step(m, &spec, 16, &tc, &mt);
+    model_evaluate(m, &spec, 32, 2, 1, &ev);
+    printf("%s: reverse(3) accuracy %.3f -> %.3f, loss %.3f -> %.3f after %d steps\n", label, first.accuracy,
+           ev.accuracy, first.loss, ev.loss, steps);
+    CHECK(ev.loss < first.loss * max_loss_ratio && ev.accuracy > min_acc, "%s: reverse(3) did not learn", label);
+    model_destroy(m);
+}
+
 static void test_rnn(void) {
     for (int k = 0; k < 2; k++) {
         aw_model_config c = base_config();
@@ -643,18 +661,7 @@ static void test_rnn(void) {
     for (int k = 0; k < 2; k++) { // learning: reverse of 3 symbols out of 4
         aw_model_config c = base_config();
         c.arch = k ? AW_ARCH_GRU_ATTENTION : AW_ARCH_GRU, c.layers = 1, c.vocab = 6, c.d_model = 16;
-        aw_model *m = NULL;
-        model_create(&m, &c);
-        const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4, 0};
-        const aw_train_config tc = train_config(1e-2f);
-        aw_metrics first, mt, ev;
-        model_evaluate(m, &spec, 32, 2, 1, &first);
-        for (int s = 0; s < 200; s++) model_train_step(m, &spec, 16, &tc, &mt);
-        model_evaluate(m, &spec, 32, 2, 1, &ev);
-        printf("learning (%s): reverse(3) accuracy %.3f -> %.3f, loss %.3f -> %.3f after 200 steps\n",
-               k ? "gru-attention" : "gru", first.accuracy, ev.accuracy, first.loss, ev.loss);
-        CHECK(ev.loss < first.loss * 0.3 && ev.accuracy > 0.8, "%s: reverse(3) did not learn", k ? "gru-attention" : "gru");
-        model_destroy(m);
+        learn_reverse3(k ? "learning (gru-attention)" : "learning (gru)", c, 200, 0.3, 0.8);
     }
 }
 
@@ -662,18 +669,7 @@ static void test_learning(void) {
     // a small sanity check (the real >= 99% reverse run is in the node suite and experiment)
     aw_model_config c = base_config();
     c.vocab = 6, c.d_model = 16, c.heads = 2, c.layers = 1, c.d_ff = 32, c.max_len = 8;
-    aw_model *m = NULL;
-    model_create(&m, &c);
-    const aw_task_spec spec = {AW_TASK_REVERSE, 3, 4, 0};
-    const aw_train_config tc = train_config(1e-2f);
-    aw_metrics first, mt, ev;
-    model_evaluate(m, &spec, 32, 2, 1, &first);
-    for (int s = 0; s < 150; s++) model_train_step(m, &spec, 16, &tc, &mt);
-    model_evaluate(m, &spec, 32, 2, 1, &ev);
-    printf("learning: reverse(3) accuracy %.3f -> %.3f, loss %.3f -> %.3f after 150 steps\n", first.accuracy, ev.accuracy,
-           first.loss, ev.loss);
-    CHECK(ev.accuracy > 0.9 && ev.loss < first.loss * 0.5, "reverse(3) did not learn");
-    model_destroy(m);
+    learn_reverse3("learning", c, 150, 0.5, 0.9);
 }
 
 // --curve: the loss curve that tests/node/model.test.js compares with the wasm build's (same
