@@ -46,6 +46,10 @@ export function taskOptions({ task, mlen }) {
 export const EXPERIMENT = {
   tasks: [{ task: 'reverse', mlen: 6 }, { task: 'recall', mlen: 2 }, { task: 'copy', mlen: 16 }],
   forms: ['softmax', 'local', 'linear:elu+1', 'synth:random', 'synth:dense'],
+  // the RNN the Transformer replaced: a GRU encoder-decoder (one layer, width d), its whole source
+  // squeezed into one context vector, and the same with additive (Bahdanau) attention
+  rnns: [{ id: 'gru', arch: 'gru', label: 'GRU, one context vector (no attention)' },
+    { id: 'gru-attention', arch: 'gru-attention', label: 'GRU + additive attention' }],
   size: 'tiny',
   lr: 3e-3,
   budgets: [250, 500, 1000, 2000],

@@ -13,7 +13,7 @@ let ready = null;
 export async function loadTfjs() {
   if (ready) return ready;
   ready = (async () => {
-    const dist = new URL('../../node_modules/@tensorflow/tfjs-backend-wasm/dist/', import.meta.url);
+    const dist = new URL('../node_modules/@tensorflow/tfjs-backend-wasm/dist/', import.meta.url);
     setWasmPaths(fileURLToPath(dist));
     setThreadsCount(1);
     if (!(await tf.setBackend('wasm'))) throw new Error('tfjs: the wasm backend failed to initialise');

@@ -302,14 +302,25 @@ static void gemm_block(void *ctx, size_t item) {
     gemm(g->c + i0 * g->ldc, g->ldc, g->a + i0 * g->a_rs, g->a_rs, g->a_ks, g->b, g->b_ks, g->b_js, rows, g->N, g->K,
          g->accumulate);
 }
+
+// Few rows, many columns (a weight gradient X^T dY: d_in x d_out, summed over the batch's rows):
+// blocks of CB columns (whole 8-column panels, so each element is computed as in the whole product).
+enum { CB = 16 };
+static void gemm_cols(void *ctx, size_t item) {
+    const gemm_job *g = ctx;
+    const size_t j0 = item * CB, cols = g->N - j0 < CB ? g->N - j0 : CB;
+    gemm(g->c + j0, g->ldc, g->a, g->a_rs, g->a_ks, g->b + j0 * g->b_js, g->b_ks, g->b_js, g->M, cols, g->K,
+         g->accumulate);
+}
 #endif
 
 static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
                      size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
 #ifdef AW_THREADS
-    if (M > RB && (double)M * (double)N * (double)K >= PAR_MIN_FLOPS) {
+    if ((double)M * (double)N * (double)K >= PAR_MIN_FLOPS && (M > RB || N >= 2 * CB)) {
         gemm_job g = {c, ldc, a_rs, a_ks, b_ks, b_js, M, N, K, a, b, accumulate};
-        aw_parallel_for((M + RB - 1) / RB, gemm_block, &g);
+        if (M > RB) aw_parallel_for((M + RB - 1) / RB, gemm_block, &g);
+        else aw_parallel_for((N + CB - 1) / CB, gemm_cols, &g);
         return;
     }
 #endif

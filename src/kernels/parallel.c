@@ -32,6 +32,8 @@ static struct {
 
 static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 
+enum { SPIN = 1 << 16 }; // loads of the job counter before a worker sleeps (tens of microseconds)
+
 static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
     depth++;
     for (;;) {
@@ -79,6 +81,9 @@ void aw_threads_loop(int index) {
     __atomic_fetch_add(&pool.workers, 1, __ATOMIC_ACQ_REL);
     int32_t seen = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
     for (;;) {
+        // spin a little before sleeping: the next job often follows at once (a model's step runs
+        // dozens), and waking a sleeping thread costs tens of microseconds
+        for (int i = 0; i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen; i++) { }
         __builtin_wasm_memory_atomic_wait32(&pool.seq, seen, -1);
         __atomic_fetch_add(&pool.active, 1, __ATOMIC_ACQ_REL);
         const int32_t s = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);

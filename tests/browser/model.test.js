@@ -185,6 +185,7 @@ test('the experiment: Random Synthesizer reverses as well as softmax but cannot 
   assert.ok(acc('synth:random', 'recall') < 0.7, 'Random Synthesizer stays near chance (50%) on recall');
   assert.ok(acc('softmax', 'copy') > 0.95 && acc('local', 'reverse') > 0.95, 'softmax copies from far; local reverses');
   assert.ok(acc('local', 'copy') < 0.3, 'local attention copies 17 back at chance (10%)');
+  assert.ok(acc('gru-attention', 'copy') > acc('gru', 'copy') + 0.1, 'attention lifts the GRU past its one context vector');
   await screenshot(page, 'experiment');
   assert.deepEqual(problems(), []);
   await page.close();

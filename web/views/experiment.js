@@ -117,7 +117,8 @@ export function createExperimentView(el, { onChange, charsVocab }) {
       for (const f of forms) {
         runs.push({
           form: f.id, task: taskOptions(t),
-          config: modelConfig({ task: t.task, msize: EXPERIMENT.size, form: f.id }, charsVocab),
+          config: f.arch ? { ...modelConfig({ task: t.task, msize: EXPERIMENT.size, form: 'softmax' }, charsVocab), arch: f.arch, layers: 1 }
+            : modelConfig({ task: t.task, msize: EXPERIMENT.size, form: f.id }, charsVocab),
         });
       }
     }
@@ -164,7 +165,8 @@ export function createExperimentView(el, { onChange, charsVocab }) {
     update(newState, allForms) {
       state = newState;
       el.budget.value = String(state.ebudget);
-      const next = allForms.filter((f) => EXPERIMENT.forms.includes(f.id));
+      // the attention forms, then the RNN baselines (the model's GRU encoder-decoders)
+      const next = [...allForms.filter((f) => EXPERIMENT.forms.includes(f.id)), ...EXPERIMENT.rnns];
       if (next.map((f) => f.id).join() !== forms.map((f) => f.id).join()) {
         forms = next;
         drawTable();
