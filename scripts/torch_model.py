@@ -87,6 +87,25 @@ def softmax_attention(q, k, v, h, causal):
     return merge_heads(torch.nan_to_num(p, nan=0.0) @ vh)
 
 
+def retention(q, k, v, h, gammas, causal):
+    """RetNet's retention (src/attention/retention.c): O = ((Q K^T / sqrt(C / h)) * D) V per head,
+    D[i, j] = gamma_h^|i - j|, zero above the diagonal when causal; no softmax."""
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
+    n = q.shape[0]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    d = gammas[:, None, None] ** (i - j).abs().to(q.dtype)
+    if causal:
+        d = d.masked_fill(j > i, 0.0)
+    s = qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
+    return merge_heads((s * d) @ vh)
+
+
+def linformer(q, k, v, h, e, f):
+    """Linformer (src/attention/linformer.c): softmax attention over E[:, :n] K and F[:, :n] V."""
+    n = q.shape[0]
+    return softmax_attention(q, e[:, :n] @ k, f[:, :n] @ v, h, False)
+
+
 def local_attention(q, k, v, h, window, causal, stride=0):
     """Softmax attention over a band of keys: the last `window` positions (causal) or window // 2
     on each side (src/attention/local_attention.c)."""
@@ -241,8 +260,20 @@ class TinyTransformer(torch.nn.Module):
     def lin(self, x, prefix, w, b):  # nn.Linear: x W^T + b, W stored (out, in)
         return F.linear(x, self.p(f'{prefix}.{w}'), self.p(f'{prefix}.{b}'))
 
+    def gammas(self, prefix):
+        """Retention's decays: RetNet's 1 - 2^(-5 - h), one value, or sigmoid of the learned logits."""
+        decay = self.meta.get('decay', 'retnet')
+        if decay == 'learned':
+            return torch.sigmoid(self.p(prefix + '.retention.decay_logit'))
+        if decay == 'retnet':
+            return torch.tensor([1.0 - 2.0 ** (-5 - h) for h in range(self.H)], dtype=torch.float32)
+        return torch.full((self.H,), float(decay), dtype=torch.float32)
+
     def attend(self, prefix, xq, xkv, causal, cross):
-        form = 'softmax' if cross and (self.attention.startswith('synth:') or self.attention in ('local', 'strided')) else self.attention
+        # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
+        # model's decoder self-attention (Linformer has no causal form)
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer')
+        form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
         v = self.lin(xkv, prefix, 'wv', 'bv')
@@ -252,6 +283,10 @@ class TinyTransformer(torch.nn.Module):
             o = local_attention(q, k, v, self.H, int(self.meta['window']), causal, int(self.meta.get('stride', 0)))
         elif form.startswith('linear:'):
             o = linear_attention(q, k, v, self.H, form[7:], causal)
+        elif form == 'retention':
+            o = retention(q, k, v, self.H, self.gammas(prefix), causal)
+        elif form == 'linformer':
+            o = linformer(q, k, v, self.H, self.p(prefix + '.linformer.E'), self.p(prefix + '.linformer.F'))
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
             o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)

@@ -413,21 +413,23 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
     }, file);
     const drawn = await readGrid(page, '#lheatmaps');
     // What the page should draw: lib.loadModel on the same checkpoint, model.forward on the same
-    // characters (lower-cased), every layer and head on one colour scale 0..max.
-    const want = await page.evaluate(async (f) => {
+    // characters (lower-cased), every layer and head on one colour scale 0..max; a form with signed
+    // scores (retention) as magnitudes.
+    const want = await page.evaluate(async ([f, formId]) => {
       const lib = await (await import('/wasm/index.js')).loadAttention();
       const { VIRIDIS } = await import('/views/colormap.js');
       const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
       const { attention } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
       m.dispose();
-      const maps = attention.flat();
+      const signed = ['retention', 'linformer'].includes(formId);
+      const maps = attention.flat().map((w) => (signed ? w.map(Math.abs) : w));
       let vmax = 0;
       for (const w of maps) for (const x of w) vmax = Math.max(vmax, x);
       return maps.map((w) => [...w].map((x) => {
         const c = 4 * Math.round(Math.max(0, Math.min(1, x / vmax)) * 255);
         return `${VIRIDIS[c]},${VIRIDIS[c + 1]},${VIRIDIS[c + 2]}`;
       }));
-    }, file);
+    }, [file, id]);
     assert.equal(drawn.length, want.length, `${id}: one heatmap per layer and head`);
     drawn.forEach((mp, k) => {
       assert.equal(mp.n, 17);

@@ -29,7 +29,10 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { attention: 'softmax', norm: 'post', positional: 'learned' },
       { attention: 'softmax', arch: 'encoder-decoder' }, { attention: 'linear:elu+1', arch: 'encoder-decoder', norm: 'post' },
       { attention: 'synth:dense', arch: 'encoder-decoder' },
-      { arch: 'gru', layers: 1 }, { arch: 'gru-attention', layers: 1 }); // nn.GRU / nn.GRUCell
+      { arch: 'gru', layers: 1 }, { arch: 'gru-attention', layers: 1 }, // nn.GRU / nn.GRUCell
+      { attention: 'retention', attentionOptions: { decay: 'learned' }, arch: 'encoder-decoder' },
+      { attention: 'retention', attentionOptions: { decay: 0.8 } },
+      { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' });
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
