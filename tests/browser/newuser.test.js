@@ -238,6 +238,8 @@ test('touch: on a phone a tap reads a heatmap cell and an experiment cell', asyn
   try {
     const { page, problems } = await open('?form=softmax&input=tokens&text=one+two+three+four&heads=1&d=16&ebudget=250',
       { context: phone.context });
+    // the learned panel above changes height when its model is ready: measure after that
+    await page.waitForSelector('#learned[data-state="ready"]');
     const canvas = page.locator('#heatmaps canvas').first();
     await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
