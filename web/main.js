@@ -137,7 +137,7 @@ async function init() {
   if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
     $('model').hidden = false;
     modelView = createModelView({
-      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'),
+      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'), march: $('march'),
       mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
       mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),

@@ -95,9 +95,12 @@ export const COMPARE_TASKS = { reverse: 6, sort: 6, recall: 4, chars: 32 };
 export const MODEL_SEED = 1; // the initial weights: the same for every run, so results reproduce
 
 /** The createModel config for a state; charsVocab is lib.charsTokenizer.vocab. */
-export function modelConfig({ task, msize, form }, charsVocab) {
+export function modelConfig({ task, msize, form, march }, charsVocab) {
   const t = TASKS[task];
-  return {
+  const config = {
     vocab: t.symbols ? t.symbols + 1 : charsVocab, ...SIZES[msize], maxLen: MAX_LEN, attention: form, seed: MODEL_SEED,
   };
+  // the RNN baselines: a one-layer GRU encoder-decoder of width dModel (heads and form unused)
+  if (march === 'gru' || march === 'gru-attention') Object.assign(config, { arch: march, layers: 1, attention: 'softmax' });
+  return config;
 }

@@ -66,7 +66,8 @@ function makeInput({ seed, text }) {
     const source = parseNumbers(text, t.symbols, t.maxLength);
     const target = task.task === 'copy' ? [...source] : task.task === 'reverse' ? [...source].reverse()
       : [...source].sort((a, b) => a - b);
-    return { kind: 'seq2seq', source, target, prompt: [...source, 0], seq: [...source, 0, ...target.slice(0, -1)], typed: true };
+    const prompt = model.config.arch === 'decoder' ? [...source, 0] : [0]; // an encoder reads the source
+    return { kind: 'seq2seq', source, target, prompt, seq: [...prompt, ...target.slice(0, -1)], typed: true };
   }
   if (text && t.typed === 'text') {
     const seq = [...lib.charsTokenizer.encode(text.slice(0, model.config.maxLen))];
@@ -86,20 +87,26 @@ function makeInput({ seed, text }) {
 function snapshot() {
   if (!input) return;
   const { seq, prompt, target, kind } = input;
-  const { attention } = model.forward(Int32Array.from(seq));
+  // a GRU encoder-decoder reads the source in its encoder; its map is the alignment (or none)
+  const rnn = model.config.arch === 'gru' || model.config.arch === 'gru-attention';
+  const src = rnn ? { source: Int32Array.from(input.source) } : {};
+  const fwd = model.forward(Int32Array.from(seq), src);
+  const attention = rnn ? (fwd.crossAttention ?? []) : fwd.attention;
   const room = model.config.maxLen - prompt.length + 1;
   const maxTokens = Math.max(0, Math.min(kind === 'text' && target.length === 0 ? 16 : target.length, room));
-  const output = [...model.generate(Int32Array.from(prompt), { maxTokens })];
+  const output = [...model.generate(Int32Array.from(prompt), { maxTokens, ...src })];
   // Numbers joined by spaces; text as text (real spaces; the heatmap labels show them as ␣).
   const words = (ids) => (TASKS[task.task].symbols ? ids.map(tokenLabel).join(' ')
     : ids.map((t) => (t === 0 ? '⟂' : lib.charsTokenizer.decode([t]))).join(''));
   const view = {
-    kind, prompt: words(prompt), target: words(target), output: words(output),
+    kind, prompt: words(rnn ? input.source : prompt), target: words(target), output: words(output),
     correct: target.length > 0 && output.length === target.length && output.every((x, i) => x === target[i]),
     // a typed sequence: its length and the one the model trained on
     ...(input.typed ? { length: input.source.length, trained: task.length } : {}),
   };
-  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel), maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention, w))), T: seq.length, view });
+  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel),
+    maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention, w))), T: seq.length, view,
+    ...(rnn ? { cols: input.source.map(tokenLabel), noAttention: fwd.noAttention } : {}) });
 }
 
 function evaluate() {

@@ -90,6 +90,36 @@ test('trains reverse in a worker: held-out loss falls, the answer comes out righ
   await page.close();
 });
 
+test('the RNN baselines in the model panel: a GRU with additive attention trains and draws its alignment; one context vector draws none', async (t) => {
+  if (!hasModel) return t.skip('the package has no lib.createModel yet');
+  const { page, problems } = await open('?form=softmax&task=reverse&mlen=5&msize=tiny&mstart=fresh&msteps=600&mseed=1&march=gru-attention');
+  assert.match(await page.textContent('#mstatus'), /New model: [\d,]+ parameters/);
+  assert.deepEqual(await page.$$eval('#mheatmaps figcaption', (fs) => fs.map((f) => f.textContent)),
+    ['Additive attention: decoder step i reads encoder state j']);
+  await page.click('#mtrain');
+  await page.waitForSelector('#model[data-training="0"]', { timeout: 90000 });
+  const acc = Number(await data(page, 'eval-accuracy'));
+  const output = await page.textContent('#moutput');
+  t.diagnostic(`gru-attention, reverse of 5, 600 steps: held-out accuracy ${acc}; ${output}`);
+  assert.ok(acc > 0.8, `held-out accuracy ${acc}`);
+  assert.match(output, /input: {2}\d( \d+)+\ntarget: /, 'the input row shows the source, not the separator');
+  // one context vector: the model trains, and the panel says why it has no heatmap
+  await page.selectOption('#march', 'gru');
+  await page.waitForFunction(() => /No heatmap: .*one fixed context vector/.test(document.querySelector('#mheatmaps').textContent),
+    null, { timeout: 10000 }).catch(async (e) => {
+    t.diagnostic(`heatmaps: ${await page.textContent('#mheatmaps')} | status: ${await page.textContent('#mstatus')} | ${page.url()}`);
+    throw e;
+  });
+  assert.equal(await page.$$eval('#mheatmaps canvas', (cs) => cs.length), 0);
+  assert.match(page.url(), /march=gru(&|$)/);
+  // chars has no source: the panel says so instead of failing
+  await page.selectOption('#task', 'chars');
+  await page.waitForFunction(() => /chars task is one running text with no source/.test(document.querySelector('#mstatus').textContent));
+  assert.equal(await page.getAttribute('#model', 'data-state'), 'unsupported');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
 test('Stop and resume; typed input; the URL keeps the model settings', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
   const { page, problems } = await open('?form=softmax&task=sort&mlen=5&msize=tiny&mstart=fresh&msteps=5000');

@@ -42,6 +42,7 @@ export function createModelView(el, { onChange, charsVocab }) {
   };
   el.task.addEventListener('change', () => onChange({ task: el.task.value, mtext: '' }));
   el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
+  el.march.addEventListener('change', () => onChange({ march: el.march.value }));
   el.mstart.addEventListener('change', () => onChange({ mstart: el.mstart.value }));
   el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
   // Live: the worker takes a new rate or schedule at its next step, mid-run.
@@ -193,9 +194,17 @@ export function createModelView(el, { onChange, charsVocab }) {
     } else if (msg.type === 'snapshot') {
       const maps = [];
       msg.maps.forEach((heads, l) => heads.forEach((weights, h) => {
-        maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights });
+        maps.push({ title: msg.cols ? 'Additive attention: decoder step i reads encoder state j' : `Layer ${l + 1}, head ${h + 1}`, weights });
       }));
-      heatmaps.render({ maps, n: msg.T, m: msg.T, rowLabels: msg.labels, colLabels: msg.labels, scale: state.scale });
+      // a GRU with additive attention: its alignment (target x source); a GRU with one context vector: none
+      heatmaps.render({ maps, n: msg.T, m: msg.cols ? msg.cols.length : msg.T, rowLabels: msg.labels,
+        colLabels: msg.cols ?? msg.labels, scale: state.scale });
+      if (msg.noAttention) { // said where the heatmaps would be
+        const note = document.createElement('p');
+        note.className = 'note';
+        note.textContent = `No heatmap: ${msg.noAttention}.`;
+        el.grid.append(note);
+      }
       const v = msg.view;
       el.output.textContent = v.kind === 'seq2seq'
         ? `input:  ${v.prompt}\ntarget: ${v.target}\nmodel:  ${v.output}   ${v.correct ? '✓ correct' : '✗ not yet'}   (step ${msg.step})`
@@ -275,6 +284,8 @@ export function createModelView(el, { onChange, charsVocab }) {
       const mlen = Math.min(state.mlen, t.maxLength);
       if (Number(el.mlen.value) !== mlen || el.mlen.value === '') el.mlen.value = String(mlen);
       el.msize.value = state.msize;
+      el.march.value = state.march;
+      const rnn = state.march !== 'transformer';
       el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
       el.mlr.value = String(state.mlr);
@@ -286,8 +297,14 @@ export function createModelView(el, { onChange, charsVocab }) {
         : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
       if (el.mtext.value !== state.mtext) el.mtext.value = state.mtext;
 
-      // The decoder's self-attention is causal: a form without a causal version cannot be used.
-      if (!form.causal) {
+      // The decoder's self-attention is causal: a form without a causal version cannot be used; a
+      // GRU encoder-decoder reads a source, so it has no character model (chars is one text).
+      const why = rnn ? (state.task === 'chars' ? 'A GRU encoder-decoder reads a source and writes a target; the chars task '
+        + 'is one running text with no source. Choose copy, reverse, sort, recall or translate to train it.' : '')
+        : !form.causal ? `${form.label} has no causal form: every position would read the positions after it, and this model `
+          + 'predicts each token from the ones before it. Choose another form in Settings to train a model; the '
+          + 'attention panel above still shows this one.' : '';
+      if (why) {
         if (!unsupported) {
           if (training) worker.postMessage({ type: 'stop' });
           unsupported = true;
@@ -296,9 +313,7 @@ export function createModelView(el, { onChange, charsVocab }) {
           clearModel();
           el.panel.dataset.state = 'unsupported';
         }
-        status(`${form.label} has no causal form: every position would read the positions after it, and this model `
-          + 'predicts each token from the ones before it. Choose another form in Settings to train a model; the '
-          + 'attention panel above still shows this one.');
+        status(why);
         return;
       }
       unsupported = false;
