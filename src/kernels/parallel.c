@@ -17,13 +17,17 @@ int aw_threads_built(void) { return 0; }
 
 #else
 
-// One job at a time, published by the main thread: the fields are written while no worker is
-// inside a job (active == 0), then seq is bumped (release) and the workers woken.
+// One job at a time, published by the main thread. It raises `writing`, waits until no worker is
+// inside (active == 0), writes the fields, bumps seq and lowers `writing`. A worker raises active
+// and only then looks at `writing`; if it is up, the worker steps out and waits for the bump.
+// Both sides write their own flag before reading the other's, in sequentially consistent order, so
+// a worker can never read a job's fields while the main thread writes them.
 static struct {
     int32_t seq;        // bumped once per job; workers wait on it
     int32_t workers;    // workers started (aw_thread_loop entered)
     int32_t use;        // workers allowed to take items (aw_set_threads - 1)
     int32_t active;     // workers inside the current job
+    int32_t writing;    // 1 while the main thread writes a job's fields
     aw_item_fn fn;
     void *ctx;
     size_t count, next, done;
@@ -59,11 +63,13 @@ void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
         for (size_t i = 0; i < count; i++) fn(ctx, i);
         return;
     }
-    while (__atomic_load_n(&pool.active, __ATOMIC_ACQUIRE) != 0) { } // a late worker leaving the last job
+    __atomic_store_n(&pool.writing, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&pool.active, __ATOMIC_SEQ_CST) != 0) { } // a late worker leaving the last job
     pool.fn = fn, pool.ctx = ctx, pool.count = count;
     __atomic_store_n(&pool.next, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&pool.seq, 1, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pool.writing, 0, __ATOMIC_SEQ_CST);
     __builtin_wasm_memory_atomic_notify(&pool.seq, (uint32_t)pool.use);
     run_items(fn, ctx, count, 0);
     while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < count) { } // the main thread may not wait
@@ -85,7 +91,11 @@ void aw_threads_loop(int index) {
         // dozens), and waking a sleeping thread costs tens of microseconds
         for (int i = 0; i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen; i++) { }
         __builtin_wasm_memory_atomic_wait32(&pool.seq, seen, -1);
-        __atomic_fetch_add(&pool.active, 1, __ATOMIC_ACQ_REL);
+        __atomic_fetch_add(&pool.active, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&pool.writing, __ATOMIC_SEQ_CST)) { // a job is being written: wait for its bump
+            __atomic_fetch_sub(&pool.active, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
         const int32_t s = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
         if (s != seen) {
             seen = s;
