@@ -34,9 +34,9 @@ build_wasm() {
   # worker's instance (--import-memory); each worker gets its own stack (stackRestore) and
   # thread-local block (__wasm_init_tls). Emscripten 3.1.6 refuses -pthread with STANDALONE_WASM, so
   # the objects are compiled with -matomics -mbulk-memory and linked with --shared-memory; its libc
-  # is the single-threaded one (--no-check-features), used by one thread at a time: the library's
-  # allocations go through a lock (src/kernels/thread_alloc.h, included first), and only the
-  # main thread calls anything else in libc.
+  # is the single-threaded one (--no-check-features): the library's allocations go through a lock
+  # (src/kernels/thread_alloc.h, included first), and the workers call only libc's reentrant parts
+  # (math, memcpy and memset, and vsnprintf when an item fails: src/kernels/status.c).
   emcc "${common[@]}" -msimd128 -matomics -mbulk-memory -DAW_THREADS -include src/kernels/thread_alloc.h $sources \
     -Wl,--shared-memory -Wl,--import-memory -Wl,--no-check-features -Wl,--export=__wasm_init_tls \
     -Wl,--export=__tls_size -Wl,--export=__tls_align -o wasm/attention-threads.wasm
