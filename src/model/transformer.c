@@ -496,8 +496,6 @@ static const float *ffn_out(const aw_model *m, const aw_ffn_acts *a) {
 }
 static float *ffn_dout(const aw_model *m, aw_ffn_acts *da) { return m->cfg.norm == AW_NORM_PRE ? da->res : da->ln; }
 
-// pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
-// encoder output (B*Tk, C), or NULL for self-attention.
 // The form over the batch's sequences, one item each (src/kernels/parallel.h): in the threaded
 // build at once for a form without parameters (its calls share nothing; each sequence has its
 // own rows, weights and backward scratch), else one after the other. The first failure counts.
@@ -506,10 +504,15 @@ typedef struct {
     aw_attn_form *f;
     aw_attn_acts *a, *da;
     const float *xq;
-    float *dxq, *unused;
+    float *dxq;
     size_t T, Tk;
+    size_t work; // floats of backward scratch per sequence
     int keep, status;
 } seq_job;
+
+static void seq_fail(seq_job *j, int st) { // the first failure counts
+    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 
 static void seq_forward(void *ctx, size_t b) {
     seq_job *j = ctx;
@@ -517,21 +520,20 @@ static void seq_forward(void *ctx, size_t b) {
     const int st = j->f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
                                        j->xq + b * T * C, j->a->q + b * T * C, j->a->k + b * Tk * C,
                                        j->a->v + b * Tk * C, T, Tk);
-    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    seq_fail(j, st);
 }
 
 static void seq_backward(void *ctx, size_t b) {
     seq_job *j = ctx;
     aw_model *m = j->m;
     const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, T = j->T, Tk = j->Tk;
-    const size_t work = aw_threads_built() ? m->scratch_cap / m->B : 0; // each sequence's own scratch
     const aw_attn_acts *a = j->a;
     aw_attn_acts *da = j->da;
     const int st = j->f->form->backward(j->f, j->dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C,
-                                        da->v + b * Tk * C, m->scratch + b * work, da->o + b * T * C,
+                                        da->v + b * Tk * C, m->scratch + b * j->work, da->o + b * T * C,
                                         a->att + b * H * T * Tk, j->xq + b * T * C, a->q + b * T * C,
                                         a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
-    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    seq_fail(j, st);
 }
 
 static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
@@ -541,6 +543,9 @@ static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
     }
     for (size_t b = 0; b < B && !j->status; b++) fn(j, b);
 }
+
+// pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
+// encoder output (B*Tk, C), or NULL for self-attention.
 
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
                                  const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
@@ -552,7 +557,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
     linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
     const int keep = m->keep_attention || (f->form->flags & AW_FORM_SAVES_WEIGHTS);
-    seq_job j = {m, f, a, NULL, xq, NULL, NULL, T, Tk, keep, AW_OK};
+    seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
     run_sequences(&j, B, seq_forward);
     if (j.status) return j.status;
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
@@ -573,7 +578,9 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
-    seq_job j = {m, f, (aw_attn_acts *)a, da, xq, dxq, NULL, T, Tk, 1, AW_OK}; // o = form(q, k, v)
+    // o = form(q, k, v); in the threaded build each sequence has its own slice of the scratch
+    // (model_reserve sized it B times the largest sublayer's need)
+    seq_job j = {m, f, (aw_attn_acts *)a, da, xq, dxq, T, Tk, aw_threads_built() ? m->scratch_cap / B : 0, 1, AW_OK};
     run_sequences(&j, B, seq_backward);
     if (j.status) return j.status;
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
