@@ -1,6 +1,7 @@
 // checkpoint.c: safetensors write and read (see checkpoint.h), with a small JSON reader that
 // accepts what the header format needs: objects, strings, integer arrays.
 #include "checkpoint.h"
+#include "config.h"
 
 #include "../kernels/size.h"
 #include "../kernels/status.h"
@@ -359,14 +360,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     }
     if (form->options & AW_OPT_DECAY) {
         const char *d = meta(ps, "decay");
-        char *end;
-        const double g = d ? strtod(d, &end) : 0.0;
-        if (!d) return 0;
-        if (strcmp(d, "learned") == 0) c->learn_decay = 1;
-        else if (strcmp(d, "retnet") != 0) {
-            if (end == d || *end || !(g > 0.0 && g < 1.0)) return 0;
-            c->decay = (float)g;
-        }
+        if (!d || !config_parse_decay(d, &c->decay, &c->learn_decay)) return 0;
     }
     if (strcmp(form->family, "synthesizer") == 0) {
         aw_synthesizer_config *s = &c->synth;

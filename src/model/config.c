@@ -55,6 +55,16 @@ static int parse_name(const char *key, const char *text, const char *const *name
     return aw_fail(AW_ERR_ARG, "%s must be one of %s, got \"%.40s\"", key, list, text);
 }
 
+int config_parse_decay(const char *text, float *decay, int32_t *learned) {
+    char *end;
+    const double g = strtod(text, &end);
+    if (strcmp(text, "retnet") == 0) *decay = 0.0f, *learned = 0;
+    else if (strcmp(text, "learned") == 0) *decay = 0.0f, *learned = 1;
+    else if (end != text && *end == '\0' && g > 0.0 && g < 1.0) *decay = (float)g, *learned = 0;
+    else return 0;
+    return 1;
+}
+
 int config_builder_set(aw_config_builder *b, const char *key, const char *value) {
     aw_model_config *c = &b->cfg;
     int f = 0;
@@ -99,18 +109,11 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     case F_WINDOW:
         if (!(st = parse_int(key, value, 1, 4096, &v))) c->window = (int32_t)v;
         break;
-    case F_DECAY: {
-        // "retnet" (the schedule), "learned" (logits from the schedule) or one decay in (0, 1)
-        char *end;
-        const double g = strtod(value, &end);
-        if (strcmp(value, "retnet") == 0) c->decay = 0.0f, c->learn_decay = 0;
-        else if (strcmp(value, "learned") == 0) c->decay = 0.0f, c->learn_decay = 1;
-        else if (end != value && *end == '\0' && g > 0.0 && g < 1.0) c->decay = (float)g, c->learn_decay = 0;
-        else
+    case F_DECAY:
+        if (!config_parse_decay(value, &c->decay, &c->learn_decay))
             return aw_fail(AW_ERR_ARG, "%s must be \"retnet\", \"learned\" or a number in (0, 1), got %.40s", key,
                            value);
         break;
-    }
     case F_TRAINABLE:
         if (strcmp(value, "true") && strcmp(value, "false"))
             return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);

@@ -27,5 +27,8 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out);
 // The config as JSON, in the JS option names ({"vocab":64,...,"attentionOptions":{...}}).
 // Returns the length (without the NUL); writes at most cap bytes including the NUL.
 size_t config_json(const aw_model_config *c, char *buf, size_t cap);
+// Retention's decay as users and checkpoints write it: "retnet" (the schedule: decay 0, not
+// learned), "learned" (logits from the schedule) or one decay in (0, 1). 1 when text is one of those.
+int config_parse_decay(const char *text, float *decay, int32_t *learned);
 
 #endif
