@@ -18,7 +18,7 @@ export interface LoadOptions {
    * else one thread and lib.threadsReason says why. Results are bit-identical whatever the count.
    */
   threads?: 'auto' | number;
-  /** the matmul kernel variant: 'auto' (default: a ~10 ms timed probe at load) or one by name; all give the same bits */
+  /** the matmul kernel variant: 'auto' (default: a ~10 ms timed probe at the first load of each build in a process) or one by name; all give the same bits */
   kernel?: 'auto' | 'measured' | 'unpacked' | 'packed';
 }
 

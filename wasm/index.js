@@ -93,7 +93,7 @@ async function loadThreaded(n) {
     const { memory } = threadImports();
     core = await instantiate(module, memory);
     const pool = await startThreads(module, core.instance, memory, n);
-    return { core, pool };
+    return { core, pool, module };
   } catch (e) {
     return { reason: `the threaded build could not start: ${e.message}` };
   }
@@ -101,6 +101,9 @@ async function loadThreaded(n) {
 
 // The matmul kernel variants (src/kernels/matmul.c): the same bits, different speed per CPU.
 const KERNEL_VARIANTS = ['measured', 'unpacked', 'packed'];
+// A probe's result belongs to the machine and the build, not to one instance: it is measured at the
+// first load of each compiled module in this process, and later instances of it reuse it.
+const probes = new WeakMap(); // WebAssembly.Module -> { variant, probeMs }
 
 // Times each variant on a 192^3 product in every layout (NN, NT, TN; buffers already in wasm, one
 // thread), best of 3 reps each, about 10 ms in all; keeps the better one for this instance.
@@ -138,7 +141,7 @@ function probeKernels(core) {
   // caches (a TN product at 1024^3) it runs at about half speed, which a probe of a few ms cannot see.
   const variant = probeMs.packed < 0.97 * probeMs.measured ? 'packed' : 'measured';
   ex.aw_matmul_variant(KERNEL_VARIANTS.indexOf(variant));
-  return { variant, probeMs };
+  return { variant, probeMs: Object.freeze(probeMs) };
 }
 
 /**
@@ -186,10 +189,15 @@ export async function loadAttention(options = {}) {
   const pool = threaded?.pool ?? null;
   // the kernel variant: probed on one thread (the partition does not depend on it), or as asked
   let kernel;
-  if (kernelOpt === 'auto') {
+  const compiled = threaded?.module ?? module;
+  if (kernelOpt === 'auto' && probes.has(compiled)) {
+    kernel = probes.get(compiled);
+    core.exports.aw_matmul_variant?.(KERNEL_VARIANTS.indexOf(kernel.variant));
+  } else if (kernelOpt === 'auto') {
     if (pool) core.exports.aw_set_threads(1);
     kernel = probeKernels(core);
     if (pool) core.exports.aw_set_threads(pool.count);
+    probes.set(compiled, kernel);
   } else {
     core.exports.aw_matmul_variant?.(KERNEL_VARIANTS.indexOf(kernelOpt));
     kernel = { variant: kernelOpt, probeMs: null };

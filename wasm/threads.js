@@ -89,7 +89,7 @@ export async function startThreads(module, instance, memory, n) {
       await new Promise((resolve, reject) => {
         w.on((m) => (m.type === 'ready' ? resolve() : reject(new Error(`attention-wasm: thread ${index + 1}: ${m.message}`))));
         w.onError((e) => reject(new Error(`attention-wasm: thread ${index + 1} could not start: ${e?.message ?? e}`)));
-        w.post({ module, memory, index, stackTop: stack + STACK, tls: tlsBlock() });
+        w.post({ module, memory, index, stackTop: Math.floor((stack + STACK) / 16) * 16, tls: tlsBlock() }); // 16-aligned
       });
       w.started();
     }));
@@ -99,7 +99,6 @@ export async function startThreads(module, instance, memory, n) {
   }
   // the workers enter aw_thread_loop right after 'ready'; C counts them as they do
   const deadline = Date.now() + 5000;
-  const i32 = () => ex.aw_set_threads(n);
-  while (i32() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  while (ex.aw_set_threads(n) < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
   return { count: ex.aw_set_threads(n), stop: () => { ex.aw_set_threads(1); for (const w of workers) w.stop(); } };
 }
