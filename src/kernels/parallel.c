@@ -3,6 +3,28 @@
 
 #include <stdint.h>
 
+typedef struct {
+    aw_range_fn fn;
+    void *ctx;
+    size_t n, grain;
+} ranges_job;
+
+static void range_item(void *ctx, size_t i) {
+    const ranges_job *j = ctx;
+    const size_t begin = i * j->grain, end = j->n - begin < j->grain ? j->n : begin + j->grain;
+    j->fn(j->ctx, begin, end);
+}
+
+void aw_parallel_ranges(size_t n, size_t grain, aw_range_fn fn, void *ctx) {
+    if (grain == 0) grain = 1;
+    if (n <= grain) { // one piece: no job to publish
+        if (n) fn(ctx, 0, n);
+        return;
+    }
+    ranges_job j = {fn, ctx, n, grain};
+    aw_parallel_for(n / grain + (n % grain != 0), range_item, &j);
+}
+
 #ifndef AW_THREADS
 
 void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {

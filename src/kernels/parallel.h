@@ -20,6 +20,15 @@
 typedef void (*aw_item_fn)(void *ctx, size_t item);
 
 void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx);
+
+// aw_parallel_ranges(n, grain, fn, ctx): fn(ctx, begin, end) over [0, n) cut into pieces of
+// `grain` (the last may be shorter), one item each: the cut depends on n and grain alone. For ops
+// whose every element (or row, or column) is computed the same way wherever the cut falls.
+typedef void (*aw_range_fn)(void *ctx, size_t begin, size_t end);
+void aw_parallel_ranges(size_t n, size_t grain, aw_range_fn fn, void *ctx);
+// A grain of rows of `cols` floats each: about AW_GRAIN floats per item (at least one row).
+enum { AW_GRAIN = 8192 };
+static inline size_t aw_rows_grain(size_t cols) { return cols >= AW_GRAIN ? 1 : AW_GRAIN / (cols ? cols : 1); }
 // Threads that run items right now: the caller plus the workers it may use (1 when serial).
 size_t aw_threads(void);
 // Use n threads from now on (1 = serial; at most the workers started + 1); returns how many run.

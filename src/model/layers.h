@@ -37,6 +37,8 @@ void linear_backward(float *dx, float *dw, float *db, const float *dout, const f
 // ---- ReLU, residual -----------------------------------------------------------------------
 void relu_forward(float *out, const float *x, size_t n);                   // out = max(x, 0)
 void relu_backward(float *dx, const float *dout, const float *x, size_t n); // dx += dout * (x > 0)
+void residual_add(float *y, const float *x, size_t n);                     // y += x
+void zero_floats(float *y, size_t n);                                      // y = 0
 
 // ---- softmax cross-entropy ------------------------------------------------------------------
 // probs (N, V) = softmax(logits); losses[r] = -log probs[r, targets[r]] for targets[r] >= 0,

@@ -561,7 +561,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     run_sequences(&j, B, seq_forward);
     if (j.status) return j.status;
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
-    aw_axpy(a->res, 1.0f, in, N * C);
+    residual_add(a->res, in, N * C);
     if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
     return AW_OK;
 }
@@ -574,7 +574,7 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     // post: out = LN(res)
     if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
     // res = in + o Wo + bo
-    aw_axpy(d_in, 1.0f, da->res, N * C);
+    residual_add(d_in, da->res, N * C);
     linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
@@ -600,7 +600,7 @@ static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_ac
     linear_forward(a->h, pre ? a->ln : in, w->w1, w->b1, N, C, F);
     relu_forward(a->r, a->h, N * F);
     linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
-    aw_axpy(a->res, 1.0f, in, N * C);
+    residual_add(a->res, in, N * C);
     if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
 }
 
@@ -609,7 +609,7 @@ static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_w
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
-    aw_axpy(d_in, 1.0f, da->res, N * C);                                    // res = in + ...
+    residual_add(d_in, da->res, N * C);                                      // res = in + ...
     linear_backward(da->r, g->w2, g->b2, da->res, a->r, w->w2, N, F, C);   // ... r W2 + b2
     relu_backward(da->h, da->r, a->h, N * F);                              // r = relu(h)
     linear_backward(pre ? da->ln : d_in, g->w1, g->b1, da->h, pre ? a->ln : in, w->w1, N, C, F); // h = x W1 + b1
@@ -723,8 +723,8 @@ int model_backward(aw_model *m) {
     const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
     const aw_acts *a = &m->a;
     aw_acts *da = &m->da;
-    memset(m->grads, 0, m->n_params * sizeof(float));
-    memset(m->dact_mem, 0, m->act_floats * sizeof(float));
+    zero_floats(m->grads, m->n_params);
+    zero_floats(m->dact_mem, m->act_floats);
     size_t count = 0;
     for (size_t i = 0; i < N; i++) count += m->targets[i] >= 0;
     if (count == 0) return AW_OK;
