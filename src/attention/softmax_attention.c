@@ -133,7 +133,7 @@ static float exp2_shift_sum_row(float *x, float shift, size_t n) {
 }
 
 // The streaming path's work, cut for threads (src/kernels/parallel.h) by sizes alone: first every
-// head's K^T and V panels (one item per head), then one item per (head, block of BR query rows),
+// head's K^T and V panels (items of PB keys), then one item per (head, block of BR query rows),
 // each with its own scratch and its own rows of out; so any thread count gives the same bits.
 typedef struct {
     const aw_softmax_attention_desc *ds;
@@ -143,12 +143,16 @@ typedef struct {
     int status;
 } stream_job;
 
-static void stream_pack(void *ctx, size_t hd) {
+// Item (head, part): parts 0 .. pb-1 pack PB keys' panels of K^T, parts pb .. 2pb-1 PB rows of V.
+enum { PB = 64 };
+static void stream_pack(void *ctx, size_t item) {
     stream_job *j = ctx;
     const size_t d = j->ds->d, dv = j->ds->dv, h = j->ds->heads, dh = d / h, dvh = dv / h, m = j->ds->m;
+    const size_t pb = (m + PB - 1) / PB, hd = item / (2 * pb), part = item % (2 * pb);
+    const size_t r0 = (part % pb) * PB, r1 = m - r0 < PB ? m : r0 + PB;
     // B = K_h^T: element (c, j) at k[j d + hd dh + c]; V_h: rows of dvh with stride dv
-    aw_pack_b_panels(j->kp + hd * j->kp_stride, j->k + hd * dh, dh, m, 1, d);
-    aw_pack_b_panels(j->vp + hd * j->vp_stride, j->v + hd * dvh, m, dvh, dv, 1);
+    if (part < pb) aw_pack_b_block(j->kp + hd * j->kp_stride, j->k + hd * dh, dh, m, 1, d, 0, dh, r0, r1);
+    else aw_pack_b_block(j->vp + hd * j->vp_stride, j->v + hd * dvh, m, dvh, dv, 1, r0, r1, 0, dvh);
 }
 
 static void stream_block(void *ctx, size_t item) {
@@ -220,7 +224,7 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
         free(j.kp), free(j.vp);
         return AW_ERR_NOMEM;
     }
-    aw_parallel_for(h, stream_pack, &j);
+    aw_parallel_for(aw_size_mul(h, 2 * ((m + PB - 1) / PB)), stream_pack, &j);
     aw_parallel_for(aw_size_mul(h, j.blocks), stream_block, &j);
     free(j.kp), free(j.vp);
     return j.status;

@@ -1,6 +1,7 @@
 // elementwise.c: small vector helpers and reductions (each with its scalar tail).
 #include "kernels.h"
 #include "simd.h"
+#include "parallel.h"
 
 void aw_scale(float *y, const float *x, float s, size_t n) {
     size_t i = 0;
@@ -61,7 +62,7 @@ void aw_transpose(float *dst, const float *src, size_t rows, size_t cols, size_t
 
 // x * 0 is NaN exactly when x is NaN or +-inf, so one vector pass of adds decides; only a
 // failing array is scanned again to find the first bad index.
-size_t aw_find_nonfinite(const float *x, size_t n) {
+static size_t find_nonfinite_serial(const float *x, size_t n) {
     size_t i = 0;
     float acc = 0.0f;
 #if AW_SIMD
@@ -76,5 +77,31 @@ size_t aw_find_nonfinite(const float *x, size_t n) {
     if (acc == 0.0f) return n;
     for (i = 0; i < n; i++)
         if (x[i] - x[i] != 0.0f) return i; // NaN - NaN and inf - inf are NaN
+    return n;
+}
+
+// Threads (parallel.h): up to PIECES pieces of at least 4 grains, each finding its own first bad
+// index; the answer is the first piece's that has one.
+enum { PIECES = 64 };
+typedef struct {
+    const float *x;
+    size_t n, piece, bad[PIECES];
+} scan_job;
+
+static void scan_piece(void *ctx, size_t p) {
+    scan_job *j = ctx;
+    const size_t i0 = p * j->piece, len = j->n - i0 < j->piece ? j->n - i0 : j->piece;
+    j->bad[p] = i0 + find_nonfinite_serial(j->x + i0, len);
+}
+
+size_t aw_find_nonfinite(const float *x, size_t n) {
+    size_t piece = n / PIECES + (n % PIECES != 0);
+    if (piece < 4 * AW_GRAIN) piece = 4 * AW_GRAIN;
+    if (n <= piece) return find_nonfinite_serial(x, n);
+    scan_job j = {.x = x, .n = n, .piece = piece};
+    const size_t pieces = n / piece + (n % piece != 0);
+    aw_parallel_for(pieces, scan_piece, &j);
+    for (size_t p = 0; p < pieces; p++)
+        if (j.bad[p] != (p + 1 < pieces ? (p + 1) * piece : n)) return j.bad[p];
     return n;
 }

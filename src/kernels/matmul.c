@@ -249,21 +249,26 @@ size_t aw_packed_b_floats(size_t K, size_t N) {
     return aw_size_mul(aw_size_mul((N + NR - 1) / NR, NR), K); // SIZE_MAX when it does not fit
 }
 
-void aw_pack_b_panels(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js) {
-    for (size_t j0 = 0; j0 < N; j0 += NR) {
-        size_t nr = N - j0 < NR ? N - j0 : NR;
-        float *panel = bp + j0 * K; // (j0 / NR) * K * NR
+void aw_pack_b_block(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js, size_t k0, size_t k1,
+                     size_t j0, size_t j1) {
+    for (size_t p0 = j0; p0 < j1 && p0 < N; p0 += NR) {
+        const size_t nr = N - p0 < NR ? N - p0 : NR;
+        float *panel = bp + p0 * K; // (p0 / NR) * K * NR
         if (b_ks == 1) { // B^T layout: each column of B is contiguous in k
             for (size_t j = 0; j < nr; j++) {
-                const float *col = b + (j0 + j) * b_js;
-                for (size_t k = 0; k < K; k++) panel[k * NR + j] = col[k];
+                const float *col = b + (p0 + j) * b_js;
+                for (size_t k = k0; k < k1; k++) panel[k * NR + j] = col[k];
             }
             for (size_t j = nr; j < NR; j++)
-                for (size_t k = 0; k < K; k++) panel[k * NR + j] = 0.0f;
+                for (size_t k = k0; k < k1; k++) panel[k * NR + j] = 0.0f;
         } else {
-            pack_b(panel, b, b_ks, b_js, 0, K, j0, nr);
+            pack_b(panel + k0 * NR, b, b_ks, b_js, k0, k1 - k0, p0, nr);
         }
     }
+}
+
+void aw_pack_b_panels(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js) {
+    aw_pack_b_block(bp, b, K, N, b_ks, b_js, 0, K, 0, N);
 }
 
 void aw_matmul_packed(float *c, const float *a, const float *bp, size_t M, size_t N, size_t K, size_t lda,

@@ -13,6 +13,10 @@ size_t aw_packed_b_floats(size_t K, size_t N);
 // past N zero. B element (k, j) is read at b[k * b_ks + j * b_js]: (ldb, 1) for B itself,
 // (1, ldb) to pack the transpose of a stored (N x K) matrix.
 void aw_pack_b_panels(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js);
+// The same layout, only rows k0 .. k1-1 of the panels that cover columns j0 .. j1-1 (j0 a multiple
+// of 8): disjoint blocks can be packed at once (by threads) into one buffer.
+void aw_pack_b_block(float *bp, const float *b, size_t K, size_t N, size_t b_ks, size_t b_js, size_t k0, size_t k1,
+                     size_t j0, size_t j1);
 // C (M x N) = A (M x K, row stride lda) B, or C += ... when accumulate != 0, where B is given
 // by its panels: panel p (columns 8p .. 8p+7) starts at bp + p * panel_stride, row k of it at
 // + 8 k. A slice of rows k0 .. k0+K of a packed matrix with R rows is (bp + 8 k0, stride 8 R).
