@@ -101,6 +101,13 @@ test('an error inside a threaded call leaves every thread usable', () => {
   expectError(() => two.softmaxAttention({ q, k: rand(5), v, n, d }), /k has 5 values/);
   const { r1, r2 } = allCounts((L) => L.softmaxAttention({ q, k, v, n, d, causal: true }).output);
   assert.ok(same(r1, r2));
+  // the input check scans in pieces on every thread: the first bad value is still the one named,
+  // wherever the pieces fall (here the 4th and 5th of pieces of 32768 floats)
+  const N = 2048, far = rand(N * d, 4);
+  far[110000] = Infinity, far[131071] = NaN;
+  for (const L of [plain, two]) expectError(() => L.softmaxAttention({ q: far, k: far, v: far, n: N, d }), /q\[110000\] is Infinity/);
+  far[110000] = 0;
+  for (const L of [plain, two]) expectError(() => L.softmaxAttention({ q: far, k: far, v: far, n: N, d }), /q\[131071\] is NaN/);
 });
 
 test('the kernel variants give the same bits; the probe reports its times and picks one; bad names are Errors', async () => {
