@@ -138,7 +138,7 @@ static float exp2_shift_sum_row(float *x, float shift, size_t n) {
 typedef struct {
     const aw_softmax_attention_desc *ds;
     const float *q, *k, *v;
-    float *out, *kp, *vp;
+    float *out, *kp, *vp, *weights; // weights: the weights path's (h, n, m)
     size_t kp_stride, vp_stride, blocks;
     int status;
 } stream_job;
@@ -216,8 +216,8 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     // K^T and V are packed once per head into the matmul's 8-column panels, so every query
     // block multiplies by them with no per-tile packing: key tile j0 of K^T is 8-aligned panels
     // starting at kp + j0 * dh (panel stride 8 dh); rows j0 .. of V start at vp + 8 j0.
-    stream_job j = {ds, q, k, v, out, NULL, NULL, aw_packed_b_floats(dh, m), aw_packed_b_floats(m, dvh),
-                    (n + BR - 1) / BR, AW_OK};
+    stream_job j = {.ds = ds, .q = q, .k = k, .v = v, .out = out, .kp_stride = aw_packed_b_floats(dh, m),
+                    .vp_stride = aw_packed_b_floats(m, dvh), .blocks = (n + BR - 1) / BR};
     j.kp = aw_alloc_floats(aw_size_mul(h, j.kp_stride)); // (h, m / 8, dh, 8): K^T panels
     j.vp = aw_alloc_floats(aw_size_mul(h, j.vp_stride)); // (h, dvh / 8, m, 8): V panels
     if (!j.kp || !j.vp) {
@@ -230,26 +230,37 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     return j.status;
 }
 
+// The weights path cut the same way: one item per (head, block of BR query rows), each with its
+// own scaled queries and its own rows of the weights and of out.
+static void weights_block(void *ctx, size_t item) {
+    stream_job *j = ctx;
+    const aw_softmax_attention_desc *ds = j->ds;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
+    const size_t hd = item / j->blocks, i0 = (item % j->blocks) * BR, br = n - i0 < BR ? n - i0 : BR;
+    float *qs = malloc(BR * dh * sizeof(float)); // (br, dh): the block's scaled queries
+    if (!qs) {
+        __atomic_store_n(&j->status, AW_ERR_NOMEM, __ATOMIC_RELAXED);
+        return;
+    }
+    float *w = j->weights + hd * n * m + i0 * m; // (br, m): this block's rows of the weights
+    for (size_t r = 0; r < br; r++) aw_scale(qs + r * dh, j->q + (i0 + r) * d + hd * dh, ds->scale, dh);
+    aw_matmul_nt(w, qs, j->k + hd * dh, br, m, dh, dh, d, m, 0);
+    if (ds->causal || ds->key_mask)
+        for (size_t r = 0; r < br; r++)
+            for (size_t c = 0; c < m; c++)
+                if (!key_allowed(ds, i0 + r, c)) w[r * m + c] = -INFINITY;
+    aw_softmax_rows(w, br, m, m);
+    aw_matmul_nn(j->out + i0 * dv + hd * dvh, w, j->v + hd * dvh, br, dvh, m, m, dv, dv, 0);
+    free(qs);
+}
+
 int softmax_attention_forward_weights(float *out, float *weights, const float *q, const float *k,
                                       const float *v, const aw_softmax_attention_desc *ds) {
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dv % h || n == 0 || m == 0) return AW_ERR_ARG;
-    const size_t dh = d / h, dvh = dv / h;
-    float *qs = aw_alloc_floats(aw_size_mul(n, dh)); // (n, dh): this head's scaled queries
-    if (!qs) return AW_ERR_NOMEM;
-    for (size_t hd = 0; hd < h; hd++) {
-        float *w = weights + hd * n * m; // (n, m)
-        for (size_t i = 0; i < n; i++) aw_scale(qs + i * dh, q + i * d + hd * dh, ds->scale, dh);
-        aw_matmul_nt(w, qs, k + hd * dh, n, m, dh, dh, d, m, 0);
-        if (ds->causal || ds->key_mask)
-            for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < m; j++)
-                    if (!key_allowed(ds, i, j)) w[i * m + j] = -INFINITY;
-        aw_softmax_rows(w, n, m, m);
-        aw_matmul_nn(out + hd * dvh, w, v + hd * dvh, n, dvh, m, m, dv, dv, 0);
-    }
-    free(qs);
-    return AW_OK;
+    stream_job j = {.ds = ds, .q = q, .k = k, .v = v, .out = out, .weights = weights, .blocks = (n + BR - 1) / BR};
+    aw_parallel_for(aw_size_mul(h, j.blocks), weights_block, &j);
+    return j.status;
 }
 
 int softmax_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
