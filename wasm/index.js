@@ -215,14 +215,14 @@ export async function loadAttention(options = {}) {
     kernel: Object.freeze(kernel),
     /** why only one thread runs, in one line (null when threads run) */
     threadsReason: reason,
-    /**
-     * Uses n threads from now on, 1 <= n <= the threads started (results do not depend on it);
-     * returns how many run.
-     */
     /** items of work the worker threads (not the calling thread) have run so far: shows they take part */
     threadWorkItems() {
       return pool ? core.exports.aw_thread_worker_items() : 0;
     },
+    /**
+     * Uses n threads from now on, 1 <= n <= the threads started (results do not depend on it);
+     * returns how many run.
+     */
     setThreads(n) {
       if (!isPositiveInt(n)) fail(`setThreads: n must be a positive integer, got ${describe(n)}`);
       if (!pool) return 1;
@@ -240,6 +240,9 @@ export async function loadAttention(options = {}) {
     forms: readForms(core),
   };
   for (const family of FAMILIES) Object.assign(lib, family(core));
+  // the raw exports, for the benchmarks' copy-free kernel timings (bench/peers/threads-child.mjs);
+  // not part of the API: no checks stand between them and the heap
+  Object.defineProperty(lib, Symbol.for('attention-wasm.exports'), { value: core.exports });
   return lib;
 }
 

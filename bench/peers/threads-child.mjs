@@ -55,11 +55,21 @@ async function compare(name, oursCall, ortRun, feeds) {
   ortRun.release();
 }
 
+const ex = lib[Symbol.for('attention-wasm.exports')];
 for (const N of [256, 512]) {
   const a = rnd(N * N, 1), b = rnd(N * N, 2);
   const run = await session(buildModel({ inputs: { A: [N, N], B: [N, N] }, outputs: { C: [N, N] },
     nodes: [{ op: 'MatMul', inputs: ['A', 'B'], outputs: ['C'] }] }));
   await compare(`matmul ${N}^3`, () => lib.kernels.matmul(a, b, { M: N, N, K: N }), run, { A: [a, [N, N]], B: [b, [N, N]] });
+  if (T > 1) { // the kernel alone, on buffers already in the heap: the call's copies and checks run on one thread
+    const [pa, pb, pc] = [a, b, a].map((x) => ex.malloc(x.length * 4));
+    new Float32Array(lib.memory.buffer, pa, a.length).set(a);
+    new Float32Array(lib.memory.buffer, pb, b.length).set(b);
+    const kern = () => ex.aw_bench_matmul(pc, pa, pb, N, N, N, 0, 1);
+    emit(`matmul ${N}^3 kernel only`, await interleaveAsync({ 'ours 1t': ours(1, kern), [`ours ${T}t`]: ours(T, kern) },
+      { samples: SAMPLES, minMs: MIN_MS }));
+    for (const p of [pa, pb, pc]) ex.free(p);
+  }
 }
 for (const heads of [1, 8]) for (const n of [512, 1024, 2048, 4096]) {
   const d = 64 * heads, q = rnd(n * d, 3), k = rnd(n * d, 4), v = rnd(n * d, 5);
@@ -77,6 +87,20 @@ if (T > 1) {
     const call = () => lib.linearAttention({ q, k, v, n, d, heads, causal: true }).output;
     emit(`linear attention causal n=${n} heads=4 (d=256)`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
       { samples: SAMPLES, minMs: MIN_MS }));
+  }
+  for (const n of [1024, 4096]) { // one head: the causal chunks split into segments
+    const d = 64, q = rnd(n * d, 6), k = rnd(n * d, 7), v = rnd(n * d, 8);
+    const call = () => lib.linearAttention({ q, k, v, n, d, heads: 1, causal: true }).output;
+    emit(`linear attention causal n=${n} heads=1 (d=64)`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
+      { samples: SAMPLES, minMs: MIN_MS }));
+  }
+  for (const variant of ['dense', 'random']) { // the Synthesizer over its heads
+    const n = 512, d = 256, heads = 8, layer = lib.createSynthesizer({ variant, d, maxLen: n, heads, seed: 1 });
+    const x = rnd(n * d, 9), v = rnd(n * d, 10);
+    const call = () => layer.forward({ x, v, n }).output;
+    emit(`synthesizer ${variant} n=${n} heads=${heads} (d=${d})`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
+      { samples: SAMPLES, minMs: MIN_MS }));
+    layer.dispose();
   }
   for (const [dModel, batch] of [[64, 32], [128, 32]]) {
     const m = lib.createModel({ vocab: 16, dModel, heads: 4, layers: 2, maxLen: 32, seed: 1 });
