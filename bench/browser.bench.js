@@ -1,14 +1,19 @@
 // browser.bench.js: the attention comparison of threads.bench.js in headless Chromium, in a
 // cross-origin-isolated page (scripts/serve.js): ours (loadAttention({ threads: 2 })) at 1 and 2
 // threads against onnxruntime-web's threaded wasm with numThreads 2 and its fused
-// MultiHeadAttention, in alternating blocks (a sample is >= 30 ms of one engine's calls).
-// onnxruntime-web fixes numThreads per page, so ort 1t would need a second page; this section
-// runs the 2-thread comparison. `node bench/run.js browser` (or `npm run bench`).
+// MultiHeadAttention, and against tfjs-wasm (XNNPACK), which loads its threaded SIMD build in an
+// isolated page (setThreadsCount(2), though 4.22 reports 1 thread; in Node its multithread flag is
+// off), in alternating blocks (a
+// sample is >= 30 ms of one engine's calls). onnxruntime-web fixes numThreads per page, so ort 1t
+// would need a second page; this section runs the 2-thread comparison.
+// `node bench/run.js browser` (or `npm run bench`).
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../scripts/serve.js';
 
 const ORT_DIST = fileURLToPath(new URL('./node_modules/onnxruntime-web/dist/', import.meta.url));
+const TF_CORE = fileURLToPath(new URL('./node_modules/@tensorflow/tfjs-core/dist/', import.meta.url));
+const TF_WASM = fileURLToPath(new URL('./node_modules/@tensorflow/tfjs-backend-wasm/dist/', import.meta.url));
 
 export default async function run(ctx) {
   if (!existsSync(ORT_DIST)) return console.log('skipped: onnxruntime-web is not installed (bash scripts/bench-deps.sh)');
@@ -20,11 +25,17 @@ export default async function run(ctx) {
   }
   const { buildModel } = await import('./peers/onnx.js');
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const server = await startServer({ mounts: { '/': `${root}web`, '/wasm/': `${root}wasm`, '/ort/': ORT_DIST } });
+  const tfjs = existsSync(TF_CORE) && existsSync(TF_WASM);
+  const server = await startServer({ mounts: { '/': `${root}web`, '/wasm/': `${root}wasm`, '/ort/': ORT_DIST,
+    ...(tfjs ? { '/tfjs-core/': TF_CORE, '/tfjs-wasm/': TF_WASM } : {}) } });
   const browser = await launch();
   try {
     const page = await browser.context.newPage();
     await page.goto(`${server.url}index.html?form=softmax`);
+    if (tfjs) { // UMD builds: the global tf, then tf.wasm
+      await page.addScriptTag({ url: '/tfjs-core/tf-core.min.js' });
+      await page.addScriptTag({ url: '/tfjs-wasm/tf-backend-wasm.min.js' });
+    }
     const cases = [512, 1024, 2048].map((n) => ({
       n, d: 64,
       model: Array.from(buildModel({ inputs: { Q: [1, n, 64], K: [1, n, 64], V: [1, n, 64] }, outputs: { O: [1, n, 64] },
@@ -38,6 +49,16 @@ export default async function run(ctx) {
       ort.env.wasm.numThreads = 2;
       ort.env.logLevel = 'error';
       const lib = await loadAttention({ threads: 2 });
+      const tf = globalThis.tf ?? null;
+      let tfInfo = null;
+      if (tf) {
+        tf.wasm.setWasmPaths('/tfjs-wasm/');
+        tf.wasm.setThreadsCount(2);
+        if (!(await tf.setBackend('wasm'))) throw new Error('tfjs: the wasm backend failed to initialise');
+        await tf.ready();
+        tfInfo = { simd: await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'),
+          multithread: await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'), threads: tf.wasm.getThreadsCount() };
+      }
       const started = lib.threads;
       const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const block = async (f, minMs) => {
@@ -55,10 +76,17 @@ export default async function run(ctx) {
           Q: new ort.Tensor('float32', q, [1, n, d]), K: new ort.Tensor('float32', k, [1, n, d]), V: new ort.Tensor('float32', v, [1, n, d]),
         })).O.data;
         const ours = (t) => () => { lib.setThreads(t); return lib.softmaxAttention({ q, k, v, n, d }).output; };
+        const tfCall = () => { // as in the peers section: matMul(Q, transpose(K)) is tfjs-wasm's fast path
+          const Q = tf.tensor2d(q, [n, d]), K = tf.tensor2d(k, [n, d]), V = tf.tensor2d(v, [n, d]);
+          const O = tf.tidy(() => tf.matMul(tf.softmax(tf.mul(tf.matMul(Q, tf.transpose(K)), 1 / 8)), V));
+          const out = O.dataSync();
+          Q.dispose(), K.dispose(), V.dispose(), O.dispose();
+          return out;
+        };
         const a = ours(2)(), b = await ortCall();
-        let err = 0;
-        for (let i = 0; i < a.length; i++) err = Math.max(err, Math.abs(a[i] - b[i]));
-        const c = { 'ours 1t': ours(1), 'ours 2t': ours(2), 'ort 2t': ortCall };
+        const diff = (x) => x.reduce((e, y, i) => Math.max(e, Math.abs(y - a[i])), 0);
+        const err = Math.max(diff(b), tf ? diff(tfCall()) : 0);
+        const c = { 'ours 1t': ours(1), 'ours 2t': ours(2), 'ort 2t': ortCall, ...(tf ? { 'tfjs': tfCall } : {}) };
         for (const f of Object.values(c)) for (let w = 0; w < 3; w++) await f();
         const times = Object.fromEntries(Object.keys(c).map((x) => [x, []]));
         const names = Object.keys(c);
@@ -69,13 +97,18 @@ export default async function run(ctx) {
         rows.push({ n, err, ...Object.fromEntries(names.map((x) => [x, med(times[x])])) });
         await session.release();
       }
-      return { rows, threads: started, reason: lib.threadsReason, ua: navigator.userAgent, isolated: crossOriginIsolated };
+      return { rows, threads: started, reason: lib.threadsReason, ua: navigator.userAgent, isolated: crossOriginIsolated, tfInfo };
     }, cases);
     console.log(`headless ${out.ua.match(/(Headless)?Chrome\/[\d.]+/)?.[0] ?? out.ua}, cross-origin isolated: ${out.isolated}, ` +
-      `ours ${out.threads} threads${out.reason ? ` (${out.reason})` : ''}; ms per call, median of 11 alternating blocks`);
-    ctx.table(['n (d = 64, one head)', 'ours 1t', 'ours 2t', 'ort 2t (MHA)', '2t speed-up', 'ours 2t vs ort 2t', 'max abs diff'],
-      out.rows.map((r) => [r.n, r['ours 1t'].toFixed(2), r['ours 2t'].toFixed(2), r['ort 2t'].toFixed(2),
-        `${(r['ours 1t'] / r['ours 2t']).toFixed(2)}x`, `${(r['ort 2t'] / r['ours 2t']).toFixed(2)}x`, r.err.toExponential(1)]));
+      `ours ${out.threads} threads${out.reason ? ` (${out.reason})` : ''}; ` +
+      (out.tfInfo ? `tfjs-wasm asked for 2 threads, reports ${out.tfInfo.threads} (simd ${out.tfInfo.simd}, multithread ` +
+        `${out.tfInfo.multithread}${out.tfInfo.threads === 1 ? '; 4.22 ignores setThreadsCount: tfjs issue #8513' : ''}); ` :
+        'tfjs-wasm not installed (bash scripts/bench-deps.sh); ') + 'ms per call, median of 11 alternating blocks');
+    const x = (a, b) => (a && b ? `${(a / b).toFixed(2)}x` : '-');
+    ctx.table(['n (d = 64, one head)', 'ours 1t', 'ours 2t', 'ort 2t (MHA)', 'tfjs (threaded build)', '2t speed-up', 'ours 2t vs ort 2t',
+      'ours 2t vs tfjs', 'max abs diff'],
+    out.rows.map((r) => [r.n, r['ours 1t'].toFixed(2), r['ours 2t'].toFixed(2), r['ort 2t'].toFixed(2), r['tfjs']?.toFixed(2) ?? '-',
+      x(r['ours 1t'], r['ours 2t']), x(r['ort 2t'], r['ours 2t']), x(r['tfjs'], r['ours 2t']), r.err.toExponential(1)]));
   } finally {
     await browser.close();
     await server.close();
