@@ -443,9 +443,12 @@ int synthesizer_forward(aw_synthesizer *s, float *out, float *weights, const flo
 
 // ---- one causal step (generation) --------------------------------------------------------
 
-size_t synthesizer_step_floats(const aw_synthesizer *s) {
+// One head's scratch: p (max_len), row (max_len), tmp (2 d + a + b).
+static size_t step_head_floats(const aw_synthesizer *s) {
     return aw_size_add(aw_size_mul(2, s->cfg.max_len), aw_size_add(aw_size_mul(2, s->cfg.d), s->cfg.a + s->cfg.b));
 }
+
+size_t synthesizer_step_floats(const aw_synthesizer *s) { return aw_size_mul(s->cfg.heads, step_head_floats(s)); }
 
 // row (t) = the logits of component c, head hd, at query position i = t - 1 over keys 0..i: the
 // row i of component_logits, computed from this position's x and q alone (and the cached keys).
@@ -483,27 +486,66 @@ static void component_row(const aw_synthesizer *s, float *row, float *tmp, size_
     }
 }
 
+typedef struct {
+    const aw_synthesizer *s;
+    float *out, *scratch;
+    const float *xi, *qi, *kc, *vc;
+    size_t t, dv, dqk, per;
+    int status;
+} step_job;
+
+static void step_head(void *ctx, size_t hd) {
+    step_job *j = ctx;
+    const aw_synthesizer *s = j->s;
+    const size_t t = j->t, C = s->n_comp, dvh = j->dv / s->cfg.heads;
+    float *p = j->scratch + hd * j->per, *row = p + s->cfg.max_len, *tmp = row + s->cfg.max_len;
+    double al[AW_SYNTH_MAX_COMPONENTS];
+    alphas_double(s, hd, al);
+    for (size_t c = 0; c < C; c++) {
+        component_row(s, C == 1 ? p : row, tmp, c, hd, j->xi, j->qi, j->kc, t, j->dqk);
+        if (C == 1) break;
+        if (c == 0) aw_scale(p, row, (float)al[0], t);
+        else aw_axpy(p, (float)al[c], row, t);
+    }
+    if (!all_finite(p, t)) {
+        job_fail(&j->status, aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into "
+                                                       "layer.params (or scale the inputs down)"));
+        return;
+    }
+    aw_softmax_rows(p, 1, t, t);
+    aw_matmul_nn(j->out + hd * dvh, p, j->vc + hd * dvh, 1, dvh, t, t, j->dv, j->dv, 0);
+}
+
+// Multiply-adds of one step's heads: the logits rows (a dense kind's hidden layer dominates), then
+// P V. A size, not a thread count: it only decides who runs the heads, never what they compute.
+static double step_macs(const aw_synthesizer *s, size_t t, size_t dvh, size_t dqk) {
+    const double d = (double)s->cfg.d, h = (double)s->cfg.heads, tt = (double)t;
+    double per = tt * (double)dvh;
+    for (size_t c = 0; c < s->n_comp; c++) switch (s->comp_kind[c]) {
+        case AW_SYNTH_DENSE: per += d * d + d * tt; break;
+        case AW_SYNTH_RANDOM: per += tt; break;
+        case AW_SYNTH_FACTORIZED_DENSE: per += 2.0 * d * d + d * (double)(s->cfg.a + s->cfg.b) + tt; break;
+        case AW_SYNTH_FACTORIZED_RANDOM: per += (double)s->cfg.k * tt; break;
+        case AW_SYNTH_DOT: per += (double)dqk / h * tt; break;
+        }
+    return h * per;
+}
+
+// Threads: one item per head (each with its own scratch block) when the step has at least
+// STEP_PAR_MACS multiply-adds; smaller steps run the heads in turn. Measured in generation (dModel
+// 128, 4 heads, 2 threads): dense and factorized-dense steps (>= 4 d^2 multiply-adds) ~10% faster
+// split, random, factorized-random and a random + dot mixture (< 60k up to t = 200) ~2-6% slower.
+enum { STEP_PAR_MACS = 1 << 16 };
+
 int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const float *xi, const float *qi,
                      const float *kc, const float *vc, size_t pos, size_t dv, size_t dqk) {
-    const size_t t = pos + 1, h = s->cfg.heads, C = s->n_comp, dvh = dv / h, d = s->cfg.d;
+    const size_t t = pos + 1, h = s->cfg.heads;
     if (t > s->cfg.max_len || dv % h) return AW_ERR_ARG;
-    float *p = scratch, *row = p + s->cfg.max_len, *tmp = row + s->cfg.max_len; // (t), (t), (2 d + a + b)
-    (void)d;
-    for (size_t hd = 0; hd < h; hd++) {
-        double al[AW_SYNTH_MAX_COMPONENTS];
-        alphas_double(s, hd, al);
-        for (size_t c = 0; c < C; c++) {
-            component_row(s, C == 1 ? p : row, tmp, c, hd, xi, qi, kc, t, dqk);
-            if (C == 1) break;
-            if (c == 0) aw_scale(p, row, (float)al[0], t);
-            else aw_axpy(p, (float)al[c], row, t);
-        }
-        if (!all_finite(p, t))
-            return aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into layer.params (or scale the inputs down)");
-        aw_softmax_rows(p, 1, t, t);
-        aw_matmul_nn(out + hd * dvh, p, vc + hd * dvh, 1, dvh, t, t, dv, dv, 0);
-    }
-    return AW_OK;
+    step_job j = {s, out, scratch, xi, qi, kc, vc, t, dv, dqk, step_head_floats(s), AW_OK};
+    if (step_macs(s, t, dv / h, dqk) >= STEP_PAR_MACS) aw_parallel_for(h, step_head, &j);
+    else
+        for (size_t hd = 0; hd < h && j.status == AW_OK; hd++) step_head(&j, hd);
+    return j.status;
 }
 
 // ---- naive reference forward -----------------------------------------------------------

@@ -134,6 +134,27 @@ test('Synthesizer backward: a model step\'s gradients are bit-identical for 1, 2
   }
 });
 
+test('Synthesizer generation steps split over heads give the same tokens at every thread count, and equal the full forward', () => {
+  // dModel 128, 4 heads: a dense kind's step has >= 2^16 multiply-adds, so its heads run as items
+  for (const [attention, attentionOptions] of [['synth:dense', {}], ['synth:factorized-dense', {}],
+    ['synth:mixture', { components: ['dense', 'dot'] }], ['synth:random', {}]]) {
+    const run = (L) => {
+      const m = L.createModel({ vocab: 11, dModel: 128, heads: 4, layers: 1, maxLen: 40, seed: 6, attention, attentionOptions });
+      m.trainStep({ task: 'copy', length: 8, symbols: 10, batchSize: 4 });
+      const o = { maxTokens: 60, temperature: 0.9, topK: 5, seed: 3 };
+      const r = { greedy: m.generate([3, 1, 4], { maxTokens: 60 }), sampled: m.generate([3, 1, 4], o),
+        full: m.generate([3, 1, 4], { ...o, cache: false }) };
+      m.dispose();
+      return r;
+    };
+    const { r1, r2, r4, rp } = allCounts(run);
+    assert.equal(r1.sampled.length, 38, `${attention}: generation runs to maxLen`);
+    assert.ok(same(r1.sampled, r1.full), `${attention}: cached generation differs from the full forward`);
+    for (const [name, r] of [['2 threads', r2], ['4 threads', r4], ['single-thread build', rp]])
+      for (const k of ['greedy', 'sampled', 'full']) assert.ok(same(r[k], r1[k]), `${attention}, ${name}: ${k} tokens`);
+  }
+});
+
 test('a non-finite Synthesizer logit in one head is a clear Error on 2 threads, and every thread stays usable', () => {
   const n = 64, d = 16, dv = 32, x = rand(n * d, 31), v = rand(n * dv, 32);
   const layer = two.createSynthesizer({ variant: 'dense', d, maxLen: 64, heads: 8 });
