@@ -37,6 +37,11 @@
 // Each tensor draws from its own stream (seed, component kind, tensor index): a component starts
 // with the same numbers alone or inside a mixture.
 //
+// Threads (threaded build, src/kernels/parallel.h): the forward, the backward and a generation
+// step (when it has >= 2^16 multiply-adds, e.g. a dense kind's hidden layer) run one item per head;
+// dx, the one gradient every head adds to, gets heads 1..h-1 through per-head buffers summed in
+// head order afterwards. Results are the same bits at any thread count and in every build.
+//
 // Training use (no JS needed): synthesizer_create -> synthesizer_forward (saves the activations the
 // backward needs inside the layer) -> synthesizer_backward (accumulates += into grads, dx, dv, dq, dk)
 // -> update params yourself -> synthesizer_zero_grad -> ... -> synthesizer_destroy.

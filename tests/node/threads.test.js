@@ -78,6 +78,97 @@ test('a training curve and its checkpoint are bit-identical whatever the thread 
   }
 });
 
+// The Synthesizer splits its forward and backward over heads (src/attention/synthesizer.c).
+const SYNTH_VARIANTS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'mixture'];
+const SYNTH_ALL = ['dense', 'random', 'factorized-dense', 'factorized-random', 'dot'];
+
+test('Synthesizer forward (outputs and weights) is bit-identical for 1, 2 and 4 threads and the single-thread build', () => {
+  const n = 100, d = 32, dv = 64, heads = 8, before = two.threadWorkItems();
+  const x = rand(n * d, 21), v = rand(n * dv, 22), q = rand(n * dv, 23), k = rand(n * dv, 24);
+  for (const variant of SYNTH_VARIANTS) {
+    const kinds = variant === 'mixture' ? SYNTH_ALL : [variant];
+    const opts = { variant, d, maxLen: 128, heads, seed: 9 };
+    if (variant === 'mixture') opts.components = SYNTH_ALL;
+    if (kinds.includes('factorized-dense')) Object.assign(opts, { a: 8, b: 16 });
+    if (kinds.includes('factorized-random')) opts.k = 4;
+    for (const causal of [false, true]) {
+      const { r1, r2, r4, rp } = allCounts((L) => {
+        const layer = L.createSynthesizer(opts);
+        const r = layer.forward({ x, v, q, k, n, causal, returnWeights: true });
+        layer.dispose();
+        return r;
+      });
+      for (const part of ['output', 'weights']) {
+        const label = `synthesizer ${variant} heads=${heads} causal=${causal}: ${part}`;
+        assert.ok(same(r1[part], r2[part]) && same(r1[part], r4[part]), `${label}: 1, 2 and 4 threads differ`);
+        assert.ok(same(r1[part], rp[part]), `${label}: the threaded build differs from the single-thread build`);
+      }
+    }
+  }
+  assert.ok(two.threadWorkItems() > before + 20, `the worker ran ${two.threadWorkItems() - before} items`);
+});
+
+test('Synthesizer backward: a model step\'s gradients are bit-identical for 1, 2 and 4 threads and the single-thread build', () => {
+  // beta1 = 0 and no clipping: AdamW's first moment after one step is the gradient itself, and
+  // save({ optimizer: true }) writes it, so the checkpoint holds every gradient bit for bit
+  for (const variant of SYNTH_VARIANTS) {
+    for (const heads of [4, 8]) {
+      const run = (L) => {
+        const attentionOptions = variant === 'mixture' ? { components: SYNTH_ALL, k: 3 } : { k: 3 };
+        const m = L.createModel({ vocab: 11, dModel: 64, heads, layers: 1, maxLen: 32, seed: 4, attention: `synth:${variant}`, attentionOptions });
+        const step = m.trainStep({ task: 'reverse', length: 12, symbols: 10, batchSize: 4, beta1: 0, clip: 0 });
+        const bytes = m.save({ optimizer: true });
+        const fwd = m.forward([1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2]);
+        m.dispose();
+        return { step, bytes, logits: fwd.logits, att: fwd.attention.flat() };
+      };
+      const { r1, r2, r4, rp } = allCounts(run);
+      const label = `synth:${variant} heads=${heads}`;
+      for (const [name, r] of [['2 threads', r2], ['4 threads', r4], ['single-thread build', rp]]) {
+        assert.deepEqual(r.step, r1.step, `${label}, ${name}: loss and gradient norm`);
+        assert.ok(same(r.bytes, r1.bytes), `${label}, ${name}: gradients (the checkpoint's first moments) and parameters`);
+        assert.ok(same(r.logits, r1.logits), `${label}, ${name}: logits after the step`);
+        assert.ok(r.att.length === heads && r.att.every((a, i) => same(a, r1.att[i])), `${label}, ${name}: attention weights`);
+      }
+    }
+  }
+});
+
+test('Synthesizer generation steps split over heads give the same tokens at every thread count, and equal the full forward', () => {
+  // dModel 128, 4 heads: a dense kind's step has >= 2^16 multiply-adds, so its heads run as items
+  for (const [attention, attentionOptions] of [['synth:dense', {}], ['synth:factorized-dense', {}],
+    ['synth:mixture', { components: ['dense', 'dot'] }], ['synth:random', {}]]) {
+    const run = (L) => {
+      const m = L.createModel({ vocab: 11, dModel: 128, heads: 4, layers: 1, maxLen: 40, seed: 6, attention, attentionOptions });
+      m.trainStep({ task: 'copy', length: 8, symbols: 10, batchSize: 4 });
+      const o = { maxTokens: 60, temperature: 0.9, topK: 5, seed: 3 };
+      const r = { greedy: m.generate([3, 1, 4], { maxTokens: 60 }), sampled: m.generate([3, 1, 4], o),
+        full: m.generate([3, 1, 4], { ...o, cache: false }) };
+      m.dispose();
+      return r;
+    };
+    const { r1, r2, r4, rp } = allCounts(run);
+    assert.equal(r1.sampled.length, 38, `${attention}: generation runs to maxLen`);
+    assert.ok(same(r1.sampled, r1.full), `${attention}: cached generation differs from the full forward`);
+    for (const [name, r] of [['2 threads', r2], ['4 threads', r4], ['single-thread build', rp]])
+      for (const k of ['greedy', 'sampled', 'full']) assert.ok(same(r[k], r1[k]), `${attention}, ${name}: ${k} tokens`);
+  }
+});
+
+test('a non-finite Synthesizer logit in one head is a clear Error on 2 threads, and every thread stays usable', () => {
+  const n = 64, d = 16, dv = 32, x = rand(n * d, 31), v = rand(n * dv, 32);
+  const layer = two.createSynthesizer({ variant: 'dense', d, maxLen: 64, heads: 8 });
+  const good = layer.forward({ x, v, n }).output;
+  const at = 5 * d * 64 + 3, keep = layer.params.W2[at];
+  layer.params.W2[at] = Infinity; // head 5 only
+  expectError(() => layer.forward({ x, v, n }), /a logit is NaN or infinite; check the values written into layer.params/);
+  layer.params.W2[at] = keep;
+  assert.ok(same(layer.forward({ x, v, n }).output, good));
+  layer.dispose();
+  const { r1, r2 } = allCounts((L) => L.softmaxAttention({ q: x, k: x, v: x, n, d, heads: 2 }).output);
+  assert.ok(same(r1, r2));
+});
+
 test('bad thread options are clear Errors; the fallbacks say why in one line', async () => {
   await assert.rejects(loadAttention({ threads: 0 }), /loadAttention: threads must be 'auto' or an integer in \[1, 64\], got 0/);
   await assert.rejects(loadAttention({ threads: 'many' }), /threads must be 'auto' or an integer/);
