@@ -224,8 +224,9 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
         free(j.kp), free(j.vp);
         return AW_ERR_NOMEM;
     }
-    aw_parallel_for(aw_size_mul(h, 2 * ((m + PB - 1) / PB)), stream_pack, &j);
-    aw_parallel_for(aw_size_mul(h, j.blocks), stream_block, &j);
+    const double macs = (double)n * (double)m * (double)(d + dv); // a generation step's one row runs in turn
+    aw_parallel_for_work(aw_size_mul(h, 2 * ((m + PB - 1) / PB)), stream_pack, &j, macs);
+    aw_parallel_for_work(aw_size_mul(h, j.blocks), stream_block, &j, macs);
     free(j.kp), free(j.vp);
     return j.status;
 }

@@ -531,20 +531,17 @@ static double step_macs(const aw_synthesizer *s, size_t t, size_t dvh, size_t dq
     return h * per;
 }
 
-// Threads: one item per head (each with its own scratch block) when the step has at least
-// STEP_PAR_MACS multiply-adds; smaller steps run the heads in turn. Measured in generation (dModel
-// 128, 4 heads, 2 threads): dense and factorized-dense steps (>= 4 d^2 multiply-adds) ~10% faster
-// split, random, factorized-random and a random + dot mixture (< 60k up to t = 200) ~2-6% slower.
-enum { STEP_PAR_MACS = 1 << 16 };
+// Threads: one item per head (each with its own scratch block), run in turn below AW_PAR_MIN_MACS
+// multiply-adds (aw_parallel_for_work). Measured in generation (dModel 128, 4 heads, 2 threads):
+// dense and factorized-dense steps (>= 4 d^2 multiply-adds) ~10% faster split, random,
+// factorized-random and a random + dot mixture (< 60k up to t = 200) ~2-6% slower.
 
 int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const float *xi, const float *qi,
                      const float *kc, const float *vc, size_t pos, size_t dv, size_t dqk) {
     const size_t t = pos + 1, h = s->cfg.heads;
     if (t > s->cfg.max_len || dv % h) return AW_ERR_ARG;
     step_job j = {s, out, scratch, xi, qi, kc, vc, t, dv, dqk, step_head_floats(s), AW_OK};
-    if (step_macs(s, t, dv / h, dqk) >= STEP_PAR_MACS) aw_parallel_for(h, step_head, &j);
-    else
-        for (size_t hd = 0; hd < h && j.status == AW_OK; hd++) step_head(&j, hd);
+    aw_parallel_for_work(h, step_head, &j, (double)step_macs(s, t, dv / h, dqk));
     return j.status;
 }
 

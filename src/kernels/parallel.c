@@ -15,6 +15,14 @@ static void range_item(void *ctx, size_t i) {
     j->fn(j->ctx, begin, end);
 }
 
+void aw_parallel_for_work(size_t count, aw_item_fn fn, void *ctx, double macs) {
+    if (macs >= AW_PAR_MIN_MACS) {
+        aw_parallel_for(count, fn, ctx);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) fn(ctx, i);
+}
+
 void aw_parallel_ranges(size_t n, size_t grain, aw_range_fn fn, void *ctx) {
     if (grain == 0) grain = 1;
     if (n <= grain) { // one piece: no job to publish

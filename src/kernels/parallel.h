@@ -21,6 +21,12 @@ typedef void (*aw_item_fn)(void *ctx, size_t item);
 
 void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx);
 
+// The same items, but run in turn on the calling thread when the whole job is below
+// AW_PAR_MIN_MACS multiply-adds (a generation step's few rows): waking the pool costs more than
+// such a job. The bound is on sizes, so it changes only who runs an item, never what it computes.
+enum { AW_PAR_MIN_MACS = 1 << 16 };
+void aw_parallel_for_work(size_t count, aw_item_fn fn, void *ctx, double macs);
+
 // aw_parallel_ranges(n, grain, fn, ctx): fn(ctx, begin, end) over [0, n) cut into pieces of
 // `grain` (the last may be shorter), one item each: the cut depends on n and grain alone. For ops
 // whose every element (or row, or column) is computed the same way wherever the cut falls.
