@@ -224,6 +224,10 @@ int main(void) {
     for (int f = 0; f < 4; f++) {
         test_forward(f, 0, 150, 150, 16, 8, 2);  // self-attention, heads 2, several chunks
         test_forward(f, 0, 70, 130, 12, 6, 3);   // cross-attention m > n
+        // one head: keys and queries in segments (linear_attention.c): 10 query chunks in 5
+        // segments and 5 key chunks in 2, then 5 query chunks in 2 and 11 key chunks in 5
+        test_forward(f, 0, 640, 300, 16, 8, 1);
+        test_forward(f, 0, 300, 700, 16, 8, 1);
         if (f == AW_LINEAR_EFFICIENT) continue;  // no causal form
         test_forward(f, 1, 150, 150, 16, 8, 2);
         test_forward(f, 1, 150, 90, 16, 12, 4);  // causal cross, m < n: late queries see every key
