@@ -211,38 +211,82 @@ static void state_query(float *out, const float *s, const float *z, const float 
 
 // ---- forward paths ----------------------------------------------------------------------
 
+// Segment count for one head's `chunks` chunks: enough (head, segment) items for ~8 threads,
+// segments of at least SEG_MIN_CHUNKS chunks, and at most SEG_BUDGET floats for the G - 1 extra
+// blocks of `block` floats per head (a large D gives G = 1). From the sizes alone (parallel.h).
+enum { SEG_ITEMS = 8, SEG_MIN_CHUNKS = 2 };
+#define SEG_BUDGET ((size_t)1 << 20) // floats (4 MiB)
+static size_t segments(size_t h, size_t chunks, size_t block) {
+    size_t g = h >= SEG_ITEMS ? 1 : (SEG_ITEMS + h - 1) / h;
+    if (g > chunks / SEG_MIN_CHUNKS) g = chunks / SEG_MIN_CHUNKS;
+    const size_t blocks = aw_size_mul(h, block);
+    const size_t most = blocks == AW_SIZE_INVALID || blocks == 0 ? 1 : 1 + SEG_BUDGET / blocks;
+    if (g > most) g = most;
+    return g ? g : 1;
+}
+
+// First chunk of segment g of `segs` (g = segs gives chunks): the chunks split as evenly as they
+// go, without a product that could overflow.
+static size_t segment_start(size_t chunks, size_t segs, size_t g) {
+    const size_t base = chunks / segs, rem = chunks % segs;
+    return g * base + (g < rem ? g : rem);
+}
+
+static size_t chunk_count(size_t rows) { return rows / CHUNK + (rows % CHUNK != 0); }
+
 // Non-causal: per head, S = phi(K)^T V and z = sum_j phi(k_j) over key chunks, then each query
 // chunk's O = phi(Q) S / (phi(Q) z).
-// Threads (src/kernels/parallel.h): one item per head, each with its own block of the scratch.
+// Threads (src/kernels/parallel.h): a head's key chunks are cut into Gk segments and its query
+// chunks into Gq (segments(), from the sizes alone): (0) EFFICIENT's key statistics, per head;
+// (1) per (head, key segment), the segment's S and z into its own block; (2) per head, in order,
+// the blocks' sum into block 0; (3) per (head, query segment), the output rows.
 typedef struct {
     const aw_linear_attention_desc *ds;
     const float *q, *k, *v;
-    float *out, *buf;
-    size_t per; // scratch floats per head
-} heads_job;
+    float *out;
+    float *blocks; // (h, Gk) blocks of kper floats: (S (D, dvh), z (D)), then a chunk's key features
+    float *rows;   // (h, Gq) blocks of CHUNK x D: a chunk's query features
+    float *stats;  // (h, 3 dh): EFFICIENT's colmax, colinv and a row of scratch
+    size_t kper, ksegs, kchunks, qsegs, qchunks;
+} noncausal_job;
 
-static void noncausal_head(void *ctx, size_t hd) {
-    const heads_job *j = ctx;
+static void noncausal_stats(void *ctx, size_t hd) {
+    const noncausal_job *j = ctx;
+    const size_t dh = j->ds->d / j->ds->heads;
+    float *st = j->stats + hd * 3 * dh;
+    efficient_key_stats(st, st + dh, st + 2 * dh, j->k + hd * dh, j->ds->m, dh, j->ds->d);
+}
+
+static void noncausal_keys(void *ctx, size_t item) {
+    const noncausal_job *j = ctx;
     const aw_linear_attention_desc *ds = j->ds;
-    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *s = j->buf + hd * j->per; // (D, dvh)
-    float *z = s + D * dvh;          // (D)
-    float *phi = z + D;              // (CHUNK, D): key features, then query features
-    float *colmax = phi + CHUNK * D; // (dh) EFFICIENT key statistics
-    float *colinv = colmax + dh;     // (dh)
-    float *tmp = colinv + dh;        // (dh)
-    const float *kh = j->k + hd * dh, *vh = j->v + hd * dvh, *qh = j->q + hd * dh;
+    const size_t hd = item / j->ksegs, g = item % j->ksegs;
+    float *s = j->blocks + item * j->kper; // (D, dvh)
+    float *z = s + D * dvh;                // (D)
+    float *phi = z + D;                    // (CHUNK, D)
+    const float *st = j->stats + hd * 3 * dh, *kh = j->k + hd * dh, *vh = j->v + hd * dvh;
     memset(s, 0, (D * dvh + D) * sizeof(float));
-    if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
-    for (size_t j0 = 0; j0 < m; j0 += CHUNK) {
-        const size_t cm = m - j0 < CHUNK ? m - j0 : CHUNK;
-        key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, colmax, colinv);
+    for (size_t c = segment_start(j->kchunks, j->ksegs, g); c < segment_start(j->kchunks, j->ksegs, g + 1); c++) {
+        const size_t j0 = c * CHUNK, cm = m - j0 < CHUNK ? m - j0 : CHUNK;
+        key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, st, st + dh);
         aw_matmul_tn(s, phi, vh + j0 * dv, D, dvh, cm, D, dv, dvh, 1); // S += phi(K_c)^T V_c
         for (size_t r = 0; r < cm; r++) aw_axpy(z, 1.0f, phi + r * D, D);
     }
-    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
-        const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
+}
+
+static void noncausal_queries(void *ctx, size_t item) {
+    const noncausal_job *j = ctx;
+    const aw_linear_attention_desc *ds = j->ds;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
+    const size_t hd = item / j->qsegs, g = item % j->qsegs;
+    const float *s = j->blocks + hd * j->ksegs * j->kper, *z = s + D * dvh; // the head's sums (block 0)
+    float *phi = j->rows + item * CHUNK * D;                                 // (CHUNK, D)
+    const float *qh = j->q + hd * dh;
+    for (size_t c = segment_start(j->qchunks, j->qsegs, g); c < segment_start(j->qchunks, j->qsegs, g + 1); c++) {
+        const size_t i0 = c * CHUNK, cr = n - i0 < CHUNK ? n - i0 : CHUNK;
         float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
         feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
         aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
@@ -253,32 +297,120 @@ static void noncausal_head(void *ctx, size_t hd) {
 
 static int forward_noncausal(float *out, const float *q, const float *k, const float *v,
                              const aw_linear_attention_desc *ds) {
-    const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    heads_job j = {ds, q, k, v, out, NULL,
-                   aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), aw_size_mul(3, dh)))};
-    if (!(j.buf = aw_alloc_floats(aw_size_mul(h, j.per)))) return AW_ERR_NOMEM;
-    aw_parallel_for(h, noncausal_head, &j);
-    free(j.buf);
+    const size_t state = aw_size_add(aw_size_mul(D, dvh), D), rows = aw_size_mul(CHUNK, D);
+    noncausal_job j = {ds, q, k, v, out, NULL, NULL, NULL, aw_size_add(state, rows), 1, chunk_count(m), 1, chunk_count(n)};
+    j.ksegs = segments(h, j.kchunks, j.kper);
+    j.qsegs = segments(h, j.qchunks, rows);
+    aw_plan plan = {0};
+    aw_plan_take(&plan, aw_size_mul(h, j.ksegs), j.kper); // blocks, at 0
+    const size_t rows_at = aw_plan_take(&plan, aw_size_mul(h, j.qsegs), rows);
+    const size_t stats_at = aw_plan_take(&plan, h, aw_size_mul(3, dh));
+    float *buf = aw_plan_ok(&plan, sizeof(float)) ? aw_alloc_floats(plan.total) : NULL;
+    if (!buf) return AW_ERR_NOMEM;
+    j.blocks = buf, j.rows = buf + rows_at, j.stats = buf + stats_at;
+    if (ds->feature == AW_LINEAR_EFFICIENT) aw_parallel_for(h, noncausal_stats, &j);
+    aw_parallel_for(h * j.ksegs, noncausal_keys, &j); // h * Gk blocks fit in memory: no overflow
+    for (size_t hd = 0; hd < h; hd++)
+        for (size_t g = 1; g < j.ksegs; g++)
+            aw_axpy(j.blocks + hd * j.ksegs * j.kper, 1.0f, j.blocks + (hd * j.ksegs + g) * j.kper, state);
+    aw_parallel_for(h * j.qsegs, noncausal_queries, &j);
+    free(buf);
     return finite_or_fail(out, n * dv);
 }
 
-static void causal_head(void *ctx, size_t hd) {
-    const heads_job *j = ctx;
+// Causal, chunked: per head, positions in chunks of CHUNK; a chunk's rows see the state (S, z)
+// of every earlier chunk (phi(Q_c) S) plus the masked block phi(Q_c) phi(K_c)^T V_c of its own.
+// Threads (src/kernels/parallel.h): each head's chunks are cut into G segments of whole chunks
+// (segments(), from the sizes alone), so one head still keeps every thread busy:
+//   1. per (head, segment), in parallel: each chunk's own sum of phi(k)^T v and phi(k) over its
+//      keys into the segment's slots (the first t chunks of a segment; none when G = 1), and the
+//      segment's total into block g + 1's state (not for the last segment);
+//   2. per head, in order: block g's state += block g - 1's for g = 2 .. G - 1, so block g holds
+//      the state of every chunk before segment g (block 0 starts at zero);
+//   3. per (head, segment), in parallel: the chunk loop from block g's state; after a chunk, the
+//      state grows by the chunk's slot when it has one, else by phi(K_c)^T V_c computed again.
+// The same G and t (causal_slots), so the same sums in the same order, in every build and at
+// every thread count. With a slot for every chunk but the segments' last, the work is the
+// one-segment loop's plus phi(K) taken twice (~5-10% more on one thread); without slots, the
+// matmul phi(K_c)^T V_c is done twice for most chunks (~20% more).
+typedef struct {
+    const aw_linear_attention_desc *ds;
+    const float *q, *k, *v;
+    float *out, *buf;
+    size_t per;    // scratch floats per (head, segment) block: state (S, z), chunk work, t slots
+    size_t segs;   // G: segments per head
+    size_t slots;  // t: the first t chunks of each segment keep their own sums (from phase 1)
+    size_t chunks; // chunks per head: ceil(n / CHUNK)
+} causal_job;
+
+// Slots t per segment: at most SEG_BUDGET floats of `state` floats each (after the G - 1 extra
+// blocks of segments()); fewer than a segment's chunks leave the rest recomputed in phase 3.
+static size_t causal_slots(size_t h, size_t segs, size_t chunks, size_t state) {
+    if (segs == 1) return 0; // one segment: its chunk loop is the whole work; slots would add none
+    const size_t longest = chunks / segs + (chunks % segs != 0);
+    const size_t one = aw_size_mul3(h, segs, state); // floats of one slot in every block
+    const size_t most = one == AW_SIZE_INVALID || one == 0 ? 0 : SEG_BUDGET / one;
+    return longest - 1 < most ? longest - 1 : most; // a segment's last chunk never adds to its state
+}
+
+// Keys that are new in the chunk of cr rows at row i0 (keys at or after m are absent).
+static size_t chunk_keys(size_t i0, size_t cr, size_t m) { return i0 < m ? (m - i0 < cr ? m - i0 : cr) : 0; }
+
+// Phase 1: item = (head, segment g): slots of block g, and the segment's total into block g + 1.
+static void causal_segment_sums(void *ctx, size_t item) {
+    const causal_job *j = ctx;
     const aw_linear_attention_desc *ds = j->ds;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
-    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *s = j->buf + hd * j->per; // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
-    float *z = s + D * dvh;      // (D): sum of phi(k_j) over the same keys
-    float *phiq = z + D;         // (CHUNK, D)
-    float *phik = phiq + CHUNK * D; // (CHUNK, D)
-    float *a = phik + CHUNK * D; // (CHUNK, CHUNK): masked similarities within the chunk
-    float *den = a + CHUNK * CHUNK; // (CHUNK)
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh), state = D * dvh + D;
+    const size_t g = item % j->segs;
+    const int last = g + 1 == j->segs;
+    float *block = j->buf + item * j->per;
+    float *phik = block + state + CHUNK * D;                         // (CHUNK, D), as in phase 3
+    float *slots = phik + CHUNK * D + CHUNK * CHUNK + CHUNK;         // t x (D x dvh, D)
+    float *s = last ? NULL : block + j->per, *z = s ? s + D * dvh : NULL; // block g + 1's state
+    const float *kh = j->k + (item / j->segs) * dh, *vh = j->v + (item / j->segs) * dvh;
+    if (s) memset(s, 0, state * sizeof(float));
+    const size_t c0 = segment_start(j->chunks, j->segs, g), end = segment_start(j->chunks, j->segs, g + 1);
+    for (size_t c = c0; c < end && (s || c - c0 < j->slots); c++) { // the last segment: slots only
+        const size_t i0 = c * CHUNK, ck = chunk_keys(i0, n - i0 < CHUNK ? n - i0 : CHUNK, m);
+        if (ck == 0) break; // no keys from here on
+        feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
+        if (c - c0 < j->slots) {
+            float *slot = slots + (c - c0) * state;
+            aw_matmul_tn(slot, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 0); // phi(K_c)^T V_c
+            memset(slot + D * dvh, 0, D * sizeof(float));
+            for (size_t r = 0; r < ck; r++) aw_axpy(slot + D * dvh, 1.0f, phik + r * D, D);
+            if (s) aw_axpy(s, 1.0f, slot, state);
+        } else {
+            aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+            for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+        }
+    }
+}
+
+// Phase 3: item = (head, segment g); the chunk loop over the segment from block g's state.
+static void causal_segment(void *ctx, size_t item) {
+    const causal_job *j = ctx;
+    const aw_linear_attention_desc *ds = j->ds;
+    const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
+    const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh), state = D * dvh + D;
+    const size_t hd = item / j->segs, g = item % j->segs;
+    float *s = j->buf + item * j->per; // (D, dvh): sum of phi(k_j)^T v_j over the chunks before this one
+    float *z = s + D * dvh;            // (D): sum of phi(k_j) over the same keys
+    float *phiq = z + D;               // (CHUNK, D)
+    float *phik = phiq + CHUNK * D;    // (CHUNK, D)
+    float *a = phik + CHUNK * D;       // (CHUNK, CHUNK): masked similarities within the chunk
+    float *den = a + CHUNK * CHUNK;    // (CHUNK)
+    const float *slots = den + CHUNK;  // t x (D x dvh, D) from phase 1
     const float *kh = j->k + hd * dh, *vh = j->v + hd * dvh, *qh = j->q + hd * dh;
-    memset(s, 0, (D * dvh + D) * sizeof(float));
-    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+    if (g == 0) memset(s, 0, state * sizeof(float)); // later segments start from phase 2's state
+    const size_t c0 = segment_start(j->chunks, j->segs, g), end = segment_start(j->chunks, j->segs, g + 1);
+    for (size_t c = c0; c < end; c++) {
+        const size_t i0 = c * CHUNK;
         const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
-        const size_t ck = i0 < m ? (m - i0 < cr ? m - i0 : cr) : 0; // keys i0 .. i0+ck-1 are new here
+        const size_t ck = chunk_keys(i0, cr, m); // keys i0 .. i0+ck-1 are new here
         float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
         feature_rows(phiq, qh + i0 * d, cr, dh, d, ds->feature);
         aw_matmul_nn(o, phiq, s, cr, dvh, D, D, dvh, dv, 0); // earlier chunks: phi(Q_c) S
@@ -288,12 +420,16 @@ static void causal_head(void *ctx, size_t hd) {
             aw_matmul_nt(a, phiq, phik, cr, ck, D, D, D, CHUNK, 0); // A = phi(Q_c) phi(K_c)^T
             for (size_t r = 0; r < cr; r++) {
                 float *ar = a + r * CHUNK;
-                for (size_t c = r + 1; c < ck; c++) ar[c] = 0.0f; // key i0+c is after query i0+r
+                for (size_t col = r + 1; col < ck; col++) ar[col] = 0.0f; // key i0+col is after query i0+r
                 den[r] += aw_sum(ar, ck);
             }
             aw_matmul_nn(o, a, vh + i0 * dv, cr, dvh, ck, CHUNK, dv, dv, 1); // + A V_c
-            aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-            for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+            if (c + 1 < end && c - c0 < j->slots) { // (the segment's last chunk: no later one reads S)
+                aw_axpy(s, 1.0f, slots + (c - c0) * state, state); // (S, z) += phase 1's sums of the chunk
+            } else if (c + 1 < end) {
+                aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
+                for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+            }
         }
         for (size_t r = 0; r < cr; r++) {
             const size_t keys = i0 + r + 1 < m ? i0 + r + 1 : m; // keys 0 .. i0 + r
@@ -309,10 +445,22 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
     if (!ds->causal) return AW_ERR_ARG;
     const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    heads_job j = {ds, q, k, v, out, NULL,
-                   aw_size_add(aw_size_mul(D, dvh), aw_size_add(aw_size_mul(2 * CHUNK + 1, D), CHUNK * CHUNK + CHUNK))};
-    if (!(j.buf = aw_alloc_floats(aw_size_mul(h, j.per)))) return AW_ERR_NOMEM;
-    aw_parallel_for(h, causal_head, &j);
+    const size_t state = aw_size_add(aw_size_mul(D, dvh), D); // (S, z)
+    const size_t block = aw_size_add(state, aw_size_add(aw_size_mul(2 * CHUNK, D), CHUNK * CHUNK + CHUNK));
+    causal_job j = {ds, q, k, v, out, NULL, 0, 1, 0, chunk_count(n)};
+    j.segs = segments(h, j.chunks, block);
+    j.slots = causal_slots(h, j.segs, j.chunks, state);
+    j.per = aw_size_add(block, aw_size_mul(j.slots, state));
+    if (!(j.buf = aw_alloc_floats(aw_size_mul3(h, j.segs, j.per)))) return AW_ERR_NOMEM;
+    if (j.segs > 1) { // h * G blocks fit in memory: h * G and the offsets below do not overflow
+        aw_parallel_for(h * j.segs, causal_segment_sums, &j);
+        for (size_t hd = 0; hd < h; hd++)
+            for (size_t g = 2; g < j.segs; g++) {
+                float *b = j.buf + (hd * j.segs + g) * j.per;
+                aw_axpy(b, 1.0f, b - j.per, state);
+            }
+    }
+    aw_parallel_for(h * j.segs, causal_segment, &j);
     free(j.buf);
     return finite_or_fail(out, n * dv);
 }

@@ -202,14 +202,43 @@ static void test_edge_cases(void) {
     CHECK(linear_attention_forward(out, NULL, q, k, big, &ov) == AW_ERR_NONFINITE, "overflow not reported");
 }
 
+// A head too wide for every chunk's own sums to fit the segments' budget (d = dv = 256: one slot
+// per segment of 4 chunks, linear_attention.c): phase 1 sums the other chunks straight into the
+// segment's total and phase 3 recomputes them. The parallel form against the recurrent one.
+static void test_causal_wide_head(int feature, size_t m) {
+    const size_t n = 2048, d = 256, dv = 256;
+    aw_linear_attention_desc ds = {n, m, d, dv, 1, feature, 1, AW_LINEAR_PARALLEL};
+    float *q = malloc(n * d * sizeof(float)), *k = malloc(m * d * sizeof(float)), *v = malloc(m * dv * sizeof(float));
+    float *par = malloc(n * dv * sizeof(float)), *rec = malloc(n * dv * sizeof(float));
+    fill_uniform(q, n * d, 61), fill_uniform(k, m * d, 62), fill_uniform(v, m * dv, 63);
+    CHECK(linear_attention_forward(par, NULL, q, k, v, &ds) == AW_OK, "parallel status");
+    ds.mode = AW_LINEAR_RECURRENT;
+    CHECK(linear_attention_forward(rec, NULL, q, k, v, &ds) == AW_OK, "recurrent status");
+    char name[96];
+    snprintf(name, sizeof name, "%s causal n=%zu m=%zu d=%zu h=1: recurrent vs parallel", FEATURE_NAMES[feature], n, m, d);
+    REPORT(name, max_err(rec, par, n * dv), TOL_LINEAR_CAUSAL_FORMS);
+    free(q), free(k), free(v), free(par), free(rec);
+}
+
 int main(void) {
     for (int f = 0; f < 4; f++) {
         test_forward(f, 0, 150, 150, 16, 8, 2);  // self-attention, heads 2, several chunks
         test_forward(f, 0, 70, 130, 12, 6, 3);   // cross-attention m > n
+        // one head: keys and queries in segments (linear_attention.c): 10 query chunks in 5
+        // segments and 5 key chunks in 2, then 5 query chunks in 2 and 11 key chunks in 5
+        test_forward(f, 0, 640, 300, 16, 8, 1);
+        test_forward(f, 0, 300, 700, 16, 8, 1);
         if (f == AW_LINEAR_EFFICIENT) continue;  // no causal form
         test_forward(f, 1, 150, 150, 16, 8, 2);
         test_forward(f, 1, 150, 90, 16, 12, 4);  // causal cross, m < n: late queries see every key
         test_forward(f, 1, 70, 130, 12, 6, 3);   // causal cross, m > n
+        // one head, 10 chunks: the causal parallel form runs as 5 segments of 2 chunks (phase 1
+        // sums, phase 2 prefixes, phase 3 chunk loops; linear_attention.c), against the reference,
+        // the recurrent form and the decoding state; then keys ending in the 3rd segment (m < n),
+        // and more keys than queries (m > n, 7 chunks: 3 segments of 3, 2 and 2 chunks)
+        test_forward(f, 1, 640, 640, 16, 8, 1);
+        test_forward(f, 1, 600, 300, 16, 8, 1);
+        test_forward(f, 1, 420, 700, 16, 16, 2); // 2 heads x 3 segments
     }
     for (int f = 0; f < 4; f++)
         for (int causal = 0; causal < 2; causal++) {
@@ -218,6 +247,8 @@ int main(void) {
             test_backward(f, causal, 7, 5);
             test_backward(f, causal, 5, 7);
         }
+    test_causal_wide_head(AW_LINEAR_ELU1, 2048);
+    test_causal_wide_head(AW_LINEAR_TAYLOR, 1100); // keys end inside the 5th of 8 segments
     test_edge_cases();
     printf("%s: %d failure(s)\n", __FILE__, test_failures);
     return test_failures != 0;

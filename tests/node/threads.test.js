@@ -5,7 +5,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { loadAttention } from '../../wasm/index.js';
-import { expectError, rand } from './helpers.js';
+import { TOL, expectClose, expectError, rand } from './helpers.js';
 
 const two = await loadAttention({ threads: 2 });
 const four = await loadAttention({ threads: 4 });
@@ -58,6 +58,34 @@ test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread bui
     assert.ok(same(r1, rp), `${label}: the threaded build differs from the single-thread build`);
   }
   assert.ok(two.threadWorkItems() > before + 50, `the worker ran ${two.threadWorkItems() - before} items`);
+});
+
+test('linear attention with one head runs in segments: the same bits at 1, 2, 4 threads and the plain build', (t) => {
+  // n = 1024 is 16 chunks of 64: one head runs as 8 segments of 2 chunks (src/attention/linear_attention.c);
+  // m = 300 ends the keys inside the 3rd segment; non-causal, m = 1500 cuts the keys into 8 segments
+  // of 2 or 3 chunks. "efficient" has no causal form.
+  const n = 1024, d = 64, q = rand(n * d, 21), k = rand(1500 * d, 22), v = rand(1500 * d, 23);
+  const before = two.threadWorkItems();
+  for (const feature of ['elu+1', 'relu', 'efficient', 'taylor'])
+    for (const causal of [true, false])
+      for (const m of causal ? [n, 300] : [300, 1500]) {
+        if (causal && feature === 'efficient') continue;
+        const o = { q, k: k.subarray(0, m * d), v: v.subarray(0, m * d), n, m, d, feature, causal };
+        const label = `${feature} causal=${causal} m=${m}`;
+        const { r1, r2, r4, rp } = allCounts((L) => L.linearAttention(o).output);
+        assert.ok(same(r1, r2) && same(r1, r4), `${label}: 1, 2 and 4 threads differ`);
+        assert.ok(same(r1, rp), `${label}: the threaded build differs from the single-thread build`);
+        if (causal)
+          expectClose(t, `${label} parallel vs recurrent`, r2, two.linearAttention({ ...o, mode: 'recurrent' }).output,
+            TOL.linear_causal_forms);
+        else expectClose(t, `${label} vs the C reference`, r2, two.linearAttention({ ...o, reference: true }).output, TOL.attention);
+      }
+  { // d = 256: too wide for every chunk's own sums to be kept, so phase 3 recomputes some
+    const n = 2048, d = 256, q = rand(n * d, 24), k = rand(n * d, 25), v = rand(n * d, 26);
+    const { r1, r2, r4, rp } = allCounts((L) => L.linearAttention({ q, k, v, n, d, causal: true }).output);
+    assert.ok(same(r1, r2) && same(r1, r4) && same(r1, rp), 'd=256: thread counts or builds differ');
+  }
+  assert.ok(two.threadWorkItems() > before + 6, `the worker ran ${two.threadWorkItems() - before} items`);
 });
 
 test('a training curve and its checkpoint are bit-identical whatever the thread count', () => {
