@@ -206,9 +206,16 @@ export class Core {
     }
   }
 
-  /** Copies `length` floats out of the heap at `ptr` into a new Float32Array. */
+  /**
+   * Copies `length` floats out of the heap at `ptr` into a new Float32Array, as bytes: V8 copies a
+   * Uint8Array into a fresh array several times faster than TypedArray.prototype.slice does
+   * (measured at 256 KiB: 7.5 against 95 us, and 31 against 57 us from the threaded build's
+   * shared memory), and the output copy runs on one thread whatever the thread count.
+   */
   readF32(ptr, length) {
-    return new Float32Array(this.memory.buffer, ptr, length).slice();
+    const out = new Float32Array(length);
+    new Uint8Array(out.buffer).set(new Uint8Array(this.memory.buffer, ptr, length * 4));
+    return out;
   }
 }
 

@@ -66,7 +66,11 @@ static struct {
 
 static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 
-enum { SPIN = 1 << 16 }; // loads of the job counter before a worker sleeps (tens of microseconds)
+// loads of the job counter before a worker sleeps (a few hundred microseconds): long enough to
+// bridge the JS between two calls (the copies in and out of a 256^3 matmul, ~60 us), after which a
+// sleeping worker would cost tens of microseconds to wake (1 << 16 loads: a 256^3 matmul call at 2
+// threads took 421 us; 1 << 18: 367-389 us)
+enum { SPIN = 1 << 18 };
 
 static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
     depth++;
