@@ -4,7 +4,7 @@
 // MultiHeadAttention, and against tfjs-wasm (XNNPACK), which loads its threaded SIMD build in an
 // isolated page (setThreadsCount(2), though 4.22 reports 1 thread; in Node its multithread flag is
 // off), in alternating blocks (a
-// sample is >= 30 ms of one engine's calls). onnxruntime-web fixes numThreads per page, so ort 1t
+// sample is >= 30 ms of one engine's calls, after an idle pause of 20 ms). onnxruntime-web fixes numThreads per page, so ort 1t
 // would need a second page; this section runs the 2-thread comparison.
 // `node bench/run.js browser` (or `npm run bench`).
 import { existsSync } from 'node:fs';
@@ -26,12 +26,12 @@ export default async function run(ctx) {
   const { buildModel } = await import('./peers/onnx.js');
   const root = fileURLToPath(new URL('..', import.meta.url));
   const tfjs = existsSync(TF_CORE) && existsSync(TF_WASM);
-  const server = await startServer({ mounts: { '/': `${root}web`, '/wasm/': `${root}wasm`, '/ort/': ORT_DIST,
+  const server = await startServer({ mounts: { '/': `${root}bench/peers`, '/wasm/': `${root}wasm`, '/ort/': ORT_DIST,
     ...(tfjs ? { '/tfjs-core/': TF_CORE, '/tfjs-wasm/': TF_WASM } : {}) } });
   const browser = await launch();
   try {
     const page = await browser.context.newPage();
-    await page.goto(`${server.url}index.html?form=softmax`);
+    await page.goto(`${server.url}blank.html`); // an empty page: nothing else runs on its main thread
     if (tfjs) { // UMD builds: the global tf, then tf.wasm
       await page.addScriptTag({ url: '/tfjs-core/tf-core.min.js' });
       await page.addScriptTag({ url: '/tfjs-wasm/tf-backend-wasm.min.js' });
@@ -92,9 +92,10 @@ export default async function run(ctx) {
         const names = Object.keys(c);
         for (let s = 0; s < 11; s++) for (let i = 0; i < names.length; i++) {
           const name = names[(i + s) % names.length];
+          await new Promise((resolve) => setTimeout(resolve, 20)); // the last engine's spinning pool sleeps first
           times[name].push(await block(c[name], 30));
         }
-        rows.push({ n, err, ...Object.fromEntries(names.map((x) => [x, med(times[x])])) });
+        rows.push({ n, err, ...Object.fromEntries(names.map((x) => [x, { med: med(times[x]), min: Math.min(...times[x]) }])) });
         await session.release();
       }
       return { rows, threads: started, reason: lib.threadsReason, ua: navigator.userAgent, isolated: crossOriginIsolated, tfInfo };
@@ -103,11 +104,12 @@ export default async function run(ctx) {
       `ours ${out.threads} threads${out.reason ? ` (${out.reason})` : ''}; ` +
       (out.tfInfo ? `tfjs-wasm asked for 2 threads, reports ${out.tfInfo.threads} (simd ${out.tfInfo.simd}, multithread ` +
         `${out.tfInfo.multithread}${out.tfInfo.threads === 1 ? '; 4.22 ignores setThreadsCount: tfjs issue #8513' : ''}); ` :
-        'tfjs-wasm not installed (bash scripts/bench-deps.sh); ') + 'ms per call, median of 11 alternating blocks');
-    const x = (a, b) => (a && b ? `${(a / b).toFixed(2)}x` : '-');
+        'tfjs-wasm not installed (bash scripts/bench-deps.sh); ') + 'ms per call, median [min] of 11 alternating blocks; ratios of medians (of minimums)');
+    const x = (a, b) => (a && b ? `${(a.med / b.med).toFixed(2)}x (${(a.min / b.min).toFixed(2)}x)` : '-');
+    const t = (a) => (a ? `${a.med.toFixed(2)} [${a.min.toFixed(2)}]` : '-');
     ctx.table(['n (d = 64, one head)', 'ours 1t', 'ours 2t', 'ort 2t (MHA)', 'tfjs (threaded build)', '2t speed-up', 'ours 2t vs ort 2t',
       'ours 2t vs tfjs', 'max abs diff'],
-    out.rows.map((r) => [r.n, r['ours 1t'].toFixed(2), r['ours 2t'].toFixed(2), r['ort 2t'].toFixed(2), r['tfjs']?.toFixed(2) ?? '-',
+    out.rows.map((r) => [r.n, t(r['ours 1t']), t(r['ours 2t']), t(r['ort 2t']), t(r['tfjs']),
       x(r['ours 1t'], r['ours 2t']), x(r['ort 2t'], r['ours 2t']), x(r['tfjs'], r['ours 2t']), r.err.toExponential(1)]));
   } finally {
     await browser.close();

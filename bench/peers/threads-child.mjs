@@ -1,8 +1,9 @@
 // threads-child.mjs: one process of bench/threads.bench.js. onnxruntime-web takes its thread count
 // once per process (ort.env.wasm.numThreads, read when its wasm starts), so each count runs in its
 // own process: `node bench/peers/threads-child.mjs T` times, side by side and in alternating
-// blocks (each sample is >= BENCH_MIN_MS of one engine's calls, engines in rotating order, so a
-// spinning thread pool never overlaps another engine's calls), ours with 1 and T threads against
+// blocks (each sample is >= BENCH_MIN_MS of one engine's calls, engines in rotating order, each
+// sample after an idle pause of BENCH_GAP_MS, so a spinning thread pool never overlaps another
+// engine's calls), ours with 1 and T threads against
 // onnxruntime-web with numThreads T. Prints JSON lines: { case, engine, median, min, max }.
 import { loadAttention } from '../../wasm/index.js';
 import { buildModel, ort } from './onnx.js';
@@ -10,6 +11,8 @@ import { interleaveAsync } from './timing.js';
 
 const T = Number(process.argv[2] ?? 2);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 15), MIN_MS = Number(process.env.BENCH_MIN_MS ?? 30);
+// an idle pause before each sample: the previous engine's spinning pool sleeps before the next one's
+const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 20);
 ort.env.wasm.numThreads = T;
 ort.env.wasm.proxy = false;
 ort.env.logLevel = 'error';
@@ -51,7 +54,7 @@ async function compare(name, oursCall, ortRun, feeds) {
   const c = { 'ours 1t': ours(1, oursCall) };
   if (b) c.ort = () => ortRun(feeds);
   if (T > 1) c[`ours ${T}t`] = ours(T, oursCall);
-  emit(name, await interleaveAsync(c, { samples: SAMPLES, minMs: MIN_MS }), { err });
+  emit(name, await interleaveAsync(c, { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }), { err });
   ortRun.release();
 }
 
@@ -67,7 +70,7 @@ for (const N of [256, 512]) {
     new Float32Array(lib.memory.buffer, pb, b.length).set(b);
     const kern = () => ex.aw_bench_matmul(pc, pa, pb, N, N, N, 0, 1);
     emit(`matmul ${N}^3 kernel only`, await interleaveAsync({ 'ours 1t': ours(1, kern), [`ours ${T}t`]: ours(T, kern) },
-      { samples: SAMPLES, minMs: MIN_MS }));
+      { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }));
     for (const p of [pa, pb, pc]) ex.free(p);
   }
 }
@@ -86,27 +89,27 @@ if (T > 1) {
     const d = 256, heads = 4, q = rnd(n * d, 6), k = rnd(n * d, 7), v = rnd(n * d, 8);
     const call = () => lib.linearAttention({ q, k, v, n, d, heads, causal: true }).output;
     emit(`linear attention causal n=${n} heads=4 (d=256)`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
-      { samples: SAMPLES, minMs: MIN_MS }));
+      { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }));
   }
   for (const n of [1024, 4096]) { // one head: the causal chunks split into segments
     const d = 64, q = rnd(n * d, 6), k = rnd(n * d, 7), v = rnd(n * d, 8);
     const call = () => lib.linearAttention({ q, k, v, n, d, heads: 1, causal: true }).output;
     emit(`linear attention causal n=${n} heads=1 (d=64)`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
-      { samples: SAMPLES, minMs: MIN_MS }));
+      { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }));
   }
   for (const variant of ['dense', 'random']) { // the Synthesizer over its heads
     const n = 512, d = 256, heads = 8, layer = lib.createSynthesizer({ variant, d, maxLen: n, heads, seed: 1 });
     const x = rnd(n * d, 9), v = rnd(n * d, 10);
     const call = () => layer.forward({ x, v, n }).output;
     emit(`synthesizer ${variant} n=${n} heads=${heads} (d=${d})`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
-      { samples: SAMPLES, minMs: MIN_MS }));
+      { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }));
     layer.dispose();
   }
   for (const [dModel, batch] of [[64, 32], [128, 32]]) {
     const m = lib.createModel({ vocab: 16, dModel, heads: 4, layers: 2, maxLen: 32, seed: 1 });
     const call = () => m.trainStep({ task: 'reverse', length: 16, symbols: 10, batchSize: batch });
     emit(`training step C=${dModel} B=${batch} T=32`, await interleaveAsync({ 'ours 1t': ours(1, call), [`ours ${T}t`]: ours(T, call) },
-      { samples: Math.min(SAMPLES, 11), minMs: MIN_MS }));
+      { samples: Math.min(SAMPLES, 11), minMs: MIN_MS, gapMs: GAP_MS }));
     m.dispose();
   }
 }

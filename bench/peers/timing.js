@@ -19,8 +19,10 @@ async function timeOnceMaybeAsync(fn, minMs) {
 /**
  * contenders: { name: fn }. Each runs `warmup` times, then `samples` rounds round-robin, each
  * sample at least minMs long. Returns { name: { median, min, max, samples } } in ms per call.
+ * gapMs: an idle pause before every sample, so a thread pool that spins after its engine's last
+ * call (onnxruntime-web's, ours) has gone to sleep before the next engine's sample starts.
  */
-export async function interleaveAsync(contenders, { samples = 15, minMs = 25, warmup = 3 } = {}) {
+export async function interleaveAsync(contenders, { samples = 15, minMs = 25, warmup = 3, gapMs = 0 } = {}) {
   const names = Object.keys(contenders);
   for (const n of names) for (let w = 0; w < warmup; w++) await contenders[n]();
   const times = Object.fromEntries(names.map((n) => [n, []]));
@@ -28,6 +30,7 @@ export async function interleaveAsync(contenders, { samples = 15, minMs = 25, wa
     // rotate the starting engine each round, so no engine always runs right after another
     for (let i = 0; i < names.length; i++) {
       const n = names[(i + s) % names.length];
+      if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
       times[n].push(await timeOnceMaybeAsync(contenders[n], minMs));
     }
   }
