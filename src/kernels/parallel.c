@@ -66,11 +66,13 @@ static struct {
 
 static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 
-// loads of the job counter before a worker sleeps (a few hundred microseconds): long enough to
-// bridge the JS between two calls (the copies in and out of a 256^3 matmul, ~60 us), after which a
-// sleeping worker would cost tens of microseconds to wake (1 << 16 loads: a 256^3 matmul call at 2
-// threads took 421 us; 1 << 18: 367-389 us)
-enum { SPIN = 1 << 18 };
+// loads of the job counter before a worker sleeps: about 1.3 ms of one core on the Zen 5 host
+// (process CPU time after a job), long enough to bridge the JS between two calls, after which a
+// sleeping worker costs tens of microseconds to wake. Measured at 2 threads: 2^16 loads gave a
+// 256^3 matmul call 421 us in Node, 2^18 367-389 us; in Chromium, whose calls have more JS around
+// them, 2^18 still let the worker sleep between calls (attention n = 512: 2 threads 1.45x one) and
+// 2^20 keeps it awake (1.68x).
+enum { SPIN = 1 << 20 };
 
 static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
     depth++;
