@@ -200,6 +200,14 @@ static void state_add(float *s, float *z, const float *phik, const float *v, siz
     aw_axpy(z, 1.0f, phik, D);
 }
 
+// One chunk's keys into a state: S += phi(K_c)^T V_c (phi: rows x D, V_c rows of dvh with
+// stride dv), z += the rows of phi. accumulate 0 writes S instead of adding to it.
+static void add_chunk(float *s, float *z, const float *phi, const float *vc, size_t rows, size_t D, size_t dvh,
+                      size_t dv, int accumulate) {
+    aw_matmul_tn(s, phi, vc, D, dvh, rows, D, dv, dvh, accumulate);
+    for (size_t r = 0; r < rows; r++) aw_axpy(z, 1.0f, phi + r * D, D);
+}
+
 // out (dvh) = phiq S / (phiq . z), zero when phiq . z is not > floor.
 static void state_query(float *out, const float *s, const float *z, const float *phiq, size_t D, size_t dvh,
                         float floor) {
@@ -271,8 +279,7 @@ static void noncausal_keys(void *ctx, size_t item) {
     for (size_t c = segment_start(j->kchunks, j->ksegs, g); c < segment_start(j->kchunks, j->ksegs, g + 1); c++) {
         const size_t j0 = c * CHUNK, cm = m - j0 < CHUNK ? m - j0 : CHUNK;
         key_features(phi, kh + j0 * d, cm, dh, d, ds->feature, st, st + dh);
-        aw_matmul_tn(s, phi, vh + j0 * dv, D, dvh, cm, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-        for (size_t r = 0; r < cm; r++) aw_axpy(z, 1.0f, phi + r * D, D);
+        add_chunk(s, z, phi, vh + j0 * dv, cm, D, dvh, dv, 1);
     }
 }
 
@@ -379,13 +386,11 @@ static void causal_segment_sums(void *ctx, size_t item) {
         feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
         if (c - c0 < j->slots) {
             float *slot = slots + (c - c0) * state;
-            aw_matmul_tn(slot, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 0); // phi(K_c)^T V_c
             memset(slot + D * dvh, 0, D * sizeof(float));
-            for (size_t r = 0; r < ck; r++) aw_axpy(slot + D * dvh, 1.0f, phik + r * D, D);
+            add_chunk(slot, slot + D * dvh, phik, vh + i0 * dv, ck, D, dvh, dv, 0); // the chunk's own sums
             if (s) aw_axpy(s, 1.0f, slot, state);
         } else {
-            aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-            for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+            add_chunk(s, z, phik, vh + i0 * dv, ck, D, dvh, dv, 1);
         }
     }
 }
@@ -427,8 +432,7 @@ static void causal_segment(void *ctx, size_t item) {
             if (c + 1 < end && c - c0 < j->slots) { // (the segment's last chunk: no later one reads S)
                 aw_axpy(s, 1.0f, slots + (c - c0) * state, state); // (S, z) += phase 1's sums of the chunk
             } else if (c + 1 < end) {
-                aw_matmul_tn(s, phik, vh + i0 * dv, D, dvh, ck, D, dv, dvh, 1); // S += phi(K_c)^T V_c
-                for (size_t r = 0; r < ck; r++) aw_axpy(z, 1.0f, phik + r * D, D);
+                add_chunk(s, z, phik, vh + i0 * dv, ck, D, dvh, dv, 1);
             }
         }
         for (size_t r = 0; r < cr; r++) {
