@@ -56,6 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c.family = take_u8(&in) % 7;
     c.heads = (int32_t)take_size(&in, 1, 4);
     c.n = (int32_t)take_size(&in, 1, 24), c.m = (int32_t)take_size(&in, 1, 24);
+    // linear attention now and then at up to 768 positions: several 64-row chunks per head, so its
+    // split into (head, segment) items and the kept chunk sums run (src/attention/linear_attention.c)
+    if (c.family == 2 && take_u8(&in) % 4 == 0) c.n *= 32, c.m *= 32;
     c.d = c.heads * (int32_t)take_size(&in, 1, 8), c.dv = c.heads * (int32_t)take_size(&in, 1, 8);
     if (take_u8(&in) % 8 == 0) c.d += 1; // now and then heads do not divide d: an error
     c.causal = take_u8(&in) & 1, c.path = take_u8(&in) & 1, c.weights = take_u8(&in) & 1;
