@@ -165,7 +165,7 @@ static void stream_block(void *ctx, size_t item) {
     // the running max and sum of exp
     float *qs = malloc((BR * dh + BR * BC + 2 * BR) * sizeof(float));
     if (!qs) {
-        __atomic_store_n(&j->status, AW_ERR_NOMEM, __ATOMIC_RELAXED);
+        aw_first_failure(&j->status, AW_ERR_NOMEM);
         return;
     }
     float *s = qs + BR * dh, *row_max = s + BR * BC, *row_sum = row_max + BR;
@@ -240,7 +240,7 @@ static void weights_block(void *ctx, size_t item) {
     const size_t hd = item / j->blocks, i0 = (item % j->blocks) * BR, br = n - i0 < BR ? n - i0 : BR;
     float *qs = malloc(BR * dh * sizeof(float)); // (br, dh): the block's scaled queries
     if (!qs) {
-        __atomic_store_n(&j->status, AW_ERR_NOMEM, __ATOMIC_RELAXED);
+        aw_first_failure(&j->status, AW_ERR_NOMEM);
         return;
     }
     float *w = j->weights + hd * n * m + i0 * m; // (br, m): this block's rows of the weights

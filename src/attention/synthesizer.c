@@ -388,8 +388,10 @@ typedef struct {
     int causal, status;
 } forward_job;
 
-static void job_fail(int *status, int st) { // the first failure counts
-    if (st) __atomic_compare_exchange_n(status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+// A head's logits hold a NaN or an infinity: the call fails with this message (forward and step).
+static void fail_nonfinite_logits(int *status) {
+    aw_first_failure(status, aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into "
+                                                       "layer.params (or scale the inputs down)"));
 }
 
 static void forward_head(void *ctx, size_t hd) {
@@ -409,8 +411,7 @@ static void forward_head(void *ctx, size_t hd) {
         }
     }
     if (!all_finite(P, nn)) {
-        job_fail(&j->status, aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into "
-                                                       "layer.params (or scale the inputs down)"));
+        fail_nonfinite_logits(&j->status);
         return;
     }
     if (j->causal)
@@ -508,8 +509,7 @@ static void step_head(void *ctx, size_t hd) {
         else aw_axpy(p, (float)al[c], row, t);
     }
     if (!all_finite(p, t)) {
-        job_fail(&j->status, aw_fail(AW_ERR_NONFINITE, "a logit is NaN or infinite; check the values written into "
-                                                       "layer.params (or scale the inputs down)"));
+        fail_nonfinite_logits(&j->status);
         return;
     }
     aw_softmax_rows(p, 1, t, t);
@@ -535,7 +535,6 @@ static double step_macs(const aw_synthesizer *s, size_t t, size_t dvh, size_t dq
 // multiply-adds (aw_parallel_for_work). Measured in generation (dModel 128, 4 heads, 2 threads):
 // dense and factorized-dense steps (>= 4 d^2 multiply-adds) ~10% faster split, random,
 // factorized-random and a random + dot mixture (< 60k up to t = 200) ~2-6% slower.
-
 int synthesizer_step(const aw_synthesizer *s, float *out, float *scratch, const float *xi, const float *qi,
                      const float *kc, const float *vc, size_t pos, size_t dv, size_t dqk) {
     const size_t t = pos + 1, h = s->cfg.heads;

@@ -21,6 +21,12 @@ typedef void (*aw_item_fn)(void *ctx, size_t item);
 
 void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx);
 
+// Records status st (when it is not AW_OK) in *status unless a failure is already there: items that
+// fail report through their job's status, and the first failure counts, whichever thread met it.
+static inline void aw_first_failure(int *status, int st) {
+    if (st) __atomic_compare_exchange_n(status, &(int){0}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 // The same items, but run in turn on the calling thread when the whole job is below
 // AW_PAR_MIN_MACS multiply-adds (a generation step's few rows): waking the pool costs more than
 // such a job. The bound is on sizes, so it changes only who runs an item, never what it computes.

@@ -156,7 +156,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     const aw_model_config *c = &m->cfg;
     const size_t L = (size_t)c->max_len, C = (size_t)c->d_model, V = (size_t)c->vocab;
     const int encdec = c->arch == AW_ARCH_ENCODER_DECODER, rnn = aw_arch_is_rnn(c->arch);
-    const int has_src = encdec || rnn;
+    const int has_src = aw_arch_has_source(c->arch);
     *n_out = 0;
     if (np == 0 || np > L) return aw_fail(AW_ERR_ARG, "prompt must have 1 to maxLen = %zu tokens, got %zu", L, np);
     if (has_src && (ns == 0 || ns > L))

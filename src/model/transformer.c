@@ -510,17 +510,13 @@ typedef struct {
     int keep, status;
 } seq_job;
 
-static void seq_fail(seq_job *j, int st) { // the first failure counts
-    if (st) __atomic_compare_exchange_n(&j->status, &(int){AW_OK}, st, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-}
-
 static void seq_forward(void *ctx, size_t b) {
     seq_job *j = ctx;
     const size_t C = (size_t)j->m->cfg.d_model, H = (size_t)j->m->cfg.heads, T = j->T, Tk = j->Tk;
     const int st = j->f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
                                        j->xq + b * T * C, j->a->q + b * T * C, j->a->k + b * Tk * C,
                                        j->a->v + b * Tk * C, T, Tk);
-    seq_fail(j, st);
+    aw_first_failure(&j->status, st);
 }
 
 static void seq_backward(void *ctx, size_t b) {
@@ -533,7 +529,7 @@ static void seq_backward(void *ctx, size_t b) {
                                         da->v + b * Tk * C, m->scratch + b * j->work, da->o + b * T * C,
                                         a->att + b * H * T * Tk, j->xq + b * T * C, a->q + b * T * C,
                                         a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
-    seq_fail(j, st);
+    aw_first_failure(&j->status, st);
 }
 
 static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
@@ -546,7 +542,6 @@ static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
 
 // pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
 // encoder output (B*Tk, C), or NULL for self-attention.
-
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
                                  const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
     const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
@@ -643,7 +638,8 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, N = B * T;
     const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER, rnn = aw_arch_is_rnn(c->arch);
     aw_acts *a = &m->a;
-    if (check_tokens(m, "tokens", m->tokens, N) || ((encdec || rnn) && check_tokens(m, "source", m->src, B * S)))
+    if (check_tokens(m, "tokens", m->tokens, N) ||
+        (aw_arch_has_source(c->arch) && check_tokens(m, "source", m->src, B * S)))
         return AW_ERR_ARG;
     // weights that are already NaN or infinite (a diverged run, or a checkpoint holding them)
     // are named as such, not met later as a NaN inside some sublayer (one pass over P floats,
