@@ -80,12 +80,11 @@ static size_t find_nonfinite_serial(const float *x, size_t n) {
     return n;
 }
 
-// Threads (parallel.h): up to PIECES pieces of at least 4 grains, each finding its own first bad
-// index; the answer is the first piece's that has one.
-enum { PIECES = 64 };
+// Threads (parallel.h): up to AW_PIECES pieces of at least 4 grains, each finding its own first
+// bad index; the answer is the first piece's that has one.
 typedef struct {
     const float *x;
-    size_t n, piece, bad[PIECES];
+    size_t n, piece, bad[AW_PIECES];
 } scan_job;
 
 static void scan_piece(void *ctx, size_t p) {
@@ -95,11 +94,10 @@ static void scan_piece(void *ctx, size_t p) {
 }
 
 size_t aw_find_nonfinite(const float *x, size_t n) {
-    size_t piece = n / PIECES + (n % PIECES != 0);
-    if (piece < 4 * AW_GRAIN) piece = 4 * AW_GRAIN;
-    if (n <= piece) return find_nonfinite_serial(x, n);
+    size_t piece;
+    const size_t pieces = aw_pieces(n, 4 * AW_GRAIN, &piece);
+    if (pieces <= 1) return find_nonfinite_serial(x, n);
     scan_job j = {.x = x, .n = n, .piece = piece};
-    const size_t pieces = n / piece + (n % piece != 0);
     aw_parallel_for(pieces, scan_piece, &j);
     for (size_t p = 0; p < pieces; p++)
         if (j.bad[p] != (p + 1 < pieces ? (p + 1) * piece : n)) return j.bad[p];

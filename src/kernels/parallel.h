@@ -41,6 +41,17 @@ void aw_parallel_ranges(size_t n, size_t grain, aw_range_fn fn, void *ctx);
 // A grain of rows of `cols` floats each: about AW_GRAIN floats per item (at least one row).
 enum { AW_GRAIN = 8192 };
 static inline size_t aw_rows_grain(size_t cols) { return cols >= AW_GRAIN ? 1 : AW_GRAIN / (cols ? cols : 1); }
+// A reduction's cut: [0, n) in at most AW_PIECES pieces of at least `least` elements, fixed by n
+// and least alone, so partial results combined in piece order give the same bits at any thread
+// count. Returns how many pieces (0 for n = 0) and their length in *piece (the last may be shorter).
+enum { AW_PIECES = 64 };
+static inline size_t aw_pieces(size_t n, size_t least, size_t *piece) {
+    size_t p = n / AW_PIECES + (n % AW_PIECES != 0);
+    if (p < least) p = least;
+    if (p == 0) p = 1;
+    *piece = p;
+    return n / p + (n % p != 0);
+}
 // Threads that run items right now: the caller plus the workers it may use (1 when serial).
 size_t aw_threads(void);
 // Use n threads from now on (1 = serial; at most the workers started + 1); returns how many run.

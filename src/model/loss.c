@@ -9,16 +9,14 @@
 #include <math.h>
 #include <string.h>
 
-enum { PIECES = 64 }; // most pieces of rows
-
 typedef struct {
     float *probs, *losses, *dlogits;
     const float *logits;
     const int32_t *targets;
     float dloss;
     size_t N, V, rows; // rows per piece
-    double total[PIECES];
-    size_t count[PIECES], correct[PIECES];
+    double total[AW_PIECES];
+    size_t count[AW_PIECES], correct[AW_PIECES];
 } ce_job;
 
 static void forward_piece(void *ctx, size_t p) {
@@ -49,13 +47,8 @@ static void forward_piece(void *ctx, size_t p) {
     j->total[p] = total, j->count[p] = cnt, j->correct[p] = ok;
 }
 
-// Pieces of at least a grain of rows, at most PIECES of them.
-static size_t cut(ce_job *j) {
-    const size_t N = j->N;
-    j->rows = N / PIECES + (N % PIECES != 0);
-    if (j->rows < aw_rows_grain(j->V)) j->rows = aw_rows_grain(j->V);
-    return N ? N / j->rows + (N % j->rows != 0) : 0;
-}
+// Pieces of at least a grain of rows (aw_pieces).
+static size_t cut(ce_job *j) { return aw_pieces(j->N, aw_rows_grain(j->V), &j->rows); }
 
 double crossentropy_forward(float *probs, float *losses, const float *logits, const int32_t *targets, size_t N,
                             size_t V, size_t *count, size_t *correct) {

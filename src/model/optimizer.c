@@ -39,8 +39,6 @@ void adamw_update(float *params, float *m, float *v, const float *grads, const u
     aw_parallel_ranges(n, AW_GRAIN, adamw_range, &j);
 }
 
-enum { PIECES = 64 }; // most partial sums of the norm
-
 static void sumsq_piece(void *ctx, size_t p) {
     const opt_job *j = ctx;
     const size_t i0 = p * j->piece, i1 = j->n - i0 < j->piece ? j->n : i0 + j->piece;
@@ -55,11 +53,9 @@ static void scale_range(void *ctx, size_t i0, size_t i1) {
 }
 
 double clip_grad_norm(float *grads, size_t n, double max_norm) {
-    double partial[PIECES];
-    // pieces of at least AW_GRAIN floats, at most PIECES of them
-    size_t piece = n / PIECES + (n % PIECES != 0);
-    if (piece < AW_GRAIN) piece = AW_GRAIN;
-    const size_t pieces = n ? n / piece + (n % piece != 0) : 0;
+    double partial[AW_PIECES];
+    size_t piece;
+    const size_t pieces = aw_pieces(n, AW_GRAIN, &piece);
     opt_job j = {.grads = grads, .partial = partial, .n = n, .piece = piece};
     aw_parallel_for(pieces, sumsq_piece, &j);
     double ss = 0.0;
