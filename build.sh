@@ -5,7 +5,9 @@
 #   build/native/*              native test binaries under -fsanitize=address,undefined,
 #                               twice: SSE2 vector path and forced scalar path
 #   build/native32/*            the same tests as 32-bit x86 binaries (size_t of 32 bits, as in wasm32)
-# Usage: bash build.sh [wasm|native|native32|trainer]   (default: wasm, native and native32)
+#   wasm/sources.sha256         the hash of what the wasm is built from (src/, build.sh): npm start
+#                               rebuilds only when it no longer matches (bash build.sh hash prints it)
+# Usage: bash build.sh [wasm|native|native32|trainer|hash]   (default: wasm, native and native32)
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -20,6 +22,11 @@ sources=$(find src -name '*.c' | sort)
 # Every `AW_API <type> aw_name(` in src/api becomes an export; malloc/free for the wrapper.
 exports=$(grep -rhoE '^AW_API [^(]*\baw_[a-z0-9_]+\(' src/api | sed -E 's/.*\b(aw_[a-z0-9_]+)\($/_\1/' | sort -u | paste -sd, -)
 exports="_malloc,_free,${exports}"
+
+# One hash over every input of the wasm build: the sources and headers, and this script.
+sources_hash() {
+  { find src -type f \( -name '*.c' -o -name '*.h' \) | sort; echo build.sh; } | xargs sha256sum | sha256sum | cut -d' ' -f1
+}
 
 build_wasm() {
   ensure_emcc
@@ -40,6 +47,7 @@ build_wasm() {
   emcc "${common[@]}" -msimd128 -matomics -mbulk-memory -DAW_THREADS -include src/kernels/thread_alloc.h $sources \
     -Wl,--shared-memory -Wl,--import-memory -Wl,--no-check-features -Wl,--export=__wasm_init_tls \
     -Wl,--export=__tls_size -Wl,--export=__tls_align -o wasm/attention-threads.wasm
+  sources_hash > wasm/sources.sha256
   echo "build.sh: wasm/attention.wasm ($(wc -c < wasm/attention.wasm) B), wasm/attention-scalar.wasm ($(wc -c < wasm/attention-scalar.wasm) B), wasm/attention-threads.wasm ($(wc -c < wasm/attention-threads.wasm) B)"
 }
 
@@ -94,6 +102,7 @@ case "$what" in
   native) build_native ;;
   native32) build_native32 ;;
   trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer" ;;
+  hash) sources_hash ;;
   all) build_wasm; build_native; build_native32 ;;
-  *) echo "usage: bash build.sh [wasm|native|native32|trainer]" >&2; exit 2 ;;
+  *) echo "usage: bash build.sh [wasm|native|native32|trainer|hash]" >&2; exit 2 ;;
 esac

@@ -114,7 +114,9 @@ if (PARTS.includes('lengths')) {
       for (const length of LENGTHS) {
         const accs = [];
         for (const seed of SEEDS) {
-          const m = lib.createModel({ ...SIZE, vocab: 11, seed, ...extra });
+          // a GRU reads only its width and length (heads, dFF would be Errors): the same width
+          const size = extra.arch.startsWith('gru') ? { dModel: SIZE.dModel, maxLen: SIZE.maxLen } : SIZE;
+          const m = lib.createModel({ ...size, vocab: 11, seed, ...extra });
           params = m.parameterCount;
           const opts = { task: 'reverse', length, symbols: 10 };
           for (let t = 1; t <= STEPS; t++) m.trainStep({ ...opts, batchSize: BATCH, lr: lrAt(t) });

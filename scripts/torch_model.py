@@ -14,6 +14,18 @@ weight_ih_l0 etc. (gates r, z, n; (3C, in)). Debian's python3-torch (1.13) is en
   /usr/bin/python3 scripts/torch_model.py train   model.safetensors batch.json out.safetensors --steps 3 --lr 1e-3
   /usr/bin/python3 scripts/torch_model.py check   cases.json   (the round trip tests/node/torch.test.js runs)
 
+The JSON files (token ids are integers in [0, vocab)):
+  tokens.json   one sequence, what model.forward(ids) takes:  [3, 1, 4, 1, 5]
+  source.json   an encoder-decoder's (or GRU's) source sequence, same form:  [2, 7, 1]
+                logits prints the (T, vocab) logits as a JSON list of T rows.
+  batch.json    what model.trainStep({ inputs, targets, mask, source }) takes, rows of equal length:
+                {"inputs": [[1, 2, 3], [4, 5, 6]], "targets": [[2, 3, 4], [5, 6, 7]],
+                 "mask": [[1, 1, 1], [1, 1, 0]], "source": [[9, 8], [7, 6]]}
+                ("mask" optional: 0 leaves a position out of the loss; "source" only for an
+                encoder-decoder or GRU model). train prints the loss of each step and writes
+                out.safetensors, which lib.loadModel continues from.
+  cases.json    a list of {checkpoint, tokens, source?, logits, batch, out} (see check() below).
+
 The formulas are those of docs/attention-forms.md; each function names the C code it mirrors.
 """
 import json

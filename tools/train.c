@@ -56,7 +56,11 @@ int main(int argc, char **argv) {
     // the model's fields go to the config builder under the names users write elsewhere
     aw_config_builder cb;
     config_builder_init(&cb);
-    config_builder_set(&cb, "dFF", "128"); // the trainer's default (the library's is 4 dModel)
+    // the trainer's default width of the FFN (the library's is 4 dModel); a GRU has no FFN, and an
+    // option it does not read is an Error, so it gets none
+    int rnn = 0;
+    for (int i = 1; i + 1 < argc; i++) rnn |= strcmp(argv[i], "--arch") == 0 && strncmp(argv[i + 1], "gru", 3) == 0;
+    if (!rnn) config_builder_set(&cb, "dFF", "128");
     static const char *const MODEL_FLAGS[][2] = {
         {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},

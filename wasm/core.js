@@ -18,7 +18,7 @@ const STATUS_MESSAGES = {
   5: 'a NaN or Infinity was met',
 };
 
-const MAX_HEAP = 2 ** 31; // -sMAXIMUM_MEMORY=2GB in build.sh
+export const MAX_HEAP = 2 ** 31; // -sMAXIMUM_MEMORY=2GB in build.sh
 
 export function isPositiveInt(x) {
   return Number.isInteger(x) && x > 0 && x <= 0x7fffffff;
@@ -95,6 +95,13 @@ export function checkKeys(what, opts, allowed) {
   return opts;
 }
 
+/** A seed: an integer in [0, 2^32 - 1] (createSynthesizer, linformer). */
+export function checkSeed(name, seed) {
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    fail(`${name} must be an integer in [0, 2^32 - 1], got ${describe(seed)}`);
+  return seed;
+}
+
 export function describe(x) {
   if (x === null) return 'null';
   if (x === undefined) return 'undefined';
@@ -138,6 +145,9 @@ export class Core {
     let message = detail || STATUS_MESSAGES[status] || `unknown status ${status}`;
     if (status === 2 && !/memory|address space/.test(detail)) message = `${STATUS_MESSAGES[2]}${detail ? ` (${detail})` : ''}`;
     if (/out of memory/.test(message)) message += this.liveObjectsNote();
+    // C names its own function in some messages ("linformer: ..."); when that is the call's own
+    // name, the prefix is said once
+    if (message.startsWith(`${what}: `)) message = message.slice(what.length + 2);
     fail(`${what}: ${message}`);
   }
 

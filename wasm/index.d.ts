@@ -37,7 +37,7 @@ export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, Kernel
   readonly threads: number;
   /** why only one thread runs, in one line; null when threads run */
   readonly threadsReason: string | null;
-  /** use n threads from now on (1 <= n <= the threads started); returns how many run */
+  /** use n threads from now on (1 <= n <= the threads asked for at load; more is an Error saying how many); returns how many run (1 where the threaded build could not start: see threadsReason) */
   setThreads(n: number): number;
   /** items of work the worker threads have run so far (shows they take part) */
   threadWorkItems(): number;

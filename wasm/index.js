@@ -220,11 +220,17 @@ export async function loadAttention(options = {}) {
       return pool ? core.exports.aw_thread_worker_items() : 0;
     },
     /**
-     * Uses n threads from now on, 1 <= n <= the threads started (results do not depend on it);
-     * returns how many run.
+     * Uses n threads from now on, 1 <= n <= the threads asked for at load (results do not depend on
+     * it); returns how many run. Where the threaded build could not start (lib.threadsReason says
+     * why), 1 runs whatever n: code written for threads keeps working on a page that is not
+     * cross-origin isolated. More than were asked for at load is an Error.
      */
     setThreads(n) {
       if (!isPositiveInt(n)) fail(`setThreads: n must be a positive integer, got ${describe(n)}`);
+      const asked = pool ? pool.count : want; // the threads asked for at load (started, when they run)
+      if (n > asked)
+        fail(`setThreads: n = ${n} is more than the ${asked} thread${asked === 1 ? '' : 's'} ${pool ? 'started' : 'asked for'} at load; ` +
+          `n must be in [1, ${asked}]: load with { threads: ${n} } for more`);
       if (!pool) return 1;
       return core.exports.aw_set_threads(n);
     },

@@ -110,14 +110,16 @@ function ownBatch(what, opts, arch) {
   if (opts.targets.length !== inputs.rows)
     fail(`${what}: targets has ${opts.targets?.length} rows, inputs has ${inputs.rows}: they must match`);
   const targets = tokenRows(`${what}: targets`, opts.targets, { name: 'inputs', cols: inputs.cols });
+  let mask = null; // 0/1 per position, to C (which checks targets against the vocabulary and the mask)
   if (opts.mask !== undefined) {
+    mask = new Uint8Array(inputs.rows * inputs.cols);
     if (!Array.isArray(opts.mask) || opts.mask.length !== inputs.rows) fail(`${what}: mask must have one row per input row (${inputs.rows}), got ${describe(opts.mask)}`);
     opts.mask.forEach((row, r) => {
       if (!row || row.length !== inputs.cols) fail(`${what}: mask[${r}] has ${row?.length} entries, inputs[${r}] has ${inputs.cols}`);
       for (let c = 0; c < inputs.cols; c++) {
         const x = row[c];
         if (!(x === 0 || x === 1 || x === true || x === false)) fail(`${what}: mask[${r}][${c}] is ${describe(x)}; expected 0 or 1`);
-        if (!x) targets.ids[r * inputs.cols + c] = -1; // no loss at this position
+        mask[r * inputs.cols + c] = x ? 1 : 0;
       }
     });
   }
@@ -128,7 +130,7 @@ function ownBatch(what, opts, arch) {
     if (!Array.isArray(opts.source) || opts.source.length !== inputs.rows) fail(`${what}: source must have one row per input row (${inputs.rows}), got ${describe(opts.source)}`);
     source = tokenRows(`${what}: source`, opts.source);
   }
-  return { inputs, targets, source };
+  return { inputs, targets, mask, source };
 }
 
 // Frees the C model of a Model that was garbage-collected without dispose().
@@ -176,12 +178,13 @@ export function modelMethods(core) {
       return ex.aw_model_step_count(this.handle);
     }
 
-    /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, source]. */
+    /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, mask (0 when none), source]. */
     #withOwnBatch(what, batch, fn) {
-      const { inputs, targets, source } = batch;
+      const { inputs, targets, mask, source } = batch;
       return core.withBuffers(what, [
         { name: 'inputs', bytes: inputs.ids.length * 4, from: inputs.ids },
         { name: 'targets', bytes: targets.ids.length * 4, from: targets.ids },
+        { name: 'mask', bytes: mask ? mask.length : 0, from: mask ?? undefined },
         { name: 'source', bytes: source ? source.ids.length * 4 : 0, from: source?.ids },
       ], fn);
     }
@@ -199,9 +202,9 @@ export function modelMethods(core) {
         checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source', 'lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'clip']);
         const batch = ownBatch(what, opts, this.config.arch);
         const h = hyper(what, opts);
-        return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
+        return this.#withOwnBatch(what, batch, ([tp, gp, kp, sp]) =>
           core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 32 }], ([hp, mp]) => {
-            core.check(ex.aw_model_train_batch(this.handle, tp, gp, sp, batch.inputs.rows, batch.inputs.cols,
+            core.check(ex.aw_model_train_batch(this.handle, tp, gp, kp, sp, batch.inputs.rows, batch.inputs.cols,
               batch.source?.cols ?? 0, hp, mp), what);
             const m = new Float64Array(core.memory.buffer, mp, 4);
             return { loss: m[0], accuracy: m[1], gradNorm: m[2] };
@@ -229,9 +232,9 @@ export function modelMethods(core) {
       if (opts && typeof opts === 'object' && opts.inputs !== undefined) {
         checkKeys(what, opts, ['inputs', 'targets', 'mask', 'source']);
         const batch = ownBatch(what, opts, this.config.arch);
-        return this.#withOwnBatch(what, batch, ([tp, gp, sp]) =>
+        return this.#withOwnBatch(what, batch, ([tp, gp, kp, sp]) =>
           core.withBuffers(what, [{ name: 'metrics', bytes: 32 }], ([mp]) => {
-            core.check(ex.aw_model_evaluate_batch(this.handle, tp, gp, sp, batch.inputs.rows, batch.inputs.cols,
+            core.check(ex.aw_model_evaluate_batch(this.handle, tp, gp, kp, sp, batch.inputs.rows, batch.inputs.cols,
               batch.source?.cols ?? 0, mp), what);
             const m = new Float64Array(core.memory.buffer, mp, 4);
             return { loss: m[0], accuracy: m[1], tokens: m[3] };
@@ -503,7 +506,19 @@ export function modelMethods(core) {
         if (typeof text !== 'string') fail(`charsTokenizer.encode: text must be a string, got ${describe(text)}`);
         return Int32Array.from(text, (ch) => (ch.charCodeAt(0) < 256 ? ex.aw_model_char_token(ch.charCodeAt(0)) : 0));
       },
-      decode: (ids) => Array.from(ids, (t) => String.fromCharCode(ex.aw_model_token_char(t) || 0xfffd)).join(''),
+      /** ids -> text; an id outside [0, vocab) is an Error naming it (as charTokenizer().decode) */
+      decode: (ids) => {
+        const vocab = ex.aw_model_chars_vocab();
+        const ok = Array.isArray(ids) || (ArrayBuffer.isView(ids) && !(ids instanceof DataView));
+        if (!ok) fail(`charsTokenizer.decode: ids must be an array of token ids, got ${describe(ids)}`);
+        let s = '';
+        for (let i = 0; i < ids.length; i++) {
+          const t = ids[i];
+          if (!Number.isInteger(t) || t < 0 || t >= vocab) fail(`charsTokenizer.decode: ids[${i}] is ${describe(t)}, outside [0, ${vocab})`);
+          s += String.fromCharCode(ex.aw_model_token_char(t) || 0xfffd);
+        }
+        return s;
+      },
     },
   };
 }

@@ -7,7 +7,7 @@ export interface RetentionOptions extends AttentionShapeOptions {
   gamma?: number | number[] | Float32Array;
   /** 'parallel' (default), 'recurrent' (the RNN: S_i = gamma S_{i-1} + k_iᵀ v_i) or 'chunked'; causal only for the last two */
   mode?: 'parallel' | 'recurrent' | 'chunked';
-  /** the chunked form's chunk (default 64) */
+  /** the chunked form's chunk (default 64); mode 'chunked' only (an Error with the other modes) */
   chunk?: number;
   /** default 1 / sqrt(d / heads) */
   scale?: number;
@@ -25,7 +25,7 @@ export interface LinformerOptions extends AttentionShapeOptions {
   proj?: number;
   /** the projections' columns, the longest n they take (default n); n > maxLen is an Error */
   maxLen?: number;
-  /** seed of the default E and F (default 1) */
+  /** seed of the default E and F, an integer in [0, 2^32 - 1] (default 1); not with E and F */
   seed?: number;
   /** must be false: Linformer has no causal form (true is an Error that says why) */
   causal?: boolean;

@@ -1,6 +1,6 @@
 // retention.js: lib.retention (RetNet's decayed linear attention) and lib.linformer
 // (docs/attention-forms.md section 4; C side: src/attention/retention.c, linformer.c).
-import { checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSize, describe, fail } from './core.js';
+import { MAX_HEAP, checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSeed, checkSize, describe, fail } from './core.js';
 import { checkAttentionShapes, runAttention } from './softmax.js';
 
 const RETENTION_OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'causal', 'gamma', 'mode', 'chunk', 'scale',
@@ -25,10 +25,16 @@ function checkGammas(name, gamma, heads) {
   return Float32Array.from(list);
 }
 
-// E, F like nn.Linear(maxLen, proj) initialises its weight: uniform in +-1/sqrt(maxLen), from a seed.
+// E, F like nn.Linear(maxLen, proj) initialises its weight: uniform in +-1/sqrt(maxLen), from a
+// seed in [0, 2^32 - 1] (mulberry32: every seed, 0 included, gives its own stream).
 function projections(proj, maxLen, seed) {
-  let s = (seed >>> 0) || 1;
-  const next = () => ((s ^= s << 13), (s ^= s >>> 17), (s ^= s << 5), (s >>> 0) / 4294967296);
+  let s = seed >>> 0;
+  const next = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
   const bound = 1 / Math.sqrt(maxLen), make = () => Float32Array.from({ length: proj * maxLen }, () => (2 * next() - 1) * bound);
   return { E: make(), F: make() };
 }
@@ -49,7 +55,7 @@ export function retentionMethods(core) {
       const causal = checkBool(`${what}: causal`, opts.causal ?? true);
       const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'parallel', MODES);
       if (!causal && mode !== 'parallel') fail(`${what}: mode "${mode}" needs causal: true (the recurrent and chunked forms run left to right)`);
-      const chunk = opts.chunk === undefined ? 0 : checkSize(`${what}: chunk`, opts.chunk);
+      const chunk = opts.chunk === undefined ? 0 : checkSize(`${what}: chunk`, opts.chunk); // C: chunked mode only
       const gamma = opts.gamma === undefined ? null : checkGammas(`${what}: gamma`, opts.gamma, heads);
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       const reference = checkBool(`${what}: reference`, opts.reference ?? false);
@@ -80,7 +86,15 @@ export function retentionMethods(core) {
       const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
       let { E, F } = opts;
       if ((E === undefined) !== (F === undefined)) fail(`${what}: give both E and F, or neither`);
-      if (E === undefined) ({ E, F } = projections(proj, maxLen, opts.seed ?? 1));
+      const seed = checkSeed(`${what}: seed`, opts.seed === undefined ? 1 : opts.seed);
+      if (opts.seed !== undefined && opts.E !== undefined) fail(`${what}: seed seeds the default E and F; give E and F, or seed, not both`);
+      // E and F hold proj * maxLen floats each: refuse sizes the heap cannot hold before any array is made
+      const floats = proj * maxLen;
+      if (2 * floats * 4 >= MAX_HEAP)
+        fail(`${what}: maxLen = ${maxLen} with proj = ${proj} needs E and F of proj*maxLen = ${floats} floats each ` +
+          `(${((2 * floats * 4) / 2 ** 20).toFixed(1)} MiB), more than the ${MAX_HEAP / 2 ** 20} MiB wasm heap: ` +
+          'maxLen must be at least n and no larger than needed, or use a smaller proj');
+      if (E === undefined) ({ E, F } = projections(proj, maxLen, seed));
       for (const [name, x] of [['E', E], ['F', F]])
         if (!(x instanceof Float32Array) || x.length !== proj * maxLen)
           fail(`${what}: ${name} must be a Float32Array of proj*maxLen = ${proj}*${maxLen} = ${proj * maxLen} values, got ${describe(x)}`);

@@ -1,7 +1,7 @@
 // synthesizer.js: lib.createSynthesizer, Synthesizer attention layers (docs/attention-forms.md section 3;
 // docs/synthesizer.md). A layer's parameters live in the wasm heap, in one block owned by the C
 // layer (src/attention/synthesizer.h); layer.params hands out Float32Array views into it.
-import { checkBool, checkF32, checkKeys, checkOneOf, checkSize, describe, fail } from './core.js';
+import { checkBool, checkF32, checkKeys, checkOneOf, checkSeed, checkSize, describe, fail } from './core.js';
 
 const VARIANTS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'mixture'];
 const COMPONENTS = ['dense', 'random', 'factorized-dense', 'factorized-random', 'dot'];
@@ -30,12 +30,6 @@ function kindFloats(kind, { heads, d, maxLen, a, b, k }) {
     dot: 0,
   }[kind];
   return heads * per;
-}
-
-function checkSeed(what, seed) {
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    fail(`${what} must be an integer in [0, 2^32 - 1], got ${describe(seed)}`);
-  return seed;
 }
 
 function readCString(core, ptr) {

@@ -243,7 +243,10 @@ function callers(lib) {
   for (const form of registry) {
     const runner = RUNNERS[form.family];
     if (!runner) continue; // a family this page has no runner for yet
-    list.push({ id: form.name, family: form.family === 'synthesizer' ? 'synth' : form.family, run: runner(lib, form.name) });
+    // decoderForm: the form a decoder's self-attention uses instead when this one has no causal form
+    // (null: none, so no model with a decoder can use it); crossForm: the form of cross-attention
+    list.push({ id: form.name, family: form.family === 'synthesizer' ? 'synth' : form.family, run: runner(lib, form.name),
+      decoderForm: form.decoderForm ?? null, crossForm: form.crossForm ?? null });
   }
   return list;
 }
@@ -256,7 +259,7 @@ export function clearCache(cache) {
 
 /**
  * The forms this library can run, found by calling each on tiny inputs.
- * Returns { forms: [{ id, family, label, causal: boolean (has a causal form), run(inp, cache?) }],
+ * Returns { forms: [{ id, family, label, causal: boolean (has a causal form), decoderForm, crossForm, run(inp, cache?) }],
  *   skipped: [{ id, reason }] } (skipped: the library has the family, but this form's probe failed).
  */
 export function probeForms(lib) {

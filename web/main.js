@@ -53,7 +53,7 @@ const heatmaps = createHeatmapView({
 });
 const timings = createTimingsView({
   panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'), csv: $('tcsv'),
-  tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'),
+  tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'), hint: $('thint'),
   chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
 }, { onChange: (patch) => setState(patch), onError: showError });
 
@@ -139,7 +139,7 @@ async function init() {
     modelView = createModelView({
       panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'), march: $('march'),
       mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
-      mtextLabel: $('mtext-label'), about: $('task-about'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
+      mtextLabel: $('mtext-label'), about: $('task-about'), modelAbout: $('model-about'), title: $('model-title'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'), exports: $('mexports'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
@@ -160,7 +160,8 @@ async function init() {
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
     $('experiment').hidden = false;
     experimentView = createExperimentView({
-      panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), run: $('erun'), stop: $('estop'),
+      panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), budgetNote: $('ebudget-note'),
+      verdict: $('everdict'), run: $('erun'), stop: $('estop'),
       progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'), csv: $('ecsv'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
   }

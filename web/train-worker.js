@@ -14,7 +14,9 @@
 //               { type: 'progress', step, goal, loss, accuracy, lr }   (means over the last ~50 ms of steps;
 //                 lr: the rate of the last step)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
-//               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view }
+//               { type: 'snapshot', step, labels, maps: [[Float32Array T*T per head] per layer], T, view,
+//                 cols?, noAttention? (GRU: the alignment's columns, or why there is none), encoder? (the maps
+//                 are an encoder-decoder's encoder self-attention over the source, T = its length) }
 //               { type: 'stopped', step, finished, lr, msPerStep?, single? }   (lr: the rate the next step
 //                 would take; msPerStep: the mean time of this run's steps, in the worker; single: after 'step')
 //               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
@@ -87,11 +89,15 @@ function makeInput({ seed, text }) {
 function snapshot() {
   if (!input) return;
   const { seq, prompt, target, kind } = input;
-  // a GRU encoder-decoder reads the source in its encoder; its map is the alignment (or none)
-  const rnn = model.config.arch === 'gru' || model.config.arch === 'gru-attention';
-  const src = rnn ? { source: Int32Array.from(input.source) } : {};
+  // a GRU encoder-decoder reads the source in its encoder; its map is the alignment (or none). An
+  // encoder-decoder Transformer (a form with no causal form, e.g. Linformer, in its encoder): the maps
+  // are the encoder's self-attention over the source, every layer and head.
+  const arch = model.config.arch;
+  const rnn = arch === 'gru' || arch === 'gru-attention';
+  const encoder = arch === 'encoder-decoder';
+  const src = rnn || encoder ? { source: Int32Array.from(input.source) } : {};
   const fwd = model.forward(Int32Array.from(seq), src);
-  const attention = rnn ? (fwd.crossAttention ?? []) : fwd.attention;
+  const attention = rnn ? (fwd.crossAttention ?? []) : encoder ? (fwd.encoderAttention ?? []) : fwd.attention;
   const room = model.config.maxLen - prompt.length + 1;
   const maxTokens = Math.max(0, Math.min(kind === 'text' && target.length === 0 ? 16 : target.length, room));
   const output = [...model.generate(Int32Array.from(prompt), { maxTokens, ...src })];
@@ -99,14 +105,16 @@ function snapshot() {
   const words = (ids) => (TASKS[task.task].symbols ? ids.map(tokenLabel).join(' ')
     : ids.map((t) => (t === 0 ? '⟂' : lib.charsTokenizer.decode([t]))).join(''));
   const view = {
-    kind, prompt: words(rnn ? input.source : prompt), target: words(target), output: words(output),
+    kind, prompt: words(rnn || encoder ? input.source : prompt), target: words(target), output: words(output),
     correct: target.length > 0 && output.length === target.length && output.every((x, i) => x === target[i]),
     // a typed sequence: its length and the one the model trained on
     ...(input.typed ? { length: input.source.length, trained: task.length } : {}),
   };
-  postMessage({ type: 'snapshot', step: model.steps, labels: seq.map(tokenLabel),
-    maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention, w))), T: seq.length, view,
-    ...(rnn ? { cols: input.source.map(tokenLabel), noAttention: fwd.noAttention } : {}) });
+  const sourceLabels = rnn || encoder ? input.source.map(tokenLabel) : null;
+  postMessage({ type: 'snapshot', step: model.steps, labels: encoder ? sourceLabels : seq.map(tokenLabel),
+    maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention ?? '', w))),
+    T: encoder ? input.source.length : seq.length, view,
+    ...(rnn ? { cols: sourceLabels, noAttention: fwd.noAttention } : {}), ...(encoder ? { encoder: true } : {}) });
 }
 
 function evaluate() {
@@ -212,7 +220,7 @@ const SHAPE_KEYS = ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'maxLen', 'atte
 // The checkpoint for this task and config, if one was trained: same task, attention and shape.
 async function findCheckpoint(config, spec) {
   const list = await checkpoints();
-  return list.find((e) => e.task === spec.task && e.config
+  return list.find((e) => e.task === spec.task && e.config && (e.config.arch ?? 'decoder') === (config.arch ?? 'decoder')
     && SHAPE_KEYS.every((k) => e.config[k] === config[k]) && (e.symbols ?? 0) === (spec.symbols ?? 0));
 }
 

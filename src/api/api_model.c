@@ -10,6 +10,7 @@
 #include "../model/transformer.h"
 #include "../kernels/kernels.h"
 
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,19 @@ static int train_config(aw_train_config *tc, const double *h) {
     return AW_OK;
 }
 
+// A NaN or Infinity met inside a training step of a model that has taken steps: earlier updates
+// made it (lr too high for the model: the weights grew until some sublayer overflowed), so the
+// step says the training diverged and names lr, with the place it was met after that.
+static int training_diverged(const aw_model *m, int st, double lr) {
+    if (st != AW_ERR_NONFINITE || m->step == 0) return st;
+    char inner[300];
+    snprintf(inner, sizeof inner, "%s", aw_error_message());
+    if (strncmp(inner, "the training diverged", 21) == 0) return st;
+    aw_clear_error();
+    return aw_fail(st, "the training diverged at lr = %g: after %ld steps, %s; create the model again or load a "
+                       "checkpoint, then train with a lower lr or clip > 0", lr, (long)m->step, inner);
+}
+
 // One training step on a fresh batch; hyper = [lr, beta1, beta2, eps, weight_decay, clip];
 // metrics = [loss, accuracy, grad_norm, count].
 AW_API int aw_model_train_step(aw_model *m, const char *task, double length, double symbols, double batch,
@@ -113,12 +127,10 @@ AW_API int aw_model_train_step(aw_model *m, const char *task, double length, dou
     if (!st) st = train_config(&tc, hyper);
     if (st) return api_done(st);
     aw_metrics mt = {0};
+    const long before = m->step;
     st = model_train_step(m, &spec, B, &tc, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
-    if (st == AW_ERR_NONFINITE)
-        return aw_fail(st, "the gradients became NaN or Infinity (lr %g), so the weights are now unusable: create the "
-                           "model again or load a checkpoint, then train with a lower lr or clip > 0",
-                       (double)tc.lr);
+    if (st == AW_ERR_NONFINITE && m->step == before) st = training_diverged(m, st, (double)tc.lr);
     return api_done(st);
 }
 
@@ -266,10 +278,13 @@ AW_API const char *aw_task_name(int32_t i) { return task_name(i); }
 
 // ---- the caller's own batches -----------------------------------------------------------------
 
-// Copies a batch of the caller's tokens into the model: tokens, targets (B, T) with -1 = no loss,
-// src (B, S) for an encoder-decoder; every id checked against the vocabulary, named [row][col].
-static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src, double B,
-                     double T, double S) {
+// Copies a batch of the caller's tokens into the model: tokens, targets (B, T), mask (B, T) or NULL
+// (0 = no loss at that position), src (B, S) for an encoder-decoder; every id checked against the
+// vocabulary, named [row][col] (a target of -1 is an Error too: the mask is how a position is left
+// out; -1 in m->targets is the model's own internal mark for it). A mask that leaves no position
+// in the loss is an Error (the loss would be 0 and no step could learn anything).
+static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                     const int32_t *src, double B, double T, double S) {
     size_t b = 0, t = 0, s = 0;
     if (T > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "inputs rows have %.0f tokens, more than maxLen = %d", T, (int)m->cfg.max_len);
     if (S > m->cfg.max_len) return aw_fail(AW_ERR_ARG, "source rows have %.0f tokens, more than maxLen = %d", S, (int)m->cfg.max_len);
@@ -282,31 +297,38 @@ static int own_batch(aw_model *m, const int32_t *tokens, const int32_t *targets,
         if (tokens[i] < 0 || tokens[i] >= V)
             return aw_fail(AW_ERR_ARG, "inputs[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / t, i % t,
                            (int)tokens[i], (int)V);
-        if (targets[i] < -1 || targets[i] >= V)
-            return aw_fail(AW_ERR_ARG, "targets[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / t, i % t,
-                           (int)targets[i], (int)V);
+        if (targets[i] < 0 || targets[i] >= V)
+            return aw_fail(AW_ERR_ARG, "targets[%zu][%zu] is %d, outside the vocabulary [0, %d) (to leave a position "
+                           "out of the loss, give mask 0 there)", i / t, i % t, (int)targets[i], (int)V);
     }
     for (size_t i = 0; i < b * s; i++)
         if (src[i] < 0 || src[i] >= V)
             return aw_fail(AW_ERR_ARG, "source[%zu][%zu] is %d, outside the vocabulary [0, %d)", i / s, i % s,
                            (int)src[i], (int)V);
+    size_t kept = b * t;
+    if (mask) {
+        kept = 0;
+        for (size_t i = 0; i < b * t; i++) kept += mask[i] != 0;
+        if (kept == 0) return aw_fail(AW_ERR_ARG, "mask leaves no position in the loss: at least one entry must be 1");
+    }
     if ((st = model_reserve(m, b, t, s))) return st;
     memcpy(m->tokens, tokens, b * t * sizeof(int32_t));
-    memcpy(m->targets, targets, b * t * sizeof(int32_t));
+    for (size_t i = 0; i < b * t; i++) m->targets[i] = mask && !mask[i] ? -1 : targets[i];
     if (s) memcpy(m->src, src, b * s * sizeof(int32_t));
     return AW_OK;
 }
 
 // One AdamW step on the caller's batch: tokens (B, T) -> targets (B, T) (-1: no loss there),
 // src (B, S) for an encoder-decoder (S = 0 otherwise); hyper and metrics as aw_model_train_step.
-AW_API int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src,
-                                double B, double T, double S, const double *hyper, double *metrics) {
+AW_API int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                                const int32_t *src, double B, double T, double S, const double *hyper,
+                                double *metrics) {
     aw_clear_error();
     aw_train_config tc;
     int st = train_config(&tc, hyper);
-    if (st || (st = own_batch(m, tokens, targets, src, B, T, S))) return st;
+    if (st || (st = own_batch(m, tokens, targets, mask, src, B, T, S))) return st;
     aw_metrics mt = {0};
-    if ((st = model_forward(m, &mt)) || (st = model_backward(m))) return st;
+    if ((st = model_forward(m, &mt)) || (st = model_backward(m))) return training_diverged(m, st, (double)tc.lr);
     mt.grad_norm = model_update(m, &tc);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
     if (!isfinite(mt.grad_norm))
@@ -317,10 +339,10 @@ AW_API int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_
 }
 
 // Loss and accuracy on the caller's batch, no update.
-AW_API int aw_model_evaluate_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src,
-                                   double B, double T, double S, double *metrics) {
+AW_API int aw_model_evaluate_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                                   const int32_t *src, double B, double T, double S, double *metrics) {
     aw_clear_error();
-    int st = own_batch(m, tokens, targets, src, B, T, S);
+    int st = own_batch(m, tokens, targets, mask, src, B, T, S);
     if (st) return api_done(st);
     aw_metrics mt = {0};
     st = model_forward(m, &mt);

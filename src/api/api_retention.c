@@ -15,6 +15,9 @@ AW_API int aw_retention(float *out, float *weights, const float *q, const float 
     aw_clear_error();
     if (n <= 0 || d <= 0 || dv <= 0 || heads <= 0 || chunk < 0)
         return aw_fail(AW_ERR_ARG, "retention: sizes must be positive");
+    if (chunk != 0 && mode != 2)
+        return aw_fail(AW_ERR_ARG, "retention: chunk = %d applies to mode 'chunked' only (mode is '%s')", (int)chunk,
+                       mode == 0 ? "parallel" : mode == 1 ? "recurrent" : "unknown");
     float *own = NULL;
     if (!gamma) {
         if (!(own = aw_alloc_floats((size_t)heads))) return api_done(AW_ERR_NOMEM);

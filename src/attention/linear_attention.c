@@ -161,6 +161,73 @@ static void feature_rows(float *phi, const float *x, size_t rows, size_t dh, siz
     }
 }
 
+// ---- elu+1 without underflow -----------------------------------------------------------------
+// phi(x) = exp(min(x, 0)) (1 + max(x, 0)): for x far below 0 the features underflow float32 and a
+// row whose similarities are tiny but not zero would come out all zero (q = -100, k = -100 and -1:
+// exp(-200) and exp(-101) are both 0 in float32, yet the normalised answer is ~ v of the second
+// key). Two exact rescalings prevent it:
+//   - per key column c of a head, K_c = max_j min(k_jc, 0) over the head's keys: key features are
+//     taken as phi(k_jc) exp(-K_c) and query features as phi(q_ic) exp(K_c), so every product
+//     phi(q_ic) phi(k_jc), and every prefix sum of them, is unchanged (the causal forms included);
+//   - per query row i, M_i = max_c (min(q_ic, 0) + K_c): its features are divided by exp(M_i) (its
+//     largest exp part is 1), which the normalisation phi(q_i) S / (phi(q_i) . z) does not see.
+// So each key column's largest feature is >= 1 and each query row's too: a non-causal row has a
+// similarity >= 1 with some key. K_c = 0 (no shift) whenever some key has k_jc >= 0, and M_i = 0
+// whenever q_i has a coordinate >= 0, so ordinary inputs take the unshifted path unchanged. The
+// backward treats the shifts as constants, which is exact: the output does not depend on them.
+// The decoding state keeps a running K_c (the keys so far) and rescales S and z when it grows.
+
+// K (dh) = per column, max_j min(k_jc, 0) over the m key rows (stride ld).
+static void elu1_key_shift(float *K, const float *k, size_t m, size_t dh, size_t ld) {
+    for (size_t c = 0; c < dh; c++) K[c] = -INFINITY;
+    for (size_t j = 0; j < m; j++)
+        for (size_t c = 0; c < dh; c++) {
+            const float x = k[j * ld + c] < 0.0f ? k[j * ld + c] : 0.0f;
+            K[c] = x > K[c] ? x : K[c];
+        }
+}
+
+// phi (rows, dh) = exp(min(x, 0) - K) for x <= 0, x + 1 for x > 0 (where K_c = 0), key rows of x
+// at stride ld.
+static void elu1_keys(float *phi, const float *x, size_t rows, size_t dh, size_t ld, const float *K) {
+    for (size_t r = 0; r < rows; r++) {
+        float *pr = phi + r * dh;
+        min_zero(pr, x + r * ld, dh);
+        for (size_t c = 0; c < dh; c++) pr[c] -= K[c];
+    }
+    aw_exp(phi, phi, rows * dh);
+    for (size_t r = 0; r < rows; r++) elu1_select(phi + r * dh, x + r * ld, dh);
+}
+
+// Query rows already mapped by feature_rows (unshifted): a row is recomputed in double as
+// exp(min(x, 0) + K - M) (1 + max(x, 0)) when it needs a shift (M < 0, or some K_c != 0).
+// K may be NULL (no key shift).
+static void elu1_query_shift(float *phi, const float *x, size_t rows, size_t dh, size_t ld, const float *K) {
+    int keyed = 0;
+    for (size_t c = 0; K && c < dh; c++) keyed |= K[c] != 0.0f;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ld;
+        float *pr = phi + r * dh;
+        double mx = -INFINITY;
+        for (size_t c = 0; c < dh; c++) {
+            const double t = (double)(xr[c] < 0.0f ? xr[c] : 0.0f) + (K ? (double)K[c] : 0.0);
+            mx = t > mx ? t : mx;
+        }
+        if (mx == 0.0 && !keyed) continue;
+        for (size_t c = 0; c < dh; c++) {
+            const double t = (double)(xr[c] < 0.0f ? xr[c] : 0.0f) + (K ? (double)K[c] : 0.0);
+            pr[c] = (float)(exp(t - mx) * (1.0 + (xr[c] > 0.0f ? (double)xr[c] : 0.0)));
+        }
+    }
+}
+
+// Query features: the row-local map, then for ELU1 the shifts above (K: the head's key shift).
+static void query_features(float *phi, const float *q, size_t rows, size_t dh, size_t ld, int feature,
+                           const float *K) {
+    feature_rows(phi, q, rows, dh, ld, feature);
+    if (feature == AW_LINEAR_ELU1) elu1_query_shift(phi, q, rows, dh, ld, K);
+}
+
 // EFFICIENT keys: per column c of the head's K (m, dh), colmax[c] = max_j k_jc and
 // colinv[c] = 1 / sum_j exp(k_jc - colmax[c]) (the sum is >= 1, so the inverse is finite).
 static void efficient_key_stats(float *colmax, float *colinv, float *tmp, const float *k, size_t m, size_t dh,
@@ -176,10 +243,15 @@ static void efficient_key_stats(float *colmax, float *colinv, float *tmp, const 
     for (size_t c = 0; c < dh; c++) colinv[c] = 1.0f / colinv[c];
 }
 
-// phi (rows, D) for keys: the row-local map, or for EFFICIENT the column softmax over all m
-// positions from efficient_key_stats: phi_jc = exp(k_jc - colmax[c]) * colinv[c].
+// phi (rows, D) for keys: the row-local map, for ELU1 with the head's key shift colmax (K above),
+// or for EFFICIENT the column softmax over all m positions from efficient_key_stats:
+// phi_jc = exp(k_jc - colmax[c]) * colinv[c].
 static void key_features(float *phi, const float *k, size_t rows, size_t dh, size_t ld, int feature,
                          const float *colmax, const float *colinv) {
+    if (feature == AW_LINEAR_ELU1 && colmax) {
+        elu1_keys(phi, k, rows, dh, ld, colmax);
+        return;
+    }
     if (feature != AW_LINEAR_EFFICIENT) {
         feature_rows(phi, k, rows, dh, ld, feature);
         return;
@@ -262,7 +334,8 @@ static void noncausal_stats(void *ctx, size_t hd) {
     const noncausal_job *j = ctx;
     const size_t dh = j->ds->d / j->ds->heads;
     float *st = j->stats + hd * 3 * dh;
-    efficient_key_stats(st, st + dh, st + 2 * dh, j->k + hd * dh, j->ds->m, dh, j->ds->d);
+    if (j->ds->feature == AW_LINEAR_ELU1) elu1_key_shift(st, j->k + hd * dh, j->ds->m, dh, j->ds->d);
+    else efficient_key_stats(st, st + dh, st + 2 * dh, j->k + hd * dh, j->ds->m, dh, j->ds->d);
 }
 
 static void noncausal_keys(void *ctx, size_t item) {
@@ -291,11 +364,11 @@ static void noncausal_queries(void *ctx, size_t item) {
     const size_t hd = item / j->qsegs, g = item % j->qsegs;
     const float *s = j->blocks + hd * j->ksegs * j->kper, *z = s + D * dvh; // the head's sums (block 0)
     float *phi = j->rows + item * CHUNK * D;                                 // (CHUNK, D)
-    const float *qh = j->q + hd * dh;
+    const float *qh = j->q + hd * dh, *shift = j->stats + hd * 3 * dh;       // ELU1: the key shift K
     for (size_t c = segment_start(j->qchunks, j->qsegs, g); c < segment_start(j->qchunks, j->qsegs, g + 1); c++) {
         const size_t i0 = c * CHUNK, cr = n - i0 < CHUNK ? n - i0 : CHUNK;
         float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
-        feature_rows(phi, qh + i0 * d, cr, dh, d, ds->feature);
+        query_features(phi, qh + i0 * d, cr, dh, d, ds->feature, shift);
         aw_matmul_nn(o, phi, s, cr, dvh, D, D, dvh, dv, 0); // phi(Q_c) S
         for (size_t r = 0; r < cr; r++)
             normalise_row(o + r * dv, aw_dot(phi + r * D, z, D), dvh, den_floor(ds->feature, D, m));
@@ -317,7 +390,7 @@ static int forward_noncausal(float *out, const float *q, const float *k, const f
     float *buf = aw_plan_ok(&plan, sizeof(float)) ? aw_alloc_floats(plan.total) : NULL;
     if (!buf) return AW_ERR_NOMEM;
     j.blocks = buf, j.rows = buf + rows_at, j.stats = buf + stats_at;
-    if (ds->feature == AW_LINEAR_EFFICIENT) aw_parallel_for(h, noncausal_stats, &j);
+    if (ds->feature == AW_LINEAR_EFFICIENT || ds->feature == AW_LINEAR_ELU1) aw_parallel_for(h, noncausal_stats, &j);
     aw_parallel_for(h * j.ksegs, noncausal_keys, &j); // h * Gk blocks fit in memory: no overflow
     for (size_t hd = 0; hd < h; hd++)
         for (size_t g = 1; g < j.ksegs; g++)
@@ -346,6 +419,7 @@ typedef struct {
     const aw_linear_attention_desc *ds;
     const float *q, *k, *v;
     float *out, *buf;
+    float *shift;  // (h, dh): ELU1's key shift K per head (NULL for the other feature maps)
     size_t per;    // scratch floats per (head, segment) block: state (S, z), chunk work, t slots
     size_t segs;   // G: segments per head
     size_t slots;  // t: the first t chunks of each segment keep their own sums (from phase 1)
@@ -383,7 +457,7 @@ static void causal_segment_sums(void *ctx, size_t item) {
     for (size_t c = c0; c < end && (s || c - c0 < j->slots); c++) { // the last segment: slots only
         const size_t i0 = c * CHUNK, ck = chunk_keys(i0, n - i0 < CHUNK ? n - i0 : CHUNK, m);
         if (ck == 0) break; // no keys from here on
-        feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
+        key_features(phik, kh + i0 * d, ck, dh, d, ds->feature, j->shift ? j->shift + (item / j->segs) * dh : NULL, NULL);
         if (c - c0 < j->slots) {
             float *slot = slots + (c - c0) * state;
             memset(slot + D * dvh, 0, D * sizeof(float));
@@ -410,6 +484,7 @@ static void causal_segment(void *ctx, size_t item) {
     float *den = a + CHUNK * CHUNK;    // (CHUNK)
     const float *slots = den + CHUNK;  // t x (D x dvh, D) from phase 1
     const float *kh = j->k + hd * dh, *vh = j->v + hd * dvh, *qh = j->q + hd * dh;
+    const float *shift = j->shift ? j->shift + hd * dh : NULL;
     if (g == 0) memset(s, 0, state * sizeof(float)); // later segments start from phase 2's state
     const size_t c0 = segment_start(j->chunks, j->segs, g), end = segment_start(j->chunks, j->segs, g + 1);
     for (size_t c = c0; c < end; c++) {
@@ -417,11 +492,11 @@ static void causal_segment(void *ctx, size_t item) {
         const size_t cr = n - i0 < CHUNK ? n - i0 : CHUNK;
         const size_t ck = chunk_keys(i0, cr, m); // keys i0 .. i0+ck-1 are new here
         float *o = j->out + i0 * dv + hd * dvh; // (cr, dvh), stride dv
-        feature_rows(phiq, qh + i0 * d, cr, dh, d, ds->feature);
+        query_features(phiq, qh + i0 * d, cr, dh, d, ds->feature, shift);
         aw_matmul_nn(o, phiq, s, cr, dvh, D, D, dvh, dv, 0); // earlier chunks: phi(Q_c) S
         for (size_t r = 0; r < cr; r++) den[r] = aw_dot(phiq + r * D, z, D);
         if (ck > 0) {
-            feature_rows(phik, kh + i0 * d, ck, dh, d, ds->feature);
+            key_features(phik, kh + i0 * d, ck, dh, d, ds->feature, shift, NULL);
             aw_matmul_nt(a, phiq, phik, cr, ck, D, D, D, CHUNK, 0); // A = phi(Q_c) phi(K_c)^T
             for (size_t r = 0; r < cr; r++) {
                 float *ar = a + r * CHUNK;
@@ -451,11 +526,16 @@ int linear_attention_forward_causal_parallel(float *out, const float *q, const f
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
     const size_t state = aw_size_add(aw_size_mul(D, dvh), D); // (S, z)
     const size_t block = aw_size_add(state, aw_size_add(aw_size_mul(2 * CHUNK, D), CHUNK * CHUNK + CHUNK));
-    causal_job j = {ds, q, k, v, out, NULL, 0, 1, 0, chunk_count(n)};
+    causal_job j = {ds, q, k, v, out, NULL, NULL, 0, 1, 0, chunk_count(n)};
     j.segs = segments(h, j.chunks, block);
     j.slots = causal_slots(h, j.segs, j.chunks, state);
     j.per = aw_size_add(block, aw_size_mul(j.slots, state));
-    if (!(j.buf = aw_alloc_floats(aw_size_mul3(h, j.segs, j.per)))) return AW_ERR_NOMEM;
+    const size_t blocks = aw_size_mul3(h, j.segs, j.per), shift = ds->feature == AW_LINEAR_ELU1 ? d : 0; // (h, dh)
+    if (!(j.buf = aw_alloc_floats(aw_size_add(blocks, shift)))) return AW_ERR_NOMEM;
+    if (shift) { // a common shift over all of a head's keys is exact for every prefix
+        j.shift = j.buf + blocks;
+        for (size_t hd = 0; hd < h; hd++) elu1_key_shift(j.shift + hd * dh, k + hd * dh, ds->m, dh, d);
+    }
     if (j.segs > 1) { // h * G blocks fit in memory: h * G and the offsets below do not overflow
         aw_parallel_for(h * j.segs, causal_segment_sums, &j);
         for (size_t hd = 0; hd < h; hd++)
@@ -476,17 +556,19 @@ int linear_attention_forward_causal_recurrent(float *out, const float *q, const 
     if (!ds->causal) return AW_ERR_ARG;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     const size_t dh = d / h, dvh = dv / h, D = feature_width(ds->feature, dh);
-    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_mul(3, D)));
+    float *buf = aw_alloc_floats(aw_size_add(aw_size_mul(D, dvh), aw_size_mul(4, D)));
     if (!buf) return AW_ERR_NOMEM;
-    float *s = buf, *z = s + D * dvh, *phiq = z + D, *phik = phiq + D; // (D, dvh), (D), (D), (D)
+    float *s = buf, *z = s + D * dvh, *phiq = z + D, *phik = phiq + D, *shift = phik + D; // (D, dvh), (D) x 4
+    const int elu1 = ds->feature == AW_LINEAR_ELU1;
     for (size_t hd = 0; hd < h; hd++) {
         memset(s, 0, (D * dvh + D) * sizeof(float));
+        if (elu1) elu1_key_shift(shift, k + hd * dh, m, dh, d); // the same shift as the parallel form
         for (size_t i = 0; i < n; i++) {
             if (i < m) { // S_i = S_{i-1} + phi(k_i)^T v_i, z_i = z_{i-1} + phi(k_i)
-                feature_rows(phik, k + i * d + hd * dh, 1, dh, d, ds->feature);
+                key_features(phik, k + i * d + hd * dh, 1, dh, d, ds->feature, elu1 ? shift : NULL, NULL);
                 state_add(s, z, phik, v + i * dv + hd * dvh, D, dvh);
             }
-            feature_rows(phiq, q + i * d + hd * dh, 1, dh, d, ds->feature);
+            query_features(phiq, q + i * d + hd * dh, 1, dh, d, ds->feature, elu1 ? shift : NULL);
             state_query(out + i * dv + hd * dvh, s, z, phiq, D, dvh, den_floor(ds->feature, D, i + 1 < m ? i + 1 : m));
         }
     }
@@ -505,8 +587,9 @@ int linear_attention_weights(float *weights, const float *q, const float *k, con
     float *colmax = phik + m * D, *colinv = colmax + dh, *tmp = colinv + dh; // (dh) each
     for (size_t hd = 0; hd < h; hd++) {
         float *w = weights + hd * n * m; // (n, m)
-        feature_rows(phiq, q + hd * dh, n, dh, d, ds->feature);
         if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, k + hd * dh, m, dh, d);
+        if (ds->feature == AW_LINEAR_ELU1) elu1_key_shift(colmax, k + hd * dh, m, dh, d);
+        query_features(phiq, q + hd * dh, n, dh, d, ds->feature, colmax);
         key_features(phik, k + hd * dh, m, dh, d, ds->feature, colmax, colinv);
         aw_matmul_nt(w, phiq, phik, n, m, D, D, D, m, 0); // sim(q_i, k_j)
         for (size_t i = 0; i < n; i++) {
@@ -642,8 +725,9 @@ int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float 
 
     for (size_t hd = 0; hd < h; hd++) {
         const float *qh = q + hd * dh, *kh = k + hd * dh, *vh = v + hd * dvh, *doh = dout + hd * dvh;
-        feature_rows(phiq, qh, n, dh, d, ds->feature);
         if (ds->feature == AW_LINEAR_EFFICIENT) efficient_key_stats(colmax, colinv, tmp, kh, m, dh, d);
+        if (ds->feature == AW_LINEAR_ELU1) elu1_key_shift(colmax, kh, m, dh, d); // as the forward
+        query_features(phiq, qh, n, dh, d, ds->feature, colmax);
         key_features(phik, kh, m, dh, d, ds->feature, colmax, colinv);
 
         // Sweep 1 (forward recurrence): o_i, g_i, e_i and dphi(q_i) = S_i g_i + e_i z_i.
@@ -713,8 +797,8 @@ int linear_attention_backward(float *dq, float *dk, float *dv_grad, const float 
                 const float *xr = x + r * d, *pr = phi + r * D, *gr = dphi + r * D;
                 float *dxr = dx + r * d;
                 switch (ds->feature) {
-                case AW_LINEAR_ELU1:
-                    for (size_t c = 0; c < dh; c++) dxr[c] += gr[c] * (xr[c] > 0.0f ? 1.0f : pr[c]);
+                case AW_LINEAR_ELU1: // phi = s exp(x) (x <= 0) or s (x + 1), s the row's shift (1 unshifted)
+                    for (size_t c = 0; c < dh; c++) dxr[c] += gr[c] * (xr[c] > 0.0f ? pr[c] / (xr[c] + 1.0f) : pr[c]);
                     break;
                 case AW_LINEAR_RELU:
                     for (size_t c = 0; c < dh; c++) dxr[c] += xr[c] > 0.0f ? gr[c] : 0.0f;
@@ -748,6 +832,7 @@ struct aw_linear_state {
     float *z;        // (heads, D): z per head
     float *phiq;     // (D) scratch
     float *phik;     // (D) scratch
+    float *shift;    // (heads, D): ELU1's running key shift K (the keys so far; see elu1_key_shift)
 };
 
 size_t linear_state_bytes(size_t d, size_t dv, size_t heads, int feature) {
@@ -755,8 +840,8 @@ size_t linear_state_bytes(size_t d, size_t dv, size_t heads, int feature) {
     if (feature == AW_LINEAR_EFFICIENT) return aw_fail(AW_ERR_ARG, NO_CAUSAL_EFFICIENT), 0;
     if (feature != AW_LINEAR_ELU1 && feature != AW_LINEAR_RELU && feature != AW_LINEAR_TAYLOR) return 0;
     const size_t dh = d / heads, dvh = dv / heads, D = feature_width(feature, dh);
-    // the struct, then (heads, D, dvh) S, (heads, D) z and two (D) scratch rows
-    const size_t floats = aw_size_add(aw_size_mul3(heads, D, dvh), aw_size_mul(heads + 2, D));
+    // the struct, then (heads, D, dvh) S, (heads, D) z, two (D) scratch rows and (heads, D) K
+    const size_t floats = aw_size_add(aw_size_mul3(heads, D, dvh), aw_size_mul(aw_size_add(2 * heads, 2), D));
     return aw_size_add(sizeof(aw_linear_state), aw_size_mul(floats, sizeof(float)));
 }
 
@@ -776,6 +861,7 @@ aw_linear_state *linear_state_place(void *mem, size_t d, size_t dv, size_t heads
     st->z = st->s + heads * D * dvh;
     st->phiq = st->z + heads * D;
     st->phik = st->phiq + D;
+    st->shift = st->phik + D;
     linear_state_reset(st);
     return st;
 }
@@ -783,11 +869,25 @@ aw_linear_state *linear_state_place(void *mem, size_t d, size_t dv, size_t heads
 int linear_state_step(float *out, aw_linear_state *st, const float *q, const float *k, const float *v) {
     if (!st || !out || !q || !k || !v) return AW_ERR_ARG;
     const size_t D = st->D, dh = st->dh, dvh = st->dvh;
+    const int elu1 = st->feature == AW_LINEAR_ELU1;
     for (size_t hd = 0; hd < st->heads; hd++) {
-        float *s = st->s + hd * D * dvh, *z = st->z + hd * D;
-        feature_rows(st->phik, k + hd * dh, 1, dh, st->d, st->feature);
+        float *s = st->s + hd * D * dvh, *z = st->z + hd * D, *K = st->shift + hd * D;
+        if (elu1) { // the running shift: K_c grows to this key's min(k_c, 0), S and z rescaled to match
+            const float *kh = k + hd * dh;
+            for (size_t c = 0; c < dh; c++) {
+                const float x = kh[c] < 0.0f ? kh[c] : 0.0f;
+                if (st->position == 0) K[c] = x; // S and z are zero
+                else if (x > K[c]) {
+                    const float f = expf(K[c] - x); // < 1: the earlier keys' share of column c
+                    aw_scale(s + c * dvh, s + c * dvh, f, dvh);
+                    z[c] *= f;
+                    K[c] = x;
+                }
+            }
+        }
+        key_features(st->phik, k + hd * dh, 1, dh, st->d, st->feature, elu1 ? K : NULL, NULL);
         state_add(s, z, st->phik, v + hd * dvh, D, dvh);
-        feature_rows(st->phiq, q + hd * dh, 1, dh, st->d, st->feature);
+        query_features(st->phiq, q + hd * dh, 1, dh, st->d, st->feature, elu1 ? K : NULL);
         state_query(out + hd * dvh, s, z, st->phiq, D, dvh, den_floor(st->feature, D, st->position + 1));
     }
     st->position++;
@@ -797,6 +897,7 @@ int linear_state_step(float *out, aw_linear_state *st, const float *q, const flo
 void linear_state_reset(aw_linear_state *st) {
     if (!st) return;
     memset(st->s, 0, (st->heads * st->D * st->dvh + st->heads * st->D) * sizeof(float));
+    memset(st->shift, 0, st->heads * st->D * sizeof(float));
     st->position = 0;
 }
 

@@ -17,8 +17,8 @@ int linformer_check(const aw_linformer_desc *ds) {
     if (ds->d % ds->heads || ds->dv % ds->heads)
         return aw_fail(AW_ERR_ARG, "linformer: heads (%zu) must divide d (%zu) and dv (%zu)", ds->heads, ds->d, ds->dv);
     if (ds->n > ds->L)
-        return aw_fail(AW_ERR_ARG, "linformer: n = %zu is longer than its projections: E and F have %zu columns, the "
-                                   "longest sequence it was built for", ds->n, ds->L);
+        return aw_fail(AW_ERR_ARG, "linformer: n = %zu is longer than maxLen = %zu: E and F have maxLen columns, the "
+                                   "longest sequence they project; use maxLen >= n", ds->n, ds->L);
     if (!isfinite(ds->scale)) return aw_fail(AW_ERR_ARG, "linformer: scale must be finite");
     return AW_OK;
 }

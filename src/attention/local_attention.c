@@ -41,9 +41,13 @@ static size_t row_keys(const aw_local_attention_desc *ds, size_t row, size_t *ke
     return n;
 }
 
-// The most keys a row can have: the band (w + 1) and one in every s of the m keys.
+// The most keys a row can have: the band (w + 1) and one in every s of the m keys, and never
+// more than the m keys there are (a row's keys are distinct): a window wider than the sequence
+// (1e9: every key, causal softmax) sizes its buffers by m, not by the window.
 static size_t max_keys(const aw_local_attention_desc *ds) {
-    return aw_size_add(ds->window + 2, ds->stride ? ds->m / ds->stride + 2 : 0);
+    const size_t most = aw_size_add(ds->window < ds->m ? ds->window + 2 : ds->m + 2,
+                                    ds->stride ? ds->m / ds->stride + 2 : 0);
+    return most < ds->m ? most : ds->m;
 }
 
 int local_attention_check(const aw_local_attention_desc *ds) {

@@ -238,7 +238,8 @@ static void weights_block(void *ctx, size_t item) {
     const aw_softmax_attention_desc *ds = j->ds;
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
     const size_t hd = item / j->blocks, i0 = (item % j->blocks) * BR, br = n - i0 < BR ? n - i0 : BR;
-    float *qs = malloc(BR * dh * sizeof(float)); // (br, dh): the block's scaled queries
+    // calloc, not malloc: gcc -O2 (the native trainer) cannot see that aw_scale writes every value
+    float *qs = calloc(BR * dh, sizeof(float)); // (br, dh): the block's scaled queries
     if (!qs) {
         aw_first_failure(&j->status, AW_ERR_NOMEM);
         return;

@@ -3,9 +3,11 @@
 #include "checkpoint.h"
 #include "config.h"
 
+#include "../kernels/kernels.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,9 +121,39 @@ static size_t data_bytes(const aw_model *m, int optim) {
     return aw_size_mul3(m->n_params, sizeof(float), optim ? 3 : 1);
 }
 
+// The first value of a block (0 params, 1 AdamW m, 2 AdamW v) that cannot be in a checkpoint: NaN
+// or Infinity anywhere, and a negative second moment (sqrt(v) of one is NaN at the next step).
+// Returns its index, or m->n_params when there is none.
+static size_t first_bad(const aw_model *m, const float *x, int block) {
+    for (size_t i = 0; i < m->n_params; i++)
+        if (!isfinite(x[i]) || (block == 2 && x[i] < 0.0f)) return i;
+    return m->n_params;
+}
+
+// A diverged model is refused by save, named by its tensor: its NaN would only come back at load.
+static int check_saveable(const aw_model *m, int optim) {
+    int st = model_check_params(m);
+    if (st) {
+        aw_clear_error();
+        const size_t bad = aw_find_nonfinite(m->params, m->n_params);
+        return aw_fail(AW_ERR_NONFINITE, "the model's parameters hold NaN or Infinity (in %s): a diverged model is not "
+                                         "saved; save it before the step that diverged, or create it again",
+                       model_tensor_at(m, bad));
+    }
+    for (int block = 1; optim && block < 3; block++) {
+        const size_t bad = first_bad(m, block_data(m, block), block);
+        if (bad != m->n_params)
+            return aw_fail(AW_ERR_NONFINITE, "the optimizer state %s%s holds %g: a diverged model is not saved",
+                           BLOCK_PREFIX[block], model_tensor_at(m, bad), (double)block_data(m, block)[bad]);
+    }
+    return AW_OK;
+}
+
 int checkpoint_size(const aw_model *m, int optim, size_t *bytes) {
     text t;
-    int st = build_header(m, optim, &t);
+    int st = check_saveable(m, optim);
+    if (st) return st;
+    st = build_header(m, optim, &t);
     if (!st) *bytes = aw_size_add(8 + ((t.len + 7) & ~(size_t)7), data_bytes(m, optim));
     free(t.s);
     return st;
@@ -129,7 +161,9 @@ int checkpoint_size(const aw_model *m, int optim, size_t *bytes) {
 
 int checkpoint_write(const aw_model *m, int optim, uint8_t *buf, size_t cap) {
     text t;
-    int st = build_header(m, optim, &t);
+    int st = check_saveable(m, optim);
+    if (st) return st;
+    st = build_header(m, optim, &t);
     if (st) {
         free(t.s);
         return st;
@@ -180,6 +214,7 @@ typedef struct {
     size_t n_meta;
     entry *entries;
     size_t n_entries;
+    char bad_meta[40]; // a __metadata__ key whose value is not a JSON string
 } parser;
 
 static void skip_ws(parser *ps) {
@@ -274,9 +309,13 @@ static int parse_header(parser *ps) {
             do {
                 if (ps->n_meta >= MAX_META) return 0;
                 meta_kv *kv = &ps->meta[ps->n_meta++];
-                if (!parse_string(ps, kv->key, sizeof kv->key) || !expect(ps, ':') ||
-                    !parse_string(ps, kv->value, sizeof kv->value))
+                if (!parse_string(ps, kv->key, sizeof kv->key) || !expect(ps, ':')) return 0;
+                skip_ws(ps);
+                if (ps->p < ps->end && *ps->p != '"') { // safetensors metadata maps strings to strings
+                    memcpy(ps->bad_meta, kv->key, sizeof ps->bad_meta);
                     return 0;
+                }
+                if (!parse_string(ps, kv->value, sizeof kv->value)) return 0;
             } while (expect(ps, ','));
             if (!expect(ps, '}')) return 0;
         } else {
@@ -390,7 +429,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     if (hlen < 2 || hlen > len - 8)
         return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint (safetensors): a header "
                                       "of %llu bytes does not fit in %zu", (unsigned long long)hlen, len);
-    parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0};
+    parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0, {0}};
     ps.entries = malloc(MAX_ENTRIES * sizeof(entry));
     if (!ps.entries) return AW_ERR_NOMEM;
     aw_model_config cfg;
@@ -398,7 +437,11 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     int st = AW_ERR_FORMAT, version = 0;
     aw_model *m = NULL;
     if (!parse_header(&ps) || (skip_ws(&ps), ps.p != ps.end)) {
-        st = aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
+        st = ps.bad_meta[0]
+                 ? aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ \"%s\" must be a JSON string (safetensors "
+                                          "metadata values are strings, e.g. \"version\": \"2\"), got %.20s",
+                           ps.bad_meta, ps.p)
+                 : aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
         goto fail;
     }
     if (!config_from_meta(&ps, &cfg, &step, &version)) {
@@ -458,6 +501,15 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
                 for (size_t r = 0; r < ti->rows; r++)
                     for (size_t c = 0; c < ti->cols; c++) memcpy(&dst[r * ti->cols + c], src + (c * ti->rows + r) * sizeof(float), sizeof(float));
         }
+    for (int block = 1; optim && block < 3; block++) { // AdamW's m finite, v finite and >= 0
+        const size_t bad = first_bad(m, blocks[block], block);
+        if (bad != m->n_params) {
+            st = aw_fail(AW_ERR_FORMAT, "the checkpoint's optimizer state %s%s holds %g: AdamW's %s", BLOCK_PREFIX[block],
+                         model_tensor_at(m, bad), (double)blocks[block][bad],
+                         block == 1 ? "first moments must be finite" : "second moments must be finite and >= 0");
+            goto fail;
+        }
+    }
     if (optim) { // where the model's own batch stream stood
         const char *rng = meta(&ps, "data_rng");
         char *end = NULL;

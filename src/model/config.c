@@ -173,6 +173,15 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     if (!(b->given & (1u << F_D_FF))) c.d_ff = 4 * c.d_model; // dModel <= 4096, so at most 16384
     // the GRU archs have one layer each: the default (2) becomes 1, a given layers must be 1
     if (aw_arch_is_rnn(c.arch) && !(b->given & (1u << F_LAYERS))) c.layers = 1;
+    // the GRU archs read vocab, dModel, maxLen, seed and layers (= 1) only: a transformer option
+    // given with them would be silently ignored, so it is a mistake (defaults are fine)
+    if (aw_arch_is_rnn(c.arch))
+        for (int f = 0; f < F_COUNT; f++)
+            if ((b->given & (1u << f)) && f != F_VOCAB && f != F_D_MODEL && f != F_LAYERS && f != F_MAX_LEN &&
+                f != F_ARCH && f != F_SEED)
+                return aw_fail(AW_ERR_ARG, "%s does not apply to arch \"%s\" (a GRU baseline reads vocab, dModel, "
+                                           "maxLen, seed and layers = 1 only); leave it out",
+                               KEYS[f], AW_ARCH_NAMES[c.arch]);
     for (int o = 0; o < N_OPTIONS; o++) // an option the form does not read is a mistake, not a no-op
         if ((b->given & (1u << OPTION_FIELDS[o])) && !(form->options & (1u << o)))
             return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\" (it is %s)", KEYS[OPTION_FIELDS[o]],

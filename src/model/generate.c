@@ -168,6 +168,9 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     for (size_t i = 0; i < ns; i++)
         if (src[i] < 0 || src[i] >= c->vocab)
             return aw_fail(AW_ERR_ARG, "source[%zu] is %d, outside the vocabulary [0, %d)", i, (int)src[i], (int)c->vocab);
+    // a diverged model says so as forward does, before a cached step meets a NaN in some sublayer
+    const int bad = model_check_params(m);
+    if (bad) return bad;
     aw_rng rng;
     aw_rng_seed(&rng, seed);
     int32_t *seq = aw_alloc(L, sizeof(int32_t));

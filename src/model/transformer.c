@@ -632,6 +632,21 @@ static int check_tokens(const aw_model *m, const char *what, const int32_t *t, s
 
 static int output_forward(aw_model *m, const float *x, aw_metrics *metrics);
 
+const char *model_tensor_at(const aw_model *m, size_t i) {
+    for (size_t t = 0; t < m->n_tensors; t++)
+        if (i >= m->tensors[t].offset && i < m->tensors[t].offset + model_tensor_size(&m->tensors[t]))
+            return m->tensors[t].name;
+    return "?";
+}
+
+int model_check_params(const aw_model *m) {
+    const size_t bad = aw_find_nonfinite(m->params, m->n_params);
+    if (bad == m->n_params) return AW_OK;
+    return aw_fail(AW_ERR_NONFINITE, "the model's parameters hold NaN or Infinity (in %s): they have diverged "
+                                     "(lowering lr cannot repair them); create the model again or load a checkpoint",
+                   model_tensor_at(m, bad));
+}
+
 int model_forward(aw_model *m, aw_metrics *metrics) {
     if (m->B == 0) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
@@ -644,21 +659,12 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     // weights that are already NaN or infinite (a diverged run, or a checkpoint holding them)
     // are named as such, not met later as a NaN inside some sublayer (one pass over P floats,
     // against the forward's B T P multiply-adds)
-    const size_t bad = aw_find_nonfinite(m->params, m->n_params);
-    if (bad != m->n_params) {
-        const char *name = "?";
-        for (size_t t = 0; t < m->n_tensors; t++)
-            if (bad >= m->tensors[t].offset && bad < m->tensors[t].offset + model_tensor_size(&m->tensors[t]))
-                name = m->tensors[t].name;
-        return aw_fail(AW_ERR_NONFINITE, "the model's parameters hold NaN or Infinity (in %s): they have diverged "
-                                         "(lowering lr cannot repair them); create the model again or load a checkpoint",
-                       name);
-    }
+    int st = model_check_params(m);
+    if (st) return st;
     for (size_t i = 0; i < N; i++)
         if (m->targets[i] >= c->vocab || m->targets[i] < -1)
             return aw_fail(AW_ERR_ARG, "targets[%zu] is %d: expected a token in [0, %d) or -1 (no loss)", i,
                            (int)m->targets[i], (int)c->vocab);
-    int st;
     const float *enc = NULL;
     if (rnn) {
         rnn_model_forward(m); // the decoder states into x0

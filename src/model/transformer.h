@@ -165,6 +165,11 @@ void model_destroy(aw_model *m);
 // m->targets (B, T) (-1 = no loss); saves every activation. Call model_reserve(B, T, S) first.
 int model_reserve(aw_model *m, size_t B, size_t T, size_t S);
 int model_forward(aw_model *m, aw_metrics *metrics);
+// The name of the tensor that holds flat parameter index i ("?" past the end).
+const char *model_tensor_at(const aw_model *m, size_t i);
+// AW_OK, or AW_ERR_NONFINITE naming the first tensor whose parameters hold NaN or Infinity (the
+// message every call that meets a diverged model gives: forward, generate, trainStep, save).
+int model_check_params(const aw_model *m);
 // Backward of the last forward's mean loss into m->grads (zeroed first) and the synthesizers' grads.
 int model_backward(aw_model *m);
 // Global-norm clipping and one AdamW step over every parameter. Returns the norm before clipping.

@@ -60,6 +60,9 @@ const allowed = (url) => url.endsWith('/models/index.json') && !existsSync(CATAL
  */
 export async function openPage(context) {
   const page = await context.newPage();
+  // Generous caps for every click, fill and wait that names none: the tests run on busy machines,
+  // and a cap only bounds a hang (nothing asserts how long a step took).
+  page.setDefaultTimeout(120_000);
   const problems = [];
   page.on('console', (msg) => {
     if (msg.type() === 'error' && !allowed(msg.location()?.url ?? '')) problems.push(`console error: ${msg.text()}`);

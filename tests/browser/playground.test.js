@@ -23,7 +23,7 @@ async function open(query = '', viewport) {
   const { page, problems } = await openPage(browser.context);
   if (viewport) await page.setViewportSize(viewport);
   await page.goto(`${server.url}${query}`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 20000 });
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 120000 });
   return { page, problems };
 }
 
@@ -196,7 +196,7 @@ test('the timings panel measures two sizes in a worker and plots them', async (t
   await page.click('#trun');
   // While it runs the page stays responsive: the heatmap still redraws on an edit.
   await changeAndWait(page, () => page.fill('#seed', '5'));
-  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 600000 });
   const status = await page.textContent('#tstatus');
   t.diagnostic(status);
   assert.match(status, /Done: \d+ measurements with the scalar build/);
@@ -223,7 +223,7 @@ test('the timings panel measures two sizes in a worker and plots them', async (t
   // Both builds side by side: one column per (form, build) and the scalar/SIMD ratio per form.
   await changeAndWait(page, () => page.selectOption('#build', 'both'));
   await page.click('#trun');
-  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 600000 });
   const both = await page.textContent('#tstatus');
   t.diagnostic(both);
   assert.match(both, /with the SIMD and scalar builds, side by side.*Scalar time \/ SIMD time: Softmax \(scaled dot-product\) \d+\.\d\d× at n = 128/);
@@ -235,7 +235,7 @@ test('the timings panel measures two sizes in a worker and plots them', async (t
   // One thread and every core side by side (the page is cross-origin isolated: 2 threads here)
   await changeAndWait(page, () => page.selectOption('#build', 'threadsvs'));
   await page.click('#trun');
-  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 600000 });
   const threads = await page.textContent('#tstatus');
   t.diagnostic(threads);
   assert.match(threads, /with the SIMD build on 1 thread and on \d+ threads \(attention-threads.wasm\), side by side.*1-thread time \/ \d+-thread time: Softmax \(scaled dot-product\) \d+\.\d\d× at n = 128/);
@@ -329,7 +329,7 @@ test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.p
   await page.screenshot({ path: fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url)),
     fullPage: true, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(bottom) } });
   await page.click('#crun');
-  await page.waitForSelector('#compare[data-done="1"]', { timeout: 180000 });
+  await page.waitForSelector('#compare[data-done="1"]', { timeout: 900000 });
   await page.locator('#compare').screenshot({ path: fileURLToPath(new URL('../../docs/compare.png', import.meta.url)) });
   assertNoProblems(problems);
   await page.close();
@@ -367,7 +367,7 @@ test('Stop ends a long timing run at once; bad URL values fall back to defaults'
   // The panel works again after a stop (a new worker).
   await changeAndWait(page, () => page.selectOption('#tmax', '1024'));
   await page.click('#trun');
-  await page.waitForSelector('#timings[data-done="1"]', { timeout: 60000 });
+  await page.waitForSelector('#timings[data-done="1"]', { timeout: 600000 });
   assertNoProblems(problems);
   await page.close();
 });

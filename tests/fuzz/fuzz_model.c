@@ -15,8 +15,8 @@ int aw_config_set(aw_config_builder *b, const char *key, const char *value);
 int aw_model_create(aw_model **handle, aw_config_builder *b);
 int aw_model_train_step(aw_model *m, const char *task, double length, double symbols, double batch, const double *hyper,
                         double *metrics);
-int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const int32_t *src, double B,
-                         double T, double S, const double *hyper, double *metrics);
+int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                         const int32_t *src, double B, double T, double S, const double *hyper, double *metrics);
 int aw_model_evaluate(aw_model *m, const char *task, double length, double symbols, double batch, double batches,
                       double seed, double *metrics);
 int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const int32_t *src, int32_t S, float *logits,
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             break;
         case 1: {
             const int32_t B = (int32_t)take_size(&in, 1, 2), TT = T > 16 ? 16 : T, SS = S > 16 ? 16 : S;
-            st = aw_model_train_batch(m, tok, tgt, encdec ? src : NULL, B, TT, SS, hyper, metrics);
+            st = aw_model_train_batch(m, tok, tgt, NULL, encdec ? src : NULL, B, TT, SS, hyper, metrics);
             FUZZ_STATUS(st);
             break;
         }

@@ -83,3 +83,53 @@ export function softmaxAttentionF64({ q, k, v, n, m = n, d, dv = d, heads = 1, c
     }
   return { output, weights };
 }
+
+/**
+ * Float64 linear attention from the definitions (docs/attention-forms.md section 2): per head,
+ * A_ij = sim(q_i, k_j) / sum_j sim(q_i, k_j) over allowed j (zero row when the sum is 0), O = A V.
+ */
+export function linearAttentionF64({ q, k, v, n, m = n, d, dv = d, heads = 1, feature = 'elu+1', causal = false }) {
+  const dh = d / heads, dvh = dv / heads;
+  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * m);
+  const elu1 = (x) => (x > 0 ? x + 1 : Math.exp(x));
+  for (let h = 0; h < heads; h++) {
+    const qr = (i, c) => q[i * d + h * dh + c], kr = (j, c) => k[j * d + h * dh + c];
+    // efficient: softmax over the features of each q row, over the positions of each K column
+    const colMax = [], colSum = [];
+    for (let c = 0; c < dh; c++) {
+      let mx = -Infinity, s = 0;
+      for (let j = 0; j < m; j++) mx = Math.max(mx, kr(j, c));
+      for (let j = 0; j < m; j++) s += Math.exp(kr(j, c) - mx);
+      colMax.push(mx), colSum.push(s);
+    }
+    const sim = new Float64Array(m);
+    for (let i = 0; i < n; i++) {
+      let qMax = -Infinity, qSum = 0, qNorm = 0;
+      for (let c = 0; c < dh; c++) qMax = Math.max(qMax, qr(i, c)), qNorm += qr(i, c) ** 2;
+      for (let c = 0; c < dh; c++) qSum += Math.exp(qr(i, c) - qMax);
+      let den = 0;
+      for (let j = 0; j < m; j++) {
+        let s = 0;
+        if (feature === 'taylor') {
+          let dot = 0, kNorm = 0;
+          for (let c = 0; c < dh; c++) dot += qr(i, c) * kr(j, c), kNorm += kr(j, c) ** 2;
+          s = 1 + (qNorm > 0 && kNorm > 0 ? dot / Math.sqrt(qNorm * kNorm) : 0);
+        } else {
+          for (let c = 0; c < dh; c++) {
+            if (feature === 'elu+1') s += elu1(qr(i, c)) * elu1(kr(j, c));
+            else if (feature === 'relu') s += Math.max(qr(i, c), 0) * Math.max(kr(j, c), 0);
+            else s += (Math.exp(qr(i, c) - qMax) / qSum) * (Math.exp(kr(j, c) - colMax[c]) / colSum[c]);
+          }
+        }
+        sim[j] = causal && j > i ? 0 : s;
+        den += sim[j];
+      }
+      for (let j = 0; j < m; j++) {
+        const a = den > 0 ? sim[j] / den : 0;
+        weights[h * n * m + i * m + j] = a;
+        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += a * v[j * dv + h * dvh + c];
+      }
+    }
+  }
+  return { output, weights };
+}

@@ -74,11 +74,20 @@ test('esbuild and Vite browser builds load, compute and match Node', async (t) =
   const d = app('bundlers');
   await run('npm', ['install', tarball, 'esbuild@0.25', 'vite@7', '--no-audit', '--no-fund'], { cwd: d, timeout: 300_000 });
   const want = await nodeResult(d);
-  writeFileSync(join(d, 'main.js'), `import { loadAttention, charTokenizer } from 'attention-wasm';\n${COMPUTE}\nwindow.result = result;\n`);
-  // esbuild: a browser bundle with no Node import left; the .wasm files go beside it
+  // The page also loads the threaded build (2 threads: the server sends the cross-origin isolation
+  // headers), which must find attention-threads.wasm and thread-worker.js from the bundle.
+  const THREADED = `
+  const lt = await loadAttention({ threads: 2 });
+  const att2 = lt.softmaxAttention({ q: rand(48, 1), k: rand(48, 2), v: rand(48, 3), n: 6, d: 8, heads: 2, causal: true });
+  window.threaded = { threads: lt.threads, reason: lt.threadsReason, attention: [...att2.output] };`;
+  writeFileSync(join(d, 'main.js'), `import { loadAttention, charTokenizer } from 'attention-wasm';\n${COMPUTE}\nwindow.result = result;\n${THREADED}\n`);
+  // esbuild, with the README's flags: a browser bundle with no Node import left; the files that the
+  // loader finds through new URL(..., import.meta.url) go beside it (the README's cp line)
   await run(join(d, 'node_modules/.bin/esbuild'), ['main.js', '--bundle', '--platform=browser', '--format=esm',
     '--outfile=esbuild-dist/main.js'], { cwd: d });
-  for (const f of ['attention.wasm', 'attention-scalar.wasm']) cpSync(join(d, 'node_modules/attention-wasm/wasm', f), join(d, 'esbuild-dist', f));
+  for (const f of ['attention.wasm', 'attention-scalar.wasm', 'attention-threads.wasm', 'thread-worker.js']) {
+    cpSync(join(d, 'node_modules/attention-wasm/wasm', f), join(d, 'esbuild-dist', f));
+  }
   writeFileSync(join(d, 'esbuild-dist/index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="./main.js"></script>');
   // Vite: the .wasm files are assets it finds through new URL(..., import.meta.url)
   writeFileSync(join(d, 'index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="/main.js"></script>');
@@ -93,10 +102,15 @@ test('esbuild and Vite browser builds load, compute and match Node', async (t) =
     try {
       const { page, problems } = await openPage(browser.context);
       await page.goto(server.url);
-      await page.waitForFunction(() => window.result, null, { timeout: 30000 });
+      await page.waitForFunction(() => window.result, null, { timeout: 120000 });
       const got = await page.evaluate(() => window.result);
       t.diagnostic(`${out}: lib.simd ${got.simd}, ${got.forms} forms, logits[0] ${got.logits[0]}`);
       assert.deepEqual(got, want, `${out}: the page computes what Node computes`);
+      await page.waitForFunction(() => window.threaded, null, { timeout: 600000 });
+      const threaded = await page.evaluate(() => window.threaded);
+      t.diagnostic(`${out}: threads ${threaded.threads} (${threaded.reason ?? 'running'})`);
+      assert.equal(threaded.threads, 2, `${out}: the threaded build runs 2 threads from the bundle (${threaded.reason})`);
+      assert.deepEqual(threaded.attention, want.attention, `${out}: 2 threads give the single-thread bits`);
       assert.deepEqual(problems(), [], `${out}: console errors or failed requests`);
     } finally {
       await browser.close();

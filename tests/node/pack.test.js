@@ -61,12 +61,12 @@ function expected() {
   return softmaxAttentionF64({ q, k, v, n: CASE.n, d: CASE.d, heads: CASE.heads, causal: CASE.causal });
 }
 
-test('the tarball holds the wrapper, the types and both wasm builds, and nothing else', (t) => {
+test('the tarball holds the wrapper, the types, the wasm builds and the PyTorch model, and nothing else', (t) => {
   const files = packed.files.map((f) => f.path).sort();
   t.diagnostic(`${packed.filename}: ${files.length} files, ${packed.size} bytes packed`);
   for (const f of ['package.json', 'wasm/index.js', 'wasm/core.js', 'wasm/index.d.ts', 'wasm/attention.wasm',
-    'wasm/attention-scalar.wasm']) assert.ok(files.includes(f), `${f} is not in the tarball`);
-  const stray = files.filter((f) => !/^(package\.json|README\.md|LICENSE|wasm\/[^/]+\.(js|d\.ts|wasm)|docs\/[^/]+\.(md|png))$/.test(f));
+    'wasm/attention-scalar.wasm', 'wasm/attention-threads.wasm', 'wasm/thread-worker.js', 'scripts/torch_model.py']) assert.ok(files.includes(f), `${f} is not in the tarball`);
+  const stray = files.filter((f) => !/^(package\.json|README\.md|LICENSE|wasm\/[^/]+\.(js|d\.ts|wasm)|docs\/[^/]+\.(md|png)|scripts\/torch_model\.py)$/.test(f));
   // the README's and docs' relative links resolve inside the tarball (so they work on npmjs.com)
   for (const f of files.filter((x) => x.endsWith('.md'))) {
     const text = readFileSync(join(app, 'node_modules', PKG.name, f), 'utf8');
@@ -115,7 +115,7 @@ test('installed into an empty folder, it loads from node_modules in Chromium (im
   try {
     const { page, problems } = await openPage(browser.context);
     await page.goto(server.url);
-    await page.waitForFunction(() => window.result, null, { timeout: 20000 });
+    await page.waitForFunction(() => window.result, null, { timeout: 120000 });
     const got = await page.evaluate(() => window.result);
     t.diagnostic(`installed package in Chromium: lib.simd = ${got.simd}, forced scalar: lib.simd = ${got.scalarSimd}`);
     assert.equal(got.simd, true);

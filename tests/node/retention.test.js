@@ -62,7 +62,8 @@ for (const { name, lib } of builds) {
     ];
     for (const [i, c] of cases.entries()) {
       const dv = c.dv ?? c.d;
-      const opts = { ...c, q: rand(c.n * c.d, 3 * i + 1), k: rand(c.n * c.d, 3 * i + 2), v: rand(c.n * dv, 3 * i + 3) };
+      const { chunk, ...shape } = c; // chunk applies to mode 'chunked' only
+      const opts = { ...shape, q: rand(c.n * c.d, 3 * i + 1), k: rand(c.n * c.d, 3 * i + 2), v: rand(c.n * dv, 3 * i + 3) };
       const want = retentionF64(opts);
       const par = lib.retention({ ...opts, returnWeights: true });
       const ref = lib.retention({ ...opts, reference: true });
@@ -70,7 +71,7 @@ for (const { name, lib } of builds) {
       worstW = Math.max(worstW, maxErr(par.weights, want.weights));
       if (c.causal !== false)
         for (const mode of ['recurrent', 'chunked']) {
-          const o = lib.retention({ ...opts, mode }).output;
+          const o = lib.retention({ ...opts, mode, ...(mode === 'chunked' && chunk ? { chunk } : {}) }).output;
           worst = Math.max(worst, maxErr(o, want.output));
           worstForms = Math.max(worstForms, maxErr(o, par.output));
         }
@@ -123,7 +124,7 @@ for (const { name, lib } of builds) {
   test(`${name}: Linformer refuses causal with its reason and n above maxLen naming it`, () => {
     const n = 10, d = 8, q = rand(n * d, 1), k = rand(n * d, 2), v = rand(n * d, 3);
     expectError(() => lib.linformer({ q, k, v, n, d, causal: true }), /linformer: causal: true is not possible: .*mixes every position, later ones included/);
-    expectError(() => lib.linformer({ q, k, v, n, d, maxLen: 8 }), /linformer: n = 10 is longer than its projections: E and F have 8 columns/);
+    expectError(() => lib.linformer({ q, k, v, n, d, maxLen: 8 }), /linformer: n = 10 is longer than maxLen = 8: E and F have maxLen columns/);
     expectError(() => lib.linformer({ q, k, v, n, d, E: rand(8 * n) }), /give both E and F/);
     expectError(() => lib.linformer({ q, k, v, n, d, proj: 4, E: rand(8 * n), F: rand(8 * n) }), /E must be a Float32Array of proj\*maxLen = 4\*10 = 40 values/);
     const a = lib.linformer({ q, k, v, n, d, seed: 3 }).output, b = lib.linformer({ q, k, v, n, d, seed: 3 }).output;

@@ -1,5 +1,5 @@
-// safety.test.js: the seven findings of an independent check through the documented API (issue
-// 10), each as a test that gets a clear Error or the right answer, with the library and every
+// safety.test.js: the findings of independent checks through the documented API (issue 10: 1-7;
+// the second check: F1-F9 and the doubled prefix of item 11), each as a test that gets a clear Error or the right answer, with the library and every
 // other live object still working afterwards. "Still working" is checked the same way each
 // time: a bystander model created before the bad call gives the same logits after it, and the
 // bytes the allocator holds (heapInUse, not the heap size, which never shrinks) return to what
@@ -7,7 +7,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { builds, expectError, maxErr, rand, softmaxAttentionF64, TOL } from './helpers.js';
+import { builds, expectError, linearAttentionF64, maxErr, rand, softmaxAttentionF64, TOL } from './helpers.js';
 
 // A small model whose logits must not change while the library is abused around it.
 function bystander(lib) {
@@ -190,5 +190,208 @@ for (const { name, lib } of builds) {
     }
     assert.equal(lib.heapInUse(), before, 'bytes in use after 2000 rounds');
     m.dispose();
+  });
+
+  test(`${name}: F1. a Linformer maxLen whose E and F cannot fit is an Error naming maxLen, before any allocation`, () => {
+    const b = bystander(lib);
+    const q = rand(64, 1), heap = lib.heapBytes();
+    expectError(() => lib.linformer({ q, k: q, v: q, n: 8, d: 8, maxLen: 2 ** 28, proj: 64 }),
+      /linformer: maxLen = 268435456 with proj = 64 needs E and F of proj\*maxLen = 17179869184 floats each .* more than the 2048 MiB wasm heap/);
+    expectError(() => lib.linformer({ q, k: q, v: q, n: 8, d: 8, maxLen: 2 ** 20, proj: 2 ** 10 }), /linformer: maxLen = 1048576 with proj = 1024/);
+    assert.equal(lib.heapBytes(), heap, 'nothing was allocated');
+    assert.equal(lib.linformer({ q, k: q, v: q, n: 8, d: 8, proj: 4 }).output.length, 64, 'still works');
+    b.still();
+    b.dispose();
+  });
+
+  test(`${name}: F2. a checkpoint with negative or non-finite AdamW moments is refused; a NaN model is not saved`, () => {
+    const b = bystander(lib);
+    const before = lib.heapInUse();
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 40 });
+    m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 });
+    const bytes = m.save({ optimizer: true });
+    const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)));
+    const poke = (prefix, value) => { // every value of the tensors whose name starts with prefix
+      const out = bytes.slice(), view = new DataView(out.buffer);
+      for (const [key, e] of Object.entries(header))
+        if (key.startsWith(prefix)) for (let i = e.data_offsets[0]; i < e.data_offsets[1]; i += 4) view.setFloat32(8 + hlen + i, value, true);
+      return out;
+    };
+    expectError(() => lib.loadModel(poke('optim.v.', -1)), /loadModel: the checkpoint's optimizer state optim\.v\.wte holds -1: AdamW's second moments must be finite and >= 0/);
+    expectError(() => lib.loadModel(poke('optim.v.dec.0.ffn.w1', Infinity)), /optim\.v\.dec\.0\.ffn\.w1 holds inf: AdamW's second moments/);
+    expectError(() => lib.loadModel(poke('optim.m.lnf.b', NaN)), /optim\.m\.lnf\.b holds nan: AdamW's first moments must be finite/);
+    const good = lib.loadModel(bytes); // the untouched file still loads and trains
+    assert.ok(Number.isFinite(good.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }).loss));
+    good.dispose();
+    // a model whose parameters are NaN (loaded from such a file) is not written out again
+    const nan = lib.loadModel(poke('dec.0.ffn.w2', NaN));
+    expectError(() => nan.save(), /save: the model's parameters hold NaN or Infinity \(in dec\.0\.ffn\.w2\): a diverged model is not saved/);
+    expectError(() => nan.save({ optimizer: true }), /in dec\.0\.ffn\.w2/);
+    nan.dispose();
+    m.dispose();
+    b.still();
+    b.dispose();
+    assert.ok(lib.heapInUse() <= before, 'every byte is returned (objects of earlier tests may be collected meanwhile)');
+  });
+
+  test(`${name}: F3. a window wider than the sequence is causal softmax, sized by the keys (not the window)`, () => {
+    const n = 8, d = 8, q = rand(n * d, 1), k = rand(n * d, 2), v = rand(n * d, 3);
+    const want = softmaxAttentionF64({ q, k, v, n, d, causal: true }).output;
+    const exact = lib.localAttention({ q, k, v, n, d, window: n }).output;
+    const heap = lib.heapBytes();
+    for (const window of [n + 1, 1e8, 1e9, 2 ** 31 - 1])
+      for (const returnWeights of [false, true]) {
+        const got = lib.localAttention({ q, k, v, n, d, window, returnWeights }).output;
+        assert.deepEqual(got, exact, `window ${window}: the same numbers as window = n`);
+        assert.ok(maxErr(got, want) <= TOL.attention, `window ${window}: ${maxErr(got, want)}`);
+      }
+    assert.deepEqual(lib.localAttention({ q, k, v, n, d, window: 1e9, stride: 3 }).output, exact, 'with a stride too');
+    assert.deepEqual(lib.localAttention({ q, k, v, n, d, window: 1e9, causal: false }).output,
+      lib.localAttention({ q, k, v, n, d, window: 2 * n, causal: false }).output, 'centred: every key');
+    assert.ok(lib.heapBytes() - heap <= 1 << 20, `the heap grew by ${lib.heapBytes() - heap} bytes`);
+  });
+
+  test(`${name}: F4. elu+1 features that underflow float32 still give the normalised answer (no zeroed rows)`, () => {
+    const one = lib.linearAttention({ q: Float32Array.of(-100), k: Float32Array.of(-100, -1), v: Float32Array.of(1, 2), n: 1, m: 2, d: 1 });
+    assert.ok(Math.abs(one.output[0] - 2) <= 1e-6, `got ${one.output[0]}`);
+    for (const [lo, hi] of [[-1, 1], [0, 1]]) // both signs, and every coordinate negative
+      for (const { n, d, heads } of [{ n: 50, d: 16, heads: 2 }, { n: 130, d: 8, heads: 1 }, { n: 20, d: 32, heads: 4 }]) {
+        const q = rand(n * d, 11, lo, hi).map((x) => -200 * x), k = rand(n * d, 12, lo, hi).map((x) => -200 * x), v = rand(n * d, 13);
+        const dh = d / heads;
+        for (const causal of [false, true]) {
+          const want = linearAttentionF64({ q, k, v, n, d, heads, causal });
+          const outs = { parallel: lib.linearAttention({ q, k, v, n, d, heads, causal, returnWeights: true }) };
+          if (causal) {
+            outs.recurrent = lib.linearAttention({ q, k, v, n, d, heads, causal, mode: 'recurrent' });
+            const st = lib.linearAttentionState({ d, dv: d, heads });
+            const stepped = new Float32Array(n * d);
+            for (let i = 0; i < n; i++) stepped.set(st.step(q.subarray(i * d, i * d + d), k.subarray(i * d, i * d + d), v.subarray(i * d, i * d + d)), i * d);
+            st.dispose();
+            outs.state = { output: stepped };
+          }
+          for (const [form, got] of Object.entries(outs)) {
+            const label = `[${lo}, ${hi}) x -200, n ${n}, heads ${heads}, causal ${causal}, ${form}`;
+            for (let i = 0; i < n; i++)
+              for (let h = 0; h < heads; h++)
+                assert.ok(got.output.subarray(i * d + h * dh, i * d + (h + 1) * dh).some((x) => x !== 0), `${label}: row ${i} head ${h} is zero`);
+            assert.ok(maxErr(got.output, want.output) <= TOL.attention, `${label}: ${maxErr(got.output, want.output)}`);
+            if (got.weights) assert.ok(maxErr(got.weights, want.weights) <= TOL.attention, `${label}: weights`);
+          }
+        }
+      }
+    // in a model: the elu+1 gradient check still passes with such inputs' shifts in play
+    const m = lib.createModel({ vocab: 7, dModel: 8, heads: 2, layers: 2, dFF: 12, maxLen: 8, seed: 5, attention: 'linear:elu+1' });
+    assert.ok(m.gradientCheck().worstTensorError <= TOL.grad_check_tensor);
+    m.dispose();
+  });
+
+  test(`${name}: F5. a target outside [0, vocab), -1 included, is an Error naming row and column; so is an all-masked batch`, () => {
+    const m = lib.createModel({ vocab: 5, dModel: 8, heads: 2, layers: 1, maxLen: 8 });
+    for (const call of ['trainStep', 'evaluate']) {
+      expectError(() => m[call]({ inputs: [[1, 2, 3]], targets: [[1, -1, 3]] }), new RegExp(`${call}: targets\\[0\\]\\[1\\] is -1, outside the vocabulary \\[0, 5\\)`));
+      expectError(() => m[call]({ inputs: [[1, 2, 3], [1, 2, 3]], targets: [[1, 2, 3], [0, 4, 5]] }), /targets\[1\]\[2\] is 5, outside the vocabulary/);
+      expectError(() => m[call]({ inputs: [[1, 2, 3]], targets: [[-1, -1, -1]] }), /targets\[0\]\[0\] is -1/);
+      expectError(() => m[call]({ inputs: [[1, 2, 3]], targets: [[1, 2, 3]], mask: [[0, 0, 0]] }), new RegExp(`${call}: mask leaves no position in the loss`));
+    }
+    const steps = m.steps;
+    const masked = m.evaluate({ inputs: [[1, 2, 3]], targets: [[1, 0, 3]], mask: [[1, 0, 1]] });
+    assert.equal(masked.tokens, 2, 'the mask is how a position is left out');
+    assert.equal(m.evaluate({ inputs: [[1, 2, 3]], targets: [[1, 4, 3]], mask: [[1, 0, 1]] }).loss, masked.loss, 'a masked target does not count');
+    assert.equal(m.steps, steps, 'refused steps took no step');
+    m.dispose();
+  });
+
+  test(`${name}: F6. createModel options the GRU archs do not read are Errors naming the option and the arch`, () => {
+    const base = { vocab: 9, dModel: 8, maxLen: 8 };
+    for (const arch of ['gru', 'gru-attention'])
+      for (const [key, value] of [['attention', 'linear:elu+1'], ['heads', 2], ['positional', 'learned'], ['norm', 'post'], ['dFF', 16],
+        ['attentionOptions', { window: 4 }]]) {
+        const shown = key === 'attentionOptions' ? 'attentionOptions.window' : key;
+        expectError(() => lib.createModel({ ...base, arch, [key]: value }), new RegExp(`createModel: ${shown.replace('.', '\\.')} does not apply to arch "${arch}"`));
+      }
+    const m = lib.createModel({ ...base, arch: 'gru', layers: 1, seed: 3 }); // what it reads is fine
+    assert.equal(m.config.arch, 'gru');
+    m.dispose();
+  });
+
+  test(`${name}: F7. Linformer's seed is checked as createSynthesizer's; every seed gives its own E and F`, () => {
+    const n = 8, d = 8, q = rand(n * d, 1), k = rand(n * d, 2), v = rand(n * d, 3);
+    for (const seed of ['x', 1.5, 2 ** 32, -1, NaN, null])
+      expectError(() => lib.linformer({ q, k, v, n, d, proj: 4, seed }), /linformer: seed must be an integer in \[0, 2\^32 - 1\], got /);
+    const out = (seed) => [...lib.linformer({ q, k, v, n, d, proj: 4, seed }).output];
+    const seen = new Set([0, 1, 2, 2 ** 32 - 1].map((seed) => JSON.stringify(out(seed))));
+    assert.equal(seen.size, 4, 'seeds 0, 1, 2 and 2^32 - 1 differ');
+    assert.deepEqual(out(0), out(0));
+    expectError(() => lib.linformer({ q, k, v, n, d, proj: 4, seed: 2, E: new Float32Array(32), F: new Float32Array(32) }), /linformer: seed seeds the default E and F/);
+  });
+
+  test(`${name}: F8. retention's chunk needs mode 'chunked'; setThreads above the threads started is an Error`, () => {
+    const n = 8, d = 8, q = rand(n * d, 1);
+    for (const mode of ['parallel', 'recurrent'])
+      expectError(() => lib.retention({ q, k: q, v: q, n, d, mode, chunk: 3 }), new RegExp(`retention: chunk = 3 applies to mode 'chunked' only \\(mode is '${mode}'\\)`));
+    assert.deepEqual(lib.retention({ q, k: q, v: q, n, d, mode: 'chunked', chunk: 3 }).output.length, n * d);
+    expectError(() => lib.setThreads(3), /setThreads: n = 3 is more than the 1 thread started at load; n must be in \[1, 1\]/);
+    assert.equal(lib.setThreads(1), 1);
+  });
+
+  test(`${name}: F9. messages: Linformer names maxLen, a numeric version, charsTokenizer.decode, generate on NaN, lr divergence`, () => {
+    const n = 8, d = 8, q = rand(n * d, 1);
+    expectError(() => lib.linformer({ q, k: q, v: q, n, d, maxLen: 4, proj: 4 }), /linformer: n = 8 is longer than maxLen = 4/);
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 40 });
+    const bytes = m.save();
+    const hlen = Number(new DataView(bytes.buffer).getBigUint64(0, true));
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)));
+    header.__metadata__.version = 2;
+    const h2 = new TextEncoder().encode(JSON.stringify(header));
+    const numeric = new Uint8Array(8 + h2.length + bytes.length - 8 - hlen);
+    new DataView(numeric.buffer).setBigUint64(0, BigInt(h2.length), true);
+    numeric.set(h2, 8), numeric.set(bytes.subarray(8 + hlen), 8 + h2.length);
+    expectError(() => lib.loadModel(numeric), /loadModel: the checkpoint's __metadata__ "version" must be a JSON string .*"version": "2"/);
+    // charsTokenizer.decode rejects what charTokenizer().decode rejects, in the same words
+    for (const [i, bad] of [[0, -1], [1, 1e9], [2, NaN]].map(([i, x]) => [i, x])) {
+      const ids = [1, 1, 1];
+      ids[i] = bad;
+      expectError(() => lib.charsTokenizer.decode(ids), new RegExp(`charsTokenizer\\.decode: ids\\[${i}\\] is ${bad}, outside \\[0, ${lib.charsTokenizer.vocab}\\)`));
+    }
+    // generate on a NaN model says what forward says
+    const view = new DataView(bytes.buffer);
+    for (let i = 8 + hlen; i < bytes.length; i += 4) view.setFloat32(i, NaN, true);
+    const nan = lib.loadModel(bytes);
+    const said = /the model's parameters hold NaN or Infinity \(in wte\): they have diverged/;
+    expectError(() => nan.forward([1, 2, 3]), said);
+    expectError(() => nan.generate([1, 2, 3]), said);
+    expectError(() => nan.generate([1, 2, 3], { cache: false }), said);
+    nan.dispose();
+    // lr 1e30: the next step says the training diverged and names lr
+    m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4, lr: 1e30 });
+    expectError(() => m.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4, lr: 1e30 }), /trainStep: the training diverged at lr = 1e\+30/);
+    expectError(() => m.trainStep({ inputs: [[1, 2, 3]], targets: [[2, 3, 4]], lr: 1e30 }), /trainStep: the training diverged at lr = 1e\+30/);
+    m.dispose();
+  });
+
+  test(`${name}: 11. no message repeats its prefix ("name: name:")`, () => {
+    const q = rand(64, 1);
+    const calls = [
+      () => lib.linformer({ q, k: q, v: q, n: 8, d: 8, causal: true }),
+      () => lib.linformer({ q, k: q, v: q, n: 8, d: 8, maxLen: 4 }),
+      () => lib.retention({ q, k: q, v: q, n: 8, d: 8, chunk: 2 }),
+      () => lib.localAttention({ q, k: q, v: q, n: 8, d: 8, window: 2, scale: 1e38 }),
+      () => lib.linearAttention({ q, k: q, v: q, n: 8, d: 8, feature: 'efficient', causal: true }),
+      () => lib.softmaxAttention({ q, k: q, v: q, n: 8, d: 8, heads: 3 }),
+      () => lib.createSynthesizer({ variant: 'dense', d: 8, maxLen: 4 }).forward({ x: rand(80, 2), n: 10 }),
+      () => lib.createModel({ vocab: 1 }),
+      () => lib.loadModel(new Uint8Array(4)),
+    ];
+    let thrown = 0;
+    for (const call of calls) {
+      try { call(); } catch (e) {
+        thrown++;
+        const prefixes = e.message.replace(/^attention-wasm: /, '').split(': ');
+        for (let i = 1; i < prefixes.length; i++)
+          assert.notEqual(prefixes[i].toLowerCase(), prefixes[i - 1].toLowerCase(), `a doubled prefix: ${e.message}`);
+      }
+    }
+    assert.ok(thrown >= calls.length - 1, `${thrown} of ${calls.length} calls threw`);
   });
 }

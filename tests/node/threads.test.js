@@ -30,8 +30,11 @@ test('threads: 2 and 4 start, say so, and a plain load says why it runs one thre
   assert.equal(plain.threads, 1);
   assert.match(plain.threadsReason, /threads: 1 \(the default\)/);
   assert.equal(two.setThreads(1), 1);
-  assert.equal(two.setThreads(8), 2, 'at most the threads started');
+  expectError(() => two.setThreads(8), /setThreads: n = 8 is more than the 2 threads started at load; n must be in \[1, 2\]/);
+  assert.equal(two.threads, 1, 'a refused count changes nothing');
   two.setThreads(2);
+  expectError(() => plain.setThreads(2), /setThreads: n = 2 is more than the 1 thread asked for at load; n must be in \[1, 1\]: load with \{ threads: 2 \}/);
+  assert.equal(plain.setThreads(1), 1);
 });
 
 test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread build (every threaded kernel)', () => {

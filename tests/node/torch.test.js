@@ -36,7 +36,9 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
-      const m = lib.createModel({ ...base, ...cfg });
+      // the GRU archs refuse the transformer options (heads, dFF) they do not read
+      const { heads, dFF, ...gruBase } = base;
+      const m = lib.createModel({ ...(cfg.arch?.startsWith('gru') ? gruBase : base), ...cfg });
       const encdec = m.config.arch !== 'decoder';
       const batch = { inputs: [row(8), row(8)], targets: [row(8), row(8)], mask: [[1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1, 1, 1]] };
       if (encdec) batch.source = [row(6), row(6)];
@@ -67,6 +69,39 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       assert.ok(Number.isFinite(more.loss));
       back.dispose();
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// The files --help describes are what the commands read: its tokens.json and batch.json examples,
+// as printed, run on a model the library saved.
+test('torch_model.py --help describes tokens.json and batch.json, and its examples run', { skip: haveTorch ? false : why }, () => {
+  const help = spawnSync(PYTHON, [SCRIPT, '--help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0, help.stderr);
+  const tokens = /tokens\.json .*?:\s+(\[[^\]]*\])/.exec(help.stdout);
+  const batch = /batch\.json .*?(\{"inputs"[^}]*\})/s.exec(help.stdout);
+  assert.ok(tokens && batch, `--help gives a tokens.json and a batch.json example:\n${help.stdout}`);
+  const { lib } = builds[0];
+  const dir = mkdtempSync(join(tmpdir(), 'aw-torch-help-'));
+  try {
+    const example = JSON.parse(batch[1]);
+    delete example.source; // a decoder-only model: the help says source is for an encoder-decoder
+    const m = lib.createModel({ vocab: 11, dModel: 16, heads: 2, layers: 1, maxLen: 8, seed: 1 });
+    writeFileSync(join(dir, 'm.safetensors'), m.save());
+    writeFileSync(join(dir, 'tokens.json'), tokens[1]);
+    writeFileSync(join(dir, 'batch.json'), JSON.stringify(example));
+    const logits = spawnSync(PYTHON, [SCRIPT, 'logits', join(dir, 'm.safetensors'), join(dir, 'tokens.json')], { encoding: 'utf8' });
+    assert.equal(logits.status, 0, logits.stderr);
+    const rows = JSON.parse(logits.stdout);
+    assert.equal(rows.length, JSON.parse(tokens[1]).length);
+    const want = m.forward(JSON.parse(tokens[1])).logits;
+    assert.ok(maxErr(Float32Array.from(rows.flat()), want) < TOL, 'the logits are the library\'s');
+    const train = spawnSync(PYTHON, [SCRIPT, 'train', join(dir, 'm.safetensors'), join(dir, 'batch.json'), join(dir, 'out.safetensors'), '--steps', '2'], { encoding: 'utf8' });
+    assert.equal(train.status, 0, train.stderr);
+    assert.match(train.stdout, /step 2 loss/);
+    lib.loadModel(readFileSync(join(dir, 'out.safetensors'))).dispose();
+    m.dispose();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

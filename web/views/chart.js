@@ -140,6 +140,9 @@ export function drawChart(canvas, {
 
   const pad = { left: 58, right: 18, top: 10, bottom: 40 };
   const pw = width - pad.left - pad.right, ph = height - pad.top - pad.bottom;
+  // the text an empty chart shows, readable by tests and assistive tech
+  if (all.length === 0) canvas.dataset.emptyText = emptyText;
+  else delete canvas.dataset.emptyText;
   if (all.length === 0) {
     ctx.fillStyle = fg;
     ctx.textAlign = 'center';

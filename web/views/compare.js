@@ -44,10 +44,12 @@ export function createCompareView(el, { onChange, charsVocab }) {
   function drawCurves() {
     scheduled = false;
     const series = (key) => (runs ? SIDES.map((s) => ({ label: s, points: runs[s].curves[key], ...styleOf(s) })) : []);
-    drawChart(el.loss, { series: series('loss'), xLabel: 'step', yLabel: 'held-out loss', logX: false, emptyText: 'press Run' });
+    // an empty chart names the button that fills it, by its own label
+    const emptyText = `press ${el.run.textContent.trim()}`;
+    drawChart(el.loss, { series: series('loss'), xLabel: 'step', yLabel: 'held-out loss', logX: false, emptyText });
     drawChart(el.acc, {
       series: series('acc'), xLabel: 'step', yLabel: 'held-out accuracy', logX: false, logY: false, yRange: [0, 1],
-      emptyText: 'press Run',
+      emptyText,
     });
   }
   const scheduleCurves = () => {

@@ -4,13 +4,55 @@ import { LIMITS } from '../state.js';
 import { download, toCsv } from './export.js';
 import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../tasks.js';
 
+const pct = (x) => `${(100 * x).toFixed(1)}%`;
+
+/** The note beside the budget control: which budgets are too small to show the claim, in words. */
+export function budgetNote(budget, claim = EXPERIMENT.claim) {
+  const few = claim.tooFew.join(' and ');
+  return claim.tooFew.includes(budget)
+    ? `${budget} steps: too few for softmax to find recall, so every form stays near 50% (a guess between the two `
+      + `values) and the table shows no claim; the claim shows from ${claim.from} steps.`
+    : `${budget} steps: enough for softmax to learn recall here, so the forms separate (${few} steps are too few; `
+      + `the claim shows from ${claim.from} steps).`;
+}
+
 /**
- * el: { panel, form, budget, run, stop, progress, status, table, readout, compare, csv }; the panel gets data-done = '1'
+ * What a finished run can say: results [{ form, task, accuracy }] of `steps` steps each. Returns
+ * { separable, text }: separable is false when softmax's recall is under claim.threshold (no form
+ * has learned the lookup, so the table cannot tell the forms apart); null when softmax's recall is
+ * not among the results.
+ */
+export function claimVerdict(results, steps, claim = EXPERIMENT.claim) {
+  const r = results.find((x) => x.form === claim.form && x.task === claim.task);
+  if (!r) return { separable: null, text: '' };
+  if (r.accuracy < claim.threshold) {
+    return {
+      separable: false,
+      text: `These results cannot separate the forms: softmax reached only ${pct(r.accuracy)} on ${claim.task}, under `
+        + `the ${pct(claim.threshold)} this panel needs (50% is a guess between the two values), so no form has learned `
+        + `the lookup yet and the differences in the ${claim.task} column are noise. ${steps} steps are too few; choose `
+        + `${claim.from} or more steps per run and run again.`,
+    };
+  }
+  return {
+    separable: true,
+    text: `Softmax learned ${claim.task} (${pct(r.accuracy)}, at least ${pct(claim.threshold)}), so the ${claim.task} `
+      + 'column can separate the forms: a form far below softmax there did not find the key by its content.',
+  };
+}
+
+/**
+ * el: { panel, form, budget, budgetNote?, verdict?, run, stop, progress, status, table, readout, compare, csv }; the panel gets data-done = '1'
  * when every cell has its result. charsVocab: lib.charsTokenizer.vocab.
  */
 export function createExperimentView(el, { onChange, charsVocab }) {
   el.budget.replaceChildren(...LIMITS.budgets.map((b) => new Option(String(b), String(b))));
   el.budget.addEventListener('change', () => onChange({ ebudget: Number(el.budget.value) }));
+  const say = (node, text) => {
+    if (!node) return;
+    node.textContent = text;
+    node.hidden = !text;
+  };
   // This table and the README's come from different setups: say which, where the numbers stand.
   const size = SIZES[EXPERIMENT.size];
   const recall = EXPERIMENT.tasks.find((t) => t.task === 'recall');
@@ -117,12 +159,13 @@ export function createExperimentView(el, { onChange, charsVocab }) {
       for (const f of forms) {
         runs.push({
           form: f.id, task: taskOptions(t),
-          config: f.arch ? { ...modelConfig({ task: t.task, msize: EXPERIMENT.size, form: 'softmax' }, charsVocab), arch: f.arch, layers: 1 }
-            : modelConfig({ task: t.task, msize: EXPERIMENT.size, form: f.id }, charsVocab),
+          config: modelConfig({ task: t.task, msize: EXPERIMENT.size, form: f.arch ? 'softmax' : f.id, march: f.arch }, charsVocab),
         });
       }
     }
     cells = [];
+    say(el.verdict, '');
+    delete el.panel.dataset.separable;
     el.panel.dataset.done = '0';
     el.progress.max = runs.length * state.ebudget;
     el.progress.value = 0;
@@ -154,6 +197,12 @@ export function createExperimentView(el, { onChange, charsVocab }) {
       el.status.textContent = msg.finished
         ? `Done: ${done} models, ${state.ebudget} steps each (batch ${BATCH}). Hover over or tap a cell for its loss and time.`
         : `Stopped: ${done} of ${runs.length} cells finished.`;
+      // Whether these numbers can show the claim at all, in words beside them.
+      const verdict = claimVerdict(runs.map((r, i) => ({ form: r.form, task: r.task.task, accuracy: cells[i]?.accuracy }))
+        .filter((x) => x.accuracy !== undefined), cells.find((c) => c?.done)?.steps ?? state.ebudget);
+      say(el.verdict, verdict.text);
+      if (verdict.separable === null) delete el.panel.dataset.separable;
+      else el.panel.dataset.separable = verdict.separable ? '1' : '0';
     } else if (msg.type === 'error') {
       setRunning(false);
       el.status.textContent = `The experiment could not run: ${msg.message}`;
@@ -165,6 +214,7 @@ export function createExperimentView(el, { onChange, charsVocab }) {
     update(newState, allForms) {
       state = newState;
       el.budget.value = String(state.ebudget);
+      say(el.budgetNote, budgetNote(state.ebudget));
       // the attention forms, then the RNN baselines (the model's GRU encoder-decoders)
       const next = [...allForms.filter((f) => EXPERIMENT.forms.includes(f.id)), ...EXPERIMENT.rnns];
       if (next.map((f) => f.id).join() !== forms.map((f) => f.id).join()) {

@@ -8,25 +8,97 @@ import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
 
 const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
+const plural = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
+
+/**
+ * Which model the panel builds for a state and form: 'gru' | 'gru-attention' (the RNN baselines),
+ * 'encoder-decoder' (a form with no causal form but a decoderForm in lib.forms, such as Linformer: it
+ * serves the encoder, the decoder's self-attention uses decoderForm) or 'decoder' (every other form;
+ * one with no causal form and no decoderForm cannot be trained).
+ */
+export function panelArch(march, form) {
+  if (march === 'gru' || march === 'gru-attention') return march;
+  return !form.causal && form.decoderForm ? 'encoder-decoder' : 'decoder';
+}
+
+/** The status line's description of a built model (c: model.config; form: the Settings form). */
+export function describeModel(c, form) {
+  if (c.arch === 'gru' || c.arch === 'gru-attention') {
+    return `GRU encoder-decoder, ${plural(c.layers, 'GRU layer')} in the encoder and in the decoder, hidden size ${c.dModel}, `
+      + `vocab ${c.vocab}; ${c.arch === 'gru' ? 'the decoder reads one context vector (the encoder\'s last state), no attention'
+        : 'additive (Bahdanau) attention over every encoder state'}`;
+  }
+  const shape = `vocab ${c.vocab}, d = ${c.dModel}, ${plural(c.heads, 'head')}, ${plural(c.layers, 'layer')}`;
+  if (c.arch === 'encoder-decoder') {
+    const dec = form?.decoderForm ?? 'softmax', cross = form?.crossForm ?? 'softmax';
+    return `encoder-decoder Transformer, ${shape} in each stack, decoder self-attention ${dec}, `
+      + `cross-attention ${cross}, encoder attention ${c.attention}`;
+  }
+  return `${shape}, attention ${c.attention}`;
+}
+
+/** The panel's heading, by panelArch. */
+const TITLES = {
+  decoder: 'A tiny Transformer with this attention',
+  'encoder-decoder': 'A tiny encoder-decoder Transformer with this attention in its encoder',
+  gru: 'A tiny GRU encoder-decoder (no attention)',
+  'gru-attention': 'A tiny GRU encoder-decoder with additive attention',
+};
+
+/** The panel's description of the model it builds, by panelArch. */
+function aboutModel(arch, form) {
+  if (arch === 'gru') {
+    return 'A GRU encoder-decoder (Cho et al. 2014), the recurrent network attention grew out of: one GRU layer reads '
+      + 'the input, and its last state, one context vector, is all the decoder learns about it; the decoder reads '
+      + 'only the separator ⟂ and the output so far. It has no attention, so there is no heatmap, and the attention '
+      + 'form chosen in Settings is not used. It learns a task from seeded examples drawn by the package; training '
+      + 'runs in a Web Worker, so the page stays usable.';
+  }
+  if (arch === 'gru-attention') {
+    return 'A GRU encoder-decoder with additive attention (Bahdanau et al. 2015): one GRU layer reads the input, and '
+      + 'at every output step the decoder weighs all of the encoder\'s states instead of one context vector; the '
+      + 'decoder reads only the separator ⟂ and the output so far. The heatmap is that alignment: decoder steps '
+      + '(rows) against encoder states (columns). The attention form chosen in Settings is not used. Training runs '
+      + 'in a Web Worker, so the page stays usable.';
+  }
+  if (arch === 'encoder-decoder') {
+    return `An encoder-decoder Transformer: ${form.label} has no causal form, so it serves here as the self-attention `
+      + 'of the encoder, which reads the whole input at once (every position may read every other); a decoder with '
+      + `causal ${form.decoderForm} self-attention and ${form.crossForm ?? 'softmax'} cross-attention to the encoder `
+      + 'writes the output after the separator ⟂. The heatmaps show the encoder\'s attention, every layer and head, '
+      + 'on one example\'s input as it learns. Training runs in a Web Worker, so the page stays usable. Tasks with '
+      + 'an input to read: copy, reverse, sort, recall, translate.';
+  }
+  return 'A decoder-only Transformer (token embedding plus sinusoidal positions, pre-norm blocks of causal '
+    + 'self-attention and a feed-forward layer) whose attention is the form chosen in Settings. It learns a task '
+    + 'from seeded examples drawn by the package; training runs in a Web Worker, so the page stays usable. The '
+    + 'heatmaps show every layer and head on one example as it learns. Model swaps in the recurrent network '
+    + 'attention grew out of: a GRU encoder-decoder that reads the input with its encoder (its decoder reads only '
+    + 'the separator ⟂ and the output so far), whose heatmap, with additive attention, is its alignment of decoder '
+    + 'steps to encoder states.';
+}
 
 function fillSelect(select, values, label = String) {
   select.replaceChildren(...values.map((v) => new Option(label(v), String(v))));
 }
 
 /**
- * el: { panel, form, task, mlen, mlenNote, msize, mstart, msteps, mlr, msched, mseed, mtext, mtextLabel, about,
+ * el: { panel, form, task, mlen, mlenNote, msize, mstart, msteps, mlr, msched, mseed, mtext, mtextLabel, about, modelAbout?, title?,
  *   train, stop, step, reset, progress, status, output, loss, acc, curvesLegend, grid, legend, readout, exports }.
  * The panel gets data-state ('busy' while a setup is on its way, 'ready' when its snapshot is shown,
- * 'error', 'unsupported' for a form the decoder cannot use), data-training, data-step, data-snapshots,
+ * 'error', 'unsupported' for a form no model here can use, or a task the chosen model cannot learn), data-arch
+ * (panelArch: 'decoder' | 'encoder-decoder' | 'gru' | 'gru-attention'), data-training, data-step, data-snapshots,
  * data-correct, data-eval-loss, data-eval-accuracy, data-lr (the rate of the last step) and
  * data-run-max-loss (the largest progress loss of the current run).
  */
 export function createModelView(el, { onChange, charsVocab }) {
   fillSelect(el.task, LIMITS.tasks, (t) => TASKS[t].label);
-  fillSelect(el.msize, LIMITS.modelSizes, (s) => {
+  // the sizes in the terms of the model built: a GRU has a hidden size and one layer, no heads
+  const sizeLabel = (s, gru) => {
     const z = SIZES[s];
-    return `${s} (d = ${z.dModel}, ${z.heads} heads, ${z.layers} layers)`;
-  });
+    return gru ? `${s} (hidden size ${z.dModel}, 1 GRU layer each side)` : `${s} (d = ${z.dModel}, ${z.heads} heads, ${z.layers} layers)`;
+  };
+  fillSelect(el.msize, LIMITS.modelSizes, (s) => sizeLabel(s, false));
   fillSelect(el.msteps, LIMITS.trainSteps);
   fillSelect(el.mlr, LIMITS.lrs, fmtLr);
   fillSelect(el.msched, LIMITS.schedules, (k) => SCHEDULES[k]);
@@ -74,6 +146,9 @@ export function createModelView(el, { onChange, charsVocab }) {
   let hasModel = false; // the worker holds a model Train can go on with
   let unsupported = false; // the chosen form cannot run in this (causal) decoder
   let runMaxLoss = 0;
+  // The one "No heatmap" note of a model without attention weights, kept in the grid while it applies.
+  const noAttentionNote = document.createElement('p');
+  noAttentionNote.className = 'note no-attention';
   let curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
   let scheduled = false;
   requestAnimationFrame(drawCurves);
@@ -131,6 +206,7 @@ export function createModelView(el, { onChange, charsVocab }) {
     resetCurves();
     el.progress.value = 0;
     heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
+    noAttentionNote.remove();
     el.readout.textContent = '';
     el.output.textContent = '';
   }
@@ -156,8 +232,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       el.progress.value = 0;
       const c = msg.config;
       const p = msg.pretrained;
-      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (vocab ${c.vocab}, d = ${c.dModel}, `
-        + `${c.heads} heads, ${c.layers} layers, attention ${c.attention})`;
+      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (${describeModel(c, form)})`;
       status(p ? `Pretrained model loaded from models/${p.file}: ${shape}, trained ${p.steps} steps at length ${p.length}. `
         + 'Train to go on.'
         : `New model: ${shape}.${state.mstart === 'pretrained' ? ' (No pretrained checkpoint for this task, form and size.)' : ''} `
@@ -194,16 +269,19 @@ export function createModelView(el, { onChange, charsVocab }) {
     } else if (msg.type === 'snapshot') {
       const maps = [];
       msg.maps.forEach((heads, l) => heads.forEach((weights, h) => {
-        maps.push({ title: msg.cols ? 'Additive attention: decoder step i reads encoder state j' : `Layer ${l + 1}, head ${h + 1}`, weights });
+        maps.push({ title: msg.cols ? 'Additive attention: decoder step i reads encoder state j'
+          : msg.encoder ? `Encoder layer ${l + 1}, head ${h + 1}` : `Layer ${l + 1}, head ${h + 1}`, weights });
       }));
       // a GRU with additive attention: its alignment (target x source); a GRU with one context vector: none
       heatmaps.render({ maps, n: msg.T, m: msg.cols ? msg.cols.length : msg.T, rowLabels: msg.labels,
         colLabels: msg.cols ?? msg.labels, scale: state.scale });
-      if (msg.noAttention) { // said where the heatmaps would be
-        const note = document.createElement('p');
-        note.className = 'note';
-        note.textContent = `No heatmap: ${msg.noAttention}.`;
-        el.grid.append(note);
+      // said where the heatmaps would be, once (the same element, whatever the number of snapshots);
+      // gone as soon as the model has attention weights
+      if (msg.noAttention) {
+        noAttentionNote.textContent = `No heatmap: ${msg.noAttention}.`;
+        if (noAttentionNote.parentNode !== el.grid) el.grid.append(noAttentionNote);
+      } else {
+        noAttentionNote.remove();
       }
       const v = msg.view;
       el.output.textContent = v.kind === 'seq2seq'
@@ -243,7 +321,8 @@ export function createModelView(el, { onChange, charsVocab }) {
   }
 
   function setupMessage(fresh = false) {
-    const config = modelConfig({ ...state, form: form.id }, charsVocab);
+    const config = modelConfig({ ...state, form: form.id, encoderDecoder: panelArch(state.march, form) === 'encoder-decoder' },
+      charsVocab);
     const task = taskOptions(state);
     const text = TASKS[state.task].typed ? state.mtext : '';
     return { type: 'setup', config, task, start: state.mstart, input: { seed: state.mseed, text }, fresh };
@@ -297,10 +376,20 @@ export function createModelView(el, { onChange, charsVocab }) {
         : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
       if (el.mtext.value !== state.mtext) el.mtext.value = state.mtext;
 
-      // The decoder's self-attention is causal: a form without a causal version cannot be used; a
-      // GRU encoder-decoder reads a source, so it has no character model (chars is one text).
-      const why = rnn ? (state.task === 'chars' ? 'A GRU encoder-decoder reads a source and writes a target; the chars task '
-        + 'is one running text with no source. Choose copy, reverse, sort, recall or translate to train it.' : '')
+      const arch = panelArch(state.march, form);
+      if (el.modelAbout) el.modelAbout.textContent = aboutModel(arch, form);
+      if (el.title) el.title.textContent = TITLES[arch];
+      for (const o of el.msize.options) o.textContent = sizeLabel(o.value, rnn);
+      el.panel.dataset.arch = arch;
+      // The decoder's self-attention is causal: a form without a causal version serves in the encoder of
+      // an encoder-decoder when the library names a decoderForm for it (Linformer), else it cannot be
+      // used; an encoder-decoder (GRU or Transformer) reads a source, so it has no character model
+      // (chars is one text).
+      const noSource = 'the chars task is one running text with no source. Choose copy, reverse, sort, recall or '
+        + 'translate to train it.';
+      const why = rnn ? (state.task === 'chars' ? `A GRU encoder-decoder reads a source and writes a target; ${noSource}` : '')
+        : arch === 'encoder-decoder' ? (state.task === 'chars' ? `${form.label} has no causal form, so it trains here in the `
+          + `encoder of an encoder-decoder Transformer, which reads a source and writes a target; ${noSource}` : '')
         : !form.causal ? `${form.label} has no causal form: every position would read the positions after it, and this model `
           + 'predicts each token from the ones before it. Choose another form in Settings to train a model; the '
           + 'attention panel above still shows this one.' : '';

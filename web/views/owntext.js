@@ -1,27 +1,73 @@
-// owntext.js: "Train on your own text". Paste any text; the page builds a character tokenizer from
-// it (charTokenizer), makes a small character model with the form chosen in Settings, and trains it
-// on random windows of the text with model.train(): the page stays responsive because train() hands
-// the thread back every few steps, reports progress, and stops on an AbortSignal (the Stop button).
-// Every progress report redraws the loss and a fresh sample generated from the text's opening.
+// owntext.js: "Train on your own text". Paste any text; a small character model with the form
+// chosen in Settings learns it in a Web Worker (../owntext-worker.js builds the tokenizer and the
+// model and trains on random windows of the text), so the page's thread never runs a training
+// step. This view checks the input, starts and stops the run, and shows what comes back: progress,
+// the loss, and a fresh sample generated from the text's opening.
 import { charTokenizer } from '../../wasm/index.js';
 
-const WINDOW = 32; // characters per training row (the model's maxLen)
-const BATCH = 16;
-const SAMPLE = 48; // characters generated per sample
+const WINDOW = 32; // characters per training row (the worker's model maxLen)
 
-export function createOwnTextView(el, { lib, formOf }) {
-  let model = null;
-  let controller = null;
+// lib is not needed here any more (the worker loads its own); the parameter stays so main.js calls
+// this as before.
+export function createOwnTextView(el, { formOf }) {
+  let worker = null;
+  let runId = 0; // the run whose messages are shown; a stopped run's late messages carry an older id
+  let running = false;
 
   function status(text) {
     el.status.textContent = text;
   }
 
-  function stop() {
-    controller?.abort();
+  function finish() {
+    running = false;
+    el.train.disabled = false;
+    el.stop.disabled = true;
   }
 
-  async function trainOnText() {
+  function stop() {
+    if (running) worker?.postMessage({ type: 'stop' });
+  }
+
+  function receive(msg) {
+    if (msg.id !== runId) return;
+    if (msg.type === 'progress') {
+      el.progress.value = msg.step / msg.steps;
+      el.loss.textContent = `step ${msg.step} of ${msg.steps}: training loss ${(msg.loss / Math.LN2).toFixed(2)} bits per character`;
+      if (msg.sample !== undefined) el.sample.textContent = msg.sample;
+    } else if (msg.type === 'done') {
+      status(`Done: ${msg.steps} steps in ${(msg.ms / 1000).toFixed(1)} s. The sample below continues your text's opening.`);
+      el.sample.textContent = msg.sample;
+      finish();
+    } else if (msg.type === 'stopped') {
+      status(`Stopped at step ${msg.step}. Train again to start over.`);
+      finish();
+    } else if (msg.type === 'error') {
+      status(`Training failed: ${msg.message}`);
+      finish();
+    }
+  }
+
+  // One worker for the page's life: it keeps the loaded library between runs.
+  function ensureWorker() {
+    if (!worker) {
+      worker = new Worker(new URL('../owntext-worker.js', import.meta.url), { type: 'module' });
+      worker.onmessage = (e) => receive(e.data);
+      // the worker could not load or threw outside a run: it is of no more use, so a later Train
+      // starts a new one
+      worker.onerror = (e) => {
+        e.preventDefault?.();
+        worker.terminate();
+        worker = null;
+        if (running) {
+          status(`Training failed: ${e.message || 'the training worker could not load'}`);
+          finish();
+        }
+      };
+    }
+    return worker;
+  }
+
+  function trainOnText() {
     const text = el.text.value;
     if (Array.from(text).length < WINDOW + 2) {
       status(`Paste at least ${WINDOW + 2} characters (the model reads windows of ${WINDOW}).`);
@@ -32,50 +78,17 @@ export function createOwnTextView(el, { lib, formOf }) {
       status(`"${form.label}" has no causal form, so it cannot drive a character model; pick another form in Settings.`);
       return;
     }
-    const tok = charTokenizer({ text });
-    const ids = tok.encode(text);
-    model?.dispose();
-    model = lib.createModel({ vocab: tok.vocab, dModel: 64, heads: 4, layers: 2, maxLen: WINDOW, attention: form.id, seed: 1 });
+    // the tokenizer is built here too, only for the vocabulary size the status line names (cheap)
+    const vocab = charTokenizer({ text }).vocab;
     const steps = Number(el.steps.value);
-    let seed = 7;
-    const rand = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
-    const batch = () => {
-      const inputs = [], targets = [];
-      for (let r = 0; r < BATCH; r++) {
-        const at = Math.floor(rand() * (ids.length - WINDOW - 1));
-        inputs.push(ids.subarray(at, at + WINDOW));
-        targets.push(ids.subarray(at + 1, at + WINDOW + 1));
-      }
-      return { inputs, targets };
-    };
-    const prompt = ids.subarray(0, Math.min(8, ids.length));
-    const sample = () => tok.decode([...prompt, ...model.generate(prompt, { maxTokens: SAMPLE, temperature: 0.7, topK: 8, seed: 3 })]);
-    controller = new AbortController();
+    runId++;
+    running = true;
     el.train.disabled = true;
     el.stop.disabled = false;
     el.progress.value = 0;
-    status(`Training a ${form.label} character model (vocabulary of ${tok.vocab} characters from your text)…`);
-    const t0 = performance.now();
-    try {
-      const r = await model.train({
-        steps, batch, signal: controller.signal, yieldEvery: 10,
-        lr: (s) => 3e-3 * Math.min(1, (s + 1) / 50), // warm-up over 50 steps
-        onProgress: ({ step, loss }) => {
-          el.progress.value = step / steps;
-          el.loss.textContent = `step ${step} of ${steps}: training loss ${(loss / Math.LN2).toFixed(2)} bits per character`;
-          if (step % 50 === 0 || step === steps) el.sample.textContent = sample();
-        },
-      });
-      status(`Done: ${r.steps} steps in ${((performance.now() - t0) / 1000).toFixed(1)} s. The sample below continues your text's opening.`);
-      el.sample.textContent = sample();
-    } catch (e) {
-      if (e.name === 'AbortError') status(`Stopped at step ${model.steps}. Train again to start over.`);
-      else status(`Training failed: ${e.message}`);
-    } finally {
-      el.train.disabled = false;
-      el.stop.disabled = true;
-      controller = null;
-    }
+    status(`Training a ${form.label} character model (vocabulary of ${vocab} characters from your text)…`);
+    // the worker stops a run still going before it starts this one
+    ensureWorker().postMessage({ type: 'train', id: runId, text, form: form.id, steps });
   }
 
   el.form.addEventListener('submit', (event) => {

@@ -31,6 +31,24 @@ export function slopeWithError(byN) {
   return { slope, error, rounds: perRound.length };
 }
 
+export const THREAD_HINT_BELOW = 1.1; // a threaded run less than this much faster than one thread gets a hint
+
+/**
+ * The one-line hint beside a "1 thread vs every core" result whose threaded run is not faster:
+ * ratio = 1-thread time / threaded time (the smallest over the forms), cores =
+ * navigator.hardwareConcurrency, threads = the threads the build runs, n = the size the ratio is
+ * from. '' when the threads did pay off (ratio >= THREAD_HINT_BELOW) or there is no ratio.
+ */
+export function threadHint(ratio, { cores, threads, n } = {}) {
+  if (!Number.isFinite(ratio) || ratio >= THREAD_HINT_BELOW) return '';
+  const coreText = cores ? `${cores} core${cores === 1 ? '' : 's'}` : 'an unknown number of cores';
+  return `Why ${threads ?? 'several'} threads are not faster here (${ratio.toFixed(2)}× one thread): this device reports `
+    + `${coreText} and ${threads ?? 'several'} thread${threads === 1 ? ' was' : 's were'} asked for; the machine's other `
+    + 'work (other tabs, programs, this page\'s other workers) competes for those cores, and a small call'
+    + `${n ? ` (n = ${n})` : ''} is dominated by handing the work to the threads and collecting it. `
+    + 'Run again on an idle machine, with a larger n, to see the threads pay off.';
+}
+
 function fillSelect(select, values) {
   select.replaceChildren(...values.map((v) => new Option(String(v), String(v))));
 }
@@ -40,7 +58,8 @@ function fmtMs(ms) {
 }
 
 /**
- * el: { panel, form, build, tmin, tmax, td, trounds, tforms, run, stop, progress, status, chart, legend, table, csv }
+ * el: { panel, form, build, tmin, tmax, td, trounds, tforms, run, stop, progress, status, hint?, chart, legend, table, csv }
+ * (hint: the line that says why a threaded run was not faster, see threadHint)
  * (panel gets data-running and data-done = '1' when a run has finished).
  * onChange(patch) reports edited settings; onError(message) shows a failure.
  */
@@ -189,6 +208,7 @@ export function createTimingsView(el, { onChange, onError }) {
     }
     runId++;
     results = new Map();
+    setHint('');
     el.csv.disabled = true;
     skipped = [];
     el.panel.dataset.done = '0';
@@ -208,9 +228,11 @@ export function createTimingsView(el, { onChange, onError }) {
 
   // The slower build's time / the faster's per form at the largest n both measured: scalar / SIMD,
   // or one thread / every thread.
+  let worst = null; // the smallest ratio of the last ratios() and its n
   function ratios() {
     const [fast, slow] = runBuild === 'threadsvs' ? ['threads', 'simd'] : ['simd', 'scalar'];
     const parts = [];
+    worst = null;
     for (const form of new Set([...results.keys()].map(formOf))) {
       const a = results.get(`${form}@${fast}`) ?? new Map(), b = results.get(`${form}@${slow}`) ?? new Map();
       const common = [...a.keys()].filter((n) => b.has(n));
@@ -218,11 +240,18 @@ export function createTimingsView(el, { onChange, onError }) {
       const n = Math.max(...common);
       const r = median(b.get(n)) / median(a.get(n));
       parts.push(`${labels.get(form) ?? form} ${r.toFixed(2)}× at n = ${n}`);
+      if (Number.isFinite(r) && (!worst || r < worst.ratio)) worst = { ratio: r, n };
     }
     const what = runBuild === 'threadsvs' ? `1-thread time / ${threadCount}-thread time` : 'Scalar time / SIMD time';
     return parts.length ? `${what}: ${parts.join('; ')}.` : '';
   }
   let threadCount = 1;
+
+  function setHint(text) {
+    if (!el.hint) return;
+    el.hint.textContent = text;
+    el.hint.hidden = !text;
+  }
 
   let buildText = '';
   function receive(msg) {
@@ -261,6 +290,9 @@ export function createTimingsView(el, { onChange, onError }) {
       el.status.textContent = `Done: ${count} measurements with the ${buildText}, d = ${state.td}, `
         + `median of ${state.trounds} round${state.trounds === 1 ? '' : 's'}.`
         + (both ? ` ${ratios()}` : '') + (skipped.length ? ` Skipped: ${skipped.join('; ')}.` : '');
+      setHint(runBuild === 'threadsvs' && worst
+        ? threadHint(worst.ratio, { cores: navigator.hardwareConcurrency, threads: threadCount, n: worst.n }) : '');
+      el.panel.dataset.threadRatio = runBuild === 'threadsvs' && worst ? String(worst.ratio) : '';
     } else if (msg.type === 'error') {
       stop(`Timing failed: ${msg.message}`);
       onError(`Timing failed: ${msg.message}`);
