@@ -81,3 +81,29 @@ export async function screenshot(page, name) {
   await page.screenshot({ path, fullPage: true });
   return path;
 }
+
+/**
+ * One static server and one browser for a suite file (registered with node:test's before/after),
+ * and open(query, { context, model }): a recorded page at that query, waited on until the page
+ * (and, with model, the model panel) is ready. Returns { open, server(), browser() }.
+ */
+export function playgroundSuite({ before, after }, { timeout = 300_000 } = {}) {
+  let server, browser;
+  before(async () => {
+    const { startServer } = await import('../../scripts/serve.js');
+    server = await startServer({ port: 0 });
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  async function open(query = '', { context = browser.context, model = false } = {}) {
+    const { page, problems } = await openPage(context);
+    await page.goto(`${server.url}${query}`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout });
+    if (model) await page.waitForSelector('#model[data-state="ready"]', { timeout });
+    return { page, problems };
+  }
+  return { open, server: () => server, browser: () => browser };
+}

@@ -4,29 +4,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { startServer } from '../../scripts/serve.js';
-import { launch, openPage, screenshot } from './helpers.js';
+import { launch, playgroundSuite, screenshot } from './helpers.js';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer({ port: 0 });
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-async function open(query = '', { context = browser.context, model = false } = {}) {
-  const { page, problems } = await openPage(context);
-  await page.goto(`${server.url}${query}`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 120000 });
-  if (model) await page.waitForSelector('#model[data-state="ready"]', { timeout: 120000 });
-  return { page, problems };
-}
+const { open } = playgroundSuite({ before, after });
 
 const data = (page, name) => page.getAttribute('#model', `data-${name}`);
 

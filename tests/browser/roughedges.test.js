@@ -4,31 +4,11 @@
 // error or failed request.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startServer } from '../../scripts/serve.js';
-import { launch, openPage, screenshot } from './helpers.js';
+import { launch, playgroundSuite, screenshot } from './helpers.js';
 
 const LONG = 300000; // ms: a loaded machine may be slow, never a failure
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer({ port: 0 });
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-async function open(query = '', { context = browser.context, model = false } = {}) {
-  const { page, problems } = await openPage(context);
-  await page.goto(`${server.url}${query}`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: LONG });
-  if (model) await page.waitForSelector('#model[data-state="ready"]', { timeout: LONG });
-  return { page, problems };
-}
+const { open } = playgroundSuite({ before, after });
 
 const data = (page, name) => page.getAttribute('#model', `data-${name}`);
 const notes = (page) => page.$$eval('#mheatmaps p', (ps) => ps.filter((p) => /No heatmap/.test(p.textContent)).length);
@@ -141,39 +121,29 @@ test('on a phone (390 x 844) nothing is covered or cut', async () => {
       .catch(() => {});
     assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, 'no sideways scrolling');
 
-    // Every visible select shows its chosen option in full: the text's width (measured in the select's
-    // own font) plus room for the arrow fits the select's content box.
+    // Every visible select shows its chosen option in full, and would show any other option in
+    // full: the text's width (measured in the select's own font) plus room for the arrow fits the
+    // select's content box.
     const cut = await page.evaluate(() => {
       const ctx = document.createElement('canvas').getContext('2d');
-      const bad = [];
+      const ARROW = 24; // px the drop-down arrow takes
+      const chosen = [], any = [];
       for (const s of document.querySelectorAll('select')) {
         if (!s.offsetParent) continue;
         const cs = getComputedStyle(s);
         ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+        const content = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+        const fits = (text) => ctx.measureText(text).width + ARROW <= content;
         const text = s.selectedOptions[0]?.text ?? '';
-        const content = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-        const ARROW = 24; // px the drop-down arrow takes
-        if (s.scrollWidth > s.clientWidth + 1 || ctx.measureText(text).width + ARROW > content) {
-          bad.push(`#${s.id} "${text}" (${Math.round(ctx.measureText(text).width)} px in ${Math.round(content)} px)`);
+        if (s.scrollWidth > s.clientWidth + 1 || !fits(text)) {
+          chosen.push(`#${s.id} "${text}" (${Math.round(ctx.measureText(text).width)} px in ${Math.round(content)} px)`);
         }
+        for (const o of s.options) if (!fits(o.text)) any.push(`#${s.id} "${o.text}"`);
       }
-      return bad;
+      return { chosen, any };
     });
-    assert.deepEqual(cut, [], 'selects whose chosen option is cut');
-    // The same for the longest option of each select: whatever is chosen reads in full.
-    const longest = await page.evaluate(() => {
-      const ctx = document.createElement('canvas').getContext('2d');
-      const bad = [];
-      for (const s of document.querySelectorAll('select')) {
-        if (!s.offsetParent) continue;
-        const cs = getComputedStyle(s);
-        ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
-        const content = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-        for (const o of s.options) if (ctx.measureText(o.text).width + 24 > content) bad.push(`#${s.id} "${o.text}"`);
-      }
-      return bad;
-    });
-    assert.deepEqual(longest, [], 'options that would be cut when chosen');
+    assert.deepEqual(cut.chosen, [], 'selects whose chosen option is cut');
+    assert.deepEqual(cut.any, [], 'options that would be cut when chosen');
 
     // The guesses box never covers a row of the learned-attention heatmaps, wherever the page is scrolled.
     const count = await page.$$eval('#lheatmaps canvas', (cs) => cs.length);

@@ -331,7 +331,7 @@ for (const { name, lib } of builds) {
     for (const mode of ['parallel', 'recurrent'])
       expectError(() => lib.retention({ q, k: q, v: q, n, d, mode, chunk: 3 }), new RegExp(`retention: chunk = 3 applies to mode 'chunked' only \\(mode is '${mode}'\\)`));
     assert.deepEqual(lib.retention({ q, k: q, v: q, n, d, mode: 'chunked', chunk: 3 }).output.length, n * d);
-    expectError(() => lib.setThreads(3), /setThreads: n = 3 is more than the 1 thread started at load; n must be in \[1, 1\]/);
+    expectError(() => lib.setThreads(3), /setThreads: n = 3 is more than the 1 thread asked for at load; n must be in \[1, 1\]: load with \{ threads: 3 \}/);
     assert.equal(lib.setThreads(1), 1);
   });
 
