@@ -24,9 +24,8 @@ static void usage(void) {
            "  --task copy|reverse|sort|recall|translate|chars   (reverse)\n"
            "  --attention NAME      (softmax) one of the forms below with a causal form; short names\n"
            "              such as elu+1, taylor, dense, random work too\n"
-           "  --fixed               synthesizer random tables not trained\n"
-           "  --components a,b      mixture components (random,dot)\n"
-           "  --window N --stride N local / strided attention's band and stride (8, 8)\n"
+           "  --<option> VALUE      the form's attentionOptions (listed with each form below);\n"
+           "              --fixed is --trainable false\n"
            "  --length N --symbols N   task size (task defaults)\n"
            "  --vocab N --d-model N --heads N --layers N --d-ff N --max-len N   (model: 64 64 4 2 128 64)\n"
            "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder|gru|gru-attention\n"
@@ -34,21 +33,33 @@ static void usage(void) {
            "  --steps N (1000) --batch N (32) --lr X (2e-3) --warmup N (100) --weight-decay X (0.01) --clip X (1)\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
-    for (size_t i = 0; i < aw_form_count_all(); i++)
-        printf("  %-26s %s%s\n", aw_form_at(i)->name, aw_form_at(i)->family,
-               aw_form_at(i)->flags & AW_FORM_CAUSAL ? ""
-               : aw_form_at(i)->decoder          ? " (no causal form: the encoder of --arch encoder-decoder)"
-                                                  : " (no causal form: not for a decoder)");
+    for (size_t i = 0; i < aw_form_count_all(); i++) {
+        const aw_form *f = aw_form_at(i);
+        printf("  %-26s %s%s\n", f->name, f->words.label,
+               f->flags & AW_FORM_CAUSAL ? ""
+               : f->decoder          ? " (no causal form: the encoder of --arch encoder-decoder)"
+                                     : " (no causal form: not for a decoder)");
+        for (size_t o = 0; o < f->n_options; o++)
+            printf("      --%-12s (%s) %s\n", f->options[o].name, f->options[o].def ? f->options[o].def : "derived",
+                   f->options[o].help);
+    }
 }
 
-// The registry name of --attention: a full name, or a short one (elu+1, relu, taylor, dense, ...).
+// The registry name of --attention: a full name, or the part after its ':' (elu+1, taylor, dense).
 static const char *attention_name(const char *s) {
-    static char name[64];
     if (aw_form_find(s)) return s;
-    snprintf(name, sizeof name, "linear:%s", s);
-    if (aw_form_find(name)) return name;
-    snprintf(name, sizeof name, "synth:%s", s);
-    return aw_form_find(name) ? name : s; // an unknown name: the builder's message lists the forms
+    for (size_t i = 0; i < aw_form_count_all(); i++) {
+        const char *colon = strchr(aw_form_at(i)->name, ':');
+        if (colon && strcmp(colon + 1, s) == 0) return aw_form_at(i)->name;
+    }
+    return s; // an unknown name: the builder's message lists the forms
+}
+
+// 1 when some form of the registry has an option of this name.
+static int is_form_option(const char *name) {
+    for (size_t i = 0; i < aw_form_count_all(); i++)
+        if (aw_option_find(aw_form_at(i), name) >= 0) return 1;
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -64,8 +75,7 @@ int main(int argc, char **argv) {
     static const char *const MODEL_FLAGS[][2] = {
         {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
-        {"--seed", "seed"}, {"--components", "attentionOptions.components"}, {"--window", "attentionOptions.window"},
-        {"--stride", "attentionOptions.stride"}};
+        {"--seed", "seed"}};
     const char *attention = "softmax", *out = NULL;
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
@@ -76,6 +86,12 @@ int main(int argc, char **argv) {
         for (size_t f = 0; f < sizeof MODEL_FLAGS / sizeof MODEL_FLAGS[0] && v; f++)
             if (strcmp(a, MODEL_FLAGS[f][0]) == 0) st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, i++;
         if (model_flag) continue;
+        if (v && a[0] == '-' && a[1] == '-' && is_form_option(a + 2)) { // a form's option
+            char key[64];
+            snprintf(key, sizeof key, "attentionOptions.%s", a + 2);
+            st = config_builder_set(&cb, key, v), i++;
+            continue;
+        }
 #define FLAG(name) (strcmp(a, name) == 0 && v && ++i)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(), 0;
         else if (strcmp(a, "--quiet") == 0) quiet = 1;

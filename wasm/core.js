@@ -229,20 +229,36 @@ export class Core {
   }
 }
 
-// Bits of aw_form_flags (src/model/forms.h, enum aw_form_flag).
-const FORM_FLAGS = { causal: 1, nonCausal: 2, step: 4, usesQK: 8, usesX: 16, hasParams: 32, cross: 64 };
+// Bits of a form's flags (src/model/forms.h, enum aw_form_flag).
+const FORM_FLAGS = { causal: 1, nonCausal: 2, step: 4, usesQK: 8, usesX: 16, hasParams: 32, cross: 64, savesWeights: 128,
+  fixedLength: 256 };
+
+const formsCache = new WeakMap(); // core -> its frozen registry
 
 /**
- * The registry of attention forms as the loaded module has it: [{ name, family, crossForm,
- * causal, nonCausal, step, usesQK, usesX, hasParams, cross }], frozen.
+ * The registry of attention forms as the loaded module has it (src/model/forms.c, written by C
+ * as JSON): [{ name, family, crossForm, decoderForm, whyNotCausal, causal, nonCausal, step,
+ * usesQK, usesX, hasParams, cross, savesWeights, fixedLength, label, formula, summary, cost,
+ * paper: { cite, url, year }, signed, options: [{ name, kind, min?, max?, above?, below?,
+ * words?, default, key, help }] }], frozen.
  */
 export function readForms(core) {
+  if (formsCache.has(core)) return formsCache.get(core);
   const ex = core.exports;
-  return Object.freeze(Array.from({ length: ex.aw_form_count() }, (_, i) => {
-    const flags = ex.aw_form_flags(i);
-    const form = { name: core.cString(ex.aw_form_name(i)), family: core.cString(ex.aw_form_family(i)),
-      crossForm: core.cString(ex.aw_form_cross(i)), decoderForm: core.cString(ex.aw_form_decoder(i)) || null };
+  const need = ex.aw_forms_json_write(0, 0);
+  const text = core.withBuffers('forms', [{ name: 'the registry', bytes: need + 1 }], ([p]) => {
+    ex.aw_forms_json_write(p, need + 1);
+    return core.cString(p);
+  });
+  const deepFreeze = (x) => {
+    if (x && typeof x === 'object') for (const v of Object.values(x)) deepFreeze(v);
+    return Object.freeze(x);
+  };
+  const forms = JSON.parse(text).map(({ flags, ...form }) => {
     for (const [k, bit] of Object.entries(FORM_FLAGS)) form[k] = (flags & bit) !== 0;
-    return Object.freeze(form);
-  }));
+    return form;
+  });
+  const frozen = deepFreeze(forms);
+  formsCache.set(core, frozen);
+  return frozen;
 }

@@ -5,7 +5,8 @@ import type { LinearApi } from './linear.js';
 import type { LocalApi } from './local.js';
 import type { RetentionApi } from './retention.js';
 import type { SynthesizerApi } from './synthesizer.js';
-import type { FormInfo, ModelApi } from './model.js';
+import type { ModelApi } from './model.js';
+import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormInfo } from './forms.js';
 
 export interface LoadOptions {
   /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
@@ -22,7 +23,83 @@ export interface LoadOptions {
   kernel?: 'auto' | 'measured' | 'unpacked' | 'packed';
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi {
+// ---- any registry form by name (wasm/attention.js): lib.attention, lib.attentionLayer ------------
+
+/** The sizes and options of lib.attention / lib.attentionLayer for form N. */
+export interface FormAttentionOptions<N extends AttentionName = AttentionName> {
+  /** query (and output) rows */
+  n: number;
+  /** key and value rows (default n); causal needs m = n */
+  m?: number;
+  /** width (all heads together) */
+  d: number;
+  /** heads; d % heads == 0 (default 1) */
+  heads?: number;
+  /** default false; only forms with a causal form (CausalAttentionName; lib.forms[i].causal) take true */
+  causal?: N extends CausalAttentionName ? boolean : false;
+  /** the length that sizes the parameters of fixed-length forms (default max(n, m)) */
+  maxLen?: number;
+  /** the seed of the form's initial parameters (default 1) */
+  seed?: number;
+  /** the form's own options (lib.forms[i].options), as createModel takes them */
+  attentionOptions?: AttentionOptionsByForm[N];
+}
+
+/** The inputs of a form: q (n*d), k, v (m*d) and, for forms that read the input (usesX), x (n*d, default q). */
+export interface FormAttentionInputs {
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  x?: Float32Array;
+}
+
+export interface FormAttentionResult {
+  /** (n, d) row-major */
+  output: Float32Array;
+  /** returnWeights: (heads, n, m), the matrix A with O = A V per head (signed forms: the signed scores) */
+  weights?: Float32Array;
+}
+
+/** lib.attentionLayer: a layer of form N that keeps its parameters (free it with dispose()). */
+export interface AttentionLayer<N extends AttentionName = AttentionName> {
+  readonly name: N;
+  readonly n: number;
+  readonly m: number;
+  readonly d: number;
+  readonly heads: number;
+  readonly causal: boolean;
+  readonly maxLen: number;
+  /** the layer's parameter tensors, in the order of params and dparams */
+  readonly tensors: readonly { readonly name: string; readonly size: number; readonly trainable: boolean }[];
+  /** the options as finished: defaults and derived values filled in */
+  readonly options: Readonly<AttentionOptionsByForm[N]>;
+  forward(data: FormAttentionInputs & { returnWeights?: boolean }): FormAttentionResult;
+  /** the gradients of sum(dout * output); dparams: one Float32Array over every tensor, in tensors' order */
+  backward(data: FormAttentionInputs & { dout: Float32Array }): {
+    dq: Float32Array; dk: Float32Array; dv: Float32Array; dx: Float32Array; dparams: Float32Array;
+  };
+  /** generation (causal layers of forms with a step): row pos's output (d) from its q, k, v, x rows (d each) */
+  step(pos: number, data: FormAttentionInputs): Float32Array;
+  /** a copy of the parameters (setParams writes them) */
+  readonly params: Float32Array;
+  setParams(values: Float32Array): void;
+  /** frees the wasm memory; later calls throw (a second dispose does nothing) */
+  dispose(): void;
+}
+
+export interface AttentionApi {
+  /**
+   * Runs the registry form `name` standalone, through the same C descriptor the model runs:
+   * { output (n*d), weights? (heads*n*m) }. attentionOptions are the form's own
+   * (AttentionOptionsByForm[name]); the per-family functions (softmaxAttention, ...) keep the
+   * options only their family has (masks, modes, states).
+   */
+  attention<N extends AttentionName>(name: N, opts: FormAttentionOptions<N> & FormAttentionInputs & { returnWeights?: boolean }): FormAttentionResult;
+  /** A layer of form `name` that keeps its parameters: forward, backward, step, params; sizes and options as lib.attention. */
+  attentionLayer<N extends AttentionName>(name: N, opts: FormAttentionOptions<N>): AttentionLayer<N>;
+}
+
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** The instance's wasm memory. */
@@ -65,6 +142,10 @@ export type {
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
   FormInfo, Model, ModelApi,
 } from './model.js';
+export type {
+  AttentionName, CausalAttentionName, NonCausalAttentionName, AttentionFamily, AttentionOptionsByForm,
+  FormOption, FormIntOption, FormBoolOption, FormChoiceOption, FormListOption,
+} from './forms.js';
 export type { CharTokenizer } from './tokenizer.js';
 /** True when this engine validates WebAssembly SIMD128. */
 export function simdSupported(): boolean;

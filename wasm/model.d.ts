@@ -1,37 +1,16 @@
 // Types for lib.createModel / lib.loadModel: the tiny Transformer (docs/model.md).
 
+import type { AttentionName, ModelAttentionOptions } from './forms.js';
+export type { ModelAttentionOptions, FormInfo } from './forms.js';
+
 /**
- * Attention form ids (as in the playground). 'linear:efficient' has no causal form, so a decoder rejects it;
- * 'linformer' has none either and serves an encoder-decoder's encoder (the decoder's self-attention is softmax).
+ * Attention form ids (as in the playground): every form of the C registry (wasm/forms.d.ts, generated).
+ * 'linear:efficient' has no causal form, so a decoder rejects it; 'linformer' has none either and
+ * serves an encoder-decoder's encoder (the decoder's self-attention is softmax). An alias of AttentionName.
  */
-export type ModelAttention =
-  | 'softmax'
-  | 'local'
-  | 'strided'
-  | 'retention'
-  | 'linformer'
-  | 'linear:elu+1' | 'linear:relu' | 'linear:taylor' | 'linear:efficient'
-  | 'synth:dense' | 'synth:random' | 'synth:factorized-dense' | 'synth:factorized-random' | 'synth:mixture';
+export type ModelAttention = AttentionName;
 
 export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars';
-
-export interface ModelAttentionOptions {
-  /** synth random forms: train the random tables (default true) or keep them fixed */
-  trainable?: boolean;
-  /** synth factorized-dense: a * b = maxLen (default: the most square split) */
-  a?: number;
-  b?: number;
-  /** synth factorized-random: rank of R1 R2^T; linformer: projected rows (default 8) */
-  k?: number;
-  /** retention: 'retnet' (default: gamma_h = 1 - 2^(-5-h)), one decay in (0, 1) for every head, or 'learned' (from the schedule) */
-  decay?: 'retnet' | 'learned' | number;
-  /** local: the band's width (default 8): a decoder sees the last `window` positions, an encoder window / 2 on each side */
-  window?: number;
-  /** strided: every stride-th key as well (default 8) */
-  stride?: number;
-  /** synth:mixture: distinct components (default ['random', 'dot']) */
-  components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
-}
 
 export interface ModelConfig {
   /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */
@@ -164,24 +143,6 @@ export interface GradientCheckResult {
   zeroGradTensors: number;
   firstZeroGradTensor: string;
   fixedWithGrad: number;
-}
-
-/** One attention form of the C registry (lib.forms). */
-export interface FormInfo {
-  readonly name: string;
-  readonly family: string;
-  /** the form of cross-attention in an encoder-decoder built with this one */
-  readonly crossForm: string;
-  /** a form without a causal form that an encoder-decoder can use in its encoder: the decoder's self-attention then (else null) */
-  readonly decoderForm: string | null;
-  readonly causal: boolean;
-  readonly nonCausal: boolean;
-  /** generation advances it one token at a time */
-  readonly step: boolean;
-  readonly usesQK: boolean;
-  readonly usesX: boolean;
-  readonly hasParams: boolean;
-  readonly cross: boolean;
 }
 
 export interface Model {

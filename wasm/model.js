@@ -2,7 +2,7 @@
 // (C side: src/model, exported by src/api/api_model.c; docs/model.md). The model lives in the
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
-import { checkBool, checkFiniteNumber, checkKeys, describe, fail } from './core.js';
+import { checkBool, checkFiniteNumber, checkKeys, describe, fail, readForms } from './core.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
 // enums, every range and every rule between fields are C's (src/model/config.c), which says
@@ -11,8 +11,16 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
 };
-const OPTION_TYPES = { trainable: 'boolean', a: 'number', b: 'number', k: 'number', components: 'strings', window: 'number',
-  stride: 'number', decay: 'number|string' };
+// The JS type of each attentionOptions field, from the forms' own option lists (lib.forms):
+// which form reads which option, its range and its messages are C's.
+const KIND_TYPES = { int: 'number', bool: 'boolean', list: 'strings' };
+function optionTypes(forms) {
+  const types = {};
+  for (const form of forms)
+    for (const o of form.options)
+      types[o.name] = KIND_TYPES[o.kind] ?? (o.above !== undefined ? 'number|string' : 'string');
+  return types;
+}
 
 function checkSeed(what, seed) {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
@@ -37,7 +45,7 @@ function optionText(what, value, type) {
 }
 
 /** createModel's options as [key, text] pairs for C's config builder (src/model/config.h). */
-function configFields(config) {
+function configFields(config, OPTION_TYPES) {
   const what = 'createModel';
   checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions']);
   const fields = [];
@@ -472,7 +480,7 @@ export function modelMethods(core) {
     /** A new model; see ModelConfig in model.d.ts for the options and their defaults. */
     createModel(config = {}) {
       const what = 'createModel';
-      const fields = configFields(config);
+      const fields = configFields(config, optionTypes(readForms(core)));
       const builder = ex.aw_config_new();
       if (!builder) core.check(2, what);
       try {

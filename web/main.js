@@ -21,7 +21,7 @@ import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
 
 const $ = (id) => document.getElementById(id);
-const HEATMAP_MAX_LEN = LIMITS.n.max; // synthesizers are made with L = 128 and show the top-left n x n block
+const HEATMAP_MAX_LEN = LIMITS.n.max; // forms with a fixed length (lib.forms' fixedLength) are made with L = 128 and show the top-left n x n block
 
 let state = parseState(location.search);
 let lib = null;
@@ -73,7 +73,8 @@ function computeMaps(form) {
   for (let h = 0; h < state.heads; h++) {
     maps.push({ title: `Head ${h + 1} of ${state.heads}`, weights: result.weights.subarray(h * n * n, (h + 1) * n * n) });
   }
-  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, scale: state.scale, alphas: result.alphas, components: result.components };
+  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, scale: state.scale, alphas: result.alphas, components: result.components,
+    maxLen: HEATMAP_MAX_LEN };
 }
 
 function render() {

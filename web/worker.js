@@ -43,7 +43,7 @@ function median(xs) {
 function measure(form, inp) {
   const cache = new Map();
   try {
-    form.run(inp, cache); // warm-up (and creates a synthesizer's weights outside the timing)
+    form.run(inp, cache); // warm-up (and creates a form layer's parameters outside the timing)
     let t0 = performance.now();
     form.run(inp, cache);
     const once = performance.now() - t0;

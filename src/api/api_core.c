@@ -60,19 +60,11 @@ AW_API int aw_error_code(void) { return aw_error_status(); }
 // ---- the registry of attention forms (src/model/forms.h) ---------------------------------------
 // The wrapper and the playground read the list of forms from the module they loaded.
 
-AW_API int32_t aw_form_count(void) { return (int32_t)aw_form_count_all(); }
-AW_API const char *aw_form_name(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->name : ""; }
-AW_API const char *aw_form_family(int32_t i) {
-    return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->family : "";
+// The registry as JSON into buf (cap bytes); returns the length it needs (call with cap 0 first).
+AW_API int32_t aw_forms_json_write(char *buf, int32_t cap) {
+    const size_t len = aw_forms_json(buf, cap > 0 ? (size_t)cap : 0);
+    return len > 0x7fffffff ? -1 : (int32_t)len;
 }
-AW_API const char *aw_form_cross(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? aw_form_at((size_t)i)->cross : ""; }
-// A form without a causal form: the decoder's self-attention of an encoder-decoder built with it
-// ("" when it cannot serve a model, or has a causal form of its own).
-AW_API const char *aw_form_decoder(int32_t i) {
-    const aw_form *f = i >= 0 ? aw_form_at((size_t)i) : NULL;
-    return f && f->decoder ? f->decoder : "";
-}
-AW_API int32_t aw_form_flags(int32_t i) { return i >= 0 && aw_form_at((size_t)i) ? (int32_t)aw_form_at((size_t)i)->flags : 0; }
 
 // ---- memory ------------------------------------------------------------------------------------
 

@@ -31,7 +31,3 @@ AW_API int aw_retention(float *out, float *weights, const float *q, const float 
     return api_done(st);
 }
 
-// RetNet's decays for `heads` heads into gamma (heads).
-AW_API void aw_retention_default_gammas(float *gamma, int32_t heads) {
-    if (gamma && heads > 0) retention_default_gammas(gamma, (size_t)heads);
-}

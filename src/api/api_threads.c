@@ -3,8 +3,6 @@
 
 #include "../kernels/parallel.h"
 
-// 1 when this module is the threaded build (shared memory, a pool of workers).
-AW_API int32_t aw_threads_available(void) { return aw_threads_built(); }
 // Use n threads from now on (1 = serial); returns how many run (at most the workers started + 1).
 AW_API int32_t aw_set_threads(int32_t n) { return aw_threads_set(n); }
 AW_API int32_t aw_thread_count(void) { return (int32_t)aw_threads(); }

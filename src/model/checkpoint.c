@@ -12,21 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Synthesizer component kinds by enum aw_synth_variant; the other enums by value.
-const char *const AW_SYNTH_KIND_NAMES[6] = {"dense", "random", "factorized-dense", "factorized-random", "mixture", "dot"};
-const char *const AW_POSITIONAL_NAMES[2] = {"sinusoidal", "learned"};
-const char *const AW_NORM_NAMES[2] = {"pre", "post"};
-const char *const AW_ARCH_NAMES[AW_ARCH_COUNT] = {"decoder", "encoder-decoder", "gru", "gru-attention"};
-#define VARIANTS AW_SYNTH_KIND_NAMES
 #define POSITIONALS AW_POSITIONAL_NAMES
 #define NORMS AW_NORM_NAMES
 #define ARCHS AW_ARCH_NAMES
-
-int name_index(const char *const *names, int count, const char *name) {
-    for (int i = 0; i < count; i++)
-        if (strcmp(names[i], name) == 0) return i;
-    return -1;
-}
 
 // ---- writing ----------------------------------------------------------------------------------
 
@@ -81,23 +69,13 @@ static int build_header(const aw_model *m, int optim, text *t) {
     const aw_form *form = aw_form_at((size_t)c->form);
     put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
         form->name, POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
-    const int synth = strcmp(form->family, "synthesizer") == 0;
-    if (synth) { // the Synthesizer's options
-        const aw_synthesizer_config *s = &c->synth;
-        put(t, ",\"synth_trainable\":\"%d\",\"synth_a\":\"%u\",\"synth_b\":\"%u\",\"synth_k\":\"%u\"",
-            s->trainable, (unsigned)s->a, (unsigned)s->b, (unsigned)s->k);
-        put(t, ",\"synth_components\":\"");
-        for (size_t i = 0; i < s->n_components && form->variant == AW_SYNTH_MIXTURE; i++)
-            put(t, "%s%s", i ? "," : "", VARIANTS[s->components[i]]);
-        put(t, "\"");
-    }
-    if (form->options & AW_OPT_WINDOW) put(t, ",\"window\":\"%d\"", (int)c->window);
-    if (form->options & AW_OPT_STRIDE) put(t, ",\"stride\":\"%d\"", (int)c->stride);
-    if (!synth && (form->options & AW_OPT_K)) put(t, ",\"k\":\"%u\"", (unsigned)c->synth.k);
-    if (form->options & AW_OPT_DECAY) {
-        if (c->learn_decay) put(t, ",\"decay\":\"learned\"");
-        else if (c->decay > 0.0f) put(t, ",\"decay\":\"%.9g\"", (double)c->decay);
-        else put(t, ",\"decay\":\"retnet\"");
+    // the form's options under their own keys, as text; an unset one (it does not apply to this
+    // form's settings) is left out; booleans as 1 and 0
+    for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
+        const char *text = c->attn.text[i];
+        if (!text[0]) continue;
+        if (form->options[i].kind == AW_OPTION_BOOL) text = strcmp(text, "true") == 0 ? "1" : "0";
+        put(t, ",\"%s\":\"%s\"", form->options[i].key, text);
     }
     // with the optimizer state, training resumes exactly: the moments, and where the model's own
     // training-batch stream stands
@@ -382,42 +360,18 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     const aw_form *form = aw_form_find(name);
     if (!form) return 0;
     c->form = aw_form_index(form);
-    if (form->options & AW_OPT_WINDOW) {
-        long long w;
-        if (!meta_int(ps, "window", 1, 4096, &w)) return 0;
-        c->window = (int32_t)w;
+    // the form's options by their keys (checked with the config, in model_create): an option
+    // missing or "" (or "0" for an integer that starts at 1, as version-2 files of the first
+    // release wrote an option that did not apply) is unset; booleans are 1 and 0
+    for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
+        const aw_form_option *o = &form->options[i];
+        const char *text = meta(ps, o->key);
+        if (!text || !text[0] || (o->kind == AW_OPTION_INT && o->lo >= 1 && strcmp(text, "0") == 0)) continue;
+        if (o->kind == AW_OPTION_BOOL) text = strcmp(text, "1") == 0 ? "true" : strcmp(text, "0") == 0 ? "false" : "?";
+        if (strlen(text) >= AW_OPTION_TEXT) return 0;
+        snprintf(c->attn.text[i], AW_OPTION_TEXT, "%s", text);
     }
-    if (form->options & AW_OPT_STRIDE) {
-        long long s;
-        if (!meta_int(ps, "stride", 1, 4096, &s)) return 0;
-        c->stride = (int32_t)s;
-    }
-    if (strcmp(form->family, "synthesizer") != 0 && (form->options & AW_OPT_K)) {
-        long long k;
-        if (!meta_int(ps, "k", 1, 4096, &k)) return 0;
-        c->synth.k = (size_t)k;
-    }
-    if (form->options & AW_OPT_DECAY) {
-        const char *d = meta(ps, "decay");
-        if (!d || !config_parse_decay(d, &c->decay, &c->learn_decay)) return 0;
-    }
-    if (strcmp(form->family, "synthesizer") == 0) {
-        aw_synthesizer_config *s = &c->synth;
-        long long tr, a, b, k;
-        if (!meta_int(ps, "synth_trainable", 0, 1, &tr) || !meta_int(ps, "synth_a", 0, 4096, &a) ||
-            !meta_int(ps, "synth_b", 0, 4096, &b) || !meta_int(ps, "synth_k", 0, 4096, &k))
-            return 0;
-        s->variant = form->variant, s->trainable = (int)tr, s->a = (size_t)a, s->b = (size_t)b, s->k = (size_t)k;
-        const char *comps = meta(ps, "synth_components");
-        if (!comps) return 0;
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", comps);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            const int i = name_index(VARIANTS, 6, tok);
-            if (i < 0 || i == AW_SYNTH_MIXTURE || s->n_components >= AW_SYNTH_MAX_COMPONENTS) return 0;
-            s->components[s->n_components++] = i;
-        }
-    }
+    if (!aw_arch_is_rnn(c->arch) && aw_option_finish(form, &c->attn, (size_t)c->max_len)) return 0;
     return 1;
 }
 

@@ -22,12 +22,5 @@ int checkpoint_write(const aw_model *m, int optim, uint8_t *buf, size_t cap);
 // tensor, a wrong dtype or shape; AW_ERR_ARG for a config the model rejects.
 int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len);
 
-// The names used in __metadata__ and the JS config for each enum value (attention forms are
-// named by the registry, forms.h).
-extern const char *const AW_SYNTH_KIND_NAMES[6]; // enum aw_synth_variant, "dot" included
-extern const char *const AW_POSITIONAL_NAMES[2];
-extern const char *const AW_NORM_NAMES[2];
-extern const char *const AW_ARCH_NAMES[AW_ARCH_COUNT];
-int name_index(const char *const *names, int count, const char *name); // -1 when absent
 
 #endif

@@ -9,26 +9,37 @@
 
 #include <stddef.h>
 
+enum { AW_MAX_PENDING_OPTIONS = 8 };
+
 typedef struct {
     aw_model_config cfg;
     unsigned given; // bit per field set explicitly (the rest take defaults)
+    // attentionOptions.<name> as written, parsed by the form's own option list at finish (when
+    // the form is known, whatever the order the fields came in)
+    struct {
+        char name[32];
+        char text[AW_OPTION_TEXT];
+    } pending[AW_MAX_PENDING_OPTIONS];
+    size_t n_pending;
 } aw_config_builder;
 
+// The names users write for the config's enums, and a name's index (-1 when absent).
+extern const char *const AW_POSITIONAL_NAMES[2];
+extern const char *const AW_NORM_NAMES[2];
+extern const char *const AW_ARCH_NAMES[AW_ARCH_COUNT];
+int name_index(const char *const *names, int count, const char *name);
+
 // The defaults: vocab 64, dModel 64, heads 4, layers 2, dFF 4 dModel, maxLen 64, softmax,
-// sinusoidal, pre-norm, decoder, seed 1; synth options trainable, k 8, components random,dot;
-// layers 1 for the gru archs (the only value they take).
+// sinusoidal, pre-norm, decoder, seed 1; the form's options as its list says; layers 1 for the
+// gru archs (the only value they take).
 void config_builder_init(aw_config_builder *b);
 // Sets the field `key` from its text (a number in decimal, true/false, a name, or a comma list).
 // AW_ERR_ARG with a message naming the field for an unknown key or a bad value.
 int config_builder_set(aw_config_builder *b, const char *key, const char *value);
-// Fills the derived defaults (dFF = 4 dModel, factorized-dense a * b = maxLen as square as it
-// goes), rejects options that do not apply to the form, and checks the whole config.
+// Fills the derived defaults (dFF = 4 dModel; the form's, by its finish), rejects options that
+// do not apply to the form, and checks the whole config.
 int config_builder_finish(aw_config_builder *b, aw_model_config *out);
 // The config as JSON, in the JS option names ({"vocab":64,...,"attentionOptions":{...}}).
 // Returns the length (without the NUL); writes at most cap bytes including the NUL.
 size_t config_json(const aw_model_config *c, char *buf, size_t cap);
-// Retention's decay as users and checkpoints write it: "retnet" (the schedule: decay 0, not
-// learned), "learned" (logits from the schedule) or one decay in (0, 1). 1 when text is one of those.
-int config_parse_decay(const char *text, float *decay, int32_t *learned);
-
 #endif

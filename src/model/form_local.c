@@ -10,11 +10,35 @@
 #include "../kernels/status.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+typedef struct {
+    size_t window, stride; // stride 0: local attention (the band only)
+} local_own;
+
+#define WINDOW                                                                                                     \
+    {"window", AW_OPTION_INT, 1, 4096, NULL, "8", "window",                                                        \
+     "the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side"}
+static const aw_form_option LOCAL_OPTIONS[] = {WINDOW};
+static const aw_form_option STRIDED_OPTIONS[] = {
+    WINDOW, {"stride", AW_OPTION_INT, 1, 4096, NULL, "8", "stride", "every stride-th key as well as the band"}};
+
+static int init(aw_attn_form *f, const aw_form_setup *su) {
+    local_own *o = calloc(1, sizeof *o);
+    if (!o) return AW_ERR_NOMEM;
+    o->window = (size_t)aw_option_int(f->form, su->opts, "window");
+    o->stride = (size_t)aw_option_int(f->form, su->opts, "stride");
+    f->own = o;
+    return AW_OK;
+}
+
+static void release(aw_attn_form *f) { free(f->own); }
+
 static aw_local_attention_desc desc(const aw_attn_form *f, size_t T, size_t Tk) {
-    return (aw_local_attention_desc){T, Tk, f->C, f->C, f->H, f->window, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
-                                     f->stride, 0};
+    const local_own *o = f->own;
+    return (aw_local_attention_desc){T, Tk, f->C, f->C, f->H, o->window, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
+                                     o->stride, 0};
 }
 
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
@@ -56,10 +80,34 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
 
 const aw_form AW_FORM_STRIDED_DESC = {
     .name = "strided",
+    .words = {
+        .label = "Strided sparse (w = 4, every 3rd key)",
+        .formula = "A = softmax(Q Kᵀ · s + M)\n"
+            "M = 0 on the band (the last w keys)\n"
+            "    and on every key j with |i − j| a\n"
+            "    multiple of the stride, −∞ elsewhere\n"
+            "O = A V     (here w = 4, stride 3)\n"
+            "\n"
+            "Time O(n (w + n/stride) d): the Sparse\n"
+            "Transformer's local + strided pattern.",
+        .summary = "The local band plus every s-th earlier key: one head looks near, and reaches far back in "
+            "steps of s, so in two layers any position can reach any other. It is the Sparse Transformer's "
+            "pattern for long sequences (images, music), where a full n² softmax is too costly and a band "
+            "alone too short-sighted. With a fixed stride each row still has about n/s keys, so its time "
+            "grows like n² / s.",
+        .cost = "O(n (w + n/s) d)",
+        .paper = "Generating Long Sequences with Sparse Transformers. Child et al., 2019.",
+        .url = "https://arxiv.org/abs/1904.10509",
+        .year = 2019,
+        .signed_scores = 0,
+    },
     .family = "local",
     .cross = "softmax",
     .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK,
-    .options = AW_OPT_WINDOW | AW_OPT_STRIDE,
+    .options = STRIDED_OPTIONS,
+    .n_options = 2,
+    .init = init,
+    .release = release,
     .work_floats = work_floats,
     .forward = forward,
     .backward = backward,
@@ -69,10 +117,34 @@ const aw_form AW_FORM_STRIDED_DESC = {
 
 const aw_form AW_FORM_LOCAL_DESC = {
     .name = "local",
+    .words = {
+        .label = "Local (sliding window, w = 4)",
+        .formula = "A = softmax(Q Kᵀ · s + M_w)\n"
+            "M_w = 0 inside the band, −∞ outside:\n"
+            "  causal: i − w < j ≤ i  (last w keys)\n"
+            "  centred: |i − j| ≤ w / 2\n"
+            "O = A V        (here w = 4)\n"
+            "\n"
+            "Time O(n w d): linear in n for a\n"
+            "fixed window (Longformer's local band).",
+        .summary = "Softmax attention where each query sees only a band of nearby keys: the last w positions in a "
+            "decoder, w / 2 on each side in an encoder. Time grows like n w instead of n², and much of "
+            "what text needs is near; a key further away than the window is out of reach in one layer "
+            "(stacked layers widen the view). Longformer and the Sparse Transformer combine such a band "
+            "with a few global or strided positions.",
+        .cost = "O(n w d)",
+        .paper = "Longformer: The Long-Document Transformer. Beltagy et al., 2020.",
+        .url = "https://arxiv.org/abs/2004.05150",
+        .year = 2020,
+        .signed_scores = 0,
+    },
     .family = "local",
     .cross = "softmax",
     .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK,
-    .options = AW_OPT_WINDOW,
+    .options = LOCAL_OPTIONS,
+    .n_options = 1,
+    .init = init,
+    .release = release,
     .work_floats = work_floats,
     .forward = forward,
     .backward = backward,

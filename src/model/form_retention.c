@@ -17,26 +17,40 @@
 
 static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+typedef struct {
+    float *gamma;    // the heads' decays (H)
+    int learn_decay; // 1 when params holds the decays' logits (gamma = sigmoid)
+} retention_own;
+
+static const char *const DECAY_WORDS[] = {"retnet", "learned", NULL};
+static const aw_form_option OPTIONS[] = {
+    {"decay", AW_OPTION_CHOICE, 0, 1, DECAY_WORDS, "retnet", "decay",
+     "\"retnet\": RetNet's decays 1 - 2^(-5-h), one per head; \"learned\": learned from there; or one decay in "
+     "(0, 1) for every head"}};
+
 // The decays in use: from the logits when they are learned.
 static void refresh(aw_attn_form *f) {
-    if (f->learn_decay)
-        for (size_t h = 0; h < f->H; h++) f->gamma[h] = sigmoid(f->params[h]);
+    retention_own *o = f->own;
+    if (o->learn_decay)
+        for (size_t h = 0; h < f->H; h++) o->gamma[h] = sigmoid(f->params[h]);
 }
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {
-    if (!(su->decay >= 0.0f && su->decay < 1.0f))
-        return aw_fail(AW_ERR_ARG, "attentionOptions.decay must be in (0, 1), got %g", (double)su->decay);
-    f->gamma = aw_alloc_floats(f->H);
-    if (!f->gamma) return AW_ERR_NOMEM;
-    if (su->decay > 0.0f)
-        for (size_t h = 0; h < f->H; h++) f->gamma[h] = su->decay;
-    else retention_default_gammas(f->gamma, f->H);
-    f->learn_decay = su->learn_decay;
-    if (f->learn_decay) {
+    retention_own *o = calloc(1, sizeof *o);
+    if (!o) return AW_ERR_NOMEM;
+    f->own = o;
+    o->gamma = aw_alloc_floats(f->H);
+    if (!o->gamma) return AW_ERR_NOMEM;
+    const int word = aw_option_word(f->form, su->opts, "decay");
+    if (word < 0)
+        for (size_t h = 0; h < f->H; h++) o->gamma[h] = (float)aw_option_number(f->form, su->opts, "decay");
+    else retention_default_gammas(o->gamma, f->H);
+    o->learn_decay = word == 1;
+    if (o->learn_decay) {
         if (!(f->params = aw_alloc_floats(f->H))) return AW_ERR_NOMEM;
         f->owns_params = 1;
         for (size_t h = 0; h < f->H; h++) {
-            const double g = f->gamma[h] < 1.0f - 1e-6f ? f->gamma[h] : 1.0 - 1e-6;
+            const double g = o->gamma[h] < 1.0f - 1e-6f ? o->gamma[h] : 1.0 - 1e-6;
             f->params[h] = (float)log(g / (1.0 - g));
         }
         refresh(f);
@@ -45,13 +59,15 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
 }
 
 static void release(aw_attn_form *f) {
-    free(f->gamma);
+    retention_own *o = f->own;
+    if (o) free(o->gamma);
+    free(o);
     if (f->owns_params) free(f->params);
-    f->gamma = f->params = f->grads = NULL;
+    f->own = NULL, f->params = f->grads = NULL;
 }
 
 static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
-    if (!f->learn_decay) return 0;
+    if (!((const retention_own *)f->own)->learn_decay) return 0;
     if (cap) {
         memset(out, 0, sizeof *out);
         strcpy(out->name, "decay_logit");
@@ -61,7 +77,7 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
 }
 
 static void bind(aw_attn_form *f, float *params, float *grads) {
-    if (!f->learn_decay) return;
+    if (!((retention_own *)f->own)->learn_decay) return;
     memcpy(params, f->params, f->H * sizeof(float));
     memset(grads, 0, f->H * sizeof(float));
     if (f->owns_params) free(f->params);
@@ -69,7 +85,7 @@ static void bind(aw_attn_form *f, float *params, float *grads) {
 }
 
 static aw_retention_desc desc(const aw_attn_form *f, size_t T) {
-    return (aw_retention_desc){T, f->C, f->C, f->H, f->gamma, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
+    return (aw_retention_desc){T, f->C, f->C, f->H, ((const retention_own *)f->own)->gamma, f->causal, 1.0f / sqrtf((float)(f->C / f->H)),
                                AW_RETENTION_PARALLEL, 0};
 }
 
@@ -93,11 +109,12 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     (void)dx, (void)att, (void)x, (void)Tk;
     refresh(f);
     const aw_retention_desc ds = desc(f, T);
-    float *dgamma = f->learn_decay ? work : NULL;
+    const retention_own *o = f->own;
+    float *dgamma = o->learn_decay ? work : NULL;
     if (dgamma) memset(dgamma, 0, f->H * sizeof(float));
     const int st = retention_backward(dq, dk, dv, dgamma, dout, q, k, v, &ds);
     if (!st && dgamma && f->grads) // d gamma / d logit = gamma (1 - gamma)
-        for (size_t h = 0; h < f->H; h++) f->grads[h] += dgamma[h] * f->gamma[h] * (1.0f - f->gamma[h]);
+        for (size_t h = 0; h < f->H; h++) f->grads[h] += dgamma[h] * o->gamma[h] * (1.0f - o->gamma[h]);
     return st;
 }
 
@@ -111,15 +128,39 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
                 const float *v, size_t pos) {
     (void)x, (void)L;
     if (pos == 0) memset(state, 0, step_floats(f, L) * sizeof(float)), refresh(f);
-    return retention_step(out, state, q, k, v, f->C, f->C, f->H, f->gamma, 1.0f / sqrtf((float)(f->C / f->H)));
+    return retention_step(out, state, q, k, v, f->C, f->C, f->H, ((const retention_own *)f->own)->gamma, 1.0f / sqrtf((float)(f->C / f->H)));
 }
 
 const aw_form AW_FORM_RETENTION_DESC = {
     .name = "retention",
+    .words = {
+        .label = "Retention (RetNet, decayed linear)",
+        .formula = "A_ij = (q_i·k_j) s γ^(i−j)  for j ≤ i\n"
+            "O = A V        no softmax, no normaliser\n"
+            "γ_h = 1 − 2^(−5−h)   (RetNet: one decay\n"
+            "                      per head)\n"
+            "Recurrent:  S_i = γ S_{i−1} + k_iᵀ v_i\n"
+            "            o_i = s q_i S_i\n"
+            "Parallel, recurrent and chunked forms\n"
+            "give the same numbers. Generation keeps\n"
+            "one d × d state: time O(n d²).\n"
+            "Shown: |A_ij| (scores can be negative).",
+        .summary = "Causal linear attention with a decay: the running state is multiplied by γ before each new "
+            "key-value pair is added, so old tokens fade, and each head fades at its own rate (RetNet's 1 "
+            "− 2^(−5−h)). There is no softmax, so the scores are signed and rows do not sum to 1. The same "
+            "numbers come out of a parallel form (for training), a recurrent form (an RNN with a d × d "
+            "state, for generation) and a chunked mix of both.",
+        .cost = "O(n d²)",
+        .paper = "Retentive Network: A Successor to Transformer for Large Language Models. Sun et al., 2023.",
+        .url = "https://arxiv.org/abs/2307.08621",
+        .year = 2023,
+        .signed_scores = 1,
+    },
     .family = "retention",
     .cross = "softmax",
     .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_PARAMS,
-    .options = AW_OPT_DECAY,
+    .options = OPTIONS,
+    .n_options = 1,
     .init = init,
     .release = release,
     .param_group = "retention",

@@ -53,6 +53,27 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
 
 const aw_form AW_FORM_SOFTMAX_DESC = {
     .name = "softmax",
+    .words = {
+        .label = "Softmax (scaled dot-product)",
+        .formula = "A = softmax(Q Kᵀ · s + M)\n"
+            "s = 1/√d_head\n"
+            "M = 0 where allowed, −∞ where masked\n"
+            "    (causal: masked where j > i)\n"
+            "O = A V\n"
+            "\n"
+            "Time O(n² d). Without weights the fast\n"
+            "path streams over the keys (online\n"
+            "softmax) and never stores A.",
+        .summary = "Every query is compared with every key by a dot product, and a softmax turns the scores of a "
+            "row into weights that sum to 1: each position reads a weighted average of the values. It is "
+            "the most expressive form here (it can look a token up by its content, sharply), and it costs "
+            "time n² in the sequence length: the choice when n is a few thousand or less.",
+        .cost = "O(n² d)",
+        .paper = "Attention Is All You Need. Vaswani et al., 2017.",
+        .url = "https://arxiv.org/abs/1706.03762",
+        .year = 2017,
+        .signed_scores = 0,
+    },
     .family = "softmax",
     .cross = "softmax",
     .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SAVES_WEIGHTS,

@@ -63,10 +63,18 @@ int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *se
     if (setup->causal && !(form->flags & AW_FORM_CAUSAL)) return attn_form_refuse_causal(form);
     if (!setup->causal && !(form->flags & AW_FORM_NONCAUSAL))
         return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
-    f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->window = setup->window;
-    f->stride = setup->stride;
+    f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->L = setup->L;
     f->uses_qk = (form->flags & AW_FORM_USES_QK) != 0;
-    return form->init ? form->init(f, setup) : 0;
+    // the options a form reads are its own: a setup without them takes the defaults
+    aw_form_values defaults;
+    aw_form_setup su = *setup;
+    if (!su.opts) {
+        aw_option_defaults(form, &defaults);
+        const int st = aw_option_finish(form, &defaults, setup->L);
+        if (st) return st;
+        su.opts = &defaults;
+    }
+    return form->init ? form->init(f, &su) : 0;
 }
 
 void attn_form_free(aw_attn_form *f) {

@@ -1,16 +1,16 @@
 // forms.h: the registry of attention forms. Every consumer (the model, generation, checkpoints,
 // the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over the
 // table in forms.c (aw_form_at, aw_form_find) instead of switching on a family. A new form is a
-// descriptor in its own file (form_<family>.c), two lines in forms.c (its declaration and its row)
-// and its tests; docs/attention-forms.md describes every form.
+// descriptor in its own file (form_<family>.c: its flags, options, words and functions), its
+// kernel in src/attention/, one line in forms.c, its module in scripts/torch_model.py and its
+// reference in tests/node/reference.js (tests/node/conformance.test.js then checks it with every
+// other form); docs/attention-forms.md describes every form.
 //
 // A form turns one sequence's projections into the attention output: q (T, C), k, v (Tk, C),
 // x (T, C) the sublayer input (for forms that read it), out (T, C), att (H, T, Tk) or NULL.
 // Heads split the C columns as everywhere in the library.
 #ifndef AW_MODEL_FORMS_H
 #define AW_MODEL_FORMS_H
-
-#include "../attention/synthesizer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,21 +25,41 @@ enum aw_form_flag {
     AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
     AW_FORM_SAVES_WEIGHTS = 1u << 7, // its backward reads the forward's weights (H, T, Tk)
+    AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
 };
 
 typedef struct aw_form aw_form;
 
-// The options of createModel's attentionOptions a form reads (the rest are refused for it).
-enum aw_form_option {
-    AW_OPT_TRAINABLE = 1u << 0,
-    AW_OPT_A = 1u << 1,
-    AW_OPT_B = 1u << 2,
-    AW_OPT_K = 1u << 3,
-    AW_OPT_COMPONENTS = 1u << 4,
-    AW_OPT_WINDOW = 1u << 5,
-    AW_OPT_STRIDE = 1u << 6,
-    AW_OPT_DECAY = 1u << 7,
+// A form owns its options: each descriptor lists them (name, kind, range, default, checkpoint
+// key, help), and everything else follows from that list: createModel's attentionOptions and the
+// trainer's flags are parsed and range-checked by it (form_options.c), configs and checkpoints
+// store them by it, lib.forms[i].options and the TypeScript types describe them from it. A form
+// reads its values in init (aw_option_int and friends); shared code never names an option.
+enum aw_option_kind {
+    AW_OPTION_INT,    // an integer in [lo, hi]
+    AW_OPTION_BOOL,   // true or false
+    AW_OPTION_CHOICE, // one of `words`, or (when lo < hi) a number in the open interval (lo, hi)
+    AW_OPTION_LIST,   // a comma list of distinct items of `words`, 1 to AW_OPTION_MAX_ITEMS of them
 };
+enum { AW_OPTION_MAX_ITEMS = 8, AW_MAX_FORM_OPTIONS = 6, AW_OPTION_TEXT = 96 };
+
+typedef struct {
+    const char *name;   // attentionOptions.<name>; the trainer's --<name>
+    int kind;           // enum aw_option_kind
+    double lo, hi;      // the range (see the kinds)
+    const char *const *words; // CHOICE: its words; LIST: its items (NULL-terminated)
+    const char *def;    // the default as users write it; NULL: none (the form's finish derives it or
+                        // leaves it unset, when it does not apply to this form's settings)
+    const char *key;    // its key in a checkpoint's __metadata__
+    const char *help;   // one line for lib.forms, the trainer's --help and the page
+} aw_form_option;
+
+// The values of a form's options, in the order of its list, as canonical text ("8", "true",
+// "retnet", "0.9", "random,dot"); "" when unset. given: bit i set when option i was written.
+typedef struct {
+    char text[AW_MAX_FORM_OPTIONS][AW_OPTION_TEXT];
+    unsigned given;
+} aw_form_values;
 
 // A parameter tensor of a form, as the model's table lists it ("<sublayer>.<group>.<name>").
 typedef struct {
@@ -56,42 +76,51 @@ typedef struct {
     const aw_form *form;
     int causal;
     int uses_qk;           // 1 when Q and K are read (the sublayer then has Wq, Wk)
-    size_t C, H;           // width and heads
-    size_t window;         // local attention: the band's width w
-    size_t stride;         // strided sparse attention: every s-th key as well
-    aw_synthesizer *synth; // forms with parameters: the layer, its params bound into the model's arena
-    size_t k, L;           // Linformer: projected rows, and the projections' columns (max_len)
-    float *gamma;          // retention: the heads' decays (H, owned)
-    int learn_decay;       // retention: 1 when params holds the decays' logits (gamma = sigmoid)
-    float *params, *grads; // the parameters of a form other than a synthesizer: its own block until
-                           // bind, then the model's arena (grads NULL until bind)
+    size_t C, H, L;        // width, heads and the longest sequence
+    void *own;             // the form's own state (its options as it reads them, its layer), set up
+                           // by init and freed by release
+    float *params, *grads; // the form's parameters: its own block until bind, then the model's
+                           // arena (grads NULL until bind)
     int owns_params;
 } aw_attn_form;
 
-// What a form needs to be set up in a model: the width, heads, longest sequence, the options of
-// forms with parameters, and the seed of this sublayer.
+// What a form needs to be set up in a model: the width, heads, longest sequence, its options'
+// values (checked) and the seed of this sublayer.
 typedef struct {
     size_t C, H, L;
     int causal;
-    const aw_synthesizer_config *synth; // options of synth:* forms (variant comes from the form)
-    size_t window;                      // local attention's w
-    size_t stride;                      // strided attention's s
-    float decay;                        // retention: one decay for every head; 0: RetNet's schedule
-    int learn_decay;                    // retention: 1 to learn the decays (from the schedule or decay)
-    size_t k;                           // Linformer's projected rows
+    const aw_form_values *opts;
     uint32_t seed;
 } aw_form_setup;
 
+// What a form says about itself: lib.forms carries it, the playground shows it.
+typedef struct {
+    const char *label;    // short, for a menu: "Softmax (full)"
+    const char *formula;  // a few lines of plain-text formula
+    const char *summary;  // a few plain sentences: what it does, when it wins
+    const char *cost;     // its time in n: "O(n² d)"
+    const char *paper;    // "Title. Authors, year."
+    const char *url;      // the paper's address
+    int year;
+    int signed_scores;    // 1: its attention weights can be negative (shown as |A|)
+} aw_form_words;
+
 struct aw_form {
     const char *name;    // "linear:elu+1": what users write, what checkpoints store
-    const char *family;  // "softmax", "linear", "synthesizer"
+    const char *family;  // its kernel's family: "softmax", "local", "linear", "synthesizer",
+                         // "retention", "linformer" (for grouping only: no code branches on it)
+    aw_form_words words;
     const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
     const char *decoder; // a form without a causal form: the decoder's self-attention in an
                          // encoder-decoder built with it (NULL: it cannot serve such a model)
     const char *why_not_causal; // a form without a causal form: the reason, for the error message
     unsigned flags;      // enum aw_form_flag
-    unsigned options;    // enum aw_form_option: the attentionOptions it reads
     int variant;         // the family's own id: linear feature map, synthesizer variant
+    const aw_form_option *options; // its attentionOptions (n_options of them)
+    size_t n_options;
+    // Derives the defaults that depend on other values (maxLen included) and checks values that
+    // constrain each other; AW_ERR_ARG with a message naming the option. NULL: nothing to do.
+    int (*finish)(const aw_form *form, aw_form_values *v, size_t max_len);
     // Sets up f (f->form, causal, C, H already filled in). NULL: nothing to set up.
     int (*init)(aw_attn_form *f, const aw_form_setup *setup);
     void (*release)(aw_attn_form *f);
@@ -122,6 +151,32 @@ size_t aw_form_count_all(void);
 const aw_form *aw_form_at(size_t i);        // NULL past the end
 const aw_form *aw_form_find(const char *name); // NULL when no form has this name
 int aw_form_index(const aw_form *f);        // its position in the registry
+
+// Options (form_options.c). A form's option by name: its index in form->options, or -1.
+int aw_option_find(const aw_form *form, const char *name);
+// Parses `text` for option i of form into its canonical text in v (marks it given); AW_ERR_ARG
+// with a message naming "attentionOptions.<name>" and what it must be.
+int aw_option_set(const aw_form *form, aw_form_values *v, size_t i, const char *text);
+// The defaults of every option, then finish: values as a form with nothing given has them.
+void aw_option_defaults(const aw_form *form, aw_form_values *v);
+// Fills the defaults of the options not given, runs the form's finish and re-checks every set
+// value (so a config made in C or read from a checkpoint is checked as users' options are).
+int aw_option_finish(const aw_form *form, aw_form_values *v, size_t max_len);
+// For a form's init: option `name`'s value (its schema must have it). int/bool: the number;
+// choice: the index of its word, or -1 for a number (then aw_option_number); list: the count of
+// items, each written to items (indices into words) when items is not NULL.
+long long aw_option_int(const aw_form *form, const aw_form_values *v, const char *name);
+double aw_option_number(const aw_form *form, const aw_form_values *v, const char *name);
+int aw_option_word(const aw_form *form, const aw_form_values *v, const char *name);
+size_t aw_option_list(const aw_form *form, const aw_form_values *v, const char *name, int *items);
+int aw_option_is_set(const aw_form *form, const aw_form_values *v, const char *name);
+// Appends the set values as JSON members ("window":8,"decay":"retnet","components":["random"]),
+// each preceded by a comma; returns the length it would write (snprintf's contract).
+size_t aw_option_json(const aw_form *form, const aw_form_values *v, char *buf, size_t cap);
+
+// The whole registry as JSON, for lib.forms: each form's name, family, crossForm, decoderForm,
+// whyNotCausal, flags, words and options. Returns the length it would write (snprintf's contract).
+size_t aw_forms_json(char *buf, size_t cap);
 
 // The sublayer's lifecycle (forms.c): checks the form can serve (causal needs AW_FORM_CAUSAL,
 // with a message naming the form), then calls its init.

@@ -44,10 +44,9 @@ int model_check_config(const aw_model_config *c) {
     // the decoder's self-attention is causal
     if (!(f->flags & AW_FORM_CAUSAL) && !(c->arch == AW_ARCH_ENCODER_DECODER && f->decoder))
         return attn_form_refuse_causal(f);
-    if (!(c->decay >= 0.0f && c->decay < 1.0f) || (c->learn_decay != 0 && c->learn_decay != 1))
-        return aw_fail(AW_ERR_ARG, "attentionOptions.decay must be in (0, 1)");
-    if ((f->options & AW_OPT_K) && strcmp(f->family, "synthesizer") != 0 && (c->synth.k < 1 || c->synth.k > 4096))
-        return aw_fail(AW_ERR_ARG, "attentionOptions.k must be an integer in [1, 4096]");
+    aw_form_values opts = c->attn; // the form checks its own options (model_create keeps them finished)
+    const int st = aw_option_finish(f, &opts, (size_t)c->max_len);
+    if (st) return st;
     if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED)
         return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\" or \"learned\"");
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
@@ -282,15 +281,15 @@ static int init_forms(aw_model *m) {
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
     if (encdec && !(self->flags & AW_FORM_CAUSAL) && self->decoder) dec = aw_form_find(self->decoder);
     const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
-                               .synth = &cfg->synth, .window = (size_t)cfg->window, .stride = (size_t)cfg->stride,
-                               .decay = cfg->decay, .learn_decay = cfg->learn_decay, .k = cfg->synth.k};
+                               .opts = &cfg->attn};
     aw_form_setup su = su0;
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
-        if (encdec) su.causal = 0, su.seed = s + 1, st = attn_form_init(&m->enc_form[l], self, &su);
-        if (!st) su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], dec, &su);
-        if (!st && encdec) su.causal = 0, su.seed = s + 3, st = attn_form_init(&m->cross_form[l], cross, &su);
+        // the options are the chosen form's: a decoder or cross form that differs takes its defaults
+        if (encdec) su.causal = 0, su.seed = s + 1, su.opts = &cfg->attn, st = attn_form_init(&m->enc_form[l], self, &su);
+        if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
+        if (!st && encdec) su.causal = 0, su.seed = s + 3, su.opts = cross == self ? &cfg->attn : NULL, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
     return st;
 }
@@ -302,6 +301,9 @@ int model_create(aw_model **out, const aw_model_config *cfg) {
     aw_model *m = calloc(1, sizeof *m);
     if (!m) return aw_fail(AW_ERR_NOMEM, "out of memory for the model");
     m->cfg = *cfg;
+    // the form's options with their defaults and derived values filled in (as config_json and
+    // checkpoints then show them)
+    if (!aw_arch_is_rnn(cfg->arch)) aw_option_finish(aw_form_at((size_t)cfg->form), &m->cfg.attn, (size_t)cfg->max_len);
     if ((st = init_forms(m))) {
         model_destroy(m);
         return st == AW_ERR_NOMEM ? aw_fail(st, "out of memory for the attention forms' parameters") : st;
@@ -441,7 +443,7 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     if (B == 0 || B > 65536) return aw_fail(AW_ERR_ARG, "batch size must be in [1, 65536], got %zu", B);
     if (T == 0 || T > L) {
         const aw_form *f = aw_form_at((size_t)m->cfg.form);
-        const int fixed = (f->flags & AW_FORM_PARAMS) && f->options & (AW_OPT_A | AW_OPT_K); // tables of maxLen
+        const int fixed = (f->flags & AW_FORM_FIXED_LENGTH) != 0; // tables of maxLen
         return aw_fail(AW_ERR_ARG, "the sequence has %zu positions; this model takes 1 to maxLen = %zu%s%s%s", T, L,
                        fixed ? " (attention \"" : "", fixed ? f->name : "", fixed ? "\" fixes its length when created)" : "");
     }

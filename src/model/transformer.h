@@ -32,12 +32,7 @@ typedef struct {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
     int32_t form;       // the attention form of every self-attention: an index into the registry
                         // (forms.h; aw_form_find(name) gives it)
-    aw_synthesizer_config synth; // synth:* options: trainable, a, b, k, components (the variant comes
-                                 // from the form; d, max_len, heads and seed are filled in per layer)
-    int32_t window;     // local attention: the band's width w (attentionOptions.window)
-    int32_t stride;     // strided attention: every s-th key as well (attentionOptions.stride)
-    float decay;        // retention: one decay for every head in (0, 1); 0: RetNet's schedule
-    int32_t learn_decay; // retention: 1 when the decays are learned (attentionOptions.decay "learned")
+    aw_form_values attn; // the form's attentionOptions, by its own option list (forms.h)
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks;

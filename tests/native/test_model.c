@@ -238,10 +238,26 @@ static aw_model_config base_config(void) {
     return c;
 }
 
-static int32_t synth_form(int variant) {
-    static const char *const names[] = {"synth:dense", "synth:random", "synth:factorized-dense", "synth:factorized-random",
-                                        "synth:mixture"};
-    return FORM(names[variant]);
+// c with the form `name` and its options from "option=value;option=value" (values as users write
+// them), through the form's own option list.
+static aw_model_config WITH(aw_model_config c, const char *name, const char *spec) {
+    c.form = FORM(name);
+    const aw_form *f = aw_form_at((size_t)c.form);
+    memset(&c.attn, 0, sizeof c.attn);
+    for (const char *p = spec; p && *p;) {
+        const char *semi = strchr(p, ';'), *eq = strchr(p, '=');
+        const size_t len = semi ? (size_t)(semi - p) : strlen(p);
+        char key[32], value[96];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - p), p);
+        snprintf(value, sizeof value, "%.*s", (int)(len - (size_t)(eq - p) - 1), eq + 1);
+        const int i = aw_option_find(f, key);
+        if (i < 0 || aw_option_set(f, &c.attn, (size_t)i, value)) {
+            fprintf(stderr, "test config: %s %s: %s\n", name, key, aw_error_message());
+            abort();
+        }
+        p += len + (semi != NULL);
+    }
+    return c;
 }
 
 // model_grad_check (src/model/gradcheck.c) on a random batch: every tensor along its gradient and
@@ -313,21 +329,21 @@ static void test_model_grads(void) {
         c = base_config(), c.form = features[i];
         grad_check_model(fnames[i], c);
     }
-    c = base_config(), c.form = FORM("local"), c.window = 3;
+    c = WITH(base_config(), "local", "window=3");
     grad_check_model("local (window 3) decoder", c);
     c.arch = AW_ARCH_ENCODER_DECODER, c.norm = AW_NORM_POST;
     grad_check_model("local (window 3) encoder-decoder post-norm", c);
-    c = base_config(), c.form = FORM("strided"), c.window = 2, c.stride = 3;
+    c = WITH(base_config(), "strided", "window=2;stride=3");
     grad_check_model("strided (window 2, stride 3) decoder", c);
     c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("strided (window 2, stride 3) encoder-decoder", c);
     c = base_config(), c.form = FORM("retention");
     grad_check_model("retention (RetNet's decays) decoder", c);
-    c.learn_decay = 1;
+    c = WITH(c, "retention", "decay=learned");
     grad_check_model_ex("retention (learned decays) decoder", c, 1);
     c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("retention (learned decays) encoder-decoder", c);
-    c = base_config(), c.form = FORM("linformer"), c.synth.k = 3, c.arch = AW_ARCH_ENCODER_DECODER;
+    c = WITH(base_config(), "linformer", "k=3"), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model_ex("linformer (k 3) encoder-decoder", c, 1);
     { // Linformer has no causal form: a decoder-only model with it is refused, and says why
         aw_model *m = NULL;
@@ -339,24 +355,22 @@ static void test_model_grads(void) {
     c = base_config(), c.form = FORM("linear:elu+1"), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("linear elu+1 encoder-decoder", c);
     struct {
-        const char *name;
-        aw_synthesizer_config s;
+        const char *name, *form, *opts;
     } synths[] = {
-        {"synthesizer dense", {.variant = AW_SYNTH_DENSE}},
-        {"synthesizer random (trainable)", {.variant = AW_SYNTH_RANDOM, .trainable = 1}},
-        {"synthesizer random (fixed)", {.variant = AW_SYNTH_RANDOM, .trainable = 0}},
-        {"synthesizer factorized-dense", {.variant = AW_SYNTH_FACTORIZED_DENSE, .a = 2, .b = 4}},
-        {"synthesizer factorized-random", {.variant = AW_SYNTH_FACTORIZED_RANDOM, .k = 3, .trainable = 1}},
-        {"synthesizer mixture (random + dot)",
-         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .n_components = 2, .components = {AW_SYNTH_RANDOM, AW_SYNTH_DOT}}},
-        {"synthesizer mixture (dense + factorized-random)",
-         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .k = 2, .n_components = 2, .components = {AW_SYNTH_DENSE, AW_SYNTH_FACTORIZED_RANDOM}}},
+        {"synthesizer dense", "synth:dense", "trainable=false"},
+        {"synthesizer random (trainable)", "synth:random", "trainable=true"},
+        {"synthesizer random (fixed)", "synth:random", "trainable=false"},
+        {"synthesizer factorized-dense", "synth:factorized-dense", "a=2;b=4;trainable=false"},
+        {"synthesizer factorized-random", "synth:factorized-random", "k=3;trainable=true"},
+        {"synthesizer mixture (random + dot)", "synth:mixture", "trainable=true;components=random,dot"},
+        {"synthesizer mixture (dense + factorized-random)", "synth:mixture",
+         "trainable=true;k=2;components=dense,factorized-random"},
     };
     for (size_t i = 0; i < sizeof synths / sizeof synths[0]; i++) {
-        c = base_config(), c.form = synth_form(synths[i].s.variant), c.synth = synths[i].s;
+        c = WITH(base_config(), synths[i].form, synths[i].opts);
         grad_check_model_ex(synths[i].name, c, i == 5 || i == 6 || i == 1);
     }
-    c = base_config(), c.form = FORM("synth:dense"), c.synth.variant = AW_SYNTH_DENSE, c.arch = AW_ARCH_ENCODER_DECODER;
+    c = WITH(base_config(), "synth:dense", NULL), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("synthesizer dense encoder-decoder", c);
     // the RNN baselines (rnn.c): backprop through 5 encoder and 6 decoder steps, every tensor's
     // gradient times 1.1 must fail
@@ -401,7 +415,7 @@ static void test_config_errors(void) {
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "unknown form must fail");
     c = base_config(), c.form = FORM("linear:efficient");
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "causal efficient attention must fail");
-    c = base_config(), c.form = FORM("synth:factorized-dense"), c.synth.variant = AW_SYNTH_FACTORIZED_DENSE, c.synth.a = 3, c.synth.b = 3;
+    c = WITH(base_config(), "synth:factorized-dense", "a=3;b=3");
     CHECK(model_create(&m, &c) == AW_ERR_ARG, "factorized-dense with a*b != max_len must fail");
     c = base_config(), c.arch = AW_ARCH_GRU; // layers 2
     aw_clear_error();
@@ -481,9 +495,7 @@ static void test_determinism_and_checkpoint(void) {
 // linear layer's weight is stored (out, in): checkpoint element (o, i) is the model's W[i][o].
 static void test_resume(void) {
     aw_model_config cs[2] = {base_config(), base_config()};
-    cs[1].form = FORM("synth:mixture");
-    cs[1].synth = (aw_synthesizer_config){.variant = AW_SYNTH_MIXTURE, .trainable = 1, .n_components = 2,
-                                          .components = {AW_SYNTH_RANDOM, AW_SYNTH_DOT}};
+    cs[1] = WITH(cs[1], "synth:mixture", "trainable=true;components=random,dot");
     const aw_task_spec spec = {AW_TASK_REVERSE, 3, 5, 0};
     const aw_train_config tc = train_config(3e-3f);
     for (int k = 0; k < 2; k++) {
@@ -566,39 +578,35 @@ static void test_generation(void) {
     check_generation("generate: softmax encoder-decoder", c, 5);
     c.form = FORM("linear:relu");
     check_generation("generate: linear relu encoder-decoder", c, 5);
-    c = base_config(), c.max_len = 12, c.form = FORM("local"), c.window = 4;
+    c = base_config(), c.max_len = 12, c = WITH(c, "local", "window=4");
     check_generation("generate: local (window 4) decoder", c, 5);
     c.arch = AW_ARCH_ENCODER_DECODER;
     check_generation("generate: local (window 4) encoder-decoder", c, 5);
-    c = base_config(), c.max_len = 12, c.form = FORM("strided"), c.window = 2, c.stride = 3;
+    c = base_config(), c.max_len = 12, c = WITH(c, "strided", "window=2;stride=3");
     check_generation("generate: strided (window 2, stride 3) decoder", c, 5);
     c = base_config(), c.max_len = 12, c.form = FORM("retention");
     check_generation("generate: retention decoder (recurrent state)", c, 5);
-    c.learn_decay = 1, c.decay = 0.0f, c.arch = AW_ARCH_ENCODER_DECODER;
+    c = WITH(c, "retention", "decay=learned"), c.arch = AW_ARCH_ENCODER_DECODER;
     check_generation("generate: retention encoder-decoder", c, 5);
-    c = base_config(), c.max_len = 12, c.form = FORM("linformer"), c.synth.k = 4, c.arch = AW_ARCH_ENCODER_DECODER;
+    c = base_config(), c.max_len = 12, c = WITH(c, "linformer", "k=4"), c.arch = AW_ARCH_ENCODER_DECODER;
     check_generation("generate: linformer encoder-decoder", c, 5);
     // the Synthesizer's own step: every variant, and mixtures with the dot and factorized kinds
     struct {
-        const char *name;
-        aw_synthesizer_config s;
+        const char *name, *form, *opts;
     } synths[] = {
-        {"generate: synthesizer dense", {.variant = AW_SYNTH_DENSE, .trainable = 1}},
-        {"generate: synthesizer random", {.variant = AW_SYNTH_RANDOM, .trainable = 1}},
-        {"generate: synthesizer factorized-dense", {.variant = AW_SYNTH_FACTORIZED_DENSE, .a = 3, .b = 4, .trainable = 1}},
-        {"generate: synthesizer factorized-random", {.variant = AW_SYNTH_FACTORIZED_RANDOM, .k = 3, .trainable = 1}},
-        {"generate: synthesizer mixture (random + dot)",
-         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .n_components = 2, .components = {AW_SYNTH_RANDOM, AW_SYNTH_DOT}}},
-        {"generate: synthesizer mixture (dense, fr, fd)",
-         {.variant = AW_SYNTH_MIXTURE, .trainable = 1, .k = 2, .a = 3, .b = 4, .n_components = 3,
-          .components = {AW_SYNTH_DENSE, AW_SYNTH_FACTORIZED_RANDOM, AW_SYNTH_FACTORIZED_DENSE}}},
+        {"generate: synthesizer dense", "synth:dense", "trainable=true"},
+        {"generate: synthesizer random", "synth:random", "trainable=true"},
+        {"generate: synthesizer factorized-dense", "synth:factorized-dense", "a=3;b=4;trainable=true"},
+        {"generate: synthesizer factorized-random", "synth:factorized-random", "k=3;trainable=true"},
+        {"generate: synthesizer mixture (random + dot)", "synth:mixture", "trainable=true;components=random,dot"},
+        {"generate: synthesizer mixture (dense, fr, fd)", "synth:mixture",
+         "trainable=true;k=2;a=3;b=4;components=dense,factorized-random,factorized-dense"},
     };
     for (size_t i = 0; i < sizeof synths / sizeof synths[0]; i++) {
-        c = base_config(), c.max_len = 12, c.form = synth_form(synths[i].s.variant), c.synth = synths[i].s;
+        c = base_config(), c.max_len = 12, c = WITH(c, synths[i].form, synths[i].opts);
         check_generation(synths[i].name, c, 5);
     }
-    c = base_config(), c.max_len = 12, c.arch = AW_ARCH_ENCODER_DECODER, c.form = FORM("synth:dense");
-    c.synth.variant = AW_SYNTH_DENSE, c.synth.trainable = 1;
+    c = base_config(), c.max_len = 12, c.arch = AW_ARCH_ENCODER_DECODER, c = WITH(c, "synth:dense", "trainable=true");
     check_generation("generate: synthesizer dense encoder-decoder", c, 5);
     c = base_config(), c.max_len = 12, c.arch = AW_ARCH_GRU, c.layers = 1;
     check_generation("generate: gru", c, 5);

@@ -54,6 +54,8 @@ const COMMANDS = {
   'HOST=0.0.0.0 npm start': 'serve',
   'node scripts/serve.js': 'serve',
   'npm test': 'this suite is part of it',
+  'bash scripts/test-loaded.sh': 'npm test itself, beside two busy loops: a long run of its own',
+  'npm run gen:types': 'root',
   'bash build.sh': BY_NPM_TEST,
   'bash build.sh wasm': BY_NPM_TEST,
   'bash build.sh native': BY_NPM_TEST,

@@ -4,30 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { TOL, builds, expectError, maxErr, rand } from './helpers.js';
-
-// Float64 local attention from its definition: per head, per query, the band's keys only.
-function localF64({ q, k, v, n, m = n, d, dv = d, heads = 1, window, causal = true, stride = 0 }) {
-  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
-  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * m);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < n; i++) {
-      const keys = [];
-      for (let j = 0; j < m; j++) {
-        const band = causal ? j <= i && j > i - window : Math.abs(i - j) <= Math.floor(window / 2);
-        const strided = stride > 0 && Math.abs(i - j) % stride === 0 && (!causal || j <= i);
-        if (band || strided) keys.push(j);
-      }
-      if (!keys.length) continue;
-      const s = keys.map((j) => { let x = 0; for (let c = 0; c < dh; c++) x += q[i * d + h * dh + c] * k[j * d + h * dh + c]; return x * scale; });
-      const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
-      keys.forEach((j, t) => {
-        const p = e[t] / sum;
-        weights[(h * n + i) * m + j] = p;
-        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += p * v[j * dv + h * dvh + c];
-      });
-    }
-  return { output, weights };
-}
+import { localF64 } from './reference.js';
 
 for (const { name, lib } of builds) {
   test(`${name}: local and strided attention match their float64 definition (causal and centred, heads, m != n, n = 1)`, (t) => {

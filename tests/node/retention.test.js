@@ -4,53 +4,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { TOL, builds, expectError, maxErr, rand } from './helpers.js';
+import { linformerF64, retentionF64 } from './reference.js';
 import { retnetGammas } from '../../wasm/index.js';
-
-// Float64 retention from its definition: O_i = sum_j scale (q_i . k_j) gamma^|i-j| v_j.
-function retentionF64({ q, k, v, n, d, dv = d, heads = 1, causal = true, gamma }) {
-  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
-  const g = gamma === undefined ? [...retnetGammas(heads)] : typeof gamma === 'number' ? new Array(heads).fill(gamma) : [...gamma];
-  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * n);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < n; i++)
-      for (let j = 0; j < n; j++) {
-        if (causal && j > i) continue;
-        let s = 0;
-        for (let c = 0; c < dh; c++) s += q[i * d + h * dh + c] * k[j * d + h * dh + c];
-        const w = s * scale * Math.fround(g[h]) ** Math.abs(i - j);
-        weights[(h * n + i) * n + j] = w;
-        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += w * v[j * dv + h * dvh + c];
-      }
-  return { output, weights };
-}
-
-// Float64 Linformer: Kp = E[:, :n] K, Vp = F[:, :n] V, softmax(Q Kp^T s) Vp; weights P F[:, :n].
-function linformerF64({ q, k, v, n, d, dv = d, heads = 1, E, F, proj, maxLen }) {
-  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
-  const Kp = new Float64Array(proj * d), Vp = new Float64Array(proj * dv);
-  for (let r = 0; r < proj; r++)
-    for (let j = 0; j < n; j++) {
-      for (let c = 0; c < d; c++) Kp[r * d + c] += E[r * maxLen + j] * k[j * d + c];
-      for (let c = 0; c < dv; c++) Vp[r * dv + c] += F[r * maxLen + j] * v[j * dv + c];
-    }
-  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * n);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < n; i++) {
-      const s = [];
-      for (let r = 0; r < proj; r++) {
-        let x = 0;
-        for (let c = 0; c < dh; c++) x += q[i * d + h * dh + c] * Kp[r * d + h * dh + c];
-        s.push(x * scale);
-      }
-      const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
-      for (let r = 0; r < proj; r++) {
-        const p = e[r] / sum;
-        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += p * Vp[r * dv + h * dvh + c];
-        for (let j = 0; j < n; j++) weights[(h * n + i) * n + j] += p * F[r * maxLen + j];
-      }
-    }
-  return { output, weights };
-}
 
 for (const { name, lib } of builds) {
   test(`${name}: retention matches its float64 definition; parallel == recurrent == chunked (causal, centred, heads, n = 1)`, (t) => {

@@ -60,7 +60,9 @@ test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread bui
     assert.ok(same(r1, r2) && same(r1, r4), `${label}: 1, 2 and 4 threads differ`);
     assert.ok(same(r1, rp), `${label}: the threaded build differs from the single-thread build`);
   }
-  assert.ok(two.threadWorkItems() > before + 50, `the worker ran ${two.threadWorkItems() - before} items`);
+  // the worker took part (how many items it ran depends on how busy the machine is: the caller runs
+  // the items it finds first, so only 'some' holds under load)
+  assert.ok(two.threadWorkItems() > before, 'the worker ran no items');
 });
 
 test('linear attention with one head runs in segments: the same bits at 1, 2, 4 threads and the plain build', (t) => {
@@ -88,7 +90,9 @@ test('linear attention with one head runs in segments: the same bits at 1, 2, 4 
     const { r1, r2, r4, rp } = allCounts((L) => L.linearAttention({ q, k, v, n, d, causal: true }).output);
     assert.ok(same(r1, r2) && same(r1, r4) && same(r1, rp), 'd=256: thread counts or builds differ');
   }
-  assert.ok(two.threadWorkItems() > before + 6, `the worker ran ${two.threadWorkItems() - before} items`);
+  // the worker took part (how many items it ran depends on how busy the machine is: the caller runs
+  // the items it finds first, so only 'some' holds under load)
+  assert.ok(two.threadWorkItems() > before, 'the worker ran no items');
 });
 
 test('a training curve and its checkpoint are bit-identical whatever the thread count', () => {
@@ -136,7 +140,9 @@ test('Synthesizer forward (outputs and weights) is bit-identical for 1, 2 and 4 
       }
     }
   }
-  assert.ok(two.threadWorkItems() > before + 20, `the worker ran ${two.threadWorkItems() - before} items`);
+  // the worker took part (how many items it ran depends on how busy the machine is: the caller runs
+  // the items it finds first, so only 'some' holds under load)
+  assert.ok(two.threadWorkItems() > before, 'the worker ran no items');
 });
 
 test('Synthesizer backward: a model step\'s gradients are bit-identical for 1, 2 and 4 threads and the single-thread build', () => {

@@ -1,7 +1,9 @@
 // Compiled (not run) by tests/node/types.test.js: the package's .d.ts must accept real usage
 // of every family and reject the mistakes marked @ts-expect-error.
 import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
-import type { Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo } from '../../wasm/index.js';
+import type {
+  Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo, AttentionName, AttentionLayer, ModelAttention, FormOption,
+} from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
 const ok: boolean = lib.simd && simdSupported();
@@ -52,4 +54,51 @@ const tk: CharTokenizer = charTokenizer({ text: 'hello' });
 const first: FormInfo = lib.forms[0];
 typed.dispose();
 
-export { ok, w, row, step, held, causalForms, inUse, res, tk, first, note };
+// Any registry form by name (lib.attention / lib.attentionLayer), its options typed per form.
+const soft = lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, heads: 2, causal: true, returnWeights: true });
+const out: Float32Array = soft.output;
+const sw: Float32Array | undefined = soft.weights;
+lib.attention('local', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { window: 2 } });
+lib.attention('retention', { q, k: q, v: q, n: 2, d: 4, causal: true, attentionOptions: { decay: 0.9 } });
+lib.attention('linformer', { q, k: q, v: q, n: 2, d: 4, maxLen: 8, attentionOptions: { k: 4 } });
+lib.attention('synth:mixture', { q, k: q, v: q, x: q, n: 2, d: 4, seed: 3, attentionOptions: { components: ['dense', 'dot'], trainable: false } });
+const alayer: AttentionLayer<'synth:dense'> = lib.attentionLayer('synth:dense', { n: 2, d: 4, maxLen: 4, causal: true });
+const grads = alayer.backward({ q, k: q, v: q, x: q, dout: q });
+const dparams: Float32Array = grads.dparams;
+alayer.setParams(alayer.params);
+const next: Float32Array = alayer.step(0, { q: q.subarray(0, 4), k: q.subarray(0, 4), v: q.subarray(0, 4) });
+const tensorNames: string[] = alayer.tensors.map((t) => t.name);
+const trainableSynth: boolean | undefined = alayer.options.trainable;
+alayer.forward({ q, k: q, v: q, returnWeights: true });
+alayer.dispose();
+const someName: AttentionName = lib.forms[1].name;
+lib.attention(someName, { q, k: q, v: q, n: 2, d: 4 });
+const asModel: ModelAttention = someName;
+const encoderOnly: AttentionName | null = lib.forms[lib.forms.length - 1].decoderForm;
+const options: readonly FormOption[] = lib.forms[1].options;
+const ranges: string[] = options.map((o) => (o.kind === 'int' ? `${o.min}..${o.max}` : o.kind === 'bool' ? String(o.default) : o.words.join('|')));
+const year: number = first.paper.year;
+
+// @ts-expect-error unknown form name
+lib.attention('sparse', { q, k: q, v: q, n: 2, d: 4 });
+// @ts-expect-error softmax has no options (window is local's)
+lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { window: 4 } });
+// @ts-expect-error retention's decay is 'retnet', 'learned' or a number
+lib.attention('retention', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { decay: 'nope' } });
+// @ts-expect-error synth:mixture's components are from a fixed list
+lib.attention('synth:mixture', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { components: ['sparse'] } });
+// @ts-expect-error linformer has no causal form
+lib.attention('linformer', { q, k: q, v: q, n: 2, d: 4, causal: true });
+// @ts-expect-error a layer takes its data in forward, not at creation
+lib.attentionLayer('softmax', { q, n: 2, d: 4 });
+// @ts-expect-error forms' names are the registry's
+const wrongName: FormInfo['name'] = 'linear:elu';
+// @ts-expect-error createModel's attention is a registry form
+lib.createModel({ attention: 'linear' });
+// @ts-expect-error createModel's attentionOptions are the forms' options
+lib.createModel({ attention: 'local', attentionOptions: { width: 4 } });
+
+export {
+  ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
+  asModel, encoderOnly, ranges, year, wrongName,
+};

@@ -4,7 +4,7 @@
 
 /**
  * Series colours: Okabe-Ito's colour-blind-safe set without its pale yellow (unreadable on white),
- * then seven of Paul Tol's hues, so fourteen series (every attention form) get fourteen colours. Each
+ * then seven of Paul Tol's hues: fourteen colours for the first fourteen series. Each
  * series also gets a marker shape, and beyond fourteen a dash pattern, so none look alike.
  */
 export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#882255', '#44AA99', '#AA4499',

@@ -143,7 +143,7 @@ export function createLearnedView(el, { lib, onChange }) {
     const { logits, attention } = m.forward(tokens);
     const maps = [];
     attention.forEach((heads, l) => heads.forEach((weights, h) =>
-      maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights: displayWeights(form.id, weights) })));
+      maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights: displayWeights(form, weights) })));
     const labels = chars.map(charLabel);
     current = { chars, logits, vocab: m.config.vocab };
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale });

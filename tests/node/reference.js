@@ -1,0 +1,198 @@
+// reference.js: an independent float64 reference for every form of the registry (lib.forms), the
+// only per-form code of tests/node/conformance.test.js. Each entry takes
+// { q, k, v, x, n, m, d, heads, causal, options, params, maxLen } (options: the layer's finished
+// values, params: tensor name -> Float32Array, maxLen: the layer's L) and returns the output
+// (n*d) as a Float64Array. Written from docs/attention-forms.md and the C sources
+// (src/attention/*.c, src/model/form_*.c); shares no code with the C core.
+import { linearAttentionF64, softmaxAttentionF64 } from './helpers.js';
+import { retnetGammas } from '../../wasm/index.js';
+
+// ---- local / strided (section 4): softmax over the band (plus every stride-th key) ----------
+// Float64 local attention from its definition: per head, per query, the band's keys only.
+export function localF64({ q, k, v, n, m = n, d, dv = d, heads = 1, window, causal = true, stride = 0 }) {
+  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
+  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * m);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < n; i++) {
+      const keys = [];
+      for (let j = 0; j < m; j++) {
+        const band = causal ? j <= i && j > i - window : Math.abs(i - j) <= Math.floor(window / 2);
+        const strided = stride > 0 && Math.abs(i - j) % stride === 0 && (!causal || j <= i);
+        if (band || strided) keys.push(j);
+      }
+      if (!keys.length) continue;
+      const s = keys.map((j) => { let x = 0; for (let c = 0; c < dh; c++) x += q[i * d + h * dh + c] * k[j * d + h * dh + c]; return x * scale; });
+      const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
+      keys.forEach((j, t) => {
+        const p = e[t] / sum;
+        weights[(h * n + i) * m + j] = p;
+        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += p * v[j * dv + h * dvh + c];
+      });
+    }
+  return { output, weights };
+}
+
+// ---- retention (section 4): O = ((Q K^T s) ⊙ D) V, D = gamma^|i-j| (zero above the diagonal when causal)
+
+// Float64 retention from its definition: O_i = sum_j scale (q_i . k_j) gamma^|i-j| v_j.
+export function retentionF64({ q, k, v, n, d, dv = d, heads = 1, causal = true, gamma }) {
+  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
+  const g = gamma === undefined ? [...retnetGammas(heads)] : typeof gamma === 'number' ? new Array(heads).fill(gamma) : [...gamma];
+  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * n);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        if (causal && j > i) continue;
+        let s = 0;
+        for (let c = 0; c < dh; c++) s += q[i * d + h * dh + c] * k[j * d + h * dh + c];
+        const w = s * scale * Math.fround(g[h]) ** Math.abs(i - j);
+        weights[(h * n + i) * n + j] = w;
+        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += w * v[j * dv + h * dvh + c];
+      }
+  return { output, weights };
+}
+
+// ---- Linformer (section 4), E, F (k, L) shared by heads. Float64 Linformer: Kp = E[:, :n] K, Vp = F[:, :n] V, softmax(Q Kp^T s) Vp; weights P F[:, :n].
+export function linformerF64({ q, k, v, n, d, dv = d, heads = 1, E, F, proj, maxLen }) {
+  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh);
+  const Kp = new Float64Array(proj * d), Vp = new Float64Array(proj * dv);
+  for (let r = 0; r < proj; r++)
+    for (let j = 0; j < n; j++) {
+      for (let c = 0; c < d; c++) Kp[r * d + c] += E[r * maxLen + j] * k[j * d + c];
+      for (let c = 0; c < dv; c++) Vp[r * dv + c] += F[r * maxLen + j] * v[j * dv + c];
+    }
+  const output = new Float64Array(n * dv), weights = new Float64Array(heads * n * n);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < n; i++) {
+      const s = [];
+      for (let r = 0; r < proj; r++) {
+        let x = 0;
+        for (let c = 0; c < dh; c++) x += q[i * d + h * dh + c] * Kp[r * d + h * dh + c];
+        s.push(x * scale);
+      }
+      const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), sum = e.reduce((a, b) => a + b, 0);
+      for (let r = 0; r < proj; r++) {
+        const p = e[r] / sum;
+        for (let c = 0; c < dvh; c++) output[i * dv + h * dvh + c] += p * Vp[r * dv + h * dvh + c];
+        for (let j = 0; j < n; j++) weights[(h * n + i) * n + j] += p * F[r * maxLen + j];
+      }
+    }
+  return { output, weights };
+}
+
+function retentionGammas(heads, options, params) {
+  const decay = options.decay ?? 'retnet';
+  if (decay === 'retnet') return [...retnetGammas(heads)].map(Math.fround);
+  if (decay === 'learned') return [...params.decay_logit].map((z) => Math.fround(1 / (1 + Math.exp(-z))));
+  return new Array(heads).fill(Math.fround(Number(decay)));
+}
+
+// ---- Synthesizer (section 3); layouts as src/attention/synthesizer.c: a leading heads axis,
+// W1 (d, d), b1 (d), W2 (d, L), b2 (L), R (L, L), W2a (d, a), W2b (d, b), R1, R2 (L, k),
+// alphaLogits (heads, components); a mixture's tensors are named "<kind>.<tensor>".
+function hiddenF64(x, W1, b1, hd, n, d) { // relu(X W1[hd] + b1[hd]) (n, d)
+  const H = new Float64Array(n * d);
+  for (let i = 0; i < n; i++)
+    for (let c = 0; c < d; c++) {
+      let z = b1[hd * d + c];
+      for (let t = 0; t < d; t++) z += x[i * d + t] * W1[hd * d * d + t * d + c];
+      H[i * d + c] = Math.max(z, 0);
+    }
+  return H;
+}
+
+function synthLogits(kind, P, hd, { x, q, k, n, d, heads, L, a, b, rank }) {
+  const B = new Float64Array(n * n);
+  if (kind === 'dense') {
+    const H = hiddenF64(x, P.W1, P.b1, hd, n, d);
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        let z = P.b2[hd * L + j];
+        for (let t = 0; t < d; t++) z += H[i * d + t] * P.W2[hd * d * L + t * L + j];
+        B[i * n + j] = z;
+      }
+  } else if (kind === 'random') {
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) B[i * n + j] = P.R[hd * L * L + i * L + j];
+  } else if (kind === 'factorized-dense') {
+    const Ha = hiddenF64(x, P.W1a, P.b1a, hd, n, d), Hb = hiddenF64(x, P.W1b, P.b1b, hd, n, d);
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) { // B[i, j] = Ba[i, floor(j / b)] * Bb[i, j mod b]
+        const p = Math.floor(j / b), r = j % b;
+        let ba = 0, bb = 0;
+        for (let t = 0; t < d; t++) {
+          ba += Ha[i * d + t] * P.W2a[hd * d * a + t * a + p];
+          bb += Hb[i * d + t] * P.W2b[hd * d * b + t * b + r];
+        }
+        B[i * n + j] = ba * bb;
+      }
+  } else if (kind === 'factorized-random') {
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        let z = 0;
+        for (let t = 0; t < rank; t++) z += P.R1[hd * L * rank + i * rank + t] * P.R2[hd * L * rank + j * rank + t];
+        B[i * n + j] = z;
+      }
+  } else if (kind === 'dot') {
+    const dh = d / heads;
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        let z = 0;
+        for (let t = 0; t < dh; t++) z += q[i * d + hd * dh + t] * k[j * d + hd * dh + t];
+        B[i * n + j] = z / Math.sqrt(dh);
+      }
+  } else throw new Error(`reference.js: unknown synthesizer kind ${kind}`);
+  return B;
+}
+
+function softmax(row) {
+  const mx = Math.max(...row), e = row.map((z) => Math.exp(z - mx)), s = e.reduce((p, c) => p + c, 0);
+  return e.map((z) => z / s);
+}
+
+function synthesizerF64(variant, { q, k, v, x, n, d, heads, causal, options, params, maxLen }) {
+  const kinds = variant === 'mixture' ? options.components : [variant];
+  const cfg = { x, q, k, n, d, heads, L: maxLen, a: options.a, b: options.b, rank: options.k };
+  const output = new Float64Array(n * d), dh = d / heads;
+  for (let hd = 0; hd < heads; hd++) {
+    const alpha = variant === 'mixture' ? softmax([...params.alphaLogits.slice(hd * kinds.length, (hd + 1) * kinds.length)]) : [1];
+    const B = new Float64Array(n * n);
+    kinds.forEach((kind, c) => {
+      const P = {};
+      for (const [name, t] of Object.entries(params))
+        if (variant !== 'mixture') P[name] = t;
+        else if (name.startsWith(`${kind}.`)) P[name.slice(kind.length + 1)] = t;
+      const Bc = synthLogits(kind, P, hd, cfg);
+      for (let t = 0; t < n * n; t++) B[t] += alpha[c] * Bc[t];
+    });
+    for (let i = 0; i < n; i++) {
+      const p = softmax(Array.from({ length: n }, (_, j) => (causal && j > i ? -Infinity : B[i * n + j])));
+      for (let j = 0; j < n; j++)
+        for (let c = 0; c < dh; c++) output[i * d + hd * dh + c] += p[j] * v[j * d + hd * dh + c];
+    }
+  }
+  return output;
+}
+
+const linear = (feature) => ({ q, k, v, n, m, d, heads, causal }) =>
+  linearAttentionF64({ q, k, v, n, m, d, heads, feature, causal }).output;
+const synth = (variant) => (a) => synthesizerF64(variant, a);
+
+export const REFERENCES = {
+  softmax: ({ q, k, v, n, m, d, heads, causal }) => softmaxAttentionF64({ q, k, v, n, m, d, heads, causal }).output,
+  local: ({ q, k, v, n, m, d, heads, causal, options }) => localF64({ q, k, v, n, m, d, heads, causal, window: options.window }).output,
+  strided: ({ q, k, v, n, m, d, heads, causal, options }) =>
+    localF64({ q, k, v, n, m, d, heads, causal, window: options.window, stride: options.stride }).output,
+  'linear:elu+1': linear('elu+1'),
+  'linear:relu': linear('relu'),
+  'linear:efficient': linear('efficient'),
+  'linear:taylor': linear('taylor'),
+  'synth:dense': synth('dense'),
+  'synth:random': synth('random'),
+  'synth:factorized-dense': synth('factorized-dense'),
+  'synth:factorized-random': synth('factorized-random'),
+  'synth:mixture': synth('mixture'),
+  retention: ({ q, k, v, n, d, heads, causal, options, params }) =>
+    retentionF64({ q, k, v, n, d, heads, causal, gamma: retentionGammas(heads, options, params) }).output,
+  linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>
+    linformerF64({ q, k, v, n, d, heads, E: params.E, F: params.F, proj: options.k, maxLen }).output,
+};
