@@ -205,8 +205,8 @@ const aw_form AW_FORM_SYNTH_FACTORIZED_DENSE_DESC =
             "\n"
             "Here L = 128 = 8 · 16 (a = 8, b = 16).",
         .summary = "The dense Synthesizer with its row of L logits built from two shorter heads (a · b = L) "
-            "multiplied together: fewer parameters for long maximum lengths, with the same limits as the "
-            "dense form.",
+            "multiplied together: fewer parameters for long maximum lengths. It has the same limits as the "
+            "dense form: position patterns that depend on the token, and no comparison of two tokens.",
         .cost = "O(n² d)",
         .paper = "Synthesizer: Rethinking Self-Attention in Transformer Models. Tay et al., 2020.",
         .url = "https://arxiv.org/abs/2005.00743",

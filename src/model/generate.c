@@ -185,11 +185,14 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     if (!rnn && !has_steps(m)) use_cache = 0;
     decode_state s;
     aw_rnn_decode_state rs; // the GRU archs: the encoder once, then one decoder step per token
+    const aw_rnn_weights rw = model_rnn_weights(&m->w);
     int have_state = 0, have_rnn_state = 0;
     if (use_cache && rnn) {
-        if ((st = rnn_decode_begin(&rs, m, src, ns))) goto done;
+        if ((st = rnn_decode_begin(&rs, &rw, (size_t)m->cfg.d_model, (size_t)m->cfg.vocab,
+                                   m->cfg.arch == AW_ARCH_GRU_ATTENTION, src, ns)))
+            goto done;
         have_rnn_state = 1;
-        for (size_t p = 0; p + 1 < np; p++) rnn_decode_step(&rs, m, seq[p], logits);
+        for (size_t p = 0; p + 1 < np; p++) rnn_decode_step(&rs, &rw, seq[p], logits);
     } else if (use_cache) {
         if ((st = state_init(&s, m, ns))) goto done;
         have_state = 1;
@@ -211,7 +214,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     while (*n_out < max_new && np + *n_out <= L) {
         const size_t len = np + *n_out;
         if (use_cache && rnn) {
-            rnn_decode_step(&rs, m, seq[len - 1], logits);
+            rnn_decode_step(&rs, &rw, seq[len - 1], logits);
         } else if (use_cache) {
             if ((st = step_token(m, &s, seq[len - 1], len - 1, ns))) goto done;
             memcpy(logits, s.logits, V * sizeof(float));

@@ -7,7 +7,6 @@
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 #include "layers.h"
-#include "transformer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -141,7 +140,7 @@ static void scatter(float *dwte, const float *dx, size_t ld, const int32_t *toke
 // function serves training and generation, so both compute the same floats.
 static void decoder_step(float *s, float *x, float *gi, float *gh, float *gate, float *ws, float *th, float *att,
                          const float *s_prev, const int32_t *tok, size_t tok_stride, const float *H, const float *UH,
-                         const aw_weights *w, int attention, size_t B, size_t S, size_t C) {
+                         const aw_rnn_weights *w, int attention, size_t B, size_t S, size_t C) {
     gather(x, 2 * C, w->wte, tok, tok_stride, B, C);
     if (attention) additive_attention_forward(x + C, 2 * C, att, th, ws, s_prev, H, UH, &w->attn, B, S, C);
     else
@@ -149,45 +148,46 @@ static void decoder_step(float *s, float *x, float *gi, float *gh, float *gate, 
     gru_step_forward(s, gi, gh, gate, x, s_prev, &w->dec_gru, B, 2 * C, C);
 }
 
-void rnn_model_forward(aw_model *m) {
-    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)m->cfg.d_model, C3 = 3 * C;
-    const int attention = m->cfg.arch == AW_ARCH_GRU_ATTENTION;
-    const aw_weights *w = &m->w;
-    aw_rnn_acts *a = &m->a.rnn;
-    // encoder: the whole input projection at once, then the recurrence
-    for (size_t t = 0; t < S; t++) gather(a->enc_x + t * B * C, C, w->wte, m->src + t, S, B, C);
-    linear_forward(a->enc_gi, a->enc_x, w->enc_gru.w_ih, w->enc_gru.b_ih, S * B, C, C3);
-    memset(a->enc_h, 0, B * C * sizeof(float));
+// The encoder over src (B, S, row stride `stride`): embeddings, the input projection at once,
+// then the recurrence; H U_a + b_a when attention. Training and generation both run this.
+static void encode(float *enc_x, float *gi, float *gh, float *gate, float *h, float *uh, const int32_t *src,
+                   size_t stride, const aw_rnn_weights *w, int attention, size_t B, size_t S, size_t C) {
+    const size_t C3 = 3 * C;
+    for (size_t t = 0; t < S; t++) gather(enc_x + t * B * C, C, w->wte, src + t, stride, B, C);
+    linear_forward(gi, enc_x, w->enc_gru.w_ih, w->enc_gru.b_ih, S * B, C, C3);
+    memset(h, 0, B * C * sizeof(float));
     for (size_t t = 0; t < S; t++) {
-        linear_forward(a->enc_gh + t * B * C3, a->enc_h + t * B * C, w->enc_gru.w_hh, w->enc_gru.b_hh, B, C, C3);
-        gru_cell_forward(a->enc_h + (t + 1) * B * C, a->enc_gate + t * B * C3, a->enc_gi + t * B * C3,
-                         a->enc_gh + t * B * C3, a->enc_h + t * B * C, B, C);
+        linear_forward(gh + t * B * C3, h + t * B * C, w->enc_gru.w_hh, w->enc_gru.b_hh, B, C, C3);
+        gru_cell_forward(h + (t + 1) * B * C, gate + t * B * C3, gi + t * B * C3, gh + t * B * C3, h + t * B * C, B, C);
     }
+    if (attention) linear_forward(uh, h + B * C, w->attn.U_a, w->attn.b_a, S * B, C, C);
+}
+
+void rnn_forward(const aw_rnn_batch *bt, const aw_rnn_weights *w, aw_rnn_acts *a, float *x0) {
+    const size_t B = bt->B, T = bt->T, S = bt->S, C = bt->C, C3 = 3 * C;
+    const int attention = bt->attention;
+    encode(a->enc_x, a->enc_gi, a->enc_gh, a->enc_gate, a->enc_h, a->uh, bt->src, S, w, attention, B, S, C);
     const float *H = a->enc_h + B * C;
-    if (attention) linear_forward(a->uh, H, w->attn.U_a, w->attn.b_a, S * B, C, C);
     // decoder from s_0 = c = h_S
     memcpy(a->dec_s, H + (S - 1) * B * C, B * C * sizeof(float));
     for (size_t i = 0; i < T; i++)
         decoder_step(a->dec_s + (i + 1) * B * C, a->dec_x + i * B * 2 * C, a->dec_gi + i * B * C3, a->dec_gh + i * B * C3,
                      a->dec_gate + i * B * C3, attention ? a->ws + i * B * C : NULL,
                      attention ? a->tanh + i * B * S * C : NULL, attention ? a->att + i * B * S : NULL,
-                     a->dec_s + i * B * C, m->tokens + i, T, H, a->uh, w, attention, B, S, C);
+                     a->dec_s + i * B * C, bt->tokens + i, T, H, a->uh, w, attention, B, S, C);
     // s_1..s_T batch-major for the output projection (rows b * T + i, as the targets)
     for (size_t i = 0; i < T; i++)
         for (size_t b = 0; b < B; b++)
-            memcpy(m->a.x0 + (b * T + i) * C, a->dec_s + ((i + 1) * B + b) * C, C * sizeof(float));
+            memcpy(x0 + (b * T + i) * C, a->dec_s + ((i + 1) * B + b) * C, C * sizeof(float));
 }
 
-void rnn_model_backward(aw_model *m) {
-    const size_t B = m->B, T = m->T, S = m->S, C = (size_t)m->cfg.d_model, C3 = 3 * C;
-    const int attention = m->cfg.arch == AW_ARCH_GRU_ATTENTION;
-    const aw_weights *w = &m->w;
-    aw_weights *g = &m->g;
-    const aw_rnn_acts *a = &m->a.rnn;
-    aw_rnn_acts *d = &m->da.rnn; // zeroed by model_backward
+void rnn_backward(const aw_rnn_batch *bt, const aw_rnn_weights *w, aw_rnn_weights *g, const aw_rnn_acts *a,
+                  aw_rnn_acts *d, const float *dx0) {
+    const size_t B = bt->B, T = bt->T, S = bt->S, C = bt->C, C3 = 3 * C;
+    const int attention = bt->attention;
     for (size_t i = 0; i < T; i++)
         for (size_t b = 0; b < B; b++)
-            aw_axpy(d->dec_s + ((i + 1) * B + b) * C, 1.0f, m->da.x0 + (b * T + i) * C, C);
+            aw_axpy(d->dec_s + ((i + 1) * B + b) * C, 1.0f, dx0 + (b * T + i) * C, C);
     const float *H = a->enc_h + B * C;
     float *dH = d->enc_h + B * C;
     // decoder, last step first: ds_{i+1} is complete once step i + 1 has been undone
@@ -197,7 +197,7 @@ void rnn_model_backward(aw_model *m) {
         gru_step_backward(dx, ds_prev, &g->dec_gru, d->dec_gi + i * B * C3, d->dec_gh + i * B * C3,
                           d->dec_s + (i + 1) * B * C, a->dec_gate + i * B * C3, a->dec_gh + i * B * C3, x, s_prev,
                           &w->dec_gru, B, 2 * C, C);
-        scatter(g->wte, dx, 2 * C, m->tokens + i, T, B, C);
+        scatter(g->wte, dx, 2 * C, bt->tokens + i, T, B, C);
         if (attention)
             additive_attention_backward(ds_prev, dH, d->uh, &g->attn, d->ws + i * B * C, d->att + i * B * S, dx + C, 2 * C,
                                         a->att + i * B * S, a->tanh + i * B * S * C, s_prev, H, &w->attn, B, S, C);
@@ -214,33 +214,26 @@ void rnn_model_backward(aw_model *m) {
                         a->enc_h + t * B * C, w->enc_gru.w_hh, B, C, C3);
     }
     linear_backward(d->enc_x, g->enc_gru.w_ih, g->enc_gru.b_ih, d->enc_gi, a->enc_x, w->enc_gru.w_ih, S * B, C, C3);
-    for (size_t t = 0; t < S; t++) scatter(g->wte, d->enc_x + t * B * C, C, m->src + t, S, B, C);
+    for (size_t t = 0; t < S; t++) scatter(g->wte, d->enc_x + t * B * C, C, bt->src + t, S, B, C);
 }
 
 // ---- generation -------------------------------------------------------------------------------
 
-int rnn_decode_begin(aw_rnn_decode_state *st, aw_model *m, const int32_t *src, size_t ns) {
-    const size_t C = (size_t)m->cfg.d_model;
+int rnn_decode_begin(aw_rnn_decode_state *st, const aw_rnn_weights *w, size_t C, size_t V, int attention,
+                     const int32_t *src, size_t ns) {
     memset(st, 0, sizeof *st);
+    if (ns == 0) return aw_fail(AW_ERR_ARG, "a GRU model needs a source sequence");
     aw_plan plan = {0};
-    const size_t at_h = aw_plan_take(&plan, ns, C), at_uh = aw_plan_take(&plan, ns, C);
+    const size_t at_h = aw_plan_take(&plan, ns + 1, C), at_uh = aw_plan_take(&plan, ns, C);
     const size_t at_vec = aw_plan_take(&plan, 14, C); // s, s_new, x (2), gi, gh, gate (3 each), ws, spare
     const size_t at_tanh = aw_plan_take(&plan, ns, C), at_att = aw_plan_take(&plan, ns, 1);
+    const size_t at_enc = aw_plan_take(&plan, ns, 10 * C); // the encoder's x (C) and gi, gh, gate (3C each)
     if (!aw_plan_ok(&plan, sizeof(float)) || !(st->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the generation state");
-    int rc = model_reserve(m, 1, 1, ns);
-    if (rc) {
-        rnn_decode_end(st);
-        return rc;
-    }
-    memcpy(m->src, src, ns * sizeof(int32_t));
-    m->tokens[0] = 0, m->targets[0] = -1;
-    if ((rc = model_forward(m, NULL))) {
-        rnn_decode_end(st);
-        return rc;
-    }
-    st->S = ns;
-    st->H = st->mem + at_h, st->UH = st->mem + at_uh;
+    float *enc = st->mem + at_enc, *h = st->mem + at_h; // h: h_0 = 0, h_1..h_S
+    encode(enc, enc + ns * C, enc + 4 * ns * C, enc + 7 * ns * C, h, st->mem + at_uh, src, ns, w, attention, 1, ns, C);
+    st->S = ns, st->C = C, st->V = V, st->attention = attention;
+    st->H = h + C, st->UH = st->mem + at_uh;
     float *p = st->mem + at_vec;
     st->s = p, p += C;
     st->s_new = p, p += C;
@@ -250,18 +243,16 @@ int rnn_decode_begin(aw_rnn_decode_state *st, aw_model *m, const int32_t *src, s
     st->gate = p, p += 3 * C;
     st->ws = p;
     st->tanh = st->mem + at_tanh, st->att = st->mem + at_att;
-    memcpy(st->H, m->a.rnn.enc_h + C, ns * C * sizeof(float));
-    if (m->cfg.arch == AW_ARCH_GRU_ATTENTION) memcpy(st->UH, m->a.rnn.uh, ns * C * sizeof(float));
-    memcpy(st->s, m->a.rnn.dec_s, C * sizeof(float)); // s_0 = c
+    memcpy(st->s, st->H + (ns - 1) * C, C * sizeof(float)); // s_0 = c = h_S
     return AW_OK;
 }
 
-void rnn_decode_step(aw_rnn_decode_state *st, aw_model *m, int32_t token, float *logits) {
-    const size_t C = (size_t)m->cfg.d_model;
+void rnn_decode_step(aw_rnn_decode_state *st, const aw_rnn_weights *w, int32_t token, float *logits) {
+    const size_t C = st->C;
     decoder_step(st->s_new, st->x, st->gi, st->gh, st->gate, st->ws, st->tanh, st->att, st->s, &token, 1, st->H, st->UH,
-                 &m->w, m->cfg.arch == AW_ARCH_GRU_ATTENTION, 1, st->S, C);
+                 w, st->attention, 1, st->S, C);
     memcpy(st->s, st->s_new, C * sizeof(float));
-    linear_forward(logits, st->s, m->w.w_out, m->w.b_out, 1, C, (size_t)m->cfg.vocab);
+    linear_forward(logits, st->s, w->w_out, w->b_out, 1, C, st->V);
 }
 
 void rnn_decode_end(aw_rnn_decode_state *st) {

@@ -74,13 +74,28 @@ void additive_attention_backward(float *ds_prev, float *dH, float *dUH, aw_addit
                                  const float *s_prev, const float *H, const aw_additive_attn_weights *w, size_t B,
                                  size_t S, size_t C);
 
-// ---- the model (called from transformer.c and generate.c where they branch on arch) ------------
-struct aw_model;
-// Encoder and decoder over m->src (B, S) and m->tokens (B, T); leaves the decoder states s_1..s_T
-// batch-major in m->a.x0 (B*T, C), from which the caller computes the logits.
-void rnn_model_forward(struct aw_model *m);
-// From m->da.x0 (the gradient of x0): backprop through time into m->grads.
-void rnn_model_backward(struct aw_model *m);
+// ---- the model ---------------------------------------------------------------------------------
+// What the GRU archs read of a model: views into its arena (transformer.c fills them from its own
+// tables), the sizes and the batch's tokens. rnn.c knows nothing else of the model.
+typedef struct {
+    float *wte, *w_out, *b_out; // (V, C), (C, V), (V)
+    aw_gru_weights enc_gru, dec_gru;
+    aw_additive_attn_weights attn; // gru-attention only
+} aw_rnn_weights;
+
+typedef struct {
+    size_t B, T, S, C, V;
+    int attention;                // 1: gru-attention (additive attention), 0: gru (fixed context)
+    const int32_t *tokens, *src;  // (B, T) decoder inputs, (B, S) source
+} aw_rnn_batch;
+
+// Encoder and decoder over the batch; writes the decoder states s_1..s_T batch-major into x0
+// (B*T, C), from which the caller computes the logits.
+void rnn_forward(const aw_rnn_batch *bt, const aw_rnn_weights *w, aw_rnn_acts *a, float *x0);
+// From dx0 (the gradient of x0): backprop through time, accumulating into g; d holds the
+// activations' gradients (zeroed by the caller).
+void rnn_backward(const aw_rnn_batch *bt, const aw_rnn_weights *w, aw_rnn_weights *g, const aw_rnn_acts *a,
+                  aw_rnn_acts *d, const float *dx0);
 
 // Incremental generation: the encoder once, then one decoder step per token from the state.
 typedef struct {
@@ -88,13 +103,15 @@ typedef struct {
     float *s, *s_new;            // (C) the decoder state before and after a step
     float *x, *gi, *gh, *gate;   // (2C), (3C) x 3
     float *ws, *tanh, *att;      // (C), (S, C), (S)
-    size_t S;
+    size_t S, C, V;
+    int attention;
     float *mem;
 } aw_rnn_decode_state;
-// Encodes src (ns tokens; reserves m for one sequence and runs the forward); s = c.
-int rnn_decode_begin(aw_rnn_decode_state *st, struct aw_model *m, const int32_t *src, size_t ns);
+// Encodes src (ns tokens) with the same arithmetic as rnn_forward; s = c.
+int rnn_decode_begin(aw_rnn_decode_state *st, const aw_rnn_weights *w, size_t C, size_t V, int attention,
+                     const int32_t *src, size_t ns);
 // Feeds token (the previous output) through one decoder step; logits (V) from the new state.
-void rnn_decode_step(aw_rnn_decode_state *st, struct aw_model *m, int32_t token, float *logits);
+void rnn_decode_step(aw_rnn_decode_state *st, const aw_rnn_weights *w, int32_t token, float *logits);
 void rnn_decode_end(aw_rnn_decode_state *st);
 
 #endif

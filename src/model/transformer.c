@@ -669,7 +669,10 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
                            (int)m->targets[i], (int)c->vocab);
     const float *enc = NULL;
     if (rnn) {
-        rnn_model_forward(m); // the decoder states into x0
+        const aw_rnn_batch bt = {m->B, m->T, m->S, (size_t)c->d_model, (size_t)c->vocab, c->arch == AW_ARCH_GRU_ATTENTION,
+                                 m->tokens, m->src};
+        const aw_rnn_weights w = model_rnn_weights(&m->w);
+        rnn_forward(&bt, &w, &a->rnn, a->x0); // the decoder states into x0
         return output_forward(m, a->x0, metrics);
     }
     if (encdec) {
@@ -736,7 +739,10 @@ int model_backward(aw_model *m) {
     crossentropy_backward(da->logits, a->probs, m->targets, 1.0f / (float)count, N, V);
     if (aw_arch_is_rnn(c->arch)) {
         linear_backward(da->x0, m->g.w_out, m->g.b_out, da->logits, a->x0, m->w.w_out, N, C, V);
-        rnn_model_backward(m);
+        const aw_rnn_batch bt = {m->B, m->T, m->S, C, V, c->arch == AW_ARCH_GRU_ATTENTION, m->tokens, m->src};
+        const aw_rnn_weights w = model_rnn_weights(&m->w);
+        aw_rnn_weights g = model_rnn_weights(&m->g);
+        rnn_backward(&bt, &w, &g, &a->rnn, &da->rnn, da->x0); // da->rnn zeroed above
         return AW_OK;
     }
     const float *xl = decoder_stream_out(m, a);

@@ -149,6 +149,11 @@ typedef struct aw_model {
     size_t scratch_cap;         // sublayer's form at the reserved (T, S)
 } aw_model;
 
+// The GRU archs' view of the model's tensors (rnn.h): the same arena, named for rnn.c.
+static inline aw_rnn_weights model_rnn_weights(const aw_weights *w) {
+    return (aw_rnn_weights){w->wte, w->w_out, w->b_out, w->enc_gru, w->dec_gru, w->attn};
+}
+
 // Checks cfg (sizes, d_model % heads, known enums, the form's options). AW_OK, or AW_ERR_ARG with
 // a message naming the field and its limit (aw_error_message).
 int model_check_config(const aw_model_config *cfg);
