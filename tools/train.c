@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
         {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
         {"--seed", "seed"}};
-    const char *attention = "softmax", *out = NULL;
+    const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
     double lr = 2e-3, wd = 0.01, clip = 1.0;

@@ -348,16 +348,17 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     if (!meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) || !meta_enum(ps, "norm", NORMS, 2, &c->norm) ||
         !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
         return 0;
-    // "attention" is a registry name; version-1 files of the first release split it into a
-    // family ("linear", "synthesizer") and "feature" / "synth_variant"
-    const char *att = meta(ps, "attention"), *sub = NULL;
-    char name[48];
+    // "attention" is a registry name; version-1 files of the first release wrote a form's family
+    // there and the rest of its name (after the ':') as "feature" or "synth_variant"
+    const char *att = meta(ps, "attention");
     if (!att) return 0;
-    if (strcmp(att, "linear") == 0) sub = meta(ps, "feature"), att = "linear";
-    else if (strcmp(att, "synthesizer") == 0) sub = meta(ps, "synth_variant"), att = "synth";
-    if (sub) snprintf(name, sizeof name, "%s:%s", att, sub);
-    else snprintf(name, sizeof name, "%s", att);
-    const aw_form *form = aw_form_find(name);
+    const aw_form *form = aw_form_find(att);
+    const char *sub = meta(ps, "feature") ? meta(ps, "feature") : meta(ps, "synth_variant");
+    for (size_t i = 0; !form && sub && i < aw_form_count_all(); i++) {
+        const aw_form *f = aw_form_at(i);
+        const char *colon = strchr(f->name, ':');
+        if (strcmp(f->family, att) == 0 && colon && strcmp(colon + 1, sub) == 0) form = f;
+    }
     if (!form) return 0;
     c->form = aw_form_index(form);
     // the form's options by their keys (checked with the config, in model_create): an option

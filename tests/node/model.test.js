@@ -337,3 +337,34 @@ for (const { name, lib } of builds) {
     for (const m of [once, first, resumed, plain]) m.dispose();
   });
 }
+
+// The first release's files named a form by its family and the rest of its name ("feature" for
+// linear attention, "synth_variant" for the Synthesizer); the registry maps them back to a form.
+test('a checkpoint that names its form the first release\'s way (family + feature / synth_variant) loads as that form', async () => {
+  const lib = builds[0].lib;
+  const cases = [['linear:elu+1', { attention: 'linear', feature: 'elu+1' }], ['synth:random', { attention: 'synthesizer', synth_variant: 'random' }],
+    [null, { attention: 'linear', feature: 'nope' }]];
+  for (const [form, meta] of cases) {
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 16, attention: form ?? 'linear:relu' });
+    const bytes = m.save();
+    const logits = m.forward([1, 2, 3]).logits;
+    m.dispose();
+    const hlen = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen)));
+    Object.assign(header.__metadata__, meta);
+    const text = JSON.stringify(header);
+    const h = new TextEncoder().encode(text.padEnd(Math.ceil(text.length / 8) * 8));
+    const out = new Uint8Array(8 + h.length + bytes.length - 8 - hlen);
+    new DataView(out.buffer).setBigUint64(0, BigInt(h.length), true);
+    out.set(h, 8);
+    out.set(bytes.subarray(8 + hlen), 8 + h.length);
+    if (!form) {
+      expectError(() => lib.loadModel(out), /loadModel: the checkpoint's __metadata__ is not an attention-wasm model config/);
+      continue;
+    }
+    const back = lib.loadModel(out);
+    assert.equal(back.config.attention, form);
+    assert.deepEqual([...back.forward([1, 2, 3]).logits], [...logits]);
+    back.dispose();
+  }
+});
