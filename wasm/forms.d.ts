@@ -229,7 +229,6 @@ export interface FormInfo {
   /** attends to another sequence: it can serve as cross-attention */
   readonly cross: boolean;
   /** its backward reads the forward's weights */
-  readonly savesWeights: boolean;
   /** its parameters are sized by maxLen: sequences up to maxLen only */
   readonly fixedLength: boolean;
   /** short, for a menu */

@@ -19,8 +19,8 @@ typedef struct {
     float *params, *grads; // the form's tensors, one block (NULL when it has none)
     size_t n_params, n_tensors;
     aw_form_tensor tensors[16];
-    float *att;            // the last forward's weights (H, T, Tk), for forms whose backward reads them
-    size_t att_T, att_Tk;
+    float *saved;          // what the last forward saved for the backward (saved_floats(T, Tk))
+    size_t saved_T, saved_Tk;
     float *state;          // generation: step_floats(L) floats
 } aw_form_layer;
 
@@ -49,7 +49,7 @@ AW_API int aw_form_layer_option(aw_form_layer *l, const char *name, const char *
 AW_API void aw_form_layer_free(aw_form_layer *l) {
     if (!l) return;
     if (l->ready) attn_form_free(&l->f);
-    free(l->params), free(l->att), free(l->state);
+    free(l->params), free(l->saved), free(l->state);
     free(l);
 }
 
@@ -116,35 +116,29 @@ AW_API int aw_form_layer_forward(aw_form_layer *l, float *out, float *att, const
                                  const float *k, const float *v, int32_t T, int32_t Tk) {
     int st = check_sizes(l, T, Tk);
     if (st) return st;
-    const int saves = (l->form->flags & AW_FORM_SAVES_WEIGHTS) != 0;
-    const size_t n_att = aw_size_mul3(l->H, (size_t)T, (size_t)Tk);
-    if (saves) { // the backward reads the weights: the layer keeps them (H, T, Tk)
-        if (n_att == AW_SIZE_INVALID) return aw_fail(AW_ERR_NOMEM, "the attention weights do not fit");
-        if (!(l->att && l->att_T == (size_t)T && l->att_Tk == (size_t)Tk)) {
-            free(l->att);
-            l->att_T = l->att_Tk = 0;
-            if (!(l->att = aw_alloc_floats(n_att))) return aw_fail(AW_ERR_NOMEM, "out of memory for the attention weights");
-        }
+    const size_t n_saved = l->form->saved_floats ? l->form->saved_floats(&l->f, (size_t)T, (size_t)Tk) : 0;
+    if (n_saved == AW_SIZE_INVALID) return aw_fail(AW_ERR_NOMEM, "what the forward saves does not fit");
+    if (n_saved && !(l->saved && l->saved_T == (size_t)T && l->saved_Tk == (size_t)Tk)) {
+        free(l->saved);
+        l->saved_T = l->saved_Tk = 0;
+        if (!(l->saved = aw_alloc_floats(n_saved))) return aw_fail(AW_ERR_NOMEM, "out of memory for the backward's stash");
     }
-    st = l->form->forward(&l->f, out, saves && !att ? l->att : att, x, q, k, v, (size_t)T, (size_t)Tk);
-    if (!st && saves) {
-        if (att) memcpy(l->att, att, n_att * sizeof(float));
-        l->att_T = (size_t)T, l->att_Tk = (size_t)Tk;
-    }
+    st = l->form->forward(&l->f, out, att, n_saved ? l->saved : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
+    if (!st && n_saved) l->saved_T = (size_t)T, l->saved_Tk = (size_t)Tk;
     return api_done(st);
 }
 
 // Gradients of sum(dout * out) into dx, dq, dk, dv (overwritten) and the form's parameter
-// gradients (overwritten: aw_form_layer_grads). A form whose backward reads the forward's
-// weights needs the forward of the same (T, Tk) first.
+// gradients (overwritten: aw_form_layer_grads). A form whose backward reads what its forward
+// saved needs the forward of the same inputs first.
 AW_API int aw_form_layer_backward(aw_form_layer *l, float *dx, float *dq, float *dk, float *dv, const float *dout,
                                   const float *x, const float *q, const float *k, const float *v, int32_t T, int32_t Tk) {
     int st = check_sizes(l, T, Tk);
     if (st) return st;
-    const int saves = (l->form->flags & AW_FORM_SAVES_WEIGHTS) != 0;
-    if (saves && !(l->att && l->att_T == (size_t)T && l->att_Tk == (size_t)Tk))
-        return aw_fail(AW_ERR_STATE, "backward needs a forward of the same n and m first (attention \"%s\" reads its weights)",
-                       l->form->name);
+    const int saves = l->form->saved_floats != NULL;
+    if (saves && !(l->saved && l->saved_T == (size_t)T && l->saved_Tk == (size_t)Tk))
+        return aw_fail(AW_ERR_STATE, "backward needs a forward of the same n and m first (attention \"%s\" reads what "
+                                     "its forward saved)", l->form->name);
     const size_t C = l->C, nq = (size_t)T * C, nk = (size_t)Tk * C;
     memset(dx, 0, nq * sizeof(float)), memset(dq, 0, nq * sizeof(float));
     memset(dk, 0, nk * sizeof(float)), memset(dv, 0, nk * sizeof(float));
@@ -153,7 +147,7 @@ AW_API int aw_form_layer_backward(aw_form_layer *l, float *dx, float *dq, float 
     if (wf == AW_SIZE_INVALID) return aw_fail(AW_ERR_NOMEM, "the backward's scratch does not fit");
     float *work = wf ? aw_alloc_floats(wf) : NULL;
     if (wf && !work) return aw_fail(AW_ERR_NOMEM, "out of memory for the backward's scratch");
-    st = l->form->backward(&l->f, dx, dq, dk, dv, work, dout, saves ? l->att : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
+    st = l->form->backward(&l->f, dx, dq, dk, dv, work, dout, saves ? l->saved : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
     free(work);
     return api_done(st);
 }

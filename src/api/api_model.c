@@ -188,12 +188,15 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
     aw_clear_error();
     const int encdec = m->cfg.arch == AW_ARCH_ENCODER_DECODER, has_src = aw_arch_has_source(m->cfg.arch);
     if (T <= 0 || S < 0) return aw_fail(AW_ERR_ARG, "tokens must not be empty");
+    m->keep_attention = 1; // every form's weights, for the caller (model_reserve carves room for them)
     int st = model_reserve(m, 1, (size_t)T, has_src ? (size_t)S : 0);
-    if (st) return api_done(st);
+    if (st) {
+        m->keep_attention = 0;
+        return api_done(st);
+    }
     memcpy(m->tokens, tokens, (size_t)T * sizeof(int32_t));
     for (int32_t i = 0; i < T; i++) m->targets[i] = -1;
     if (has_src) memcpy(m->src, src, (size_t)S * sizeof(int32_t));
-    m->keep_attention = 1; // every form's weights, for the caller
     st = model_forward(m, NULL);
     m->keep_attention = 0;
     if (st) return api_done(st);

@@ -139,6 +139,7 @@ typedef struct {
     const aw_softmax_attention_desc *ds;
     const float *q, *k, *v;
     float *out, *kp, *vp, *weights; // weights: the weights path's (h, n, m)
+    float *lse;                     // NULL, or (h, n): each row's log-sum-exp of its scaled logits
     size_t kp_stride, vp_stride, blocks;
     int status;
 } stream_job;
@@ -204,19 +205,21 @@ static void stream_block(void *ctx, size_t item) {
     }
     for (size_t r = 0; r < br; r++) { // O /= l; a row that saw no key stays zero
         if (row_sum[r] > 0.0f) aw_scale(oh + r * dv, oh + r * dv, 1.0f / row_sum[r], dvh);
+        // natural log-sum-exp: the base-2 max times ln 2, plus ln of the sum of 2^(s - max)
+        if (j->lse) j->lse[hd * n + i0 + r] = row_sum[r] > 0.0f ? row_max[r] * LN2 + logf(row_sum[r]) : -INFINITY;
     }
     free(qs);
 }
 
-int softmax_attention_forward_streaming(float *out, const float *q, const float *k, const float *v,
-                                        const aw_softmax_attention_desc *ds) {
+static int streaming(float *out, float *lse, const float *q, const float *k, const float *v,
+                     const aw_softmax_attention_desc *ds) {
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dv % h || n == 0 || m == 0) return AW_ERR_ARG;
     const size_t dh = d / h, dvh = dv / h;
     // K^T and V are packed once per head into the matmul's 8-column panels, so every query
     // block multiplies by them with no per-tile packing: key tile j0 of K^T is 8-aligned panels
     // starting at kp + j0 * dh (panel stride 8 dh); rows j0 .. of V start at vp + 8 j0.
-    stream_job j = {.ds = ds, .q = q, .k = k, .v = v, .out = out, .kp_stride = aw_packed_b_floats(dh, m),
+    stream_job j = {.ds = ds, .q = q, .k = k, .v = v, .out = out, .lse = lse, .kp_stride = aw_packed_b_floats(dh, m),
                     .vp_stride = aw_packed_b_floats(m, dvh), .blocks = (n + BR - 1) / BR};
     j.kp = aw_alloc_floats(aw_size_mul(h, j.kp_stride)); // (h, m / 8, dh, 8): K^T panels
     j.vp = aw_alloc_floats(aw_size_mul(h, j.vp_stride)); // (h, dvh / 8, m, 8): V panels
@@ -229,6 +232,11 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     aw_parallel_for_work(aw_size_mul(h, j.blocks), stream_block, &j, macs);
     free(j.kp), free(j.vp);
     return j.status;
+}
+
+int softmax_attention_forward_streaming(float *out, const float *q, const float *k, const float *v,
+                                        const aw_softmax_attention_desc *ds) {
+    return streaming(out, NULL, q, k, v, ds);
 }
 
 // The weights path cut the same way: one item per (head, block of BR query rows), each with its
@@ -265,8 +273,8 @@ int softmax_attention_forward_weights(float *out, float *weights, const float *q
     return j.status;
 }
 
-int softmax_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
-                                  const aw_softmax_attention_desc *ds) {
+static int forward_ref(float *out, float *weights, float *lse, const float *q, const float *k, const float *v,
+                       const aw_softmax_attention_desc *ds) {
     const size_t n = ds->n, m = ds->m, d = ds->d, dv = ds->dv, h = ds->heads;
     if (h == 0 || d % h || dv % h || n == 0 || m == 0) return AW_ERR_ARG;
     const size_t dh = d / h, dvh = dv / h;
@@ -286,6 +294,7 @@ int softmax_attention_forward_ref(float *out, float *weights, const float *q, co
                 sum += p[j];
             }
             for (size_t j = 0; j < m; j++) p[j] = sum > 0.0 ? p[j] / sum : 0.0;
+            if (lse) lse[hd * n + i] = sum > 0.0 ? (float)(mx + log(sum)) : -INFINITY;
             if (weights)
                 for (size_t j = 0; j < m; j++) weights[hd * n * m + i * m + j] = (float)p[j];
             for (size_t c = 0; c < dvh; c++) {
@@ -296,4 +305,27 @@ int softmax_attention_forward_ref(float *out, float *weights, const float *q, co
         }
     free(p);
     return AW_OK;
+}
+
+int softmax_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
+                                  const aw_softmax_attention_desc *ds) {
+    return forward_ref(out, weights, NULL, q, k, v, ds);
+}
+
+int softmax_attention_forward_lse(float *out, float *lse, const float *q, const float *k, const float *v,
+                                  const aw_softmax_attention_desc *desc) {
+    if (desc->heads == 0 || desc->d % desc->heads || desc->dv % desc->heads || desc->n == 0 || desc->m == 0)
+        return aw_fail(AW_ERR_ARG, "softmax attention: sizes must be positive and heads must divide d and dv");
+    if (!isfinite(desc->scale)) return aw_fail(AW_ERR_ARG, "softmax attention: scale must be finite");
+    int st = float32_may_overflow(q, k, v, desc) ? forward_ref(out, NULL, lse, q, k, v, desc)
+                                                 : streaming(out, lse, q, k, v, desc);
+    if (st) return st == AW_ERR_NOMEM ? aw_fail(st, "softmax attention: out of memory for its workspace") : st;
+    const size_t bad = aw_find_nonfinite(out, desc->n * desc->dv);
+    if (bad != desc->n * desc->dv)
+        return aw_fail(AW_ERR_NONFINITE, "softmax attention: output row %zu is not finite", bad / desc->dv);
+    return AW_OK;
+}
+
+int softmax_attention_may_overflow(const float *q, const float *k, const float *v, const aw_softmax_attention_desc *desc) {
+    return float32_may_overflow(q, k, v, desc);
 }

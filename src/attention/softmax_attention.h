@@ -26,6 +26,13 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
 // Explicit per-head score matrix, row softmax, then A V.
 int softmax_attention_forward_weights(float *out, float *weights, const float *q, const float *k,
                                       const float *v, const aw_softmax_attention_desc *desc);
+// The streaming path that also writes each row's natural log-sum-exp of its scaled, masked
+// logits into lse (heads, n) (-inf for a row with no allowed key): what the backward needs to
+// recompute the probabilities block by block (softmax_attention_backward_flash).
+int softmax_attention_forward_lse(float *out, float *lse, const float *q, const float *k, const float *v,
+                                  const aw_softmax_attention_desc *desc);
+// 1 when float32 could overflow on these inputs (the paths then compute in double).
+int softmax_attention_may_overflow(const float *q, const float *k, const float *v, const aw_softmax_attention_desc *desc);
 // Naive reference: every logit, softmax and sum in double. weights may be NULL.
 int softmax_attention_forward_ref(float *out, float *weights, const float *q, const float *k, const float *v,
                                   const aw_softmax_attention_desc *desc);

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 int softmax_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                                const float *weights, const float *q, const float *k, const float *v,
@@ -29,6 +30,63 @@ int softmax_attention_backward(float *dq, float *dk, float *dv, float *scratch, 
         }
         aw_matmul_nn(dq + hd * dh, scratch, k + hd * dh, n, dh, m, m, d, d, 1); // dQ += s dS K
         aw_matmul_tn(dk + hd * dh, scratch, q + hd * dh, m, dh, n, m, d, d, 1); // dK += s dS^T Q
+    }
+    return AW_OK;
+}
+
+// FlashAttention-2's backward (Dao 2023, arXiv:2307.08691, algorithm 2), serial per head: for
+// each block of BQ query rows and tile of BK keys, the probabilities are recomputed from the
+// logits and the forward's log-sum-exp, P = exp(s q k - lse), and with D_i = dO_i . O_i:
+// dV += P^T dO, dP = dO V^T, dS = P (dP - D), dQ += s dS K, dK += s dS^T Q. Nothing of size
+// n x m is stored: the scratch is FLASH_SCRATCH floats whatever n and m are.
+enum { BQ = 32, BK = 64 };
+
+size_t softmax_attention_backward_flash_floats(void) { return 2 * BQ * BK + BQ * 2; }
+
+int softmax_attention_backward_flash(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                                     const float *out, const float *lse, const float *q, const float *k,
+                                     const float *v, const aw_softmax_attention_desc *ds) {
+    const size_t n = ds->n, m = ds->m, d = ds->d, dvs = ds->dv, h = ds->heads;
+    if (h == 0 || d % h || dvs % h || n == 0 || m == 0) return AW_ERR_ARG;
+    // where float32 could overflow, the forward ran in double: so does the backward
+    if (softmax_attention_may_overflow(q, k, v, ds)) return softmax_attention_backward_ref(dq, dk, dv, dout, q, k, v, ds);
+    const size_t dh = d / h, dvh = dvs / h;
+    float *p = scratch, *dp = p + BQ * BK, *rows = dp + BQ * BK; // rows: D then lse of the block
+    const float scale = ds->scale;
+    for (size_t hd = 0; hd < h; hd++) {
+        const float *qh = q + hd * dh, *kh = k + hd * dh, *vh = v + hd * dvh, *doh = dout + hd * dvh;
+        float *dqh = dq + hd * dh, *dkh = dk + hd * dh, *dvh_ = dv + hd * dvh;
+        for (size_t i0 = 0; i0 < n; i0 += BQ) {
+            const size_t bq = n - i0 < BQ ? n - i0 : BQ;
+            float *D = rows, *L = rows + BQ;
+            for (size_t r = 0; r < bq; r++) {
+                D[r] = aw_dot(doh + (i0 + r) * dvs, out + (i0 + r) * dvs + hd * dvh, dvh);
+                L[r] = lse[hd * n + i0 + r];
+            }
+            // causal: keys past the block's last row are masked for every row of it
+            const size_t kend = ds->causal ? (m < i0 + bq ? m : i0 + bq) : m;
+            for (size_t j0 = 0; j0 < kend; j0 += BK) {
+                const size_t bk = kend - j0 < BK ? kend - j0 : BK;
+                aw_matmul_nt(p, qh + i0 * d, kh + j0 * d, bq, bk, dh, d, d, BK, 0); // S = Q K^T (unscaled)
+                for (size_t r = 0; r < bq; r++) {
+                    float *pr = p + r * BK;
+                    if (L[r] == -INFINITY) { // a row with no allowed key: no probability anywhere
+                        memset(pr, 0, bk * sizeof(float));
+                        continue;
+                    }
+                    for (size_t c = 0; c < bk; c++) pr[c] = pr[c] * scale - L[r];
+                    aw_exp(pr, pr, bk);
+                    for (size_t c = 0; c < bk; c++)
+                        if ((ds->causal && j0 + c > i0 + r) || (ds->key_mask && !ds->key_mask[j0 + c])) pr[c] = 0.0f;
+                }
+                aw_matmul_tn(dvh_ + j0 * dvs, p, doh + i0 * dvs, bk, dvh, bq, BK, dvs, dvs, 1); // dV += P^T dO
+                aw_matmul_nt(dp, doh + i0 * dvs, vh + j0 * dvs, bq, bk, dvh, dvs, dvs, BK, 0);  // dP = dO V^T
+                for (size_t r = 0; r < bq; r++)
+                    for (size_t c = 0; c < bk; c++) dp[r * BK + c] = p[r * BK + c] * (dp[r * BK + c] - D[r]) * scale;
+                aw_matmul_nn(dqh + i0 * d, dp, kh + j0 * d, bq, dh, bk, BK, d, d, 1); // dQ += s dS K
+                aw_matmul_tn(dkh + j0 * d, dp, qh + i0 * d, bk, dh, bq, BK, d, d, 1); // dK += s dS^T Q
+            }
+        }
     }
     return AW_OK;
 }

@@ -11,6 +11,13 @@
 int softmax_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                                const float *weights, const float *q, const float *k, const float *v,
                                const aw_softmax_attention_desc *desc);
+// The same gradients without the probabilities: recomputed block by block from the forward's
+// output out (n, dv) and log-sum-exp lse (heads, n) (softmax_attention_forward_lse), with
+// scratch of softmax_attention_backward_flash_floats() floats whatever n and m are.
+size_t softmax_attention_backward_flash_floats(void);
+int softmax_attention_backward_flash(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                                     const float *out, const float *lse, const float *q, const float *k,
+                                     const float *v, const aw_softmax_attention_desc *desc);
 // Naive reference: recomputes the probabilities in double, no weights or scratch needed.
 int softmax_attention_backward_ref(float *dq, float *dk, float *dv, const float *dout, const float *q,
                                    const float *k, const float *v, const aw_softmax_attention_desc *desc);

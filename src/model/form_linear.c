@@ -16,17 +16,17 @@ static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     return 0; // linear_attention_backward plans its own O((T + Tk) d) workspace
 }
 
-static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk) {
-    (void)x;
+static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk) {
+    (void)x, (void)saved;
     const aw_linear_attention_desc ds = desc(f, T, Tk);
     return linear_attention_forward(out, att, q, k, v, &ds);
 }
 
 static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
-    (void)dx, (void)work, (void)att, (void)x;
+    (void)dx, (void)work, (void)saved, (void)x;
     const aw_linear_attention_desc ds = desc(f, T, Tk);
     return linear_attention_backward(dq, dk, dv, dout, q, k, v, &ds);
 }

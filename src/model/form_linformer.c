@@ -73,18 +73,18 @@ static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     return 0; // linformer_backward plans its own
 }
 
-static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk) {
-    (void)x;
+static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk) {
+    (void)x, (void)saved;
     if (T != Tk) return aw_fail(AW_ERR_ARG, "linformer is self-attention only (%zu queries, %zu keys)", T, Tk);
     const aw_linformer_desc ds = desc(f, T);
     return linformer_forward(out, att, q, k, v, f->params, f->params + KROWS(f) * f->L, &ds);
 }
 
 static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
-    (void)dx, (void)work, (void)att, (void)x, (void)Tk;
+    (void)dx, (void)work, (void)saved, (void)x, (void)Tk;
     const aw_linformer_desc ds = desc(f, T);
     const size_t kl = KROWS(f) * f->L;
     return linformer_backward(dq, dk, dv, f->grads, f->grads ? f->grads + kl : NULL, dout, q, k, v, f->params,

@@ -94,9 +94,9 @@ static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     return f->H; // the decays' gradient, before the chain rule through the sigmoid
 }
 
-static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk) {
-    (void)x;
+static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk) {
+    (void)x, (void)saved;
     if (T != Tk) return aw_fail(AW_ERR_ARG, "retention is self-attention only (%zu queries, %zu keys)", T, Tk);
     refresh(f);
     const aw_retention_desc ds = desc(f, T);
@@ -104,9 +104,9 @@ static int forward(aw_attn_form *f, float *out, float *att, const float *x, cons
 }
 
 static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
-    (void)dx, (void)att, (void)x, (void)Tk;
+    (void)dx, (void)saved, (void)x, (void)Tk;
     refresh(f);
     const aw_retention_desc ds = desc(f, T);
     const retention_own *o = f->own;

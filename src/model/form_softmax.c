@@ -1,6 +1,7 @@
 // form_softmax.c: scaled dot-product attention as a registry row (docs/attention-forms.md
-// section 1). The forward keeps the probabilities for the backward (they are the (H, T, Tk)
-// weights); generation keeps a KV cache of the positions so far.
+// section 1). The forward saves each row's log-sum-exp and its output, and the backward
+// recomputes the probabilities block by block (FlashAttention-2): no (H, T, Tk) matrix is kept
+// for training. Generation keeps a KV cache of the positions so far.
 #include "forms.h"
 
 #include "../attention/softmax_attention.h"
@@ -16,23 +17,38 @@ static aw_softmax_attention_desc desc(const aw_attn_form *f, size_t T, size_t Tk
 }
 
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
-    (void)f;
-    return aw_size_mul(T, Tk); // dP for one head (softmax_attention_backward's scratch)
+    (void)f, (void)T, (void)Tk;
+    return softmax_attention_backward_flash_floats(); // whatever T and Tk are
 }
 
-static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk) {
+// saved: each row's log-sum-exp (H, T), then the output O (T, C): the backward recomputes the
+// probabilities block by block from them (FlashAttention-2), so training memory grows like n.
+static size_t saved_floats(const aw_attn_form *f, size_t T, size_t Tk) {
+    (void)Tk;
+    return aw_size_mul(T, f->H + f->C);
+}
+
+static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk) {
     (void)x;
     const aw_softmax_attention_desc ds = desc(f, T, Tk, f->causal);
-    return softmax_attention_forward(out, att, q, k, v, &ds);
+    if (!saved) return softmax_attention_forward(out, att, q, k, v, &ds);
+    float *lse = saved, *o = saved + f->H * T;
+    int st = softmax_attention_forward_lse(out, lse, q, k, v, &ds);
+    if (!st) memcpy(o, out, T * f->C * sizeof(float));
+    if (!st && att) { // the weights for display too: the same rows, built explicitly (into o, then restored)
+        st = softmax_attention_forward(o, att, q, k, v, &ds);
+        memcpy(o, out, T * f->C * sizeof(float));
+    }
+    return st;
 }
 
 static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
     (void)dx, (void)x;
     const aw_softmax_attention_desc ds = desc(f, T, Tk, f->causal);
-    return softmax_attention_backward(dq, dk, dv, work, dout, att, q, k, v, &ds);
+    return softmax_attention_backward_flash(dq, dk, dv, work, dout, saved + f->H * T, saved, q, k, v, &ds);
 }
 
 // state: the KV cache, keys (L, C) then values (L, C).
@@ -76,8 +92,9 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     },
     .family = "softmax",
     .cross = "softmax",
-    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SAVES_WEIGHTS,
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS,
     .work_floats = work_floats,
+    .saved_floats = saved_floats,
     .forward = forward,
     .backward = backward,
     .step_floats = step_floats,

@@ -108,8 +108,9 @@ static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     return aw_size_mul(T, f->C); // the recomputed forward's output
 }
 
-static int forward(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk) {
+static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk) {
+    (void)saved; // the layer keeps the last sequence's activations itself (the backward redoes it)
     if (T != Tk) return aw_fail(AW_ERR_ARG, "attention \"%s\" is self-attention only (%zu queries, %zu keys)",
                                 f->form->name, T, Tk);
     return synthesizer_forward(SYNTH(f), out, att, x, v, f->uses_qk ? q : NULL, f->uses_qk ? k : NULL, T, f->C, f->C,
@@ -117,11 +118,11 @@ static int forward(aw_attn_form *f, float *out, float *att, const float *x, cons
 }
 
 static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
-    (void)att;
+    (void)saved;
     const float *qq = f->uses_qk ? q : NULL, *kk = f->uses_qk ? k : NULL;
-    int st = forward(f, work, NULL, x, q, k, v, T, Tk); // the layer saved only the last sequence
+    int st = forward(f, work, NULL, NULL, x, q, k, v, T, Tk); // the layer saved only the last sequence
     if (st) return st;
     return synthesizer_backward(SYNTH(f), dx, dv, f->uses_qk ? dq : NULL, f->uses_qk ? dk : NULL, dout, x, v, qq, kk);
 }

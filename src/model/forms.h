@@ -24,7 +24,6 @@ enum aw_form_flag {
     AW_FORM_USES_X = 1u << 4,        // reads the sublayer input X (dense synthesizers)
     AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
-    AW_FORM_SAVES_WEIGHTS = 1u << 7, // its backward reads the forward's weights (H, T, Tk)
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
 };
 
@@ -131,12 +130,17 @@ struct aw_form {
     void (*bind)(aw_attn_form *f, float *params, float *grads);
     // Floats of scratch the backward needs for one sequence of (T, Tk); SIZE_MAX if it cannot fit.
     size_t (*work_floats)(const aw_attn_form *f, size_t T, size_t Tk);
-    int (*forward)(aw_attn_form *f, float *out, float *att, const float *x, const float *q, const float *k,
-                   const float *v, size_t T, size_t Tk);
-    // Accumulates (+=) dx, dq, dk, dv (and the form's parameter gradients) from dout; att is the
-    // forward's weights when the form saves them; work has work_floats(T, Tk) floats.
+    // Floats the forward saves for the backward, per sequence of (T, Tk) (NULL: none). Linear in
+    // T and Tk for every form: no form keeps an n x m matrix for its backward.
+    size_t (*saved_floats)(const aw_attn_form *f, size_t T, size_t Tk);
+    // out (T, C); att (H, T, Tk): the weights for display, or NULL (then no form builds them);
+    // saved: saved_floats(T, Tk) floats for the backward, or NULL when no backward follows.
+    int (*forward)(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
+                   const float *k, const float *v, size_t T, size_t Tk);
+    // Accumulates (+=) dx, dq, dk, dv (and the form's parameter gradients) from dout; saved is
+    // what the forward of these inputs saved; work has work_floats(T, Tk) floats.
     int (*backward)(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv, float *work, const float *dout,
-                    const float *att, const float *x, const float *q, const float *k, const float *v, size_t T,
+                    const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk);
     // Generation: floats of state for sequences up to L, and one step at position pos: adds
     // (k, v) (and x) of the new token and writes its output row (C). NULL when the form has no

@@ -77,7 +77,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
     if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
     int st;
     if (cross) {
-        st = f->form->forward(f, s->o, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
+        st = f->form->forward(f, s->o, NULL, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
     } else {
         if (w->wk) linear_forward(s->k, xin, w->wk, w->bk, 1, C, C);
         linear_forward(s->v, xin, w->wv, w->bv, 1, C, C);

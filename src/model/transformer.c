@@ -355,11 +355,15 @@ static float *carve(carver *cv, size_t a, size_t b) {
     return cv->base ? cv->base + at : NULL;
 }
 
-static void carve_attn(carver *cv, aw_attn_acts *a, size_t B, size_t T, size_t Tk, size_t C, size_t H) {
+// keep: the weights for display (B, H, T, Tk); else none. saved: the form's own, linear in T, Tk.
+static void carve_attn(carver *cv, aw_attn_acts *a, const aw_attn_form *f, int keep, size_t B, size_t T, size_t Tk,
+                       size_t C, size_t H) {
     const size_t N = aw_size_mul(B, T), Nk = aw_size_mul(B, Tk);
     a->ln = carve(cv, N, C), a->ln_mean = carve(cv, N, 1), a->ln_rstd = carve(cv, N, 1);
     a->q = carve(cv, N, C), a->k = carve(cv, Nk, C), a->v = carve(cv, Nk, C);
-    a->att = carve(cv, aw_size_mul(B, H), aw_size_mul(T, Tk)), a->o = carve(cv, N, C), a->res = carve(cv, N, C);
+    a->att = keep ? carve(cv, aw_size_mul(B, H), aw_size_mul(T, Tk)) : NULL;
+    a->saved = f->form->saved_floats ? carve(cv, B, f->form->saved_floats(f, T, Tk)) : NULL;
+    a->o = carve(cv, N, C), a->res = carve(cv, N, C);
 }
 
 static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F) {
@@ -396,14 +400,14 @@ static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, s
     if (encdec) {
         a->e0 = carve(&cv, Ne, C);
         for (int l = 0; l < c->layers; l++) {
-            carve_attn(&cv, &a->enc_attn[l], B, S, S, C, H);
+            carve_attn(&cv, &a->enc_attn[l], &m->enc_form[l], m->keep_attention, B, S, S, C, H);
             carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F);
         }
         a->enc_lnf = carve(&cv, Ne, C), a->enc_lnf_mean = carve(&cv, Ne, 1), a->enc_lnf_rstd = carve(&cv, Ne, 1);
     }
     for (int l = 0; l < c->layers; l++) {
-        carve_attn(&cv, &a->dec_self[l], B, T, T, C, H);
-        if (encdec) carve_attn(&cv, &a->dec_cross[l], B, T, S, C, H);
+        carve_attn(&cv, &a->dec_self[l], &m->self_form[l], m->keep_attention, B, T, T, C, H);
+        if (encdec) carve_attn(&cv, &a->dec_cross[l], &m->cross_form[l], m->keep_attention, B, T, S, C, H);
         carve_ffn(&cv, &a->dec_ffn[l], N, C, F);
     }
     a->lnf = carve(&cv, N, C), a->lnf_mean = carve(&cv, N, 1), a->lnf_rstd = carve(&cv, N, 1);
@@ -515,21 +519,24 @@ typedef struct {
 static void seq_forward(void *ctx, size_t b) {
     seq_job *j = ctx;
     const size_t C = (size_t)j->m->cfg.d_model, H = (size_t)j->m->cfg.heads, T = j->T, Tk = j->Tk;
-    const int st = j->f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
-                                       j->xq + b * T * C, j->a->q + b * T * C, j->a->k + b * Tk * C,
-                                       j->a->v + b * Tk * C, T, Tk);
+    const aw_attn_form *f = j->f;
+    const size_t saved = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
+    const int st = f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
+                                    saved ? j->a->saved + b * saved : NULL, j->xq + b * T * C, j->a->q + b * T * C,
+                                    j->a->k + b * Tk * C, j->a->v + b * Tk * C, T, Tk);
     aw_first_failure(&j->status, st);
 }
 
 static void seq_backward(void *ctx, size_t b) {
     seq_job *j = ctx;
     aw_model *m = j->m;
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, T = j->T, Tk = j->Tk;
+    const size_t C = (size_t)m->cfg.d_model, T = j->T, Tk = j->Tk;
     const aw_attn_acts *a = j->a;
     aw_attn_acts *da = j->da;
+    const size_t saved = j->f->form->saved_floats ? j->f->form->saved_floats(j->f, T, Tk) : 0;
     const int st = j->f->form->backward(j->f, j->dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C,
                                         da->v + b * Tk * C, m->scratch + b * j->work, da->o + b * T * C,
-                                        a->att + b * H * T * Tk, j->xq + b * T * C, a->q + b * T * C,
+                                        saved ? a->saved + b * saved : NULL, j->xq + b * T * C, a->q + b * T * C,
                                         a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
     aw_first_failure(&j->status, st);
 }
@@ -553,7 +560,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
     if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
     linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
-    const int keep = m->keep_attention || (f->form->flags & AW_FORM_SAVES_WEIGHTS);
+    const int keep = m->keep_attention && a->att != NULL;
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
     run_sequences(&j, B, seq_forward);
     if (j.status) return j.status;

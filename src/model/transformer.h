@@ -88,7 +88,9 @@ typedef struct {
     float *ln, *ln_mean, *ln_rstd; // (N, C), (N), (N): LayerNorm of the input (pre) or of res (post)
     float *q;                      // (N, C)
     float *k, *v;                  // (Nk, C)
-    float *att;                    // (B, H, T, Tk) attention weights
+    float *att;                    // (B, H, T, Tk) attention weights, for display only (keep_attention;
+                                   // else NULL: no form keeps an n x m matrix for training)
+    float *saved;                  // (B, the form's saved_floats(T, Tk)): what its backward reads
     float *o;                      // (N, C) concatenated heads, before Wo
     float *res;                    // (N, C) in + o Wo + bo
 } aw_attn_acts;
@@ -134,7 +136,8 @@ typedef struct aw_model {
     float *pe_sin;              // (L, C) the sinusoid (owned)
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
-    int keep_attention;         // 1: forward stores every form's weights in acts.att (for display);
+    int keep_attention;         // 1: forward stores every form's weights in acts.att (for display;
+                                // set before model_reserve, which carves acts.att only then);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
     long step;                  // AdamW steps taken

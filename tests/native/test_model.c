@@ -225,6 +225,63 @@ static void test_softmax_attention_backward(void) {
     REPORT("grad check: softmax attention (causal, key mask, m != n)", worst_fd, TOL_GRAD_CHECK);
 }
 
+// The backward that keeps no n x m matrix (FlashAttention-2's recomputation from the forward's
+// log-sum-exp) against the double reference: sizes across several query blocks (32) and key
+// tiles (64) that do not divide them, causal and not, a key mask that leaves rows empty, m != n,
+// n = m = 1; its scratch is the same whatever the sizes.
+static void test_softmax_attention_backward_flash(void) {
+    struct {
+        size_t n, m, d, dv, h;
+        int causal, masked;
+    } cases[] = {{1, 1, 4, 4, 1, 0, 0}, {1, 1, 4, 4, 1, 1, 0}, {70, 70, 16, 8, 2, 1, 0}, {33, 130, 8, 8, 2, 0, 1},
+                 {130, 130, 8, 16, 4, 1, 1}, {65, 200, 12, 12, 3, 0, 0}, {100, 100, 8, 8, 1, 1, 0}};
+    double worst = 0.0, worst_lse = 0.0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const size_t n = cases[ci].n, m = cases[ci].m, d = cases[ci].d, dv = cases[ci].dv, h = cases[ci].h;
+        uint8_t *mask = calloc(m, 1);
+        for (size_t j = 0; j < m; j++) mask[j] = (j % 5) != 1 && j != 0; // key 0 masked: causal row 0 is empty
+        const size_t grads = n * d + m * d + m * dv;
+        float *mem = calloc(n * d + m * d + m * dv + 2 * n * dv + h * n + 2 * grads + softmax_attention_backward_flash_floats(),
+                            sizeof(float));
+        float *q = mem, *k = q + n * d, *v = k + m * d, *out = v + m * dv, *R = out + n * dv, *lse = R + n * dv;
+        float *g = lse + h * n, *gr = g + grads, *scratch = gr + grads;
+        fill_uniform(q, n * d, 60 + (uint32_t)ci), fill_uniform(k, m * d, 70 + (uint32_t)ci);
+        fill_uniform(v, m * dv, 80 + (uint32_t)ci), fill_uniform(R, n * dv, 90 + (uint32_t)ci);
+        for (size_t i = 0; i < n * d; i++) q[i] *= 3.0f; // sharper weights
+        const aw_softmax_attention_desc ds = {n, m, d, dv, h, cases[ci].causal, 1.0f / sqrtf((float)(d / h)),
+                                              cases[ci].masked ? mask : NULL};
+        CHECK(softmax_attention_forward_lse(out, lse, q, k, v, &ds) == AW_OK, "forward_lse status");
+        // the log-sum-exp against double
+        for (size_t hd = 0; hd < h; hd++)
+            for (size_t i = 0; i < n; i++) {
+                double mx = -INFINITY, sum = 0.0;
+                for (size_t j = 0; j < m; j++) {
+                    if ((ds.causal && j > i) || (ds.key_mask && !ds.key_mask[j])) continue;
+                    double sc = 0.0;
+                    for (size_t c = 0; c < d / h; c++) sc += (double)q[i * d + hd * (d / h) + c] * k[j * d + hd * (d / h) + c];
+                    sc *= ds.scale;
+                    if (sc > mx) sum = sum * exp(mx - sc) + 1.0, mx = sc;
+                    else sum += exp(sc - mx);
+                }
+                const double want = mx == -INFINITY ? -INFINITY : mx + log(sum), got = lse[hd * n + i];
+                if (want == -INFINITY) CHECK(got == -INFINITY, "an empty row's lse is -inf, got %g", got);
+                else worst_lse = fabs(got - want) > worst_lse ? fabs(got - want) : worst_lse;
+            }
+        memset(g, 0, 2 * grads * sizeof(float));
+        CHECK(softmax_attention_backward_flash(g, g + n * d, g + n * d + m * d, scratch, R, out, lse, q, k, v, &ds) == AW_OK,
+              "flash backward status");
+        CHECK(softmax_attention_backward_ref(gr, gr + n * d, gr + n * d + m * d, R, q, k, v, &ds) == AW_OK, "ref status");
+        double scale = 0.0;
+        for (size_t i = 0; i < grads; i++) scale = fabs(gr[i]) > scale ? fabs(gr[i]) : scale;
+        const double e = max_err(g, gr, grads) / (scale > 1.0 ? scale : 1.0);
+        worst = e > worst ? e : worst;
+        free(mem), free(mask);
+    }
+    REPORT("softmax attention: log-sum-exp of the streaming forward vs double (7 cases)", worst_lse, TOL_ATTENTION);
+    REPORT("softmax attention flash backward vs ref (7 cases: blocks, masks, empty rows, m != n, n = 1)", worst,
+           TOL_ATTENTION);
+}
+
 // ---- whole models ------------------------------------------------------------------------------------
 
 // The registry index of a form.
@@ -705,6 +762,7 @@ int main(int argc, char **argv) {
     test_relu_embedding_ops();
     test_crossentropy_op();
     test_softmax_attention_backward();
+    test_softmax_attention_backward_flash();
     test_model_grads();
     test_config_errors();
     test_size_overflow();

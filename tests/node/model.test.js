@@ -368,3 +368,22 @@ test('a checkpoint that names its form the first release\'s way (family + featur
     back.dispose();
   }
 });
+
+// The backward recomputes softmax's probabilities from each row's log-sum-exp (FlashAttention-2),
+// so what a training step holds grows like n: 4x the length, about 4x the bytes (an n x n matrix
+// per head would make it about 16x). Bytes, not time: exact on any machine.
+test('a softmax training step holds memory linear in n (no n x n matrix kept for the backward)', () => {
+  const lib = builds[0].lib;
+  const held = (n) => {
+    const before = lib.heapInUse();
+    const m = lib.createModel({ vocab: 16, dModel: 32, heads: 4, layers: 1, maxLen: n, dFF: 64 });
+    const row = Array.from({ length: n }, (_, i) => (i * 7 + 3) % 16);
+    const { loss } = m.trainStep({ inputs: [row], targets: [row.map((t) => (t + 1) % 16)] });
+    assert.ok(Number.isFinite(loss));
+    const bytes = lib.heapInUse() - before;
+    m.dispose();
+    return bytes;
+  };
+  const small = held(256), large = held(1024);
+  assert.ok(large / small < 6, `4x the length held ${(large / small).toFixed(2)}x the bytes (${small} -> ${large})`);
+});
