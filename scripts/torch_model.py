@@ -3,7 +3,8 @@
 
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
 docs/model.md lists every tensor), builds the same model with every attention form of the
-library (softmax; linear attention with elu+1, relu or taylor features; the five Synthesizers),
+library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
+Synthesizers; retention; Linformer; decay-gated linear attention),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
 continues from. The RNN baselines (arch "gru", "gru-attention", src/model/rnn.h) load into
 torch.nn.GRU / torch.nn.GRUCell directly: the checkpoint's enc.gru.weight_ih etc. are nn.GRU's
@@ -110,6 +111,21 @@ def retention(q, k, v, h, gammas, causal):
         d = d.masked_fill(j > i, 0.0)
     s = qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
     return merge_heads((s * d) @ vh)
+
+
+def gated(x, q, k, v, h, w, b):
+    """Decay-gated linear attention (src/attention/gated_linear.c), from its recurrence: per head
+    a_t = sigmoid(-(x_t w_h + b_h)) = exp(-softplus(.)), S_t = a_t S_{t-1} + k_t^T v_t,
+    o_t = q_t S_t / sqrt(C / h). Causal only."""
+    n, c = q.shape
+    dh = c // h
+    a = torch.sigmoid(-F.linear(x, w, b))  # (n, h)
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
+    s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
+    for t in range(n):
+        s = a[t][:, None, None] * s + kh[:, t, :, None] * vh[:, t, None, :]
+        out.append((qh[:, t, None, :] @ s)[:, 0, :])
+    return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
 
 
 def linformer(q, k, v, h, e, f):
@@ -284,7 +300,7 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer')
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
@@ -299,6 +315,8 @@ class TinyTransformer(torch.nn.Module):
             o = retention(q, k, v, self.H, self.gammas(prefix), causal)
         elif form == 'linformer':
             o = linformer(q, k, v, self.H, self.p(prefix + '.linformer.E'), self.p(prefix + '.linformer.F'))
+        elif form == 'gated':
+            o = gated(xq, q, k, v, self.H, self.p(prefix + '.gate.weight'), self.p(prefix + '.gate.bias'))
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
             o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)

@@ -17,6 +17,7 @@ export type AttentionName =
   | 'synth:factorized-random'
   | 'synth:mixture'
   | 'retention'
+  | 'gated'
   | 'linformer';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
@@ -32,7 +33,8 @@ export type CausalAttentionName =
   | 'synth:factorized-dense'
   | 'synth:factorized-random'
   | 'synth:mixture'
-  | 'retention';
+  | 'retention'
+  | 'gated';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -52,7 +54,7 @@ export type NonCausalAttentionName =
   | 'linformer';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'linformer';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -135,6 +137,12 @@ export interface AttentionOptionsByForm {
     /** "retnet": RetNet's decays 1 - 2^(-5-h), one per head; "learned": learned from there; or one decay in (0, 1) for every head (default "retnet", one of "retnet", "learned", or a number in (0, 1)) */
     decay?: 'retnet' | 'learned' | number;
   };
+  'gated': {
+    /** how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked") */
+    mode?: 'parallel' | 'recurrent' | 'chunked';
+    /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
+    chunk?: number;
+  };
   'linformer': {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;
@@ -162,6 +170,10 @@ export interface ModelAttentionOptions {
   components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
   /** retention: "retnet": RetNet's decays 1 - 2^(-5-h), one per head; "learned": learned from there; or one decay in (0, 1) for every head (default "retnet", one of "retnet", "learned", or a number in (0, 1)) */
   decay?: 'retnet' | 'learned' | number;
+  /** gated: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked") */
+  mode?: 'parallel' | 'recurrent' | 'chunked';
+  /** gated: the chunked form's chunk length (default 64, integer in [1, 4096]) */
+  chunk?: number;
 }
 
 interface FormOptionBase {

@@ -125,6 +125,7 @@ export function probeForms(lib) {
     // decoderForm: the form a decoder's self-attention uses instead when this one has no causal form
     // (null: none, so no model with a decoder can use it); crossForm: the form of cross-attention
     const form = { id: entry.name, family: entry.family, label: entry.label || entry.name, signed: Boolean(entry.signed),
+      nonCausal: entry.nonCausal !== false,
       decoderForm: entry.decoderForm ?? null, crossForm: entry.crossForm ?? null, entry, run: caller(lib, entry) };
     try {
       const r = form.run({ ...inp, causal: !entry.nonCausal });

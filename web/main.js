@@ -67,7 +67,7 @@ function setState(patch) {
 function computeMaps(form) {
   const inputs = makeInputs(state, LIMITS.tokens);
   const { n, d } = inputs;
-  const causal = state.causal && form.causal;
+  const causal = form.nonCausal === false || (state.causal && form.causal); // a causal-only form runs causal
   const result = form.run({ ...inputs, heads: state.heads, causal, weights: true, seed: state.seed, maxLen: HEATMAP_MAX_LEN });
   const maps = [];
   for (let h = 0; h < state.heads; h++) {

@@ -39,11 +39,7 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
     return AW_OK;
 }
 
-static void release(aw_attn_form *f) {
-    if (f->owns_params) free(f->params);
-    free(f->own);
-    f->own = NULL, f->params = f->grads = NULL;
-}
+static void release(aw_attn_form *f) { attn_form_release_params(f); }
 
 static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     static const char *const names[2] = {"E", "F"};
@@ -56,13 +52,7 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     return 2;
 }
 
-static void bind(aw_attn_form *f, float *params, float *grads) {
-    const size_t n = 2 * KROWS(f) * f->L;
-    memcpy(params, f->params, n * sizeof(float));
-    memset(grads, 0, n * sizeof(float));
-    if (f->owns_params) free(f->params);
-    f->params = params, f->grads = grads, f->owns_params = 0;
-}
+static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_params(f, params, grads, 2 * KROWS(f) * f->L); }
 
 static aw_linformer_desc desc(const aw_attn_form *f, size_t T) {
     return (aw_linformer_desc){T, f->C, f->C, f->H, KROWS(f), f->L, 1.0f / sqrtf((float)(f->C / f->H))};

@@ -61,9 +61,7 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
 static void release(aw_attn_form *f) {
     retention_own *o = f->own;
     if (o) free(o->gamma);
-    free(o);
-    if (f->owns_params) free(f->params);
-    f->own = NULL, f->params = f->grads = NULL;
+    attn_form_release_params(f);
 }
 
 static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
@@ -77,11 +75,7 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
 }
 
 static void bind(aw_attn_form *f, float *params, float *grads) {
-    if (!((retention_own *)f->own)->learn_decay) return;
-    memcpy(params, f->params, f->H * sizeof(float));
-    memset(grads, 0, f->H * sizeof(float));
-    if (f->owns_params) free(f->params);
-    f->params = params, f->grads = grads, f->owns_params = 0;
+    if (((retention_own *)f->own)->learn_decay) attn_form_bind_params(f, params, grads, f->H);
 }
 
 static aw_retention_desc desc(const aw_attn_form *f, size_t T) {

@@ -3,6 +3,7 @@
 
 #include "../kernels/status.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // The rows, each defined in its form's file (form_<family>.c). A new form: its file, one line
@@ -12,7 +13,7 @@ extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM
     AW_FORM_LINEAR_TAYLOR_DESC;
 extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FORM_SYNTH_FACTORIZED_DENSE_DESC,
     AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC, AW_FORM_SYNTH_MIXTURE_DESC;
-extern const aw_form AW_FORM_RETENTION_DESC, AW_FORM_LINFORMER_DESC;
+extern const aw_form AW_FORM_RETENTION_DESC, AW_FORM_LINFORMER_DESC, AW_FORM_GATED_DESC;
 
 static const aw_form *const FORMS[] = {
     &AW_FORM_SOFTMAX_DESC,
@@ -28,6 +29,7 @@ static const aw_form *const FORMS[] = {
     &AW_FORM_SYNTH_FACTORIZED_RANDOM_DESC,
     &AW_FORM_SYNTH_MIXTURE_DESC,
     &AW_FORM_RETENTION_DESC,
+    &AW_FORM_GATED_DESC,
     &AW_FORM_LINFORMER_DESC,
 };
 enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };
@@ -80,4 +82,17 @@ int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *se
 void attn_form_free(aw_attn_form *f) {
     if (f->form && f->form->release) f->form->release(f);
     memset(f, 0, sizeof *f);
+}
+
+void attn_form_bind_params(aw_attn_form *f, float *params, float *grads, size_t n) {
+    memcpy(params, f->params, n * sizeof(float));
+    memset(grads, 0, n * sizeof(float));
+    if (f->owns_params) free(f->params);
+    f->params = params, f->grads = grads, f->owns_params = 0;
+}
+
+void attn_form_release_params(aw_attn_form *f) {
+    if (f->owns_params) free(f->params);
+    free(f->own);
+    f->own = NULL, f->params = f->grads = NULL, f->owns_params = 0;
 }

@@ -182,6 +182,12 @@ size_t aw_option_json(const aw_form *form, const aw_form_values *v, char *buf, s
 // whyNotCausal, flags, words and options. Returns the length it would write (snprintf's contract).
 size_t aw_forms_json(char *buf, size_t cap);
 
+// For forms whose parameters are one block of their own until the model's arena takes them:
+// bind copies the n floats into params, zeroes grads and frees the form's block; release frees the
+// block (if still owned) and the form's own state.
+void attn_form_bind_params(aw_attn_form *f, float *params, float *grads, size_t n);
+void attn_form_release_params(aw_attn_form *f);
+
 // The sublayer's lifecycle (forms.c): checks the form can serve (causal needs AW_FORM_CAUSAL,
 // with a message naming the form), then calls its init.
 int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup);

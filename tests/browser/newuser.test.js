@@ -410,14 +410,14 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
     const drawn = await readGrid(page, '#lheatmaps');
     // What the page should draw: lib.loadModel on the same checkpoint, model.forward on the same
     // characters (lower-cased), every layer and head on one colour scale 0..max; a form with signed
-    // scores (retention) as magnitudes.
+    // scores (lib.forms[i].signed) as magnitudes.
     const want = await page.evaluate(async ([f, formId]) => {
       const lib = await (await import('/wasm/index.js')).loadAttention();
       const { VIRIDIS } = await import('/views/colormap.js');
       const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
       const { attention } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
       m.dispose();
-      const signed = ['retention', 'linformer'].includes(formId);
+      const signed = lib.forms.find((g) => g.name === formId).signed; // the form's own flag (lib.forms)
       const maps = attention.flat().map((w) => (signed ? w.map(Math.abs) : w));
       let vmax = 0;
       for (const w of maps) for (const x of w) vmax = Math.max(vmax, x);

@@ -307,7 +307,8 @@ for (const [fi, form] of forms.entries()) {
   // 6. bad option values and foreign options
   test(`${name}: bad option values and other forms' options are Errors naming attentionOptions.<option>`, (t) => {
     const n = 4, d = 8;
-    const shape = { q: rand(n * d, 1), k: rand(n * d, 2), v: rand(n * d, 3), n, d, heads: 2, maxLen: 8 };
+    // a form with no non-causal form is asked causally: the option, not the mode, must be what fails
+    const shape = { q: rand(n * d, 1), k: rand(n * d, 2), v: rand(n * d, 3), n, d, heads: 2, maxLen: 8, causal: !form.nonCausal };
     const expectNamed = (fn, opt, what) => {
       let err = null;
       try {

@@ -36,14 +36,17 @@ const FORMS = [
   { attention: 'retention', attentionOptions: { decay: 'learned' }, arch: 'encoder-decoder' },
   { attention: 'retention', attentionOptions: { decay: 0.8 }, norm: 'post' },
   { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
+  { attention: 'gated' },
+  { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use
-// it) is in the list above, decoder-only and encoder-decoder, and every form that serves an
-// encoder only (decoderForm), encoder-decoder; so a form added to src/model/forms.c without
-// tests fails here.
+// it) is in the list above as a decoder, and every form an encoder-decoder can use (a non-causal
+// form for its encoder, and a causal one or a decoderForm for its decoder) as an encoder-decoder;
+// so a form added to src/model/forms.c without tests fails here.
 test('every registry form a model can use has gradient-check configs above', () => {
   for (const form of builds[0].lib.forms.filter((f) => f.causal || f.decoderForm)) {
-    for (const arch of form.causal ? ['decoder', 'encoder-decoder'] : ['encoder-decoder'])
+    const archs = [...(form.causal ? ['decoder'] : []), ...(form.nonCausal && (form.causal || form.decoderForm) ? ['encoder-decoder'] : [])];
+    for (const arch of archs)
       if (form.family !== 'synthesizer' || arch === 'decoder' || form.name === 'synth:dense')
         assert.ok(FORMS.some((f) => f.attention === form.name && (f.arch ?? 'decoder') === arch), `${form.name} ${arch} is untested`);
   }

@@ -80,6 +80,30 @@ export function linformerF64({ q, k, v, n, d, dv = d, heads = 1, E, F, proj, max
   return { output, weights };
 }
 
+// ---- decay-gated linear attention (section 4c), from its recurrence: per head, the gate
+// a_t = 1 / (1 + exp(x_t . W_h + b_h)) (log a = -softplus), S_t = a_t S_{t-1} + k_t^T v_t,
+// o_t = scale q_t S_t. W (heads, d) and b (heads) are the form's 'weight' and 'bias'.
+export function gatedF64({ q, k, v, x, n, d, heads, W, b }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh);
+  const output = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++) {
+    const S = new Float64Array(dh * dh);
+    for (let t = 0; t < n; t++) {
+      let z = b[h];
+      for (let c = 0; c < d; c++) z += x[t * d + c] * W[h * d + c];
+      const a = 1 / (1 + Math.exp(z));
+      for (let r = 0; r < dh; r++)
+        for (let c = 0; c < dh; c++) S[r * dh + c] = a * S[r * dh + c] + k[t * d + h * dh + r] * v[t * d + h * dh + c];
+      for (let c = 0; c < dh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r * dh + c];
+        output[t * d + h * dh + c] = o * scale;
+      }
+    }
+  }
+  return output;
+}
+
 function retentionGammas(heads, options, params) {
   const decay = options.decay ?? 'retnet';
   if (decay === 'retnet') return [...retnetGammas(heads)].map(Math.fround);
@@ -191,6 +215,7 @@ export const REFERENCES = {
   'synth:factorized-dense': synth('factorized-dense'),
   'synth:factorized-random': synth('factorized-random'),
   'synth:mixture': synth('mixture'),
+  gated: ({ q, k, v, x, n, d, heads, params }) => gatedF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
   retention: ({ q, k, v, n, d, heads, causal, options, params }) =>
     retentionF64({ q, k, v, n, d, heads, causal, gamma: retentionGammas(heads, options, params) }).output,
   linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>

@@ -46,7 +46,7 @@ export function createControls(el, onChange) {
         for (const f of forms) {
           if (!groups.has(f.family)) {
             const g = document.createElement('optgroup');
-            g.label = FAMILY_LABELS[f.family] ?? f.family;
+            g.label = FAMILY_LABELS[f.family] ?? f.family[0].toUpperCase() + f.family.slice(1);
             groups.set(f.family, g);
           }
           groups.get(f.family).append(new Option(f.label, f.id));
@@ -63,11 +63,14 @@ export function createControls(el, onChange) {
       el.d.value = String(state.d);
       for (const opt of el.heads.options) opt.disabled = state.d % Number(opt.value) !== 0;
       el.heads.value = String(state.heads);
-      el.causal.checked = state.causal && form.causal;
-      el.causal.disabled = !form.causal;
+      // a form with one mode only (no causal form, or no non-causal one) is shown in that mode
+      const onlyCausal = form.nonCausal === false;
+      el.causal.checked = onlyCausal || (state.causal && form.causal);
+      el.causal.disabled = !form.causal || onlyCausal;
       el.scale.value = state.scale;
-      el.causalNote.hidden = form.causal;
-      el.causalNote.textContent = form.causal ? '' : `${form.label} has no causal form.`;
+      el.causalNote.hidden = form.causal && !onlyCausal;
+      el.causalNote.textContent = !form.causal ? `${form.label} has no causal form.`
+        : onlyCausal ? `${form.label} has only a causal form: shown causal.` : '';
     },
   };
 }
