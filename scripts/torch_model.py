@@ -4,7 +4,7 @@
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
 docs/model.md lists every tensor), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
-Synthesizers; retention; Linformer; decay-gated linear attention),
+Synthesizers; retention; Linformer; decay-gated linear attention; DeltaNet and Gated DeltaNet),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
 continues from. The RNN baselines (arch "gru", "gru-attention", src/model/rnn.h) load into
 torch.nn.GRU / torch.nn.GRUCell directly: the checkpoint's enc.gru.weight_ih etc. are nn.GRU's
@@ -124,6 +124,26 @@ def gated(x, q, k, v, h, w, b):
     s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
     for t in range(n):
         s = a[t][:, None, None] * s + kh[:, t, :, None] * vh[:, t, None, :]
+        out.append((qh[:, t, None, :] @ s)[:, 0, :])
+    return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
+
+
+def delta_rule(x, q, k, v, h, p, gated_):
+    """DeltaNet / Gated DeltaNet (src/attention/delta_rule.c), from the recurrence: per head
+    beta_t = sigmoid(x_t wb_h + bb_h), a_t = sigmoid(-(x_t wa_h + ba_h)) (1 for DeltaNet),
+    k^ = k / sqrt(|k|^2 + 1e-6), S_t = a_t (S - beta k^^T (k^ S)) + beta k^^T v_t,
+    o_t = q_t S_t / sqrt(C / h). Causal only."""
+    n, c = q.shape
+    dh = c // h
+    beta = torch.sigmoid(F.linear(x, p['beta_weight'], p['beta_bias']))  # (n, h)
+    a = torch.sigmoid(-F.linear(x, p['gate_weight'], p['gate_bias'])) if gated_ else torch.ones_like(beta)
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
+    kh = kh / torch.sqrt((kh * kh).sum(-1, keepdim=True) + 1e-6)
+    s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
+    for t in range(n):
+        kt, vt, bt, at = kh[:, t, :], vh[:, t, :], beta[t][:, None], a[t][:, None]
+        u = (kt[:, None, :] @ s)[:, 0, :]  # (h, dh): what the state holds at k^_t
+        s = at[:, :, None] * (s - bt[:, :, None] * kt[:, :, None] * u[:, None, :]) + bt[:, :, None] * kt[:, :, None] * vt[:, None, :]
         out.append((qh[:, t, None, :] @ s)[:, 0, :])
     return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
 
@@ -300,7 +320,7 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated')
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'delta', 'gated-delta')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
@@ -317,6 +337,9 @@ class TinyTransformer(torch.nn.Module):
             o = linformer(q, k, v, self.H, self.p(prefix + '.linformer.E'), self.p(prefix + '.linformer.F'))
         elif form == 'gated':
             o = gated(xq, q, k, v, self.H, self.p(prefix + '.gate.weight'), self.p(prefix + '.gate.bias'))
+        elif form in ('delta', 'gated-delta'):
+            p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
+            o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
             o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)

@@ -18,6 +18,8 @@ export type AttentionName =
   | 'synth:mixture'
   | 'retention'
   | 'gated'
+  | 'delta'
+  | 'gated-delta'
   | 'linformer';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
@@ -34,7 +36,9 @@ export type CausalAttentionName =
   | 'synth:factorized-random'
   | 'synth:mixture'
   | 'retention'
-  | 'gated';
+  | 'gated'
+  | 'delta'
+  | 'gated-delta';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -54,7 +58,7 @@ export type NonCausalAttentionName =
   | 'linformer';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'delta' | 'linformer';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -143,6 +147,8 @@ export interface AttentionOptionsByForm {
     /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
     chunk?: number;
   };
+  'delta': { [option: string]: never };
+  'gated-delta': { [option: string]: never };
   'linformer': {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;

@@ -37,6 +37,8 @@ const FORMS = [
   { attention: 'retention', attentionOptions: { decay: 0.8 }, norm: 'post' },
   { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
   { attention: 'gated' },
+  { attention: 'delta' },
+  { attention: 'gated-delta', norm: 'post' },
   { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use

@@ -104,6 +104,45 @@ export function gatedF64({ q, k, v, x, n, d, heads, W, b }) {
   return output;
 }
 
+// ---- DeltaNet and Gated DeltaNet (section 4c), from the recurrence with the projection-made
+// strengths: beta_t = sigmoid(x_t . Wb_h + bb_h), a_t = 1 / (1 + exp(x_t . Wa_h + ba_h)) (Gated
+// DeltaNet; 1 for DeltaNet), k^ = k / sqrt(|k|^2 + 1e-6), S_t = a_t (S - beta k^^T (k^ S)) +
+// beta k^^T v_t, o_t = scale q_t S_t. The form's tensors: beta_weight (heads, d), beta_bias,
+// gate_weight, gate_bias.
+export function deltaF64({ q, k, v, x, n, d, heads, params, gated }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh);
+  const proj = (W, b, t, h) => {
+    let z = b[h];
+    for (let c = 0; c < d; c++) z += x[t * d + c] * W[h * d + c];
+    return z;
+  };
+  const output = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++) {
+    let S = new Float64Array(dh * dh);
+    for (let t = 0; t < n; t++) {
+      const beta = 1 / (1 + Math.exp(-proj(params.beta_weight, params.beta_bias, t, h)));
+      const a = gated ? 1 / (1 + Math.exp(proj(params.gate_weight, params.gate_bias, t, h))) : 1;
+      let norm = 1e-6;
+      for (let r = 0; r < dh; r++) norm += k[t * d + h * dh + r] ** 2;
+      norm = Math.sqrt(norm);
+      const kh = Array.from({ length: dh }, (_, r) => k[t * d + h * dh + r] / norm);
+      const u = new Float64Array(dh);
+      for (let r = 0; r < dh; r++) for (let c = 0; c < dh; c++) u[c] += kh[r] * S[r * dh + c];
+      const next = new Float64Array(dh * dh);
+      for (let r = 0; r < dh; r++)
+        for (let c = 0; c < dh; c++)
+          next[r * dh + c] = a * (S[r * dh + c] - beta * kh[r] * u[c]) + beta * kh[r] * v[t * d + h * dh + c];
+      S = next;
+      for (let c = 0; c < dh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r * dh + c];
+        output[t * d + h * dh + c] = o * scale;
+      }
+    }
+  }
+  return output;
+}
+
 function retentionGammas(heads, options, params) {
   const decay = options.decay ?? 'retnet';
   if (decay === 'retnet') return [...retnetGammas(heads)].map(Math.fround);
@@ -215,6 +254,8 @@ export const REFERENCES = {
   'synth:factorized-dense': synth('factorized-dense'),
   'synth:factorized-random': synth('factorized-random'),
   'synth:mixture': synth('mixture'),
+  delta: ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: false }),
+  'gated-delta': ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: true }),
   gated: ({ q, k, v, x, n, d, heads, params }) => gatedF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
   retention: ({ q, k, v, n, d, heads, causal, options, params }) =>
     retentionF64({ q, k, v, n, d, heads, causal, gamma: retentionGammas(heads, options, params) }).output,

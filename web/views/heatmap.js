@@ -261,6 +261,10 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
       while (figures.length > maps.length) figures.pop().figure.remove();
       const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
+      // the same maps drawn again (a resize): a cell read stays read
+      const same = last && last.n === n && last.m === m && last.maps.length === maps.length &&
+        String(last.rowLabels) === String(rowLabels) && String(last.colLabels) === String(colLabels) &&
+        maps.every((mp, h) => mp.weights.length === last.maps[h].weights.length && mp.weights.every((x, i) => x === last.maps[h].weights[i]));
       last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
       if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
@@ -269,7 +273,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       labelNote.textContent = labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
         + 'for all); hover over or tap a cell to read its tokens.';
       drawLegend(legend, vmax, scale);
-      read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
+      if (!same) read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };
 }

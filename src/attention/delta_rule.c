@@ -1,0 +1,160 @@
+// delta_rule.c: DeltaNet and Gated DeltaNet by their recurrence (see delta_rule.h). Serial per
+// head: the model runs it inside one sequence's job. The chunked (WY) form is not built: the
+// recurrence is O(n d^2) like it, without its parallelism over the sequence.
+#include "delta_rule.h"
+
+#include "../kernels/kernels.h"
+#include "../kernels/size.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_DH = 1024 };
+
+// k^ = k / sqrt(|k|^2 + 1e-6); returns the norm.
+static float normalise(float *kh, const float *k, size_t dh) {
+    double s = 1e-6;
+    for (size_t r = 0; r < dh; r++) s += (double)k[r] * k[r];
+    const float norm = (float)sqrt(s);
+    for (size_t r = 0; r < dh; r++) kh[r] = k[r] / norm;
+    return norm;
+}
+
+// One step of one head: S (dh, dvh) from S_{t-1} to S_t; out (dvh) = scale q S_t (out may be
+// NULL); kh (dh), u (dvh): scratch, left holding k^_t and u_t = k^_t S_{t-1}.
+static void step_head(float *S, float *out, const float *q, const float *k, const float *v, float b, float a,
+                      size_t dh, size_t dvh, float scale, float *kh, float *u) {
+    normalise(kh, k, dh);
+    for (size_t c = 0; c < dvh; c++) u[c] = 0.0f;
+    for (size_t r = 0; r < dh; r++) aw_axpy(u, kh[r], S + r * dvh, dvh);
+    for (size_t r = 0; r < dh; r++) {
+        float *row = S + r * dvh;
+        const float w = b * kh[r];
+        for (size_t c = 0; c < dvh; c++) row[c] = a * row[c] + w * (v[c] - a * u[c]);
+    }
+    if (!out) return;
+    for (size_t c = 0; c < dvh; c++) out[c] = 0.0f;
+    for (size_t r = 0; r < dh; r++) aw_axpy(out, scale * q[r], S + r * dvh, dvh);
+}
+
+static int check(const aw_delta_desc *ds) {
+    if (ds->heads == 0 || ds->d % ds->heads || ds->dv % ds->heads || ds->n == 0)
+        return aw_fail(AW_ERR_ARG, "delta rule: sizes must be positive and heads must divide d and dv");
+    if (ds->d / ds->heads > MAX_DH || ds->dv / ds->heads > MAX_DH)
+        return aw_fail(AW_ERR_ARG, "delta rule: a head's width must be at most %d", MAX_DH);
+    return AW_OK;
+}
+
+int delta_rule_forward(float *out, float *weights, const float *q, const float *k, const float *v, const float *beta,
+                       const float *a, const aw_delta_desc *ds) {
+    int st = check(ds);
+    if (st) return st;
+    const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
+    float *S = aw_alloc_floats(aw_size_add(aw_size_mul(dh, dvh), aw_size_mul(2, MAX_DH)));
+    float *cm = weights ? aw_alloc_floats(aw_size_mul(n, dh)) : NULL; // c_tj, one row per j
+    if (!S || (weights && !cm)) {
+        free(S), free(cm);
+        return aw_fail(AW_ERR_NOMEM, "delta rule: out of memory for its state");
+    }
+    float *kh = S + dh * dvh, *u = kh + MAX_DH;
+    for (size_t hd = 0; hd < h; hd++) {
+        memset(S, 0, dh * dvh * sizeof(float));
+        for (size_t t = 0; t < n; t++) {
+            const float b = beta[t * h + hd], at = a ? a[t * h + hd] : 1.0f;
+            step_head(S, out + t * dv + hd * dvh, q + t * d + hd * dh, k + t * d + hd * dh, v + t * dv + hd * dvh, b, at,
+                      dh, dvh, ds->scale, kh, u);
+            if (!weights) continue;
+            // the implied matrix: every earlier value's coefficient vector through this step
+            float *w = weights + (hd * n + t) * n;
+            for (size_t j = 0; j < t; j++) {
+                float *cj = cm + j * dh;
+                const float p = aw_dot(kh, cj, dh);
+                for (size_t r = 0; r < dh; r++) cj[r] = at * (cj[r] - b * kh[r] * p);
+            }
+            for (size_t r = 0; r < dh; r++) cm[t * dh + r] = b * kh[r];
+            for (size_t j = 0; j < n; j++) w[j] = j <= t ? ds->scale * aw_dot(q + t * d + hd * dh, cm + j * dh, dh) : 0.0f;
+        }
+    }
+    free(S), free(cm);
+    const size_t bad = aw_find_nonfinite(out, n * dv);
+    if (bad != n * dv) return aw_fail(AW_ERR_NONFINITE, "delta rule: output row %zu is not finite", bad / dv);
+    return AW_OK;
+}
+
+size_t delta_rule_work_floats(const aw_delta_desc *ds) {
+    const size_t dh = ds->d / ds->heads, dvh = ds->dv / ds->heads;
+    // the states S_0 .. S_n of one head, and dS
+    return aw_size_add(aw_size_mul(aw_size_add(ds->n, 2), aw_size_mul(dh, dvh)), 6 * MAX_DH);
+}
+
+int delta_rule_backward(float *dq, float *dk, float *dv, float *dbeta, float *da, float *work, const float *dout,
+                        const float *q, const float *k, const float *v, const float *beta, const float *a,
+                        const aw_delta_desc *ds) {
+    int st = check(ds);
+    if (st) return st;
+    const size_t n = ds->n, d = ds->d, dvs = ds->dv, h = ds->heads, dh = d / h, dvh = dvs / h, sz = dh * dvh;
+    float *states = work, *G = states + (n + 1) * sz;
+    float *kh = G + sz, *u = kh + MAX_DH, *kg = u + MAX_DH, *du = kg + MAX_DH, *dkh = du + MAX_DH, *e = dkh + MAX_DH;
+    const float scale = ds->scale;
+    for (size_t hd = 0; hd < h; hd++) {
+        memset(states, 0, sz * sizeof(float));
+        for (size_t t = 0; t < n; t++) {
+            memcpy(states + (t + 1) * sz, states + t * sz, sz * sizeof(float));
+            step_head(states + (t + 1) * sz, NULL, NULL, k + t * d + hd * dh, v + t * dvs + hd * dvh, beta[t * h + hd],
+                      a ? a[t * h + hd] : 1.0f, dh, dvh, scale, kh, u);
+        }
+        memset(G, 0, sz * sizeof(float));
+        for (size_t t = n; t-- > 0;) {
+            const float *St = states + (t + 1) * sz, *Sp = states + t * sz;
+            const float *qt = q + t * d + hd * dh, *kt = k + t * d + hd * dh, *vt = v + t * dvs + hd * dvh;
+            const float *dot = dout + t * dvs + hd * dvh;
+            const float b = beta[t * h + hd], at = a ? a[t * h + hd] : 1.0f;
+            // o_t = scale q_t S_t
+            for (size_t r = 0; r < dh; r++) {
+                dq[t * d + hd * dh + r] += scale * aw_dot(St + r * dvh, dot, dvh);
+                aw_axpy(G + r * dvh, scale * qt[r], dot, dvh);
+            }
+            // S_t = a S_{t-1} + b k^^T e, e = v - a u, u = k^ S_{t-1}
+            const float norm = normalise(kh, kt, dh);
+            for (size_t c = 0; c < dvh; c++) u[c] = 0.0f;
+            for (size_t r = 0; r < dh; r++) aw_axpy(u, kh[r], Sp + r * dvh, dvh);
+            for (size_t c = 0; c < dvh; c++) e[c] = vt[c] - at * u[c], kg[c] = 0.0f;
+            for (size_t r = 0; r < dh; r++) aw_axpy(kg, kh[r], G + r * dvh, dvh); // k^ G
+            dbeta[t * h + hd] += aw_dot(kg, e, dvh);
+            double dat = 0.0;
+            for (size_t c = 0; c < dvh; c++) {
+                const float de = b * kg[c];
+                dv[t * dvs + hd * dvh + c] += de;
+                du[c] = -at * de;
+                dat -= (double)de * u[c];
+            }
+            for (size_t r = 0; r < dh; r++) dkh[r] = b * aw_dot(G + r * dvh, e, dvh) + aw_dot(Sp + r * dvh, du, dvh);
+            for (size_t i = 0; i < sz; i++) dat += (double)G[i] * Sp[i];
+            if (a) da[t * h + hd] += (float)dat;
+            // dS_{t-1} = a G + k^^T du
+            for (size_t r = 0; r < dh; r++) {
+                float *g = G + r * dvh;
+                for (size_t c = 0; c < dvh; c++) g[c] = at * g[c] + kh[r] * du[c];
+            }
+            // k^ = k / |k|: dk = (dk^ - k^ (k^ . dk^)) / |k|
+            const float p = aw_dot(kh, dkh, dh);
+            for (size_t r = 0; r < dh; r++) dk[t * d + hd * dh + r] += (dkh[r] - kh[r] * p) / norm;
+        }
+    }
+    return AW_OK;
+}
+
+size_t delta_rule_state_floats(size_t d, size_t dv, size_t heads) {
+    return heads ? (d / heads) * (dv / heads) * heads + 2 * MAX_DH : 0;
+}
+
+void delta_rule_step(float *out, float *state, const float *q, const float *k, const float *v, const float *beta,
+                     const float *a, size_t d, size_t dv, size_t heads, float scale) {
+    const size_t dh = d / heads, dvh = dv / heads;
+    float *kh = state + heads * dh * dvh, *u = kh + MAX_DH;
+    for (size_t hd = 0; hd < heads; hd++)
+        step_head(state + hd * dh * dvh, out + hd * dvh, q + hd * dh, k + hd * dh, v + hd * dvh, beta[hd],
+                  a ? a[hd] : 1.0f, dh, dvh, scale, kh, u);
+}
