@@ -7,7 +7,6 @@
 #include "forms.h"
 
 #include "../attention/delta_rule.h"
-#include "../kernels/kernels.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 #include "tasks.h"
@@ -58,12 +57,8 @@ static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_
 // z (T, H) = x W^T + b for the projection at params + off; then beta = sigmoid(z) or
 // a = 1 / (1 + e^z) into out.
 static void project(float *z, float *out, const aw_attn_form *f, size_t off, const float *x, size_t T, int decay) {
-    const size_t C = f->C, H = f->H;
-    aw_matmul_nt(z, x, f->params + off, T, H, C, C, C, H, 0);
-    for (size_t i = 0; i < T * H; i++) {
-        z[i] += f->params[off + H * C + i % H];
-        out[i] = decay ? sigmoid(-z[i]) : sigmoid(z[i]);
-    }
+    attn_form_project(z, x, f->params + off, f->params + off + f->H * f->C, T, f->C, f->H);
+    for (size_t i = 0; i < T * f->H; i++) out[i] = decay ? sigmoid(-z[i]) : sigmoid(z[i]);
 }
 
 static aw_delta_desc desc(const aw_attn_form *f, size_t T) {
@@ -109,12 +104,9 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     for (size_t i = 0; i < TH; i++) db[i] *= beta[i] * (1.0f - beta[i]);
     for (size_t i = 0; gated(f) && i < TH; i++) dA[i] *= -a[i] * (1.0f - a[i]);
     for (int g = 0; g < (gated(f) ? 2 : 1); g++) {
-        const float *dz = g ? dA : db;
         const size_t off = g ? off2 : 0;
-        aw_matmul_nn(dx, dz, f->params + off, T, C, H, H, C, C, 1); // dx += dz W
-        if (!f->grads) continue;
-        aw_matmul_tn(f->grads + off, dz, x, H, C, T, H, C, C, 1);   // dW += dz^T x
-        for (size_t i = 0; i < TH; i++) f->grads[off + H * C + i % H] += dz[i];
+        attn_form_project_backward(dx, f->grads ? f->grads + off : NULL, f->grads ? f->grads + off + H * C : NULL,
+                                   g ? dA : db, x, f->params + off, T, C, H);
     }
     return AW_OK;
 }

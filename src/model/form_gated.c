@@ -8,7 +8,6 @@
 #include "forms.h"
 
 #include "../attention/gated_linear.h"
-#include "../kernels/kernels.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 #include "tasks.h"
@@ -72,13 +71,8 @@ static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_
 
 // z (T, H) = x W^T + b, and g = -softplus(z)
 static void gates(float *z, float *g, const aw_attn_form *f, const float *x, size_t T) {
-    const size_t C = f->C, H = f->H;
-    aw_matmul_nt(z, x, f->params, T, H, C, C, C, H, 0);
-    for (size_t t = 0; t < T; t++)
-        for (size_t h = 0; h < H; h++) {
-            z[t * H + h] += f->params[H * C + h];
-            g[t * H + h] = neg_softplus(z[t * H + h]);
-        }
+    attn_form_project(z, x, f->params, f->params + f->H * f->C, T, f->C, f->H);
+    for (size_t i = 0; i < T * f->H; i++) g[i] = neg_softplus(z[i]);
 }
 
 static aw_gated_desc desc(const aw_attn_form *f, size_t T) {
@@ -116,12 +110,7 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     const int st = gated_linear_backward(dq, dk, dv, dg, work, dout, q, k, v, g, &ds);
     if (st) return st;
     for (size_t i = 0; i < T * H; i++) dg[i] *= -sigmoid(z[i]); // dz = dg dg/dz, g = -softplus(z)
-    aw_matmul_nn(dx, dg, f->params, T, C, H, H, C, C, 1);      // dx += dz W
-    if (f->grads) {
-        aw_matmul_tn(f->grads, dg, x, H, C, T, H, C, C, 1);     // dW += dz^T x
-        for (size_t t = 0; t < T; t++)
-            for (size_t h = 0; h < H; h++) f->grads[H * C + h] += dg[t * H + h];
-    }
+    attn_form_project_backward(dx, f->grads, f->grads ? f->grads + H * C : NULL, dg, x, f->params, T, C, H);
     return AW_OK;
 }
 

@@ -1,6 +1,7 @@
 // forms.c: the registry's one table (see forms.h), and the sublayer lifecycle every form shares.
 #include "forms.h"
 
+#include "../kernels/kernels.h"
 #include "../kernels/status.h"
 
 #include <stdlib.h>
@@ -98,4 +99,19 @@ void attn_form_release_params(aw_attn_form *f) {
     if (f->owns_params) free(f->params);
     free(f->own);
     f->own = NULL, f->params = f->grads = NULL, f->owns_params = 0;
+}
+
+void attn_form_project(float *z, const float *x, const float *W, const float *b, size_t T, size_t C, size_t H) {
+    aw_matmul_nt(z, x, W, T, H, C, C, C, H, 0);
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < H; h++) z[t * H + h] += b[h];
+}
+
+void attn_form_project_backward(float *dx, float *dW, float *db, const float *dz, const float *x, const float *W,
+                                size_t T, size_t C, size_t H) {
+    aw_matmul_nn(dx, dz, W, T, C, H, H, C, C, 1); // dx += dz W
+    if (!dW) return;
+    aw_matmul_tn(dW, dz, x, H, C, T, H, C, C, 1); // dW += dz^T x
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < H; h++) db[h] += dz[t * H + h];
 }
