@@ -10,6 +10,7 @@
 //   timing    forward time against n for every form of the registry, one table, with the slope
 // Each part prints a markdown table. Run alone:
 //   node scripts/experiment-claims.mjs --parts curves --steps 1500 --seeds 1,2,3 [--tasks recall] [--forms delta,softmax]
+//     [--recall-length 24 --recall-symbols 40]
 import { loadAttention } from '../wasm/index.js';
 import { probeForms } from '../web/forms.js';
 import { cpus } from 'node:os';
@@ -35,7 +36,9 @@ console.log(`# model: ${JSON.stringify(SIZE)}, pre-norm, sinusoidal; ${lib.simd 
 // ---- curves ----------------------------------------------------------------------------------
 if (PARTS.includes('curves')) {
   const FORMS = (args.forms ?? 'softmax,local,linear:elu+1,retention,synth:dense,synth:random,synth:mixture').split(',');
-  const TASKS = Object.fromEntries(Object.entries({ reverse: { length: 16, symbols: 10 }, recall: { length: 8, symbols: 20 } })
+  // --recall-length and --recall-symbols make recall harder: more pairs than a head's state is wide
+  const recall = { length: Number(args['recall-length'] ?? 8), symbols: Number(args['recall-symbols'] ?? 20) };
+  const TASKS = Object.fromEntries(Object.entries({ reverse: { length: 16, symbols: 10 }, recall })
     .filter(([task]) => (args.tasks ?? 'reverse,recall').split(',').includes(task)));
   const AT = [100, 200, 400, 800, 1200, 1500, 2000, 3000].filter((s) => s <= STEPS);
   if (!AT.includes(STEPS)) AT.push(STEPS);
