@@ -3,28 +3,9 @@
 // functions (softmaxAttention, linearAttention, ...) stay, with the options only their family
 // has (masks, modes, states); these two take any form by name and its options as the form
 // declares them. No form is named here.
-import { checkBool, checkF32, checkKeys, checkSeed, checkSize, describe, fail, readForms } from './core.js';
+import { checkBool, checkF32, checkKeys, checkSeed, checkSize, describe, fail, formOptionText, readForms } from './core.js';
 
 const SHAPE_KEYS = ['n', 'm', 'd', 'heads', 'causal', 'maxLen', 'seed', 'attentionOptions'];
-
-// The text C parses for an option value of the given kind, after its JS type is checked.
-function optionText(what, o, value) {
-  const name = `${what}: attentionOptions.${o.name}`;
-  if (o.kind === 'list') {
-    if (!Array.isArray(value) || !value.every((x) => typeof x === 'string' && !x.includes(',')))
-      fail(`${name} must be an array of names, got ${describe(value)}`);
-    return value.join(',');
-  }
-  if (o.kind === 'bool') {
-    if (typeof value !== 'boolean') fail(`${name} must be true or false, got ${describe(value)}`);
-    return String(value);
-  }
-  if (o.kind === 'int' && typeof value !== 'number') fail(`${name} must be an integer, got ${describe(value)}`);
-  if (o.kind === 'choice' && typeof value !== 'string' && !(o.above !== undefined && typeof value === 'number'))
-    fail(`${name} must be ${o.above !== undefined ? 'a number or ' : ''}one of ${o.words.map((w) => JSON.stringify(w)).join(', ')}, got ${describe(value)}`);
-  if (typeof value === 'number' && !Number.isFinite(value)) fail(`${name} must be a finite number, got ${value}`);
-  return String(value);
-}
 
 const leaked = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle }) => core.exports.aw_form_layer_free(handle))
@@ -48,12 +29,6 @@ export function attentionMethods(core) {
     const given = opts.attentionOptions ?? {};
     if (given === null || typeof given !== 'object' || Array.isArray(given))
       fail(`${what}: attentionOptions must be an object, got ${describe(given)}`);
-    for (const key of Object.keys(given))
-      if (!form.options.some((o) => o.name === key)) {
-        const owners = forms.filter((f) => f.options.some((o) => o.name === key)).map((f) => JSON.stringify(f.name));
-        fail(`${what}: attentionOptions.${key} ${owners.length ? `does not apply to attention "${name}" (it is an option of ${owners.join(', ')})` : 'is not an option of any form'}; ` +
-          `"${name}" takes ${form.options.length ? form.options.map((o) => o.name).join(', ') : 'no options'}`);
-      }
     const n = checkSize(`${what}: n`, opts.n);
     const m = checkSize(`${what}: m`, opts.m ?? n);
     const d = checkSize(`${what}: d`, opts.d);
@@ -70,10 +45,13 @@ export function attentionMethods(core) {
       return new Uint32Array(core.memory.buffer, hp, 1)[0];
     });
     try {
-      for (const o of form.options)
-        if (given[o.name] !== undefined)
-          core.withStrings(what, [o.name, optionText(what, o, given[o.name])], ([np, vp]) =>
-            core.check(ex.aw_form_layer_option(handle, np, vp), what));
+      // every key goes to C, which says which forms read an option this form does not
+      for (const [key, value] of Object.entries(given)) {
+        if (value === undefined) continue;
+        const o = form.options.find((x) => x.name === key);
+        const text = o ? formOptionText(`${what}: attentionOptions.${key}`, o, value) : '';
+        core.withStrings(what, [key, text], ([np, vp]) => core.check(ex.aw_form_layer_option(handle, np, vp), what));
+      }
       core.check(ex.aw_form_layer_ready(handle), what);
     } catch (e) {
       ex.aw_form_layer_free(handle);
@@ -98,12 +76,13 @@ export function attentionMethods(core) {
     ];
   }
 
-  function forward(what, L, data, returnWeights) {
+  // keep: a backward may follow (layer.forward), so the form saves what it needs; lib.attention not
+  function forward(what, L, data, returnWeights, keep) {
     const { n, m, d, heads } = L;
     const specs = [...inputs(what, L, data), { name: 'output', bytes: n * d * 4 },
       { name: 'weights', bytes: returnWeights ? heads * n * m * 4 : 0 }];
     return core.withBuffers(what, specs, ([xp, qp, kp, vp, op, wp]) => {
-      core.check(ex.aw_form_layer_forward(L.handle, op, wp, xp, qp, kp, vp, n, m), what);
+      core.check(ex.aw_form_layer_forward(L.handle, op, wp, xp, qp, kp, vp, n, m, keep ? 1 : 0), what);
       const result = { output: core.readF32(op, n * d) };
       if (returnWeights) result.weights = core.readF32(wp, heads * n * m);
       return result;
@@ -124,7 +103,7 @@ export function attentionMethods(core) {
       const returnWeights = checkBool(`${what}: returnWeights`, opts?.returnWeights ?? false);
       const L = makeLayer(what, name, opts, ['q', 'k', 'v', 'x', 'returnWeights']);
       try {
-        return forward(what, L, opts, returnWeights);
+        return forward(what, L, opts, returnWeights, false);
       } finally {
         ex.aw_form_layer_free(L.handle);
       }
@@ -159,7 +138,7 @@ export function attentionMethods(core) {
         forward(data) {
           alive('forward');
           checkKeys(`${what}.forward`, data, ['q', 'k', 'v', 'x', 'returnWeights']);
-          return forward(`${what}.forward`, L, data, checkBool(`${what}.forward: returnWeights`, data.returnWeights ?? false));
+          return forward(`${what}.forward`, L, data, checkBool(`${what}.forward: returnWeights`, data.returnWeights ?? false), true);
         },
         backward(data) {
           alive('backward');

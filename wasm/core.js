@@ -95,7 +95,28 @@ export function checkKeys(what, opts, allowed) {
   return opts;
 }
 
-/** A seed: an integer in [0, 2^32 - 1] (createSynthesizer, linformer). */
+/**
+ * The text C parses for a form's option value (option: its lib.forms declaration), after the JS
+ * type its kind takes is checked; name names it in the message. Ranges and words are C's to check.
+ */
+export function formOptionText(name, option, value) {
+  if (option.kind === 'list') {
+    if (!Array.isArray(value) || !value.every((x) => typeof x === 'string' && !x.includes(',')))
+      fail(`${name} must be an array of names, got ${describe(value)}`);
+    return value.join(',');
+  }
+  if (option.kind === 'bool') {
+    if (typeof value !== 'boolean') fail(`${name} must be true or false, got ${describe(value)}`);
+    return String(value);
+  }
+  if (option.kind === 'int' && typeof value !== 'number') fail(`${name} must be an integer, got ${describe(value)}`);
+  if (option.kind === 'choice' && typeof value !== 'string' && !(option.above !== undefined && typeof value === 'number'))
+    fail(`${name} must be ${option.above !== undefined ? 'a number or ' : ''}one of ${option.words.map((w) => JSON.stringify(w)).join(', ')}, got ${describe(value)}`);
+  if (typeof value === 'number' && !Number.isFinite(value)) fail(`${name} must be a finite number, got ${value}`);
+  return String(value);
+}
+
+/** A seed: an integer in [0, 2^32 - 1] (createSynthesizer, linformer, createModel's calls). */
 export function checkSeed(name, seed) {
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
     fail(`${name} must be an integer in [0, 2^32 - 1], got ${describe(seed)}`);

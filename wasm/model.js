@@ -2,7 +2,7 @@
 // (C side: src/model, exported by src/api/api_model.c; docs/model.md). The model lives in the
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
-import { checkBool, checkFiniteNumber, checkKeys, describe, fail, readForms } from './core.js';
+import { checkBool, checkFiniteNumber, checkKeys, checkSeed, describe, fail, formOptionText, readForms } from './core.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
 // enums, every range and every rule between fields are C's (src/model/config.c), which says
@@ -11,51 +11,30 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
 };
-// The JS type of each attentionOptions field, from the forms' own option lists (lib.forms):
-// which form reads which option, its range and its messages are C's.
-const KIND_TYPES = { int: 'number', bool: 'boolean', list: 'strings' };
-function optionTypes(forms) {
-  const types = {};
-  for (const form of forms)
-    for (const o of form.options)
-      types[o.name] = KIND_TYPES[o.kind] ?? (o.above !== undefined ? 'number|string' : 'string');
-  return types;
-}
-
-function checkSeed(what, seed) {
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    fail(`${what} must be an integer in [0, 2^32 - 1], got ${describe(seed)}`);
-  return seed;
-}
-
-// The text C parses for one option value, after its type is checked.
-function optionText(what, value, type) {
-  if (type === 'strings') {
-    if (!Array.isArray(value) || !value.every((x) => typeof x === 'string' && !x.includes(',')))
-      fail(`${what} must be an array of names, got ${describe(value)}`);
-    return value.join(',');
-  }
-  if (type === 'number|string') {
-    if (typeof value !== 'number' && typeof value !== 'string') fail(`${what} must be a number or a name, got ${describe(value)}`);
-    return String(value);
-  }
+// The text C parses for one config field, after its type is checked.
+function fieldText(what, value, type) {
   if (typeof value !== type) fail(`${what} must be a ${type}, got ${describe(value)}`);
   if (type === 'number' && !Number.isFinite(value)) fail(`${what} must be a finite number, got ${value}`);
   return String(value);
 }
 
-/** createModel's options as [key, text] pairs for C's config builder (src/model/config.h). */
-function configFields(config, OPTION_TYPES) {
+/**
+ * createModel's options as [key, text] pairs for C's config builder (src/model/config.h). forms:
+ * lib.forms, whose option declarations give each attentionOptions field its JS type (which form
+ * reads which option, its range and its messages are C's).
+ */
+function configFields(config, forms) {
   const what = 'createModel';
   checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions']);
   const fields = [];
   for (const [key, type] of Object.entries(CONFIG_TYPES))
-    if (config[key] !== undefined) fields.push([key, optionText(`${what}: ${key}`, config[key], type)]);
+    if (config[key] !== undefined) fields.push([key, fieldText(`${what}: ${key}`, config[key], type)]);
   if (config.attentionOptions !== undefined) {
     const o = config.attentionOptions;
-    checkKeys(`${what}: attentionOptions`, o, Object.keys(OPTION_TYPES));
-    for (const [key, type] of Object.entries(OPTION_TYPES))
-      if (o[key] !== undefined) fields.push([`attentionOptions.${key}`, optionText(`${what}: attentionOptions.${key}`, o[key], type)]);
+    const declared = new Map(forms.flatMap((f) => f.options).map((opt) => [opt.name, opt]));
+    checkKeys(`${what}: attentionOptions`, o, [...declared.keys()]);
+    for (const [key, opt] of declared)
+      if (o[key] !== undefined) fields.push([`attentionOptions.${key}`, formOptionText(`${what}: attentionOptions.${key}`, opt, o[key])]);
   }
   return fields;
 }
@@ -480,7 +459,7 @@ export function modelMethods(core) {
     /** A new model; see ModelConfig in model.d.ts for the options and their defaults. */
     createModel(config = {}) {
       const what = 'createModel';
-      const fields = configFields(config, optionTypes(readForms(core)));
+      const fields = configFields(config, readForms(core));
       const builder = ex.aw_config_new();
       if (!builder) core.check(2, what);
       try {

@@ -42,7 +42,7 @@ AW_API int aw_form_layer_new(aw_form_layer **out, int32_t form, int32_t C, int32
 AW_API int aw_form_layer_option(aw_form_layer *l, const char *name, const char *text) {
     if (l->ready) return aw_fail(AW_ERR_STATE, "options are set before the first call");
     const int i = aw_option_find(l->form, name);
-    if (i < 0) return aw_fail(AW_ERR_ARG, "%s does not apply to attention \"%s\"", name, l->form->name);
+    if (i < 0) return aw_option_refuse(l->form, name);
     return api_done(aw_option_set(l->form, &l->values, (size_t)i, text));
 }
 
@@ -97,7 +97,6 @@ AW_API int32_t aw_form_layer_tensor_size(const aw_form_layer *l, int32_t i) {
 AW_API int32_t aw_form_layer_tensor_trainable(const aw_form_layer *l, int32_t i) {
     return i >= 0 && (size_t)i < l->n_tensors ? l->tensors[i].trainable : 0;
 }
-AW_API int32_t aw_form_layer_uses_qk(const aw_form_layer *l) { return l->f.uses_qk; }
 
 static int check_sizes(const aw_form_layer *l, int32_t T, int32_t Tk) {
     if (!l->ready) return aw_fail(AW_ERR_STATE, "the layer is not set up");
@@ -111,18 +110,20 @@ static int check_sizes(const aw_form_layer *l, int32_t T, int32_t Tk) {
     return AW_OK;
 }
 
-// out (T, C); att (H, T, Tk) or NULL; x (T, C) read by forms that read the input.
+// out (T, C); att (H, T, Tk) or NULL; x (T, C) read by forms that read the input. keep: 1 when a
+// backward may follow (the form then saves what it needs), 0 for a forward alone (lib.attention).
 AW_API int aw_form_layer_forward(aw_form_layer *l, float *out, float *att, const float *x, const float *q,
-                                 const float *k, const float *v, int32_t T, int32_t Tk) {
+                                 const float *k, const float *v, int32_t T, int32_t Tk, int32_t keep) {
     int st = check_sizes(l, T, Tk);
     if (st) return st;
-    const size_t n_saved = l->form->saved_floats ? l->form->saved_floats(&l->f, (size_t)T, (size_t)Tk) : 0;
+    const size_t n_saved = keep && l->form->saved_floats ? l->form->saved_floats(&l->f, (size_t)T, (size_t)Tk) : 0;
     if (n_saved == AW_SIZE_INVALID) return aw_fail(AW_ERR_NOMEM, "what the forward saves does not fit");
     if (n_saved && !(l->saved && l->saved_T == (size_t)T && l->saved_Tk == (size_t)Tk)) {
         free(l->saved);
         l->saved_T = l->saved_Tk = 0;
         if (!(l->saved = aw_alloc_floats(n_saved))) return aw_fail(AW_ERR_NOMEM, "out of memory for the backward's stash");
     }
+    if (l->saved && !n_saved) l->saved_T = l->saved_Tk = 0; // a forward alone leaves nothing for a backward
     st = l->form->forward(&l->f, out, att, n_saved ? l->saved : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
     if (!st && n_saved) l->saved_T = (size_t)T, l->saved_Tk = (size_t)Tk;
     return api_done(st);

@@ -114,14 +114,6 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     return st;
 }
 
-// The forms that read option `name`, for the message when the chosen form does not.
-static void owners(const char *name, char *buf, size_t cap) {
-    buf[0] = '\0';
-    for (size_t i = 0; i < aw_form_count_all(); i++)
-        if (aw_option_find(aw_form_at(i), name) >= 0)
-            snprintf(buf + strlen(buf), cap - strlen(buf), "%s\"%s\"", buf[0] ? ", " : "", aw_form_at(i)->name);
-}
-
 int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     aw_model_config c = b->cfg;
     const aw_form *form = aw_form_at((size_t)c.form);
@@ -146,12 +138,7 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     memset(&c.attn, 0, sizeof c.attn);
     for (size_t j = 0; j < b->n_pending; j++) { // an option the form does not read is a mistake, not a no-op
         const int i = aw_option_find(form, b->pending[j].name);
-        if (i < 0) {
-            char list[300];
-            owners(b->pending[j].name, list, sizeof list);
-            return aw_fail(AW_ERR_ARG, "%s%s does not apply to attention \"%s\" (it is an option of %s)", OPTION_PREFIX,
-                           b->pending[j].name, form->name, list);
-        }
+        if (i < 0) return aw_option_refuse(form, b->pending[j].name);
         const int st = aw_option_set(form, &c.attn, (size_t)i, b->pending[j].text);
         if (st) return st;
     }

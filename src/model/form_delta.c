@@ -5,6 +5,7 @@
 // started from fast to slow forgetting as the gated form. Forward, backward and generation run the
 // recurrence (src/attention/delta_rule.c). Causal only.
 #include "forms.h"
+#include "layers.h"
 
 #include "../attention/delta_rule.h"
 #include "../kernels/size.h"
@@ -18,7 +19,6 @@
 static int gated(const aw_attn_form *f) { return f->form->variant == 1; }
 static size_t n_params(const aw_attn_form *f) { return (size_t)(gated(f) ? 2 : 1) * (f->H * f->C + f->H); }
 
-static float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {
     const size_t C = f->C, H = f->H, n = n_params(f);
@@ -58,7 +58,7 @@ static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_
 // a = 1 / (1 + e^z) into out.
 static void project(float *z, float *out, const aw_attn_form *f, size_t off, const float *x, size_t T, int decay) {
     attn_form_project(z, x, f->params + off, f->params + off + f->H * f->C, T, f->C, f->H);
-    for (size_t i = 0; i < T * f->H; i++) out[i] = decay ? sigmoid(-z[i]) : sigmoid(z[i]);
+    for (size_t i = 0; i < T * f->H; i++) out[i] = decay ? aw_sigmoidf(-z[i]) : aw_sigmoidf(z[i]);
 }
 
 static aw_delta_desc desc(const aw_attn_form *f, size_t T) {

@@ -6,6 +6,7 @@
 // options say (chunked by default) and the parallel form's gradient; generation keeps the
 // constant-size state S per head. Causal only: a gate runs forward in time.
 #include "forms.h"
+#include "layers.h"
 
 #include "../attention/gated_linear.h"
 #include "../kernels/size.h"
@@ -30,7 +31,6 @@ typedef struct {
 
 // -softplus(z) = -log(1 + e^z), computed without overflow
 static float neg_softplus(float z) { return z > 0.0f ? -(z + log1pf(expf(-z))) : -log1pf(expf(z)); }
-static float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {
     gated_own *o = calloc(1, sizeof *o);
@@ -109,7 +109,7 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     const aw_gated_desc ds = desc(f, T);
     const int st = gated_linear_backward(dq, dk, dv, dg, work, dout, q, k, v, g, &ds);
     if (st) return st;
-    for (size_t i = 0; i < T * H; i++) dg[i] *= -sigmoid(z[i]); // dz = dg dg/dz, g = -softplus(z)
+    for (size_t i = 0; i < T * H; i++) dg[i] *= -aw_sigmoidf(z[i]); // dz = dg dg/dz, g = -softplus(z)
     attn_form_project_backward(dx, f->grads, f->grads ? f->grads + H * C : NULL, dg, x, f->params, T, C, H);
     return AW_OK;
 }

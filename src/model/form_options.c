@@ -205,6 +205,19 @@ static size_t json_string(const char *s, char *buf, size_t cap, size_t len) {
     return len;
 }
 
+int aw_option_refuse(const aw_form *form, const char *name) {
+    char owners[300] = "", takes[200] = "";
+    for (size_t i = 0; i < aw_form_count_all(); i++)
+        if (aw_option_find(aw_form_at(i), name) >= 0)
+            snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s\"%s\"", owners[0] ? ", " : "",
+                     aw_form_at(i)->name);
+    if (!owners[0]) return aw_fail(AW_ERR_ARG, "unknown option \"attentionOptions.%.40s\"", name);
+    for (size_t o = 0; o < form->n_options; o++)
+        snprintf(takes + strlen(takes), sizeof takes - strlen(takes), "%s%s", o ? ", " : "", form->options[o].name);
+    return aw_fail(AW_ERR_ARG, "attentionOptions.%.40s does not apply to attention \"%s\" (it is an option of %s); "
+                               "\"%s\" takes %s", name, form->name, owners, form->name, takes[0] ? takes : "no options");
+}
+
 static const char *const KIND_NAMES[] = {"int", "bool", "choice", "list"};
 
 size_t aw_forms_json(char *buf, size_t cap) {

@@ -6,6 +6,7 @@
 // starting from the schedule). Cross-attention stays softmax: a decay across two different
 // sequences has no meaning.
 #include "forms.h"
+#include "layers.h"
 
 #include "../attention/retention.h"
 #include "../kernels/size.h"
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 typedef struct {
     float *gamma;    // the heads' decays (H)
@@ -32,7 +32,7 @@ static const aw_form_option OPTIONS[] = {
 static void refresh(aw_attn_form *f) {
     retention_own *o = f->own;
     if (o->learn_decay)
-        for (size_t h = 0; h < f->H; h++) o->gamma[h] = sigmoid(f->params[h]);
+        for (size_t h = 0; h < f->H; h++) o->gamma[h] = aw_sigmoidf(f->params[h]);
 }
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {

@@ -158,6 +158,9 @@ int aw_form_index(const aw_form *f);        // its position in the registry
 
 // Options (form_options.c). A form's option by name: its index in form->options, or -1.
 int aw_option_find(const aw_form *form, const char *name);
+// The Error for option `name` given to a form that does not read it: the forms that do, and the
+// options this one takes ("unknown option" when no form has it). Returns AW_ERR_ARG.
+int aw_option_refuse(const aw_form *form, const char *name);
 // Parses `text` for option i of form into its canonical text in v (marks it given); AW_ERR_ARG
 // with a message naming "attentionOptions.<name>" and what it must be.
 int aw_option_set(const aw_form *form, aw_form_values *v, size_t i, const char *text);

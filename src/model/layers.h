@@ -5,8 +5,12 @@
 #ifndef AW_MODEL_LAYERS_H
 #define AW_MODEL_LAYERS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// The logistic function, for the GRU's gates and the forms' learned gates and decays.
+static inline float aw_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---- embedding + positional encoding ---------------------------------------------------
 // out[b,t,:] = wte[tokens[b,t], :] + pos[t, :]; pos is the learned table or the sinusoid.

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---- one GRU step -----------------------------------------------------------------------------
 
@@ -22,8 +21,8 @@ void gru_cell_forward(float *h, float *gate, const float *gi, const float *gh, c
         const float *xi = gi + b * 3 * C, *hh = gh + b * 3 * C, *hp = h_prev + b * C;
         float *g = gate + b * 3 * C, *out = h + b * C;
         for (size_t k = 0; k < C; k++) {
-            const float r = sigmoid(xi[k] + hh[k]);
-            const float z = sigmoid(xi[C + k] + hh[C + k]);
+            const float r = aw_sigmoidf(xi[k] + hh[k]);
+            const float z = aw_sigmoidf(xi[C + k] + hh[C + k]);
             const float n = tanhf(xi[2 * C + k] + r * hh[2 * C + k]);
             g[k] = r, g[C + k] = z, g[2 * C + k] = n;
             out[k] = (1.0f - z) * n + z * hp[k];

@@ -520,7 +520,9 @@ static void seq_forward(void *ctx, size_t b) {
     seq_job *j = ctx;
     const size_t C = (size_t)j->m->cfg.d_model, H = (size_t)j->m->cfg.heads, T = j->T, Tk = j->Tk;
     const aw_attn_form *f = j->f;
-    const size_t saved = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
+    // a forward for display (keep) has no backward after it: the form saves nothing then, so
+    // softmax builds its weights once instead of also streaming for the backward's statistics
+    const size_t saved = f->form->saved_floats && !j->keep ? f->form->saved_floats(f, T, Tk) : 0;
     const int st = f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
                                     saved ? j->a->saved + b * saved : NULL, j->xq + b * T * C, j->a->q + b * T * C,
                                     j->a->k + b * Tk * C, j->a->v + b * Tk * C, T, Tk);

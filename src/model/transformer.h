@@ -137,7 +137,8 @@ typedef struct aw_model {
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
     int keep_attention;         // 1: forward stores every form's weights in acts.att (for display;
-                                // set before model_reserve, which carves acts.att only then);
+                                // set before model_reserve, which carves acts.att only then; no
+                                // backward follows such a forward, so the forms save nothing);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
     long step;                  // AdamW steps taken

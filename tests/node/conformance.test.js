@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { builds, rand } from './helpers.js';
+import { builds, rand, relMaxErr } from './helpers.js';
 import { REFERENCES } from './reference.js';
 import { loadAttention } from '../../wasm/index.js';
 
@@ -23,17 +23,6 @@ function rng(seed) {
 const pick = (r, a) => a[Math.floor(r() * a.length)];
 const irange = (r, lo, hi) => lo + Math.floor(r() * (hi - lo + 1));
 
-/** max |a - b| / max |b| (relative to the reference's largest value). */
-function relMax(a, b) {
-  if (a.length !== b.length) throw new Error(`length mismatch ${a.length} vs ${b.length}`);
-  let e = 0, s = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = Math.abs(a[i] - b[i]);
-    if (!(x <= e)) e = x;
-    s = Math.max(s, Math.abs(b[i]));
-  }
-  return e / Math.max(s, 1e-30);
-}
 const bitSame = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 
 /** name -> Float32Array of each tensor, from a layer's params. */
@@ -125,13 +114,13 @@ for (const [fi, form] of forms.entries()) {
         const opts = Object.fromEntries(Object.entries(options).filter(([k]) => !refused.includes(k)));
         const once = L.attention(name, { ...shape, ...data, attentionOptions: opts }).output;
         const want0 = reference(form, layer, data);
-        const e0 = relMax(once, want0);
+        const e0 = relMaxErr(once, want0);
         assert.ok(e0 <= TOL_FWD, `${label}: lib.attention vs reference: rel err ${e0} > ${TOL_FWD}`);
         // the layer with perturbed parameters
         perturbParams(layer, seed + 5);
         const got = layer.forward(data).output;
         const want = reference(form, layer, data);
-        const e1 = relMax(got, want);
+        const e1 = relMaxErr(got, want);
         assert.ok(e1 <= TOL_FWD, `${label}: layer.forward vs reference: rel err ${e1} > ${TOL_FWD}`);
         worst = Math.max(worst, e0, e1);
         cases++;
@@ -254,7 +243,7 @@ for (const [fi, form] of forms.entries()) {
       for (let i = 1; i < runs.length; i++)
         for (const key of ['o', 'dq', 'dk', 'dv', 'dx', 'dparams'])
           assert.ok(bitSame(runs[i][key], runs[0][key]),
-            `${name}${causal ? ' causal' : ''}: ${key} at ${[1, 2, 4, 1][i]} threads differs from 1 thread (max diff ${relMax(runs[i][key], runs[0][key]).toExponential(2)} rel)`);
+            `${name}${causal ? ' causal' : ''}: ${key} at ${[1, 2, 4, 1][i]} threads differs from 1 thread (max diff ${relMaxErr(runs[i][key], runs[0][key]).toExponential(2)} rel)`);
       layer.dispose();
     }
     t.diagnostic(`${name}: threads 1/2/4 bit-identical (n=${n}, d=${d}, heads=${heads}; ${causalModes(form).length} mode(s)); work items ${threaded.threadWorkItems?.() ?? '?'}`);
@@ -276,7 +265,7 @@ for (const [fi, form] of forms.entries()) {
             const row = (a) => a.slice(p * d, (p + 1) * d);
             steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
           }
-          const e = relMax(steps, full);
+          const e = relMaxErr(steps, full);
           worst = Math.max(worst, e);
           assert.ok(e <= TOL_STEP, `${name} ${build} n=${n} heads=${heads}: step vs forward rel err ${e} > ${TOL_STEP}`);
           layer.dispose();
@@ -298,7 +287,7 @@ for (const [fi, form] of forms.entries()) {
       const m2 = L.loadModel(bytes);
       assert.deepEqual(m2.config, m.config, `${build}: config after the round trip`);
       const b = m2.forward(tokens, opts).logits;
-      assert.ok(bitSame(a, b), `${build}: logits after the round trip differ (rel ${relMax(b, a)})`);
+      assert.ok(bitSame(a, b), `${build}: logits after the round trip differ (rel ${relMaxErr(b, a)})`);
       m.dispose(), m2.dispose();
     }
     t.diagnostic(`${name}: model (${arch}) round trip: same config and bit-identical logits on both builds`);

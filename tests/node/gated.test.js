@@ -5,14 +5,8 @@
 // registry's conformance suite checks the rest (gradients, threads, generation, checkpoints).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { builds, rand } from './helpers.js';
+import { builds, rand, relMaxErr } from './helpers.js';
 import { gatedF64 } from './reference.js';
-
-const relErr = (a, b) => {
-  let num = 0, den = 0;
-  for (let i = 0; i < a.length; i++) num = Math.max(num, Math.abs(a[i] - b[i])), den = Math.max(den, Math.abs(b[i]));
-  return num / Math.max(den, 1e-30);
-};
 
 // A layer whose gates are fixed by its bias alone (W = 0): a = 1 / (1 + e^bias).
 function layerWithGates(lib, { n, d, heads, mode, chunk, bias, W }) {
@@ -39,7 +33,7 @@ for (const { name, lib } of builds) {
         const layer = layerWithGates(lib, { n, d, heads, mode, chunk, W });
         const { output } = layer.forward({ q, k, v });
         layer.dispose();
-        const e = relErr(output, ref);
+        const e = relMaxErr(output, ref);
         worst = Math.max(worst, e);
         assert.ok(e < 1e-5, `n=${n} heads=${heads} ${mode}${chunk ? ` chunk ${chunk}` : ''}: rel err ${e}`);
       }
@@ -60,7 +54,7 @@ for (const { name, lib } of builds) {
         for (const key of ['dq', 'dk', 'dv', 'dx', 'dparams']) assert.ok(g[key].every(Number.isFinite), `bias ${bias}: non-finite ${key}`);
         return output;
       });
-      const e = Math.max(relErr(outs[1], outs[0]), relErr(outs[2], outs[0]));
+      const e = Math.max(relMaxErr(outs[1], outs[0]), relMaxErr(outs[2], outs[0]));
       assert.ok(e < 1e-5, `bias ${bias}: modes differ by ${e}`);
       t.diagnostic(`bias ${bias}: recurrent and chunked vs parallel, rel err ${e.toExponential(2)}`);
     }

@@ -34,6 +34,18 @@ export function maxErr(a, b) {
   return m;
 }
 
+/** max |a - b| / max |b| (relative to the reference's largest value); NaN anywhere gives NaN. */
+export function relMaxErr(a, b) {
+  if (a.length !== b.length) throw new Error(`length mismatch ${a.length} vs ${b.length}`);
+  let e = 0, s = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = Math.abs(a[i] - b[i]);
+    if (!(x <= e)) e = x;
+    s = Math.max(s, Math.abs(b[i]));
+  }
+  return e / Math.max(s, 1e-30);
+}
+
 /** Asserts maxErr(a, b) <= tol and logs it; `label` says what was compared. */
 export function expectClose(t, label, a, b, tol) {
   const e = maxErr(a, b);
