@@ -2,12 +2,16 @@
 # build.sh: builds everything from src/.
 #   wasm/attention.wasm         -O3 -msimd128 (the default build)
 #   wasm/attention-scalar.wasm  -O3, no SIMD (the fallback, and the baseline for speed-ups)
+#   wasm/attention-threads.wasm the SIMD build with threads (a shared memory and workers)
+#   wasm/attention-relaxed.wasm, wasm/attention-threads-relaxed.wasm
+#                               the same two with relaxed SIMD (fused multiply-add), by clang-19 +
+#                               wasm-ld-19: the loader picks them where the engine validates relaxed SIMD
 #   build/native/*              native test binaries under -fsanitize=address,undefined,
 #                               twice: SSE2 vector path and forced scalar path
 #   build/native32/*            the same tests as 32-bit x86 binaries (size_t of 32 bits, as in wasm32)
 #   wasm/sources.sha256         the hash of what the wasm is built from (src/, build.sh): npm start
 #                               rebuilds only when it no longer matches (bash build.sh hash prints it)
-# Usage: bash build.sh [wasm|native|native32|trainer|hash]   (default: wasm, native and native32)
+# Usage: bash build.sh [wasm|relaxed|native|native32|trainer|hash]   (default: wasm, native and native32)
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -16,6 +20,10 @@ what="${1:-all}"
 
 ensure_emcc() {
   command -v emcc >/dev/null 2>&1 || need_apt build.sh "the wasm build (emcc not found)" emscripten
+}
+ensure_clang19() {
+  command -v clang-19 >/dev/null 2>&1 && command -v wasm-ld-19 >/dev/null 2>&1 ||
+    need_apt build.sh "the relaxed-SIMD build (clang-19 and wasm-ld-19 not found)" clang-19 lld-19
 }
 
 sources=$(find src -name '*.c' | sort)
@@ -47,8 +55,47 @@ build_wasm() {
   emcc "${common[@]}" -msimd128 -matomics -mbulk-memory -DAW_THREADS -include src/kernels/thread_alloc.h $sources \
     -Wl,--shared-memory -Wl,--import-memory -Wl,--no-check-features -Wl,--export=__wasm_init_tls \
     -Wl,--export=__tls_size -Wl,--export=__tls_align -o wasm/attention-threads.wasm
+  build_relaxed
   sources_hash > wasm/sources.sha256
   echo "build.sh: wasm/attention.wasm ($(wc -c < wasm/attention.wasm) B), wasm/attention-scalar.wasm ($(wc -c < wasm/attention-scalar.wasm) B), wasm/attention-threads.wasm ($(wc -c < wasm/attention-threads.wasm) B)"
+}
+
+# The relaxed-SIMD builds. Emscripten 3.1.6 cannot make them: its clang 14 knows only a prototype
+# encoding of relaxed SIMD, and its link step runs a binaryen that cannot parse the final one. So
+# Debian's clang-19 compiles each source with Emscripten's own target, headers and flags, and
+# wasm-ld-19 links them against Emscripten's libc archives with the arguments emcc gives
+# wasm-ld-14 for the two builds above (EMCC_DEBUG=1 prints them); emcc's post-link passes
+# (wasm-emscripten-finalize, wasm-opt) are left out: they change nothing the loader relies on.
+build_relaxed() {
+  ensure_clang19
+  local sysroot=/usr/share/emscripten/cache/sysroot lib=/usr/share/emscripten/cache/sysroot/lib/wasm32-emscripten
+  local cflags=(-target wasm32-unknown-emscripten -DEMSCRIPTEN -D__EMSCRIPTEN_major__=3 -D__EMSCRIPTEN_minor__=1
+    -D__EMSCRIPTEN_tiny__=6 -fvisibility=default -Dunix -D__unix -D__unix__ --sysroot=$sysroot
+    -Xclang -iwithsysroot/include/compat -std=c11 -O3 -Wall -Wextra -Werror -msimd128 -mrelaxed-simd)
+  local ldflags=(-L$lib $lib/crt1_reactor.o -lstubs -lnoexit -lc -ldlmalloc -lcompiler_rt --import-undefined
+    --strip-debug --export-if-defined=malloc --export-if-defined=free --export=stackSave --export=stackRestore
+    --export=stackAlloc --export=__errno_location --export-table -z stack-size=524288 --initial-memory=4194304
+    --entry=_initialize --max-memory=2147483648 --global-base=1024)
+  local e
+  for e in ${exports//,/ }; do ldflags+=(--export-if-defined="${e#_}"); done
+  local tmp; tmp=$(mktemp -d)
+  compile_relaxed() { # dir extra-flags...
+    local dir=$1 src pids=()
+    shift
+    mkdir -p "$dir"
+    for src in $sources; do
+      clang-19 "${cflags[@]}" "$@" -c "$src" -o "$dir/$(echo "${src#src/}" | tr / _ | sed 's/\.c$/.o/')" &
+      pids+=($!)
+      if [ ${#pids[@]} -ge 2 ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+    done
+    for src in "${pids[@]}"; do wait "$src"; done
+  }
+  compile_relaxed "$tmp/one"
+  wasm-ld-19 -o wasm/attention-relaxed.wasm "$tmp"/one/*.o -lstandalonewasm-memgrow "${ldflags[@]}"
+  compile_relaxed "$tmp/threads" -matomics -mbulk-memory -DAW_THREADS -include src/kernels/thread_alloc.h
+  wasm-ld-19 -o wasm/attention-threads-relaxed.wasm "$tmp"/threads/*.o -lstandalonewasm-memgrow "${ldflags[@]}" \
+    --shared-memory --import-memory --no-check-features --export=__wasm_init_tls --export=__tls_size --export=__tls_align
+  rm -rf "$tmp"
 }
 
 # Native test binaries under ASan + UBSan. build_native OUT [flags...]: every compile and link
@@ -99,6 +146,7 @@ build_native32() {
 
 case "$what" in
   wasm) build_wasm ;;
+  relaxed) sources=$sources; build_relaxed ;;
   native) build_native ;;
   native32) build_native32 ;;
   trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer" ;;

@@ -8,6 +8,7 @@
 //              copy the result out, free (lib.kernels.matmul, lib.softmaxAttention,
 //              lib.linearAttention, model.trainStep)
 //   ours kern  matmul only: the kernel on buffers already in wasm memory (src/api/api_bench.c)
+//   relaxed    the same two for the relaxed-SIMD build (fused multiply-add), where the engine runs it
 //   tfjs       tf.tensor from the Float32Arrays (copy in), the ops, dataSync (copy out), dispose
 //   tfjs res   matmul only: the op on tensors already resident in the backend (no copies)
 //   ort        new ort.Tensor for each input, session.run (copies in and out), in-memory ONNX model
@@ -32,7 +33,25 @@ v8.setFlagsFromString('--no-liftoff');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 25);
 const MIN_MS = Number(process.env.BENCH_MIN_MS ?? 15);
 const SECTIONS = (process.env.BENCH_SECTIONS ?? 'matmul,attention,training').split(',');
-const PEAK_FLOP_PER_CYCLE = 16; // 4 f32 lanes x (2 mul + 2 add pipes): SIMD128 without FMA
+const PEAK_FLOP_PER_CYCLE = 16; // 4 f32 lanes x (2 mul + 2 add pipes, or 2 FMA pipes): the nominal SIMD128 peak
+
+// A build's measured multiply-add peak in GFLOP/s (src/api/api_bench.c aw_bench_peak: 12
+// independent chains through the build's own aw_madd), best of 7 samples of >= 20 ms.
+function measuredPeak(exports) {
+  if (!exports?.aw_bench_peak) return null;
+  const iters = 200000;
+  exports.aw_bench_peak(iters);
+  let best = Infinity;
+  for (let s = 0; s < 7; s++) {
+    let calls = 0;
+    const t0 = performance.now();
+    let t;
+    do exports.aw_bench_peak(iters), calls++;
+    while ((t = performance.now() - t0) < 20);
+    best = Math.min(best, t / calls);
+  }
+  return (12 * 4 * 2 * iters) / (best * 1e6);
+}
 
 const maxAbs = (a, b) => {
   if (a.length !== b.length) return Infinity;
@@ -59,23 +78,30 @@ export default async function run(ctx) {
   const raw = await loadRaw();
   const clock = await measureClockGHz();
   const peak = clock.ghz * PEAK_FLOP_PER_CYCLE;
+  const rx = ctx.relaxed;
+  const exportsOf = (l) => l?.[Symbol.for('attention-wasm.exports')];
+  const peaks = { simd: measuredPeak(exportsOf(lib)), relaxed: measuredPeak(exportsOf(rx)) };
   console.log(`clock (dependent i32 add/xor chain in wasm, best of ${clock.samples.length}): ${clock.ghz.toFixed(2)} GHz; ` +
-    `SIMD128 peak = ${PEAK_FLOP_PER_CYCLE} flop/cycle x clock = ${peak.toFixed(1)} GFLOP/s`);
-  console.log(`engines: ours = attention-wasm (${lib.simd ? 'SIMD128' : 'scalar'}); tfjs ${tf.version_core} wasm backend ` +
+    `nominal SIMD128 peak = ${PEAK_FLOP_PER_CYCLE} flop/cycle x clock = ${peak.toFixed(1)} GFLOP/s`);
+  const fpc = (g) => (g / clock.ghz).toFixed(1);
+  if (peaks.simd) console.log(`measured multiply-add peak on one core (aw_bench_peak): SIMD128 mul + add ${peaks.simd.toFixed(1)} GFLOP/s ` +
+    `(${fpc(peaks.simd)} flop/cycle)${peaks.relaxed ? `, relaxed_madd ${peaks.relaxed.toFixed(1)} GFLOP/s (${fpc(peaks.relaxed)} flop/cycle)` : ''}`);
+  console.log(`engines: ours = attention-wasm (${lib.simd ? 'SIMD128' : 'scalar'}${rx ? '; relaxed = its relaxed-SIMD build' : ''}); tfjs ${tf.version_core} wasm backend ` +
     `(simd ${tfSimd}, multithread ${tfThreads}); onnxruntime-web wasm backend, numThreads 1. ` +
     `${SAMPLES} samples x >= ${MIN_MS} ms each, round-robin; times are ms per call, median [min-max].`);
 
-  if (SECTIONS.includes('matmul')) await matmulSection(ctx, lib, tf, raw, peak);
-  if (SECTIONS.includes('attention')) await attentionSection(ctx, lib, tf);
+  if (SECTIONS.includes('matmul')) await matmulSection(ctx, lib, tf, raw, peak, rx, peaks);
+  if (SECTIONS.includes('attention')) await attentionSection(ctx, lib, tf, rx);
   if (SECTIONS.includes('training')) await trainingSection(ctx, lib, tf);
 }
 
 // ---- matmul ---------------------------------------------------------------------------
-async function matmulSection(ctx, lib, tf, raw, peak) {
+async function matmulSection(ctx, lib, tf, raw, peak, rx, peaks) {
+  const rxEx = rx?.[Symbol.for('attention-wasm.exports')];
   console.log('\n### matmul C = A B (A: M x K, B: K x N)');
   if (!raw) console.log('(this wasm build has no aw_bench_matmul: the copy-free column is skipped; run bash build.sh wasm)');
   const cases = [[64, 64, 64], [128, 128, 128], [256, 256, 256], [512, 512, 512], [512, 64, 512], [512, 512, 64]];
-  const timeRows = [], rateRows = [], errRows = [];
+  const timeRows = [], rateRows = [], errRows = [], peakRows = [];
   for (const [M, K, N] of cases) {
     const label = M === K && K === N ? `${M}^3` : `(${M}x${K})(${K}x${N})`;
     const a = ctx.randomF32(M * K, 11), b = ctx.randomF32(K * N, 12);
@@ -93,8 +119,13 @@ async function matmulSection(ctx, lib, tf, raw, peak) {
       x.dispose(), y.dispose(), c.dispose();
       return out;
     };
-    let pa = 0, pb = 0, pc = 0;
+    let pa = 0, pb = 0, pc = 0, ra = 0, rb = 0, rc = 0;
     if (raw) (pa = raw.put(a)), (pb = raw.put(b)), (pc = raw.alloc(M * N));
+    if (rxEx) {
+      [ra, rb, rc] = [M * K, K * N, M * N].map((len) => rxEx.malloc(len * 4));
+      new Float32Array(rx.memory.buffer, ra, M * K).set(a);
+      new Float32Array(rx.memory.buffer, rb, K * N).set(b);
+    }
 
     const ours = lib.kernels.matmul(a, b, { M, N, K });
     const ref = lib.kernels.matmul(a, b, { M, N, K, reference: true });
@@ -110,7 +141,8 @@ async function matmulSection(ctx, lib, tf, raw, peak) {
       raw.exports.aw_bench_matmul(pc, pa, pb, M, N, K, 0, 1);
       errs['ours kern'] = maxAbs(raw.read(pc, M * N), ours);
     }
-    errRows.push([label, ...['ours vs ref', 'ours kern', 'tfjs', 'tfjs res', 'ort'].map((k) => errs[k]?.toExponential(1) ?? '-')]);
+    if (rx) errs.relaxed = maxAbs(rx.kernels.matmul(a, b, { M, N, K }), ref);
+    errRows.push([label, ...['ours vs ref', 'ours kern', 'relaxed', 'tfjs', 'tfjs res', 'ort'].map((k) => errs[k]?.toExponential(1) ?? '-')]);
 
     const contenders = {
       ours: () => lib.kernels.matmul(a, b, { M, N, K }),
@@ -119,30 +151,41 @@ async function matmulSection(ctx, lib, tf, raw, peak) {
       'tfjs res': () => tf.matMul(tA, tB).dispose(),
     };
     if (raw) contenders['ours kern'] = () => raw.exports.aw_bench_matmul(pc, pa, pb, M, N, K, 0, 1);
+    if (rx) {
+      contenders.relaxed = () => rx.kernels.matmul(a, b, { M, N, K });
+      contenders['relaxed kern'] = () => rxEx.aw_bench_matmul(rc, ra, rb, M, N, K, 0, 1);
+    }
     const t = await interleaveAsync(contenders, { samples: SAMPLES, minMs: MIN_MS });
     const gf = (x) => (x ? `${(flop / (x.median * 1e6)).toFixed(1)} (${(flop / (x.min * 1e6)).toFixed(1)})` : '-');
     const pct = (x) => (x ? `${((100 * flop) / (x.median * 1e6) / peak).toFixed(0)}% (${((100 * flop) / (x.min * 1e6) / peak).toFixed(0)}%)` : '-');
-    timeRows.push([label, ms(t.ours), t['ours kern'] ? ms(t['ours kern']) : '-', ms(t.tfjs), ms(t['tfjs res']), ms(t.ort)]);
-    rateRows.push([label, gf(t.ours), gf(t['ours kern']), gf(t.tfjs), gf(t['tfjs res']), gf(t.ort),
+    const pctOf = (x, g) => (x && g ? `${((100 * flop) / (x.median * 1e6) / g).toFixed(0)}%` : '-');
+    const cell = (k) => (t[k] ? ms(t[k]) : '-');
+    timeRows.push([label, ms(t.ours), cell('ours kern'), cell('relaxed'), cell('relaxed kern'), ms(t.tfjs), ms(t['tfjs res']), ms(t.ort)]);
+    rateRows.push([label, gf(t.ours), gf(t['ours kern']), gf(t.relaxed), gf(t['relaxed kern']), gf(t.tfjs), gf(t['tfjs res']), gf(t.ort),
       ratio(t.tfjs, t.ours), ratio(t.ort, t.ours), t['ours kern'] ? ratio(t['tfjs res'], t['ours kern']) : '-',
-      pct(t.ours), pct(t['ours kern'])]);
+      t.relaxed ? ratio(t.ort, t.relaxed) : '-', t.relaxed ? ratio(t.ours, t.relaxed) : '-']);
+    peakRows.push([label, pct(t.ours), pct(t['ours kern']), pct(t.relaxed), pct(t['relaxed kern']),
+      pctOf(t['ours kern'], peaks.simd), pctOf(t['relaxed kern'], peaks.relaxed)]);
     tA.dispose(), tB.dispose();
     await ort.session.release();
     if (raw) raw.free(pa), raw.free(pb), raw.free(pc);
+    if (rxEx) rxEx.free(ra), rxEx.free(rb), rxEx.free(rc);
   }
   console.log('\nmax abs error against ours (ours vs ref: against the naive double-accumulating reference):');
-  ctx.table(['case', 'ours vs ref', 'ours kern', 'tfjs', 'tfjs res', 'ort'], errRows);
-  console.log('\nms per call, median [min-max]:');
-  ctx.table(['case', 'ours', 'ours kern', 'tfjs', 'tfjs res', 'ort'], timeRows);
-  console.log('\nGFLOP/s, speed-ups (peer time / our time) and fraction of the SIMD128 peak, each as');
-  console.log('"from the medians (from the minimums)":');
-  ctx.table(['case', 'ours', 'ours kern', 'tfjs', 'tfjs res', 'ort', 'ours/tfjs', 'ours/ort', 'kern/tfjs res',
-    'ours %peak', 'kern %peak'], rateRows);
+  ctx.table(['case', 'ours vs ref', 'ours kern', 'relaxed', 'tfjs', 'tfjs res', 'ort'], errRows);
+  console.log('\nms per call, median [min-max] (relaxed: the relaxed-SIMD build, API and kernel):');
+  ctx.table(['case', 'ours', 'ours kern', 'relaxed', 'relaxed kern', 'tfjs', 'tfjs res', 'ort'], timeRows);
+  console.log('\nGFLOP/s and speed-ups (peer time / our time), each as "from the medians (from the minimums)":');
+  ctx.table(['case', 'ours', 'ours kern', 'relaxed', 'relaxed kern', 'tfjs', 'tfjs res', 'ort', 'ours/tfjs', 'ours/ort',
+    'kern/tfjs res', 'relaxed/ort', 'relaxed/ours'], rateRows);
+  console.log('\nshare of the nominal SIMD128 peak (16 flop/cycle x clock), medians (minimums); the last two columns:');
+  console.log('each kernel against its own build\'s measured multiply-add peak (medians):');
+  ctx.table(['case', 'ours', 'ours kern', 'relaxed', 'relaxed kern', 'kern / mul+add peak', 'relaxed kern / madd peak'], peakRows);
 }
 
 // ---- single-head softmax attention forward --------------------------------------------
 // Peers are built from their ops the fast way: K^T first, then matmul, scale, softmax, matmul.
-async function attentionSection(ctx, lib, tf) {
+async function attentionSection(ctx, lib, tf, rx) {
   const d = 64, scale = 1 / Math.sqrt(d);
   console.log(`\n### softmax attention forward, one head, d = dv = ${d}, n = m (O = softmax(Q K^T / sqrt(d)) V)`);
   const hasLinear = typeof lib.linearAttention === 'function';
@@ -190,6 +233,7 @@ async function attentionSection(ctx, lib, tf) {
       'ort ops': maxAbs(await ortOps(feeds), ours),
       'ort MHA': ortMha ? maxAbs(await ortMha(feeds3), ours) : null,
     };
+    if (rx) errs.relaxed = maxAbs(rx.softmaxAttention(args).output, ours);
     const contenders = {
       stream: () => lib.softmaxAttention(args),
       weights: () => lib.softmaxAttention({ ...args, returnWeights: true }),
@@ -197,6 +241,7 @@ async function attentionSection(ctx, lib, tf) {
       'ort ops': () => ortOps(feeds),
     };
     if (ortMha) contenders['ort MHA'] = () => ortMha(feeds3);
+    if (rx) contenders.relaxed = () => rx.softmaxAttention(args);
     if (hasLinear) {
       try {
         lib.linearAttention(args);
@@ -205,24 +250,29 @@ async function attentionSection(ctx, lib, tf) {
         console.log(`(lib.linearAttention(${JSON.stringify(Object.keys(args))}) threw: ${e.message}; skipped)`);
       }
     }
-    errRows.push([n, ...['stream vs ref', 'weights', 'tfjs', 'ort ops', 'ort MHA'].map((c) => errs[c]?.toExponential(1) ?? '-')]);
+    errRows.push([n, ...['stream vs ref', 'weights', 'relaxed', 'tfjs', 'ort ops', 'ort MHA'].map((c) => errs[c]?.toExponential(1) ?? '-')]);
     const t = await interleaveAsync(contenders, { samples: SAMPLES, minMs: MIN_MS });
     const cell = (c) => (t[c] ? ms(t[c]) : '-');
-    timeRows.push([n, cell('stream'), cell('weights'), cell('tfjs'), cell('ort ops'), cell('ort MHA'), cell('linear')]);
+    timeRows.push([n, cell('stream'), cell('relaxed'), cell('weights'), cell('tfjs'), cell('ort ops'), cell('ort MHA'), cell('linear')]);
     const r = (peer, ourKey) => (t[peer] && t[ourKey] ? ratio(t[peer], t[ourKey]) : '-');
-    ratioRows.push([n, r('ort ops', 'stream'), r('ort MHA', 'stream'), r('tfjs', 'stream'),
-      r('ort ops', 'weights'), r('ort MHA', 'weights'), r('tfjs', 'weights'), r('stream', 'linear')]);
+    // the lead over onnxruntime-web is stated against the faster of its two graphs at this n
+    const ortBest = t['ort MHA'] && t['ort MHA'].median < t['ort ops'].median ? 'ort MHA' : 'ort ops';
+    ratioRows.push([n, r('ort ops', 'stream'), r('ort MHA', 'stream'), `${r(ortBest, 'stream')} ${ortBest.slice(4)}`,
+      rx ? `${r(ortBest, 'relaxed')}` : '-', r('tfjs', 'stream'), r('ort ops', 'weights'), r('ort MHA', 'weights'),
+      r('tfjs', 'weights'), r('stream', 'linear')]);
     await ortOps.session.release();
     if (ortMha) await ortMha.session.release();
   }
   if (mhaNote) console.log(mhaNote);
   console.log('\nmax abs error against our streaming output (stream vs ref: against the double-precision reference):');
-  ctx.table(['n', 'stream vs ref', 'weights', 'tfjs', 'ort ops', 'ort MHA'], errRows);
-  console.log('\nms per call, median [min-max] (weights: also returns the n x n matrix, copied out of wasm):');
-  ctx.table(['n', 'ours stream', 'ours weights', 'tfjs', 'ort ops', 'ort MHA', 'ours linear'], timeRows);
-  console.log('\nspeed-ups, peer time / our time, "ratio of medians (ratio of minimums)":');
-  ctx.table(['n', 'stream/ort ops', 'stream/ort MHA', 'stream/tfjs', 'weights/ort ops', 'weights/ort MHA',
-    'weights/tfjs', 'linear/stream'], ratioRows);
+  ctx.table(['n', 'stream vs ref', 'weights', 'relaxed', 'tfjs', 'ort ops', 'ort MHA'], errRows);
+  console.log('\nms per call, median [min-max] (weights: also returns the n x n matrix, copied out of wasm;');
+  console.log('relaxed: the streaming call in the relaxed-SIMD build; ort ops: MatMul-Mul-Softmax-MatMul; ort MHA: fused):');
+  ctx.table(['n', 'ours stream', 'relaxed stream', 'ours weights', 'tfjs', 'ort ops', 'ort MHA', 'ours linear'], timeRows);
+  console.log('\nspeed-ups, peer time / our time, "ratio of medians (ratio of minimums)"; vs best ort: against the');
+  console.log('faster onnxruntime-web graph at that n (named), for the SIMD128 and the relaxed build:');
+  ctx.table(['n', 'stream/ort ops', 'stream/ort MHA', 'stream vs best ort', 'relaxed vs best ort', 'stream/tfjs',
+    'weights/ort ops', 'weights/ort MHA', 'weights/tfjs', 'linear/stream'], ratioRows);
 }
 
 // ---- tiny-model training step -----------------------------------------------------------

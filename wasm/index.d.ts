@@ -11,6 +11,12 @@ import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormIn
 export interface LoadOptions {
   /** 'auto' (default): SIMD build when the engine validates SIMD128, else scalar. true demands SIMD; false forces scalar. */
   simd?: 'auto' | boolean;
+  /**
+   * 'auto' (default): the relaxed-SIMD build (fused multiply-add; attention-relaxed.wasm and
+   * attention-threads-relaxed.wasm) where the engine validates relaxed SIMD (Chromium 114+, Firefox 145+,
+   * Node 22+, Node 20 with --experimental-wasm-relaxed-simd), else SIMD128. true demands it; false keeps SIMD128.
+   */
+  relaxed?: 'auto' | boolean;
   /** Load these bytes or this URL instead of the bundled .wasm file. */
   wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
   /**
@@ -102,6 +108,8 @@ export interface AttentionApi {
 export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
+  /** true when the relaxed-SIMD build runs (fused multiply-add; the last bits differ from the SIMD128 build's) */
+  readonly relaxed: boolean;
   /** The instance's wasm memory. */
   readonly memory: WebAssembly.Memory;
   /** memory.buffer.byteLength right now (the heap grows and never shrinks). */
@@ -149,4 +157,6 @@ export type {
 export type { CharTokenizer } from './tokenizer.js';
 /** True when this engine validates WebAssembly SIMD128. */
 export function simdSupported(): boolean;
+/** True when this engine validates WebAssembly relaxed SIMD. */
+export function relaxedSupported(): boolean;
 export default loadAttention;

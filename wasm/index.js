@@ -2,7 +2,7 @@
 // bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
 // (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
 import { Core, checkKeys, checkOneOf, describe, fail, isPositiveInt, readForms } from './core.js';
-import { THREAD_BUILD, autoThreads, startThreads, threadImports, whyNoThreads } from './threads.js';
+import { THREAD_BUILD, THREAD_BUILD_RELAXED, autoThreads, startThreads, threadImports, whyNoThreads } from './threads.js';
 import { kernelMethods } from './kernels.js';
 import { softmaxMethods } from './softmax.js';
 import { linearMethods } from './linear.js';
@@ -31,8 +31,23 @@ export function simdSupported() {
   }
 }
 
+// (module (func (result v128) i32.const 0 i8x16.splat (x3) f32x4.relaxed_madd)): validates only
+// with relaxed SIMD (Chromium 114+, Firefox 145+, Node 22+; Node 20 behind --experimental-wasm-relaxed-simd).
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17,
+  0, 65, 0, 253, 15, 65, 0, 253, 15, 65, 0, 253, 15, 253, 133, 2, 11]);
+
+/** True when this engine validates WebAssembly relaxed SIMD (the fused multiply-add build runs). */
+export function relaxedSupported() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
 const BUILDS = {
   simd: new URL('./attention.wasm', import.meta.url),
+  relaxed: new URL('./attention-relaxed.wasm', import.meta.url),
   scalar: new URL('./attention-scalar.wasm', import.meta.url),
 };
 
@@ -87,10 +102,10 @@ async function instantiate(module, memory) {
 }
 
 // The threaded build with n threads, or null and why not.
-async function loadThreaded(n) {
+async function loadThreaded(n, relaxed) {
   let core = null;
   try {
-    const module = await compileUrl(THREAD_BUILD);
+    const module = await compileUrl(relaxed ? THREAD_BUILD_RELAXED : THREAD_BUILD);
     const { memory } = threadImports();
     core = await instantiate(module, memory);
     const pool = await startThreads(module, core.instance, memory, n);
@@ -147,18 +162,29 @@ function probeKernels(core) {
 
 /**
  * Loads the library.
- * @param {{ simd?: 'auto' | boolean, wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module }} [options]
+ * @param {{ simd?: 'auto' | boolean, relaxed?: 'auto' | boolean, wasm?: URL | string | ArrayBuffer | ArrayBufferView | WebAssembly.Module }} [options]
  *   simd: 'auto' (default) picks the SIMD build when the engine validates SIMD128, else the scalar one;
- *   true demands SIMD, false forces the scalar build. wasm: use these bytes or this URL instead.
+ *   true demands SIMD, false forces the scalar build. relaxed: 'auto' (default) picks the relaxed-SIMD
+ *   build (fused multiply-add) where the engine validates it; true demands it, false keeps SIMD128.
+ *   wasm: use these bytes or this URL instead.
  */
 export async function loadAttention(options = {}) {
-  checkKeys('loadAttention', options, ['simd', 'wasm', 'threads', 'kernel']);
+  checkKeys('loadAttention', options, ['simd', 'relaxed', 'wasm', 'threads', 'kernel']);
   const kernelOpt = options.kernel ?? 'auto';
   checkOneOf('loadAttention: kernel', kernelOpt, ['auto', ...KERNEL_VARIANTS]);
   const simd = options.simd ?? 'auto';
   checkOneOf('loadAttention: simd', simd, ['auto', true, false]);
   const canSimd = simdSupported();
   if (simd === true && !canSimd) fail('loadAttention: simd is true but this engine does not support WebAssembly SIMD128');
+  const relaxedOpt = options.relaxed ?? 'auto';
+  checkOneOf('loadAttention: relaxed', relaxedOpt, ['auto', true, false]);
+  const canRelaxed = canSimd && relaxedSupported();
+  if (relaxedOpt === true && !canRelaxed)
+    fail('loadAttention: relaxed is true but this engine does not validate WebAssembly relaxed SIMD ' +
+      '(Node 20 needs --experimental-wasm-relaxed-simd; Node 22+, Chromium 114+ and Firefox 145+ have it)');
+  if (relaxedOpt === true && simd === false) fail('loadAttention: relaxed: true needs SIMD, but simd is false');
+  if (relaxedOpt === true && options.wasm !== undefined) fail('loadAttention: relaxed: true and wasm cannot both be given');
+  const relaxed = relaxedOpt !== false && simd !== false && canRelaxed && options.wasm === undefined;
   const threads = options.threads ?? 1;
   if (threads !== 'auto' && !(isPositiveInt(threads) && threads <= 64))
     fail(`loadAttention: threads must be 'auto' or an integer in [1, 64], got ${describe(threads)}`);
@@ -169,13 +195,23 @@ export async function loadAttention(options = {}) {
   else if (simd === false) reason = 'simd: false was asked for, and the threaded build is a SIMD build';
   else reason = whyNoThreads(canSimd);
   if (!reason) {
-    threaded = await loadThreaded(want);
+    threaded = await loadThreaded(want, relaxed);
+    // 'auto' falls back to the SIMD128 build where the relaxed one is missing (a bundle that copied
+    // only some of the .wasm files) or does not start
+    if (threaded.reason && relaxed && relaxedOpt === 'auto') threaded = await loadThreaded(want, false);
     reason = threaded.reason ?? null;
   }
   let module;
   const w = options.wasm;
   if (threaded?.core) module = null;
-  else if (w === undefined) module = await compileUrl(simd === false || !canSimd ? BUILDS.scalar : BUILDS.simd);
+  else if (w === undefined && simd !== false && canSimd && relaxed) {
+    try {
+      module = await compileUrl(BUILDS.relaxed);
+    } catch (e) {
+      if (relaxedOpt === true) fail(`loadAttention: relaxed is true but ${BUILDS.relaxed.href} did not load: ${e.message}`);
+      module = await compileUrl(BUILDS.simd); // 'auto': the SIMD128 build where the relaxed one is missing
+    }
+  } else if (w === undefined) module = await compileUrl(simd === false || !canSimd ? BUILDS.scalar : BUILDS.simd);
   else if (w instanceof WebAssembly.Module) module = w;
   else if (w instanceof URL || typeof w === 'string') module = await compileUrl(new URL(w, import.meta.url));
   else if (w instanceof ArrayBuffer || ArrayBuffer.isView(w)) {
@@ -237,6 +273,9 @@ export async function loadAttention(options = {}) {
     },
     /** true when the SIMD128 kernels run, false for the scalar build */
     simd: core.exports.aw_simd_enabled() === 1,
+    /** true when the relaxed-SIMD build runs (fused multiply-add: results differ from the SIMD128
+     * build's in the last bits, and stay bit-identical across thread counts) */
+    relaxed: core.exports.aw_relaxed_enabled?.() === 1,
     /** the wasm memory (its buffer.byteLength is the heap size) */
     memory: core.memory,
     /** the size of the wasm memory in bytes (it grows and never shrinks) */

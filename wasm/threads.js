@@ -8,6 +8,8 @@
 // why they cannot run here, in one line, or returns null.
 
 export const THREAD_BUILD = new URL('./attention-threads.wasm', import.meta.url);
+// the same with relaxed SIMD (fused multiply-add), where the engine validates it
+export const THREAD_BUILD_RELAXED = new URL('./attention-threads-relaxed.wasm', import.meta.url);
 const WORKER = new URL('./thread-worker.js', import.meta.url);
 const STACK = 256 * 1024; // per worker; the kernels use a few KiB
 const PAGES = { initial: 64, maximum: 32768 }; // as build.sh links it: 4 MiB, growing to 2 GiB

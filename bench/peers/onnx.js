@@ -57,7 +57,8 @@ class Msg {
 }
 
 const FLOAT = 1; // TensorProto.DataType.FLOAT
-const ATTR = { FLOAT: 1, INT: 2, STRING: 3 };
+const ATTR = { FLOAT: 1, INT: 2, STRING: 3, INTS: 7 };
+const INT64 = 7; // TensorProto.DataType.INT64
 
 // ValueInfoProto for a float32 tensor of fixed shape.
 function valueInfo(name, dims) {
@@ -70,22 +71,28 @@ function valueInfo(name, dims) {
 function attribute(name, value) {
   const a = new Msg().str(1, name);
   if (typeof value === 'string') return a.raw(4, utf8.encode(value)).int(20, ATTR.STRING);
+  if (Array.isArray(value)) { // a list of ints (Transpose's perm)
+    for (const x of value) a.int(8, x);
+    return a.int(20, ATTR.INTS);
+  }
   if (Number.isInteger(value) && !Object.is(value, -0)) return a.int(3, value).int(20, ATTR.INT);
   return a.float(2, value).int(20, ATTR.FLOAT);
 }
 
-// TensorProto holding float32 values (dims [] for a scalar).
-function tensor(name, dims, values) {
+// TensorProto holding float32 values (dims [] for a scalar), or int64 ones (Reshape's shape).
+function tensor(name, dims, values, type = 'float32') {
   const t = new Msg();
   for (const d of dims) t.int(1, d);
-  t.int(2, FLOAT).str(8, name);
-  return t.raw(9, new Uint8Array(Float32Array.from(values).buffer));
+  t.int(2, type === 'int64' ? INT64 : FLOAT).str(8, name);
+  const bytes = type === 'int64' ? BigInt64Array.from(values, BigInt).buffer : Float32Array.from(values).buffer;
+  return t.raw(9, new Uint8Array(bytes));
 }
 
 /**
  * An ONNX model: inputs and outputs are { name: dims }, nodes are
  * { op, inputs, outputs, domain?, attrs?: { name: int | float | string } }. Floats that happen to
- * be integers must be passed as { float: x } to keep their type. initializers: { name: [dims, values] }.
+ * be integers must be passed as { float: x } to keep their type; an array is a list of ints.
+ * initializers: { name: [dims, values, type?] } (type 'float32', the default, or 'int64').
  */
 export function buildModel({ inputs, outputs, nodes, initializers = {}, opset = 17, msOpset = 1 }) {
   const graph = new Msg();
@@ -95,12 +102,12 @@ export function buildModel({ inputs, outputs, nodes, initializers = {}, opset = 
     for (const y of n.outputs) node.str(2, y);
     node.str(3, `${n.op}_${i}`).str(4, n.op);
     for (const [k, v] of Object.entries(n.attrs ?? {}))
-      node.msg(5, typeof v === 'object' ? new Msg().str(1, k).float(2, v.float).int(20, ATTR.FLOAT) : attribute(k, v));
+      node.msg(5, typeof v === 'object' && !Array.isArray(v) ? new Msg().str(1, k).float(2, v.float).int(20, ATTR.FLOAT) : attribute(k, v));
     if (n.domain) node.str(7, n.domain);
     graph.msg(1, node);
   });
   graph.str(2, 'g');
-  for (const [name, [dims, values]] of Object.entries(initializers)) graph.msg(5, tensor(name, dims, values));
+  for (const [name, [dims, values, type]] of Object.entries(initializers)) graph.msg(5, tensor(name, dims, values, type));
   for (const [name, dims] of Object.entries(inputs)) graph.msg(11, valueInfo(name, dims));
   for (const [name, dims] of Object.entries(outputs)) graph.msg(12, valueInfo(name, dims));
   const model = new Msg().int(1, 8).str(2, 'attention-wasm-bench'); // ir_version 8

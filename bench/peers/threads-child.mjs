@@ -3,9 +3,11 @@
 // own process: `node bench/peers/threads-child.mjs T` times, side by side and in alternating
 // blocks (each sample is >= BENCH_MIN_MS of one engine's calls, engines in rotating order, each
 // sample after an idle pause of BENCH_GAP_MS, so a spinning thread pool never overlaps another
-// engine's calls), ours with 1 and T threads against
-// onnxruntime-web with numThreads T. Prints JSON lines: { case, engine, median, min, max }.
-import { loadAttention } from '../../wasm/index.js';
+// engine's calls), ours with 1 and T threads (the SIMD128 build, and the relaxed-SIMD build where
+// the engine runs it: `rx`) against onnxruntime-web with numThreads T, in both of its attention
+// graphs (its fused MultiHeadAttention, `ort`, and the plain MatMul-Mul-Softmax-MatMul, `ort ops`,
+// whose MatMuls split across threads). Prints JSON lines: { case, engine, median, min, max }.
+import { loadAttention, relaxedSupported } from '../../wasm/index.js';
 import { buildModel, ort } from './onnx.js';
 import { interleaveAsync } from './timing.js';
 
@@ -16,8 +18,10 @@ const GAP_MS = Number(process.env.BENCH_GAP_MS ?? 20);
 ort.env.wasm.numThreads = T;
 ort.env.wasm.proxy = false;
 ort.env.logLevel = 'error';
-const lib = await loadAttention({ threads: T });
+const lib = await loadAttention({ threads: T, relaxed: false });
 if (lib.threads !== T) throw new Error(`ours: ${lib.threads} threads, not ${T}: ${lib.threadsReason}`);
+const rx = relaxedSupported() ? await loadAttention({ threads: T, relaxed: true }) : null;
+if (rx && !rx.relaxed) throw new Error('the relaxed build did not load');
 const rnd = (len, seed) => { let x = seed; return Float32Array.from({ length: len }, () => ((x = (Math.imul(x, 1664525) + 1013904223) >>> 0) / 2 ** 32) - 0.5); };
 const session = async (model) => {
   const s = await ort.InferenceSession.create(model, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
@@ -32,30 +36,43 @@ const session = async (model) => {
   return run;
 };
 const maxAbs = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
-const ours = (threads, f) => () => {
-  lib.setThreads(threads);
-  return f();
+const ours = (threads, f, l = lib) => () => {
+  l.setThreads(threads);
+  return f(l);
 };
 const emit = (name, t, extra = {}) => {
   for (const [engine, x] of Object.entries(t))
     console.log(JSON.stringify({ case: name, engine, median: x.median, min: x.min, max: x.max, ...extra }));
 };
 
-async function compare(name, oursCall, ortRun, feeds) {
-  const a = oursCall();
-  let b = null;
-  try {
-    b = await ortRun(feeds);
-  } catch (e) { // e.g. MultiHeadAttention at n = 4096 (a size overflow inside onnxruntime)
-    console.log(JSON.stringify({ case: name, note: `onnxruntime-web failed: ${e.message.split('\n')[0].slice(0, 160)}` }));
-  }
-  const err = b ? maxAbs(a, b) : null;
-  if (b && !(err < 1e-3)) throw new Error(`${name}: onnxruntime-web differs from ours by ${err}`);
+// oursCall(l) runs the case on instance l; orts: { engine name: onnxruntime-web run } (each checked
+// against ours before it is timed, and dropped with a note where onnxruntime-web fails)
+async function compare(name, oursCall, orts, feeds) {
+  const a = oursCall(lib);
   const c = { 'ours 1t': ours(1, oursCall) };
-  if (b) c.ort = () => ortRun(feeds);
+  let err = null;
+  for (const [engine, run] of Object.entries(orts)) {
+    let b = null;
+    try {
+      b = await run(feeds);
+    } catch (e) { // e.g. MultiHeadAttention at n = 4096 (a size overflow inside onnxruntime)
+      console.log(JSON.stringify({ case: name, note: `onnxruntime-web (${engine}) failed: ${e.message.split('\n')[0].slice(0, 160)}` }));
+    }
+    if (!b) continue;
+    const e = maxAbs(a, b);
+    if (!(e < 1e-3)) throw new Error(`${name}: onnxruntime-web (${engine}) differs from ours by ${e}`);
+    err = Math.max(err ?? 0, e);
+    c[engine] = () => run(feeds);
+  }
   if (T > 1) c[`ours ${T}t`] = ours(T, oursCall);
+  if (rx) {
+    const e = maxAbs(a, oursCall(rx));
+    if (!(e < 1e-3)) throw new Error(`${name}: the relaxed build differs from the SIMD128 build by ${e}`);
+    c['rx 1t'] = ours(1, oursCall, rx);
+    if (T > 1) c[`rx ${T}t`] = ours(T, oursCall, rx);
+  }
   emit(name, await interleaveAsync(c, { samples: SAMPLES, minMs: MIN_MS, gapMs: GAP_MS }), { err });
-  ortRun.release();
+  for (const run of Object.values(orts)) await run.release();
 }
 
 const ex = lib[Symbol.for('attention-wasm.exports')];
@@ -63,7 +80,7 @@ for (const N of [256, 512]) {
   const a = rnd(N * N, 1), b = rnd(N * N, 2);
   const run = await session(buildModel({ inputs: { A: [N, N], B: [N, N] }, outputs: { C: [N, N] },
     nodes: [{ op: 'MatMul', inputs: ['A', 'B'], outputs: ['C'] }] }));
-  await compare(`matmul ${N}^3`, () => lib.kernels.matmul(a, b, { M: N, N, K: N }), run, { A: [a, [N, N]], B: [b, [N, N]] });
+  await compare(`matmul ${N}^3`, (l) => l.kernels.matmul(a, b, { M: N, N, K: N }), { ort: run }, { A: [a, [N, N]], B: [b, [N, N]] });
   if (T > 1) { // the kernel alone, on buffers already in the heap: the call's copies and checks run on one thread
     const [pa, pb, pc] = [a, b, a].map((x) => ex.malloc(x.length * 4));
     new Float32Array(lib.memory.buffer, pa, a.length).set(a);
@@ -80,8 +97,22 @@ for (const heads of [1, 8]) for (const n of [512, 1024, 2048, 4096]) {
   const run = await session(buildModel({ inputs: { Q: [1, n, d], K: [1, n, d], V: [1, n, d] }, outputs: { O: [1, n, d] },
     nodes: [{ op: 'MultiHeadAttention', domain: 'com.microsoft', inputs: ['Q', 'K', 'V'], outputs: ['O'],
       attrs: { num_heads: heads, scale: { float: 1 / 8 } } }] }));
-  await compare(`softmax attention n=${n} heads=${heads} (d=${d})`, () => lib.softmaxAttention({ q, k, v, n, d, heads }).output, run,
-    { Q: [q, [1, n, d]], K: [k, [1, n, d]], V: [v, [1, n, d]] });
+  // ort ops: the plain graph, per head (Reshape to [1, n, H, 64], Transpose to heads first, batched MatMuls)
+  const ops = await session(buildModel({ inputs: { Q: [1, n, d], K: [1, n, d], V: [1, n, d] }, outputs: { O: [1, n, d] },
+    initializers: { shape: [[4], [1, n, heads, 64], 'int64'], back: [[3], [1, n, d], 'int64'], scale: [[], [1 / 8]] },
+    nodes: [
+      { op: 'Reshape', inputs: ['Q', 'shape'], outputs: ['Q4'] }, { op: 'Reshape', inputs: ['K', 'shape'], outputs: ['K4'] },
+      { op: 'Reshape', inputs: ['V', 'shape'], outputs: ['V4'] },
+      { op: 'Transpose', inputs: ['Q4'], outputs: ['Qh'], attrs: { perm: [0, 2, 1, 3] } },
+      { op: 'Transpose', inputs: ['K4'], outputs: ['KT'], attrs: { perm: [0, 2, 3, 1] } },
+      { op: 'Transpose', inputs: ['V4'], outputs: ['Vh'], attrs: { perm: [0, 2, 1, 3] } },
+      { op: 'MatMul', inputs: ['Qh', 'KT'], outputs: ['S'] }, { op: 'Mul', inputs: ['S', 'scale'], outputs: ['Ss'] },
+      { op: 'Softmax', inputs: ['Ss'], outputs: ['P'], attrs: { axis: -1 } }, { op: 'MatMul', inputs: ['P', 'Vh'], outputs: ['Oh'] },
+      { op: 'Transpose', inputs: ['Oh'], outputs: ['O4'], attrs: { perm: [0, 2, 1, 3] } },
+      { op: 'Reshape', inputs: ['O4', 'back'], outputs: ['O'] },
+    ] }));
+  await compare(`softmax attention n=${n} heads=${heads} (d=${d})`, (l) => l.softmaxAttention({ q, k, v, n, d, heads }).output,
+    { ort: run, 'ort ops': ops }, { Q: [q, [1, n, d]], K: [k, [1, n, d]], V: [v, [1, n, d]] });
 }
 // ours only: linear attention and a training step, 1 against T threads
 if (T > 1) {

@@ -5,6 +5,7 @@
 #include "api.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/simd.h"
 
 // reps times: c (M x N) = a (M x K) b (K x N) (variant 0), a b^T with b (N x K) (variant 1),
 // or a^T b with a (K x M) (variant 2). Dense leading dimensions.
@@ -21,3 +22,29 @@ AW_API int aw_bench_matmul(float *c, const float *a, const float *b, int32_t M, 
 
 // The matmul kernel variant (src/kernels/matmul.c): sets it when v is 0, 1 or 2; returns the one in use.
 AW_API int32_t aw_matmul_variant(int32_t v) { return aw_matmul_set_variant(v); }
+
+// The build's own multiply-add peak, measured instead of assumed: 12 independent chains of
+// acc = acc * m + c through aw_madd (mul + add in the SIMD128 build, one fused relaxed_madd in the
+// relaxed one), iters steps each, 12 * 4 * 2 * iters flop. What one core can reach differs by CPU
+// (Zen has separate multiply and add pipes, Intel cores share two ports between them) and by
+// build; the benchmark reports the matmul kernel as a share of this. Returns the sum of lanes
+// (so the work cannot be dropped); scalar builds return 0 at once.
+AW_API float aw_bench_peak(int32_t iters) {
+#if AW_SIMD
+    const aw_f32x4 m = aw_splat(0.999f), c = aw_splat(0.001f);
+    aw_f32x4 a0 = aw_splat(0.1f), a1 = aw_splat(0.2f), a2 = aw_splat(0.3f), a3 = aw_splat(0.4f);
+    aw_f32x4 a4 = aw_splat(0.5f), a5 = aw_splat(0.6f), a6 = aw_splat(0.7f), a7 = aw_splat(0.8f);
+    aw_f32x4 a8 = aw_splat(0.9f), a9 = aw_splat(1.1f), a10 = aw_splat(1.2f), a11 = aw_splat(1.3f);
+    for (int32_t i = 0; i < iters; i++) {
+        a0 = aw_madd(c, a0, m); a1 = aw_madd(c, a1, m); a2 = aw_madd(c, a2, m); a3 = aw_madd(c, a3, m);
+        a4 = aw_madd(c, a4, m); a5 = aw_madd(c, a5, m); a6 = aw_madd(c, a6, m); a7 = aw_madd(c, a7, m);
+        a8 = aw_madd(c, a8, m); a9 = aw_madd(c, a9, m); a10 = aw_madd(c, a10, m); a11 = aw_madd(c, a11, m);
+    }
+    aw_f32x4 s = aw_add(aw_add(aw_add(a0, a1), aw_add(a2, a3)), aw_add(aw_add(a4, a5), aw_add(a6, a7)));
+    s = aw_add(s, aw_add(aw_add(a8, a9), aw_add(a10, a11)));
+    return aw_hsum(s);
+#else
+    (void)iters;
+    return 0.0f;
+#endif
+}

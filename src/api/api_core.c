@@ -9,6 +9,8 @@
 
 // 1 when this build's kernels use SIMD128, 0 for the scalar build.
 AW_API int aw_simd_enabled(void) { return AW_SIMD; }
+// 1 in the relaxed-SIMD builds (aw_madd is f32x4.relaxed_madd: src/kernels/simd.h)
+AW_API int aw_relaxed_enabled(void) { return AW_RELAXED; }
 
 // c (M x N) = op(a) op(b). variant: 0 = NN, 1 = NT (b stored N x K), 2 = TN (a stored K x M).
 // reference != 0 runs the naive double-accumulating twin. Dense leading dimensions.

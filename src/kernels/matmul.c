@@ -109,10 +109,25 @@ static inline void kernel_4x8(float *c, size_t ldc, const float *a, size_t a_rs,
 }
 #endif
 
-// Edge tile: mr <= 4 rows, nr <= 8 columns (only those are written).
+// Edge tile: mr <= 4 rows, nr <= 8 columns (only those are written). With SIMD it uses the 4 x 8
+// kernel's own multiply-add per element, so an element of C gets the same bits whether a full tile
+// or an edge tile computes it: that is what keeps results independent of how threads split C when
+// aw_madd is fused (the relaxed-SIMD build).
 static void kernel_edge(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *bp,
                         size_t kc, size_t mr, size_t nr, int accumulate) {
-    float acc[MR][NR];
+    float acc[MR][NR] __attribute__((aligned(16)));
+#if AW_SIMD
+    for (size_t r = 0; r < mr; r++) {
+        aw_f32x4 s0 = aw_splat(0), s1 = aw_splat(0);
+        for (size_t k = 0; k < kc; k++) {
+            aw_f32x4 x = aw_splat(a[r * a_rs + k * a_ks]);
+            s0 = aw_madd(s0, x, aw_load(bp + k * NR));
+            s1 = aw_madd(s1, x, aw_load(bp + k * NR + 4));
+        }
+        aw_store(acc[r], s0);
+        aw_store(acc[r] + 4, s1);
+    }
+#else
     memset(acc, 0, sizeof acc);
     for (size_t k = 0; k < kc; k++) {
         const float *b = bp + k * NR;
@@ -121,6 +136,7 @@ static void kernel_edge(float *c, size_t ldc, const float *a, size_t a_rs, size_
             for (size_t j = 0; j < NR; j++) acc[r][j] += x * b[j];
         }
     }
+#endif
     for (size_t r = 0; r < mr; r++)
         for (size_t j = 0; j < nr; j++) c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
 }

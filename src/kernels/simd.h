@@ -1,7 +1,9 @@
 // simd.h: the thin layer between kernels and the vector instruction set.
 //
 // One f32x4 vocabulary, three back ends chosen at compile time:
-//   __wasm_simd128__  WebAssembly SIMD128 (the shipped attention.wasm)
+//   __wasm_simd128__  WebAssembly SIMD128 (the shipped attention.wasm); with __wasm_relaxed_simd__
+//                     (attention-relaxed.wasm, built by clang-19) aw_madd is the fused
+//                     f32x4.relaxed_madd, which an engine runs as one FMA where the CPU has it
 //   __SSE2__          x86-64 SSE2, so the native sanitizer suite runs the same vector code
 //   (neither)         AW_SIMD == 0: kernels take their scalar paths (attention-scalar.wasm)
 // Every vector loop in the kernels keeps a scalar tail, and every kernel keeps a complete
@@ -27,7 +29,12 @@ typedef v128_t aw_i32x4;
 #define aw_div(a, b) wasm_f32x4_div((a), (b))
 #define aw_max(a, b) wasm_f32x4_pmax((a), (b))
 #define aw_min(a, b) wasm_f32x4_pmin((a), (b))
+#if defined(__wasm_relaxed_simd__)
+#define AW_RELAXED 1
+#define aw_madd(acc, a, b) wasm_f32x4_relaxed_madd((a), (b), (acc))
+#else
 #define aw_madd(acc, a, b) wasm_f32x4_add((acc), wasm_f32x4_mul((a), (b)))
+#endif
 #define aw_lt(a, b) wasm_f32x4_lt((a), (b))
 #define aw_gt(a, b) wasm_f32x4_gt((a), (b))
 #define aw_select(mask, a, b) wasm_v128_bitselect((a), (b), (mask)) // mask ? a : b
@@ -87,6 +94,9 @@ static inline float aw_hmax(aw_f32x4 x) {
 }
 #else
 #define AW_SIMD 0
+#endif
+#ifndef AW_RELAXED
+#define AW_RELAXED 0
 #endif
 
 #endif

@@ -60,6 +60,8 @@ const COMMANDS = {
   'bash build.sh wasm': BY_NPM_TEST,
   'bash build.sh native': BY_NPM_TEST,
   'bash build.sh native32': BY_NPM_TEST,
+  'bash build.sh relaxed': BY_NPM_TEST,
+  'npm run test:relaxed': 'the node suite on the relaxed build: .ci/run runs it after npm test (tests/node/relaxed.test.js covers the build inside npm test)',
   'bash build.sh trainer': 'root',
   'npm run fuzz': LONG,
   'npm run bench': LONG,

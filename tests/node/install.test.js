@@ -85,7 +85,8 @@ test('esbuild and Vite browser builds load, compute and match Node', async (t) =
   // loader finds through new URL(..., import.meta.url) go beside it (the README's cp line)
   await run(join(d, 'node_modules/.bin/esbuild'), ['main.js', '--bundle', '--platform=browser', '--format=esm',
     '--outfile=esbuild-dist/main.js'], { cwd: d });
-  for (const f of ['attention.wasm', 'attention-scalar.wasm', 'attention-threads.wasm', 'thread-worker.js']) {
+  const wasmDir = join(d, 'node_modules/attention-wasm/wasm');
+  for (const f of [...readdirSync(wasmDir).filter((x) => x.endsWith('.wasm')), 'thread-worker.js']) {
     cpSync(join(d, 'node_modules/attention-wasm/wasm', f), join(d, 'esbuild-dist', f));
   }
   writeFileSync(join(d, 'esbuild-dist/index.html'), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="./main.js"></script>');

@@ -13,7 +13,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const inGit = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim() === 'true';
 
 test('the committed wasm files are what the sources build to', { skip: inGit ? false : 'not a git checkout' }, () => {
-  for (const f of ['wasm/attention.wasm', 'wasm/attention-scalar.wasm', 'wasm/attention-threads.wasm']) {
+  for (const f of ['wasm/attention.wasm', 'wasm/attention-scalar.wasm', 'wasm/attention-threads.wasm',
+    'wasm/attention-relaxed.wasm', 'wasm/attention-threads-relaxed.wasm']) {
     const tracked = spawnSync('git', ['ls-files', '--error-unmatch', f], { cwd: ROOT });
     assert.equal(tracked.status, 0, `${f} is not committed: run bash build.sh wasm and commit it`);
     const diff = spawnSync('git', ['diff', '--quiet', 'HEAD', '--', f], { cwd: ROOT });
