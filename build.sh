@@ -23,7 +23,7 @@ ensure_emcc() {
 }
 ensure_clang19() {
   command -v clang-19 >/dev/null 2>&1 && command -v wasm-ld-19 >/dev/null 2>&1 ||
-    need_apt build.sh "the relaxed-SIMD build (clang-19 and wasm-ld-19 not found)" clang-19 lld-19
+    need_apt build.sh "the relaxed-SIMD build (clang-19 and wasm-ld-19 not found)" --no-install-recommends clang-19 lld-19
 }
 
 sources=$(find src -name '*.c' | sort)

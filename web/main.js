@@ -119,7 +119,7 @@ async function init() {
   const probe = probeForms(lib);
   forms = probe.forms;
   const families = [...new Set(forms.map((f) => f.family))].length;
-  $('status').textContent = `Running the ${lib.simd ? 'SIMD' : 'scalar'} build on this page; `
+  $('status').textContent = `Running the ${lib.relaxed ? 'relaxed-SIMD (fused multiply-add)' : lib.simd ? 'SIMD' : 'scalar'} build on this page; `
     + `${forms.length} attention form${forms.length === 1 ? '' : 's'} from ${families} famil${families === 1 ? 'y' : 'ies'} available.`;
   $('skipped').hidden = probe.skipped.length === 0;
   $('skipped').querySelector('ul').replaceChildren(...probe.skipped.map((s) => {

@@ -32,7 +32,8 @@ export const DEFAULTS = Object.freeze({
   seed: 1,
   scale: 'max', // heatmap colours: 'max' (0 to the largest weight shown) or 'row' (each row to its own maximum)
   build: 'auto', // timings: 'auto' | 'simd' | 'scalar' | 'both' (SIMD and scalar side by side) | 'threads'
-                 // (every core) | 'threadsvs' (1 thread and every core side by side)
+                 // (every core) | 'threadsvs' (1 thread and every core side by side) | 'relaxed'
+                 // (fused multiply-add) | 'relaxedvs' (SIMD128 and relaxed SIMD side by side)
   tmin: 64, // timings: smallest n
   tmax: 1024, // timings: largest n
   td: 64, // timings: d
@@ -85,7 +86,7 @@ export function parseState(search) {
   set('causal', BOOL[p.get('causal')]);
   set('seed', intIn(p.get('seed'), LIMITS.seed.min, LIMITS.seed.max));
   if (['max', 'row'].includes(p.get('scale'))) s.scale = p.get('scale');
-  if (['auto', 'simd', 'scalar', 'both', 'threads', 'threadsvs'].includes(p.get('build'))) s.build = p.get('build');
+  if (['auto', 'simd', 'scalar', 'both', 'threads', 'threadsvs', 'relaxed', 'relaxedvs'].includes(p.get('build'))) s.build = p.get('build');
   set('tmin', oneOf(p.get('tmin'), LIMITS.timingSizes));
   set('tmax', oneOf(p.get('tmax'), LIMITS.timingSizes));
   set('td', oneOf(p.get('td'), LIMITS.timingDims));

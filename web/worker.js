@@ -1,7 +1,7 @@
 // worker.js: the playground's heavy work, off the page's thread so the page never freezes.
 // It loads the package itself (../wasm/index.js) and measures forward time against n.
-// Messages in:  { type: 'run', id, builds: ['auto' | 'simd' | 'scalar' | 'threads', ...], forms: [id] | null, sizes: [n], d, rounds }
-// Messages out: { type: 'loaded', id, builds: [{ build, simd, threads, threadsReason }], forms: [{ id, label }] }
+// Messages in:  { type: 'run', id, builds: ['auto' | 'simd' | 'scalar' | 'relaxed' | 'threads', ...], forms: [id] | null, sizes: [n], d, rounds }
+// Messages out: { type: 'loaded', id, builds: [{ build, simd, relaxed, threads, threadsReason }], forms: [{ id, label }] }
 //               { type: 'progress', id, done, total, form, build, n }
 //               { type: 'result', id, form, build, n, ms, reps, round }   (ms: median of reps calls)
 // A run goes over every (n, form, build) `rounds` times, one round after another, so a slow spell of
@@ -20,7 +20,8 @@ const libs = new Map(); // build -> Promise<{ lib, forms }>
 function load(build) {
   if (!libs.has(build)) {
     // 'threads': the threaded build on every core (one thread, and why, where the page cannot)
-    const opts = build === 'threads' ? { threads: 'auto' } : { simd: { auto: 'auto', simd: true, scalar: false }[build] };
+    const opts = { threads: { threads: 'auto' }, auto: {}, simd: { simd: true, relaxed: false }, scalar: { simd: false },
+      relaxed: { relaxed: true } }[build];
     libs.set(build, loadAttention(opts).then((lib) => ({ lib, forms: probeForms(lib).forms })));
     libs.get(build).catch(() => libs.delete(build));
   }
@@ -69,7 +70,7 @@ async function run({ id, builds, forms: wanted, sizes, d, rounds = 1 }) {
   const ids = available.map((f) => f.id).filter((f) => !wanted || wanted.includes(f));
   postMessage({
     type: 'loaded', id,
-    builds: loaded.map((l) => ({ build: l.build, simd: l.lib.simd, threads: l.lib.threads, threadsReason: l.lib.threadsReason })),
+    builds: loaded.map((l) => ({ build: l.build, simd: l.lib.simd, relaxed: l.lib.relaxed, threads: l.lib.threads, threadsReason: l.lib.threadsReason })),
     forms: available.map((f) => ({ id: f.id, label: f.label })),
   });
   const total = rounds * ids.length * sizes.length * loaded.length;

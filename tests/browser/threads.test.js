@@ -39,8 +39,14 @@ async function probe(url) {
     const big = 4096, qb = Float32Array.from({ length: big * d }, (_, i) => Math.sin(i * 0.11));
     for (let r = 0; r < 20 && lib.threads > 1 && lib.threadWorkItems() === 0; r++)
       lib.softmaxAttention({ q: qb, k: qb, v: qb, n: big, d });
+    const one = await loadAttention();
+    const simd = await loadAttention({ relaxed: false });
+    const mm = (l) => l.kernels.matmul(q.subarray(0, 96 * 64), k.subarray(0, 64 * 80), { M: 96, N: 80, K: 64 });
+    const [r1, r2, s1] = [mm(lib), mm(one), mm(simd)];
     return { threads: lib.threads, reason: lib.threadsReason, same, items: lib.threadWorkItems(),
-      isolated: globalThis.crossOriginIsolated === true };
+      isolated: globalThis.crossOriginIsolated === true, relaxed: [lib.relaxed, one.relaxed, simd.relaxed],
+      relaxedSame: r1.every((x, i) => Object.is(x, r2[i])), fused: r1.some((x, i) => !Object.is(x, s1[i])),
+      relaxedErr: r1.reduce((m, x, i) => Math.max(m, Math.abs(x - s1[i]) / (1 + Math.abs(s1[i]))), 0) };
   });
   return { r, problems: problems(), page };
 }
@@ -52,6 +58,11 @@ test('a cross-origin-isolated page runs two threads with the same bits as one', 
   assert.equal(r.reason, null);
   assert.ok(r.same, '1 and 2 threads give the same output');
   assert.ok(r.items > 0, 'the worker ran items');
+  // Chromium validates relaxed SIMD: 'auto' picks the relaxed builds, threaded and not; relaxed: false keeps SIMD128
+  assert.deepEqual(r.relaxed, [true, true, false]);
+  assert.ok(r.relaxedSame, 'the threaded and single-thread relaxed builds give the same bits');
+  assert.ok(r.fused, 'the relaxed build fuses its multiply-adds (some bits differ from SIMD128)');
+  assert.ok(r.relaxedErr <= 2e-5, `relaxed vs SIMD128: ${r.relaxedErr}`);
   assert.deepEqual(problems, []);
   await page.close();
 });

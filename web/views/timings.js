@@ -115,9 +115,9 @@ export function createTimingsView(el, { onChange, onError }) {
     return LIMITS.timingSizes.filter((n) => n >= state.tmin && n <= state.tmax);
   }
 
-  const BUILD_NAMES = { simd: 'SIMD', scalar: 'scalar', auto: 'auto', threads: 'threads' };
+  const BUILD_NAMES = { simd: 'SIMD', scalar: 'scalar', auto: 'auto', threads: 'threads', relaxed: 'relaxed SIMD' };
   // settings that measure two builds side by side: [solid, dashed]
-  const PAIRS = { both: ['simd', 'scalar'], threadsvs: ['simd', 'threads'] };
+  const PAIRS = { both: ['simd', 'scalar'], threadsvs: ['simd', 'threads'], relaxedvs: ['relaxed', 'simd'] };
   let both = false; // the current run measures two builds
   const formOf = (key) => key.split('@')[0];
   const labelOf = (key) => {
@@ -230,7 +230,7 @@ export function createTimingsView(el, { onChange, onError }) {
   // or one thread / every thread.
   let worst = null; // the smallest ratio of the last ratios() and its n
   function ratios() {
-    const [fast, slow] = runBuild === 'threadsvs' ? ['threads', 'simd'] : ['simd', 'scalar'];
+    const [fast, slow] = runBuild === 'threadsvs' ? ['threads', 'simd'] : runBuild === 'relaxedvs' ? ['relaxed', 'simd'] : ['simd', 'scalar'];
     const parts = [];
     worst = null;
     for (const form of new Set([...results.keys()].map(formOf))) {
@@ -242,7 +242,8 @@ export function createTimingsView(el, { onChange, onError }) {
       parts.push(`${labels.get(form) ?? form} ${r.toFixed(2)}× at n = ${n}`);
       if (Number.isFinite(r) && (!worst || r < worst.ratio)) worst = { ratio: r, n };
     }
-    const what = runBuild === 'threadsvs' ? `1-thread time / ${threadCount}-thread time` : 'Scalar time / SIMD time';
+    const what = runBuild === 'threadsvs' ? `1-thread time / ${threadCount}-thread time`
+      : runBuild === 'relaxedvs' ? 'SIMD128 time / relaxed-SIMD time' : 'Scalar time / SIMD time';
     return parts.length ? `${what}: ${parts.join('; ')}.` : '';
   }
   let threadCount = 1;
@@ -261,8 +262,11 @@ export function createTimingsView(el, { onChange, onError }) {
       threadCount = th?.threads ?? 1;
       const threadsText = th ? (th.threads > 1 ? `${th.threads} threads (attention-threads.wasm)`
         : `one thread only: ${th.threadsReason}`) : '';
-      buildText = msg.builds.length > 1 ? (th ? `SIMD build on 1 thread and on ${threadsText}, side by side` : 'SIMD and scalar builds, side by side')
+      const rx = msg.builds.find((b) => b.build === 'relaxed');
+      buildText = msg.builds.length > 1 ? (th ? `SIMD build on 1 thread and on ${threadsText}, side by side`
+        : rx ? 'SIMD128 and relaxed-SIMD builds, side by side' : 'SIMD and scalar builds, side by side')
         : th ? `threaded build, ${threadsText}`
+          : msg.builds[0].relaxed ? 'relaxed-SIMD build (attention-relaxed.wasm, lib.relaxed = true: fused multiply-add)'
           : msg.builds[0].simd ? 'SIMD build (attention.wasm, lib.simd = true)'
             : 'scalar build (attention-scalar.wasm, lib.simd = false)';
       for (const f of msg.forms) labels.set(f.id, f.label);
