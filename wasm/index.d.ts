@@ -4,6 +4,7 @@ import type { KernelsApi } from './kernels.js';
 import type { LinearApi } from './linear.js';
 import type { LocalApi } from './local.js';
 import type { RetentionApi } from './retention.js';
+import type { GatedApi } from './gated.js';
 import type { SynthesizerApi } from './synthesizer.js';
 import type { ModelApi } from './model.js';
 import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormInfo } from './forms.js';
@@ -105,7 +106,7 @@ export interface AttentionApi {
   attentionLayer<N extends AttentionName>(name: N, opts: FormAttentionOptions<N>): AttentionLayer<N>;
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** true when the relaxed-SIMD build runs (fused multiply-add; the last bits differ from the SIMD128 build's) */

@@ -1,0 +1,108 @@
+// gated-inputs.test.js: lib.gatedLinearAttention and lib.deltaRule, the gated forms with their
+// gates and write strengths given (no model), against float64 recurrences written here from the
+// equations (docs/attention-forms.md section 4c); what the delta rule does that an additive state
+// cannot (overwrite, and exact recall of orthogonal keys); and clear Errors for bad inputs.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { builds, expectError, rand, relMaxErr } from './helpers.js';
+
+// Float64 recurrences, per head: row state S (dh x dvh).
+function recurrenceF64({ q, k, v, n, d, dv = d, heads = 1, gates, beta, delta }) {
+  const dh = d / heads, dvh = dv / heads, scale = 1 / Math.sqrt(dh), out = new Float64Array(n * dv);
+  for (let h = 0; h < heads; h++) {
+    const S = Array.from({ length: dh }, () => new Float64Array(dvh));
+    for (let t = 0; t < n; t++) {
+      const a = gates ? gates[t * heads + h] : 1;
+      let kt = Array.from({ length: dh }, (_, r) => k[t * d + h * dh + r]);
+      const vt = Array.from({ length: dvh }, (_, c) => v[t * dv + h * dvh + c]);
+      if (delta) {
+        const norm = Math.sqrt(kt.reduce((s, x) => s + x * x, 0) + 1e-6);
+        kt = kt.map((x) => x / norm);
+        const b = beta[t * heads + h];
+        const u = new Float64Array(dvh); // u = k^ S
+        for (let r = 0; r < dh; r++) for (let c = 0; c < dvh; c++) u[c] += kt[r] * S[r][c];
+        for (let r = 0; r < dh; r++) for (let c = 0; c < dvh; c++) S[r][c] = a * (S[r][c] - b * kt[r] * u[c]) + b * kt[r] * vt[c];
+      } else {
+        for (let r = 0; r < dh; r++) for (let c = 0; c < dvh; c++) S[r][c] = a * S[r][c] + kt[r] * vt[c];
+      }
+      for (let c = 0; c < dvh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r][c];
+        out[t * dv + h * dvh + c] = scale * o;
+      }
+    }
+  }
+  return out;
+}
+
+const unit = (len, seed, lo, hi) => Array.from(rand(len, seed, lo, hi));
+
+for (const { name, lib } of builds) {
+  test(`${name}: gatedLinearAttention with given gates equals the float64 recurrence in every mode`, (t) => {
+    for (const [n, d, heads, gateLo, gateHi] of [[1, 4, 1, 0.5, 1], [37, 16, 2, 0.8, 1], [90, 24, 3, 1e-9, 1e-3], [64, 8, 2, 0.999, 1]]) {
+      const q = rand(n * d, n + 1), k = rand(n * d, n + 2), v = rand(n * d, n + 3);
+      const gates = unit(n * heads, n + 4, gateLo, gateHi);
+      const ref = recurrenceF64({ q, k, v, n, d, heads, gates });
+      for (const [mode, chunk] of [['parallel'], ['recurrent'], ['chunked', 1], ['chunked', 7], ['chunked', 64]]) {
+        const r = lib.gatedLinearAttention({ q, k, v, n, d, heads, gates, mode, ...(chunk ? { chunk } : {}), returnWeights: true });
+        const e = relMaxErr(r.output, ref);
+        t.diagnostic(`n=${n} gates in [${gateLo}, ${gateHi}] ${mode}${chunk ? ` ${chunk}` : ''}: rel err ${e.toExponential(2)}`);
+        assert.ok(e <= 1e-5, `${mode} ${chunk ?? ''}: ${e}`);
+        assert.ok(r.weights.every(Number.isFinite));
+      }
+    }
+  });
+
+  test(`${name}: deltaRule with given beta (and gates) equals the float64 recurrence; weights give O = A V`, (t) => {
+    for (const [n, d, heads, gated] of [[1, 4, 1, false], [29, 16, 2, false], [50, 12, 3, true]]) {
+      const q = rand(n * d, n + 5), k = rand(n * d, n + 6), v = rand(n * d, n + 7);
+      const beta = unit(n * heads, n + 8, 0, 1), gates = gated ? unit(n * heads, n + 9, 0.05, 1) : undefined;
+      const ref = recurrenceF64({ q, k, v, n, d, heads, beta, gates, delta: true });
+      const r = lib.deltaRule({ q, k, v, n, d, heads, beta, gates, returnWeights: true });
+      const e = relMaxErr(r.output, ref);
+      t.diagnostic(`n=${n} heads=${heads}${gated ? ' gated' : ''}: rel err ${e.toExponential(2)}`);
+      assert.ok(e <= 1e-5, String(e));
+      const dh = d / heads, av = new Float64Array(n * d); // A V per head from the returned weights
+      for (let h = 0; h < heads; h++) for (let i = 0; i < n; i++) for (let j = 0; j < n; j++)
+        for (let c = 0; c < dh; c++) av[i * d + h * dh + c] += r.weights[(h * n + i) * n + j] * v[j * d + h * dh + c];
+      assert.ok(relMaxErr(r.output, av) <= 1e-5, 'O = A V');
+    }
+  });
+
+  test(`${name}: the delta rule overwrites and recalls orthogonal keys exactly; additive linear attention cannot`, () => {
+    // d pairs with one-hot keys, then the first key written again with a new value, then every key read back
+    const d = 8, pairs = d, n = pairs + 1 + pairs, q = new Float32Array(n * d), k = new Float32Array(n * d);
+    const v = rand(n * d, 77);
+    for (let i = 0; i < pairs; i++) k[i * d + i] = 1;
+    k[pairs * d] = 1; // key 0 again, value v[pairs]
+    for (let i = 0; i < pairs; i++) q[(pairs + 1 + i) * d + i] = Math.sqrt(d); // undo the 1/sqrt(d) scale
+    const beta = new Array(n).fill(1), gates = new Array(n).fill(1);
+    const delta = lib.deltaRule({ q, k, v, n, d, beta }).output;
+    const additive = lib.gatedLinearAttention({ q, k, v, n, d, gates }).output;
+    const want = (i) => v.subarray((i === 0 ? pairs : i) * d, (i === 0 ? pairs : i) * d + d);
+    for (let i = 0; i < pairs; i++) {
+      const row = (o) => o.subarray((pairs + 1 + i) * d, (pairs + 2 + i) * d);
+      // (keys are normalised as k / sqrt(|k|^2 + 1e-6): a one-hot key keeps 1e-6 of the old value)
+      assert.ok(relMaxErr(row(delta), want(i)) < 1e-5, `delta rule: key ${i} reads back its latest value`);
+    }
+    // the additive state returns old + new at key 0
+    const sum = want(0).map((x, c) => x + v[c]);
+    assert.ok(relMaxErr(additive.subarray((pairs + 1) * d, (pairs + 2) * d), sum) < 1e-6, 'additive: key 0 reads the sum');
+  });
+
+  test(`${name}: bad gates and beta are Errors naming the argument and the range`, () => {
+    const n = 4, d = 4, q = rand(16, 1), k = rand(16, 2), v = rand(16, 3);
+    expectError(() => lib.gatedLinearAttention({ q, k, v, n, d }), /gatedLinearAttention: gates must be 4 numbers \(n \* heads = 4 \* 1/);
+    expectError(() => lib.gatedLinearAttention({ q, k, v, n, d, gates: [1, 1, 0, 1] }), /gates\[2\] \(position 2, head 0\) must be in \(0, 1\], got 0/);
+    expectError(() => lib.gatedLinearAttention({ q, k, v, n, d, gates: [1, 1, NaN, 1] }), /gates\[2\] .* must be in \(0, 1\], got NaN/);
+    expectError(() => lib.gatedLinearAttention({ q, k, v, n, d, gates: [1, 1, 1, 1], mode: 'parallel', chunk: 2 }), /chunk applies to mode 'chunked' only/);
+    expectError(() => lib.gatedLinearAttention({ q, k, v, n, d, gates: [1, 1, 1, 1], mode: 'fast' }), /mode must be one of/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [0.5, 0.5, 1.5, 0.5] }), /deltaRule: beta\[2\] \(position 2, head 0\) must be in \[0, 1\], got 1.5/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1], gates: [1, 1, 1, 1] }), /deltaRule: beta must be 4 numbers/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], gates: [1, 1, 1, -1] }), /deltaRule: gates\[3\] .* must be in \(0, 1\]/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, heads: 3, beta: [1, 1, 1, 1] }), /d \(4\) must be divisible by heads \(3\)/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], m: 3 }), /unknown option|not an option|m/);
+    // still usable afterwards
+    assert.equal(lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1] }).output.length, 16);
+  });
+}

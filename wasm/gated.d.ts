@@ -1,0 +1,42 @@
+import type { AttentionResult } from './softmax.js';
+
+/** Sizes and inputs shared by the gated forms: self-attention over one sequence of n positions. */
+export interface GatedShapeOptions {
+  /** queries (n, d), keys (n, d), values (n, dv), row-major */
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  n: number;
+  d: number;
+  /** value width (default d) */
+  dv?: number;
+  /** heads; d % heads == 0 and dv % heads == 0 (default 1) */
+  heads?: number;
+  /** default 1 / sqrt(d / heads) */
+  scale?: number;
+  /** also return the (heads, n, n) matrix A with O = A V per head (signed: not probabilities) */
+  returnWeights?: boolean;
+}
+
+export interface GatedLinearOptions extends GatedShapeOptions {
+  /** each head's decay a_t in (0, 1] at each position: n * heads values, position-major (gates[t * heads + h]) */
+  gates: ArrayLike<number>;
+  /** 'chunked' (default), 'parallel' or 'recurrent': the same numbers */
+  mode?: 'parallel' | 'recurrent' | 'chunked';
+  /** the chunked form's chunk (default 64); mode 'chunked' only */
+  chunk?: number;
+}
+
+export interface DeltaRuleOptions extends GatedShapeOptions {
+  /** write strengths beta_t in [0, 1]: n * heads values, position-major */
+  beta: ArrayLike<number>;
+  /** Gated DeltaNet's decays a_t in (0, 1], n * heads values; omit for DeltaNet */
+  gates?: ArrayLike<number>;
+}
+
+export interface GatedApi {
+  /** Decay-gated linear attention (Mamba-2's SSD, simple GLA) with the gates given: S_t = a_t S_{t-1} + k_tᵀ v_t, causal. */
+  gatedLinearAttention(options: GatedLinearOptions): AttentionResult;
+  /** The delta rule (DeltaNet, or Gated DeltaNet with gates) with beta given: the state overwrites what a key stored; causal. */
+  deltaRule(options: DeltaRuleOptions): AttentionResult;
+}
