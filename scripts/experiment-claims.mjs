@@ -8,6 +8,8 @@
 //             encoder-decoder without attention, with additive attention, and the Transformer
 //             (runs when the library has arch "gru")
 //   timing    forward time against n for every form of the registry, one table, with the slope
+//   decoding  the cost of generating one token at position p (p = 128, 512, 2048) for every form
+//             that generates step by step: flat for a constant-size state, growing with p for a cache
 // Each part prints a markdown table. Run alone:
 //   node scripts/experiment-claims.mjs --parts curves --steps 1500 --seeds 1,2,3 [--tasks recall] [--forms delta,softmax]
 //     [--recall-length 24 --recall-symbols 40]
@@ -19,7 +21,8 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
   return acc;
 }, []));
-const PARTS = (args.parts ?? 'curves,distance,lengths,timing').split(',');
+const PARTS = (args.parts ?? 'curves,distance,lengths,timing,decoding').split(',');
+const FORMS_ONLY = args.forms ? args.forms.split(',') : null; // timing, decoding: only these forms
 const SEEDS = (args.seeds ?? '1,2,3').split(',').map(Number);
 const STEPS = Number(args.steps ?? 1500);
 const BATCH = 32, LR = 2e-3, WARMUP = Math.round(STEPS / 10);
@@ -145,7 +148,7 @@ if (PARTS.includes('lengths')) {
 // Every form's forward (the playground's own callers, web/forms.js) at d = 64, 4 heads, causal where
 // the form has a causal form; the median of 5 calls after a warm-up, forms in turn within each round.
 if (PARTS.includes('timing')) {
-  const { forms } = probeForms(lib);
+  const forms = probeForms(lib).forms.filter((f) => !FORMS_ONLY || FORMS_ONLY.includes(f.id));
   const NS = (args.ns ?? '128,512,2048').split(',').map(Number), d = 64, heads = 4, ROUNDS = 5;
   const rnd = (len, seed) => { let x = seed; return Float32Array.from({ length: len }, () => ((x = (x * 1664525 + 1013904223) >>> 0) / 2 ** 32) * 2 - 1); };
   const times = forms.map(() => NS.map(() => []));
@@ -170,5 +173,38 @@ if (PARTS.includes('timing')) {
     const m = times[i].map(med);
     const slope = Math.log(m[m.length - 1] / m[0]) / Math.log(NS[NS.length - 1] / NS[0]);
     console.log(`| ${f.id}${f.causal ? '' : ' (non-causal)'} | ${m.map((x) => x.toFixed(2)).join(' | ')} | ${slope.toFixed(2)} |`);
+  });
+}
+
+// ---- decoding --------------------------------------------------------------------------------
+// One causal layer per form (d = 64, 4 heads, maxLen 2048), stepped from position 0 to 2047 with
+// random rows; the time of each step is recorded, and the table gives the median over the 32
+// positions before 128, 512 and 2048, in microseconds per token, and last / first.
+if (PARTS.includes('decoding')) {
+  const d = 64, heads = 4, L = 2048, AT = [128, 512, 2048], WINDOW = 32, ROUNDS = 3;
+  const forms = lib.forms.filter((f) => f.step && f.causal && (!FORMS_ONLY || FORMS_ONLY.includes(f.name)));
+  const rnd = (len, seed) => { let x = seed; return Float32Array.from({ length: len }, () => ((x = (x * 1664525 + 1013904223) >>> 0) / 2 ** 32) * 2 - 1); };
+  const rows = Array.from({ length: 64 }, (_, i) => ({ q: rnd(d, 4 * i + 1), k: rnd(d, 4 * i + 2), v: rnd(d, 4 * i + 3), x: rnd(d, 4 * i + 4) }));
+  const us = forms.map(() => AT.map(() => []));
+  for (let r = 0; r < ROUNDS; r++)
+    forms.forEach((f, fi) => {
+      const layer = lib.attentionLayer(f.name, { n: L, d, heads, causal: true, maxLen: L, seed: 1 });
+      const t = new Float64Array(L);
+      for (let p = 0; p < L; p++) {
+        const t0 = performance.now();
+        layer.step(p, rows[p % rows.length]);
+        t[p] = performance.now() - t0;
+      }
+      layer.dispose();
+      AT.forEach((p, ai) => us[fi][ai].push(...Array.from(t.subarray(p - WINDOW, p)).map((x) => 1000 * x)));
+    });
+  const med = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(`\nDecoding cost (microseconds per token, median over the ${WINDOW} positions before p, ${ROUNDS} rounds), ` +
+    `d = ${d}, ${heads} heads, one causal layer stepped from position 0 (lib.attentionLayer(...).step, copies included):\n`);
+  console.log(`| attention | ${AT.map((p) => `p = ${p}`).join(' | ')} | p = ${AT[AT.length - 1]} / p = ${AT[0]} |`);
+  console.log(`|---|${AT.map(() => '---:').join('|')}|---:|`);
+  forms.forEach((f, fi) => {
+    const m = us[fi].map(med);
+    console.log(`| ${f.name} | ${m.map((x) => x.toFixed(1)).join(' | ')} | ${(m[m.length - 1] / m[0]).toFixed(2)} |`);
   });
 }
