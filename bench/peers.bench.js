@@ -76,6 +76,9 @@ export default async function run(ctx) {
   const lib = ctx.simd;
   const { tf, simd: tfSimd, multithread: tfThreads } = await loadTfjs();
   const raw = await loadRaw();
+  // the copy-free kernel runs the variant the loader's probe chose for the API instance (a raw
+  // instance would otherwise keep variant 0, which on some hosts is not the faster one)
+  raw?.exports.aw_matmul_variant(['measured', 'unpacked', 'packed'].indexOf(lib.kernel.variant));
   const clock = await measureClockGHz();
   const peak = clock.ghz * PEAK_FLOP_PER_CYCLE;
   const rx = ctx.relaxed;
@@ -86,6 +89,7 @@ export default async function run(ctx) {
   const fpc = (g) => (g / clock.ghz).toFixed(1);
   if (peaks.simd) console.log(`measured multiply-add peak on one core (aw_bench_peak): SIMD128 mul + add ${peaks.simd.toFixed(1)} GFLOP/s ` +
     `(${fpc(peaks.simd)} flop/cycle)${peaks.relaxed ? `, relaxed_madd ${peaks.relaxed.toFixed(1)} GFLOP/s (${fpc(peaks.relaxed)} flop/cycle)` : ''}`);
+  console.log(`kernel variant (the loader's probe): SIMD128 ${lib.kernel.variant}${rx ? `, relaxed ${rx.kernel.variant}` : ''}`);
   console.log(`engines: ours = attention-wasm (${lib.simd ? 'SIMD128' : 'scalar'}${rx ? '; relaxed = its relaxed-SIMD build' : ''}); tfjs ${tf.version_core} wasm backend ` +
     `(simd ${tfSimd}, multithread ${tfThreads}); onnxruntime-web wasm backend, numThreads 1. ` +
     `${SAMPLES} samples x >= ${MIN_MS} ms each, round-robin; times are ms per call, median [min-max].`);
