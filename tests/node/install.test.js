@@ -26,7 +26,7 @@ const COMPUTE = `
   const model = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 8, seed: 4, attention: 'local' });
   const tok = charTokenizer({ text: 'abcdef' });
   const logits = model.forward([...tok.encode('face')]).logits;
-  const result = { simd: lib.simd, attention: [...att.output], logits: [...logits], forms: lib.forms.length };
+  const result = { simd: lib.simd, relaxed: lib.relaxed, attention: [...att.output], logits: [...logits], forms: lib.forms.length };
 `;
 
 let dir;
@@ -38,9 +38,11 @@ before(async () => {
 });
 after(() => dir && rmSync(dir, { recursive: true, force: true }));
 
-async function nodeResult(cwd) {
+// flags: node's own (['--experimental-wasm-relaxed-simd'] makes Node 20 load the relaxed build,
+// as Chromium does, so a page's numbers can be compared bit for bit)
+async function nodeResult(cwd, flags = []) {
   const code = `import { loadAttention, charTokenizer } from 'attention-wasm';\n${COMPUTE}\nconsole.log(JSON.stringify(result));`;
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code], { cwd });
+  const { stdout } = await run(process.execPath, [...flags, '--input-type=module', '-e', code], { cwd });
   return JSON.parse(stdout);
 }
 
@@ -73,7 +75,9 @@ test('npm publish --dry-run accepts the package', async () => {
 test('esbuild and Vite browser builds load, compute and match Node', async (t) => {
   const d = app('bundlers');
   await run('npm', ['install', tarball, 'esbuild@0.25', 'vite@7', '--no-audit', '--no-fund'], { cwd: d, timeout: 300_000 });
-  const want = await nodeResult(d);
+  // Chromium validates relaxed SIMD, so the page runs the relaxed build: Node computes with it too
+  const want = await nodeResult(d, ['--experimental-wasm-relaxed-simd']);
+  assert.equal(want.relaxed, true);
   // The page also loads the threaded build (2 threads: the server sends the cross-origin isolation
   // headers), which must find attention-threads.wasm and thread-worker.js from the bundle.
   const THREADED = `
