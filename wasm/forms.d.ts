@@ -147,8 +147,18 @@ export interface AttentionOptionsByForm {
     /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
     chunk?: number;
   };
-  'delta': { [option: string]: never };
-  'gated-delta': { [option: string]: never };
+  'delta': {
+    /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
+    mode?: 'recurrent' | 'chunked';
+    /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
+    chunk?: number;
+  };
+  'gated-delta': {
+    /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
+    mode?: 'recurrent' | 'chunked';
+    /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
+    chunk?: number;
+  };
   'linformer': {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;
@@ -176,9 +186,12 @@ export interface ModelAttentionOptions {
   components?: Array<'dense' | 'random' | 'factorized-dense' | 'factorized-random' | 'dot'>;
   /** retention: "retnet": RetNet's decays 1 - 2^(-5-h), one per head; "learned": learned from there; or one decay in (0, 1) for every head (default "retnet", one of "retnet", "learned", or a number in (0, 1)) */
   decay?: 'retnet' | 'learned' | number;
-  /** gated: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked") */
-  mode?: 'parallel' | 'recurrent' | 'chunked';
-  /** gated: the chunked form's chunk length (default 64, integer in [1, 4096]) */
+  /**
+   * gated: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked")
+   * delta, gated-delta: how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked")
+   */
+  mode?: 'parallel' | 'recurrent' | 'chunked' | 'recurrent' | 'chunked';
+  /** gated, delta, gated-delta: the chunked form's chunk length (default 64, integer in [1, 4096]) */
   chunk?: number;
 }
 

@@ -7,8 +7,9 @@ import { checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSize, describ
 import { checkAttentionShapes, runAttention } from './softmax.js';
 
 const GATED_OPTIONS = ['q', 'k', 'v', 'n', 'd', 'dv', 'heads', 'gates', 'mode', 'chunk', 'scale', 'returnWeights'];
-const DELTA_OPTIONS = ['q', 'k', 'v', 'n', 'd', 'dv', 'heads', 'beta', 'gates', 'scale', 'returnWeights'];
+const DELTA_OPTIONS = ['q', 'k', 'v', 'n', 'd', 'dv', 'heads', 'beta', 'gates', 'mode', 'chunk', 'scale', 'returnWeights'];
 const MODES = ['parallel', 'recurrent', 'chunked'];
+const DELTA_MODES = ['recurrent', 'chunked'];
 
 // (n, heads) values, position-major (x[t * heads + h]), each in [lo, hi] (open at lo when openLo).
 function checkPerHead(name, x, n, heads, lo, hi, openLo) {
@@ -53,7 +54,8 @@ export function gatedMethods(core) {
      * The delta rule (DeltaNet; Gated DeltaNet with gates): per head, with k^_t = k_t / |k_t|,
      * S_t = a_t (S_{t-1} - beta_t k^_t^T (k^_t S_{t-1})) + beta_t k^_t^T v_t, o_t = scale q_t S_t,
      * causal. beta: write strengths in [0, 1]; gates: decays a_t in (0, 1] (omit for DeltaNet);
-     * both (n, heads) position-major. weights: the matrix A with O = A V.
+     * both (n, heads) position-major. mode 'chunked' (the WY form, chunk default 64) | 'recurrent'
+     * give the same numbers. weights: the matrix A with O = A V.
      */
     deltaRule(opts) {
       const what = 'deltaRule';
@@ -62,10 +64,13 @@ export function gatedMethods(core) {
       const { n, d, dv, heads } = shapes;
       const beta = Float32Array.from(checkPerHead(`${what}: beta`, opts.beta, n, heads, 0, 1, false));
       const gates = opts.gates === undefined ? null : Float32Array.from(checkPerHead(`${what}: gates`, opts.gates, n, heads, 0, 1, true));
+      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', DELTA_MODES);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 64);
+      if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
       const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pb, pa]) =>
-        core.exports.aw_delta_rule(out, w, q, k, v, pb, gates ? pa : 0, n, d, dv, heads, scale),
+        core.exports.aw_delta_rule(out, w, q, k, v, pb, gates ? pa : 0, n, d, dv, heads, scale, DELTA_MODES.indexOf(mode), chunk),
       [{ name: 'beta', bytes: beta.length * 4, from: beta }, { name: 'gates', bytes: gates ? gates.length * 4 : 0, from: gates }]);
     },
   };

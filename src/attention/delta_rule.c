@@ -1,6 +1,5 @@
-// delta_rule.c: DeltaNet and Gated DeltaNet by their recurrence (see delta_rule.h). Serial per
-// head: the model runs it inside one sequence's job. The chunked (WY) form is not built: the
-// recurrence is O(n d^2) like it, without its parallelism over the sequence.
+// delta_rule.c: DeltaNet and Gated DeltaNet by their recurrence and in chunks (see delta_rule.h).
+// Serial per head: the model runs it inside one sequence's job.
 #include "delta_rule.h"
 
 #include "../kernels/kernels.h"
@@ -44,6 +43,76 @@ static int check(const aw_delta_desc *ds) {
         return aw_fail(AW_ERR_ARG, "delta rule: sizes must be positive and heads must divide d and dv");
     if (ds->d / ds->heads > MAX_DH || ds->dv / ds->heads > MAX_DH)
         return aw_fail(AW_ERR_ARG, "delta rule: a head's width must be at most %d", MAX_DH);
+    if (ds->mode != AW_DELTA_RECURRENT && ds->mode != AW_DELTA_CHUNKED)
+        return aw_fail(AW_ERR_ARG, "delta rule: unknown mode %d", ds->mode);
+    if (ds->mode == AW_DELTA_CHUNKED && ds->chunk == 0) return aw_fail(AW_ERR_ARG, "delta rule: chunk must be >= 1");
+    return AW_OK;
+}
+
+// The chunked forward of every head (delta_rule.h). Scratch per chunk of c rows: K^ (c, dh), the
+// pseudo-values U (c, dvh), the log-decays b (c), the Gram rows G (c) and a row of q S_0 (dvh).
+static int forward_chunked(float *out, const float *q, const float *k, const float *v, const float *beta, const float *a,
+                           const aw_delta_desc *ds) {
+    const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
+    const size_t c = ds->chunk < n ? ds->chunk : n;
+    const size_t floats = aw_size_add(aw_size_add(aw_size_mul(dh, dvh), aw_size_mul(c, aw_size_add(dh, dvh))),
+                                      aw_size_add(aw_size_mul(2, c), dvh));
+    float *S = aw_alloc_floats(floats);
+    double *b = malloc(c * sizeof(double));
+    if (!S || !b) {
+        free(S), free(b);
+        return aw_fail(AW_ERR_NOMEM, "delta rule: out of memory for the chunked form");
+    }
+    float *K = S + dh * dvh, *U = K + c * dh, *G = U + c * dvh, *eb = G + c, *row = eb + c;
+    for (size_t hd = 0; hd < h; hd++) {
+        memset(S, 0, dh * dvh * sizeof(float));
+        for (size_t t0 = 0; t0 < n; t0 += c) {
+            const size_t len = n - t0 < c ? n - t0 : c;
+            double acc = 0.0;
+            for (size_t i = 0; i < len; i++) {
+                const size_t t = t0 + i;
+                normalise(K + i * dh, k + t * d + hd * dh, dh);
+                acc += a ? log((double)a[t * h + hd]) : 0.0;
+                b[i] = acc;
+                eb[i] = (float)exp(b[i]);
+            }
+            // the pseudo-values, by forward substitution
+            for (size_t i = 0; i < len; i++) {
+                const size_t t = t0 + i;
+                const float *ki = K + i * dh, bt = beta[t * h + hd];
+                float *ui = U + i * dvh;
+                for (size_t col = 0; col < dvh; col++) row[col] = 0.0f;
+                for (size_t r = 0; r < dh; r++) aw_axpy(row, ki[r], S + r * dvh, dvh); // k^_t S_0
+                const float *vt = v + t * dv + hd * dvh;
+                for (size_t col = 0; col < dvh; col++) ui[col] = vt[col] - eb[i] * row[col];
+                for (size_t j = 0; j < i; j++) {
+                    const float g = (float)exp(b[i] - b[j]) * aw_dot(ki, K + j * dh, dh);
+                    aw_axpy(ui, -g, U + j * dvh, dvh);
+                }
+                for (size_t col = 0; col < dvh; col++) ui[col] *= bt;
+            }
+            // outputs: scale (exp(b_t) q_t S_0 + sum_{j <= t} exp(b_t - b_j) (q_t . k^_j) u'_j)
+            for (size_t i = 0; i < len; i++) {
+                const size_t t = t0 + i;
+                const float *qt = q + t * d + hd * dh;
+                float *ot = out + t * dv + hd * dvh;
+                for (size_t col = 0; col < dvh; col++) row[col] = 0.0f;
+                for (size_t r = 0; r < dh; r++) aw_axpy(row, qt[r], S + r * dvh, dvh);
+                for (size_t col = 0; col < dvh; col++) ot[col] = eb[i] * row[col];
+                for (size_t j = 0; j <= i; j++) G[j] = (float)exp(b[i] - b[j]) * aw_dot(qt, K + j * dh, dh);
+                for (size_t j = 0; j <= i; j++) aw_axpy(ot, G[j], U + j * dvh, dvh);
+                for (size_t col = 0; col < dvh; col++) ot[col] *= ds->scale;
+            }
+            // the state after the chunk
+            const size_t e = len - 1;
+            for (size_t r = 0; r < dh; r++) {
+                float *sr = S + r * dvh;
+                for (size_t col = 0; col < dvh; col++) sr[col] *= eb[e];
+                for (size_t j = 0; j < len; j++) aw_axpy(sr, (float)exp(b[e] - b[j]) * K[j * dh + r], U + j * dvh, dvh);
+            }
+        }
+    }
+    free(S), free(b);
     return AW_OK;
 }
 
@@ -52,6 +121,21 @@ int delta_rule_forward(float *out, float *weights, const float *q, const float *
     int st = check(ds);
     if (st) return st;
     const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
+    if (ds->mode == AW_DELTA_CHUNKED) {
+        if ((st = forward_chunked(out, q, k, v, beta, a, ds))) return st;
+        if (weights) { // the weights come from the recurrence; its outputs go to scratch
+            float *scratch = aw_alloc_floats(aw_size_mul(n, dv));
+            if (!scratch) return aw_fail(AW_ERR_NOMEM, "delta rule: out of memory for the weights");
+            aw_delta_desc rec = *ds;
+            rec.mode = AW_DELTA_RECURRENT;
+            st = delta_rule_forward(scratch, weights, q, k, v, beta, a, &rec);
+            free(scratch);
+            if (st) return st;
+        }
+        const size_t bad = aw_find_nonfinite(out, n * dv);
+        if (bad != n * dv) return aw_fail(AW_ERR_NONFINITE, "delta rule: output row %zu is not finite", bad / dv);
+        return AW_OK;
+    }
     float *S = aw_alloc_floats(aw_size_add(aw_size_mul(dh, dvh), aw_size_mul(2, MAX_DH)));
     float *cm = weights ? aw_alloc_floats(aw_size_mul(n, dh)) : NULL; // c_tj, one row per j
     if (!S || (weights && !cm)) {

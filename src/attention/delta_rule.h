@@ -15,12 +15,31 @@
 
 #include <stddef.h>
 
+// The chunked form (Yang et al. 2024's WY / UT representation, with Gated DeltaNet's decays):
+// per chunk of c positions, with S_0 the state before it, b_t = log a_t0 + ... + log a_t the
+// running log-decay inside the chunk (0 for DeltaNet) and u'_t = beta_t (v_t - a_t k^_t S_{t-1})
+// the "pseudo-values", every state inside the chunk is
+//   S_t = exp(b_t) S_0 + sum_{j <= t} exp(b_t - b_j) k^_j^T u'_j,
+// so the u' solve one lower-triangular system, row by row (forward substitution):
+//   u'_t = beta_t (v_t - exp(b_t) k^_t S_0 - sum_{j < t} exp(b_t - b_j) (k^_t . k^_j) u'_j)
+// and then, with matrix products over the chunk,
+//   o_t = scale (exp(b_t) q_t S_0 + sum_{j <= t} exp(b_t - b_j) (q_t . k^_j) u'_j)
+//   S_end = exp(b_end) S_0 + sum_j exp(b_end - b_j) k^_j^T u'_j.
+// Every decay factor is exp of a difference of running log-sums that is <= 0: a long product of
+// small gates underflows to 0, never to an overflow or a NaN. The sequential work is one chunk
+// after another; inside a chunk it is matrix products and a c x c triangular solve.
+enum aw_delta_mode { AW_DELTA_RECURRENT = 0, AW_DELTA_CHUNKED = 1 };
+
 typedef struct {
     size_t n, d, dv, heads; // d % heads == 0, dv % heads == 0
     float scale;            // usually 1 / sqrt(d / heads)
+    int mode;               // enum aw_delta_mode (0: the recurrence)
+    size_t chunk;           // the chunked form's chunk (>= 1)
 } aw_delta_desc;
 
-// beta, a: (n, heads); a NULL for DeltaNet. out (n, dv); weights (heads, n, n) or NULL.
+// beta, a: (n, heads); a NULL for DeltaNet. out (n, dv); weights (heads, n, n) or NULL (built by
+// the recurrence whatever the mode). The backward below is the recurrence's for every mode: the
+// modes compute the same function, so they share one gradient.
 int delta_rule_forward(float *out, float *weights, const float *q, const float *k, const float *v, const float *beta,
                        const float *a, const aw_delta_desc *ds);
 // Backpropagation through the recurrence (the states kept in work): ACCUMULATES dq, dk, dv, and

@@ -2,8 +2,9 @@
 // The write strength beta_t = sigmoid(x_t w_h + b_h) per head comes from the token's input through
 // a learned projection (beta.weight (heads, C), beta.bias (heads), as nn.Linear(C, heads)); Gated
 // DeltaNet adds a decay a_t = 1 / (1 + e^(x_t g_h + c_h)) the same way (gate.weight, gate.bias),
-// started from fast to slow forgetting as the gated form. Forward, backward and generation run the
-// recurrence (src/attention/delta_rule.c). Causal only.
+// started from fast to slow forgetting as the gated form. The forward runs the mode the options say
+// (the chunked WY form by default, or the recurrence: the same numbers); the backward and
+// generation run the recurrence (src/attention/delta_rule.c). Causal only.
 #include "forms.h"
 #include "layers.h"
 
@@ -16,11 +17,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const MODES[] = {"recurrent", "chunked", NULL};
+static const aw_form_option OPTIONS[] = {
+    {"mode", AW_OPTION_CHOICE, 0, 0, MODES, "chunked", "delta_mode",
+     "how the forward runs: the recurrence, or chunks by the WY form (the same numbers)"},
+    {"chunk", AW_OPTION_INT, 1, 4096, NULL, "64", "delta_chunk", "the chunked form's chunk length"},
+};
+
+typedef struct {
+    int mode;
+    size_t chunk;
+} delta_own;
+
 static int gated(const aw_attn_form *f) { return f->form->variant == 1; }
 static size_t n_params(const aw_attn_form *f) { return (size_t)(gated(f) ? 2 : 1) * (f->H * f->C + f->H); }
 
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {
+    delta_own *o = calloc(1, sizeof *o);
+    if (!o) return AW_ERR_NOMEM;
+    f->own = o;
+    o->mode = aw_option_word(f->form, su->opts, "mode");
+    o->chunk = (size_t)aw_option_int(f->form, su->opts, "chunk");
     const size_t C = f->C, H = f->H, n = n_params(f);
     if (!(f->params = aw_alloc_floats(n))) return AW_ERR_NOMEM;
     f->owns_params = 1;
@@ -62,7 +80,8 @@ static void project(float *z, float *out, const aw_attn_form *f, size_t off, con
 }
 
 static aw_delta_desc desc(const aw_attn_form *f, size_t T) {
-    return (aw_delta_desc){T, f->C, f->C, f->H, 1.0f / sqrtf((float)(f->C / f->H))};
+    const delta_own *o = f->own;
+    return (aw_delta_desc){T, f->C, f->C, f->H, 1.0f / sqrtf((float)(f->C / f->H)), o->mode, o->chunk};
 }
 
 // the recurrence's work, then z and beta, z and a, and their gradients: 6 (T, H) blocks
@@ -131,7 +150,7 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
 
 #define DELTA_FORM(NAME, VARIANT, ...)                                                                             \
     {                                                                                                              \
-        .name = NAME, .family = "delta", .cross = "softmax", .variant = VARIANT,                                   \
+        .name = NAME, .family = "delta", .cross = "softmax", .variant = VARIANT, .options = OPTIONS, .n_options = 2, \
         .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS, .init = init,  \
         .release = release, .param_group = "delta", .tensors = tensors, .bind = bind, .work_floats = work_floats,  \
         .forward = forward, .backward = backward, .step_floats = step_floats, .step = step, .words = __VA_ARGS__   \
@@ -147,7 +166,8 @@ const aw_form AW_FORM_DELTA_DESC = DELTA_FORM("delta", 0,
             "\n"
             "The write replaces the value stored\n"
             "at k̂_t instead of adding to it.\n"
-            "Time O(n d²); one d × d state per head.\n"
+            "Time O(n d²), in chunks (WY form);\n"
+            "one d × d state per head.\n"
             "Shown: |A_ij|, the implied matrix\n"
             "with O = A V.",
         .summary = "Linear attention whose state is overwritten: before writing a key's value, the state reads "

@@ -4,7 +4,7 @@
 // (float64 recurrence, gradients, threads, generation, checkpoints, the PyTorch module).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { builds, rand } from './helpers.js';
+import { builds, rand, relMaxErr } from './helpers.js';
 
 for (const { name, lib } of builds) {
   test(`${name}: delta rule: the weights shown are the A with O = A V, per head`, (t) => {
@@ -50,5 +50,29 @@ for (const { name, lib } of builds) {
     assert.ok(Math.abs(delta[0]) < 1e-6 && Math.abs(delta[1] - s) < 1e-5, `delta rule read ${[...delta]}, want [0, ${s}, 0, 0]`);
     const linear = lib.attention('linear:relu', { q, k, v, n, d, causal: true }).output.subarray(2 * d);
     assert.ok(Math.abs(linear[0] - 0.5) < 1e-6 && Math.abs(linear[1] - 0.5) < 1e-6, `linear attention read ${[...linear]}, want [0.5, 0.5, 0, 0]`);
+  });
+
+  test(`${name}: delta rule: the chunked (WY) and recurrent forwards of a layer agree, gradients too, at chunks that do not divide n`, (t) => {
+    for (const form of ['delta', 'gated-delta'])
+      for (const [n, d, heads] of [[1, 8, 2], [37, 16, 2], [130, 32, 4]]) {
+        const data = { q: rand(n * d, n + 21), k: rand(n * d, n + 22), v: rand(n * d, n + 23), x: rand(n * d, n + 24) };
+        const dout = rand(n * d, n + 25);
+        const run = (attentionOptions) => {
+          const layer = lib.attentionLayer(form, { n, d, heads, causal: true, seed: 4, attentionOptions });
+          const o = layer.forward(data).output;
+          const g = layer.backward({ ...data, dout });
+          layer.dispose();
+          return { o, ...g };
+        };
+        const rec = run({ mode: 'recurrent' });
+        for (const chunk of [1, 3, 7, 64]) {
+          const ch = run({ mode: 'chunked', chunk });
+          const e = relMaxErr(ch.o, rec.o);
+          assert.ok(e <= 1e-5, `${form} n=${n} chunk ${chunk}: output ${e}`);
+          for (const key of ['dq', 'dk', 'dv', 'dx', 'dparams'])
+            assert.ok(relMaxErr(ch[key], rec[key]) <= 1e-5, `${form} n=${n} chunk ${chunk}: ${key} ${relMaxErr(ch[key], rec[key])}`);
+          if (chunk === 7) t.diagnostic(`${form} n=${n} chunk 7: output rel diff ${e.toExponential(2)}`);
+        }
+      }
   });
 }

@@ -69,6 +69,22 @@ for (const { name, lib } of builds) {
     }
   });
 
+  test(`${name}: deltaRule chunked (the WY form) = recurrent = float64, at chunks that do not divide n, betas and gates near 0 and 1`, (t) => {
+    for (const [n, d, heads, bLo, bHi, gated, gLo, gHi] of [[1, 4, 1, 0, 1, false], [5, 8, 1, 0.9, 1, false], [37, 16, 2, 0, 0.05, false],
+      [100, 16, 2, 0.95, 1, true, 1e-9, 1e-3], [100, 12, 3, 0, 1, true, 0.999, 1], [64, 8, 2, 0.3, 0.7, true, 0.5, 1]]) {
+      const q = rand(n * d, n + 11), k = rand(n * d, n + 12), v = rand(n * d, n + 13);
+      const beta = unit(n * heads, n + 14, bLo, bHi), gates = gated ? unit(n * heads, n + 15, gLo, gHi) : undefined;
+      const ref = recurrenceF64({ q, k, v, n, d, heads, beta, gates, delta: true });
+      const rec = lib.deltaRule({ q, k, v, n, d, heads, beta, gates, mode: 'recurrent' }).output;
+      for (const chunk of [1, 3, 7, 64]) {
+        const r = lib.deltaRule({ q, k, v, n, d, heads, beta, gates, mode: 'chunked', chunk }).output;
+        const e = relMaxErr(r, ref), er = relMaxErr(r, rec);
+        t.diagnostic(`n=${n}${gated ? ` gates in [${gLo}, ${gHi}]` : ''} beta in [${bLo}, ${bHi}] chunk ${chunk}: vs float64 ${e.toExponential(2)}, vs recurrent ${er.toExponential(2)}`);
+        assert.ok(e <= 1e-5 && er <= 1e-5, `chunk ${chunk}: ${e} / ${er}`);
+      }
+    }
+  });
+
   test(`${name}: the delta rule overwrites and recalls orthogonal keys exactly; additive linear attention cannot`, () => {
     // d pairs with one-hot keys, then the first key written again with a new value, then every key read back
     const d = 8, pairs = d, n = pairs + 1 + pairs, q = new Float32Array(n * d), k = new Float32Array(n * d);
@@ -102,6 +118,9 @@ for (const { name, lib } of builds) {
     expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], gates: [1, 1, 1, -1] }), /deltaRule: gates\[3\] .* must be in \(0, 1\]/);
     expectError(() => lib.deltaRule({ q, k, v, n, d, heads: 3, beta: [1, 1, 1, 1] }), /d \(4\) must be divisible by heads \(3\)/);
     expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], m: 3 }), /unknown option|not an option|m/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], mode: 'parallel' }), /deltaRule: mode must be one of "recurrent", "chunked"/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], mode: 'recurrent', chunk: 2 }), /chunk applies to mode 'chunked' only/);
+    expectError(() => lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1], chunk: 0 }), /deltaRule: chunk/);
     // still usable afterwards
     assert.equal(lib.deltaRule({ q, k, v, n, d, beta: [1, 1, 1, 1] }).output.length, 16);
   });
