@@ -150,13 +150,13 @@ export interface AttentionOptionsByForm {
   'delta': {
     /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
     mode?: 'recurrent' | 'chunked';
-    /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
+    /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
     chunk?: number;
   };
   'gated-delta': {
     /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
     mode?: 'recurrent' | 'chunked';
-    /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
+    /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
     chunk?: number;
   };
   'linformer': {
@@ -191,7 +191,10 @@ export interface ModelAttentionOptions {
    * delta, gated-delta: how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked")
    */
   mode?: 'parallel' | 'recurrent' | 'chunked' | 'recurrent' | 'chunked';
-  /** gated, delta, gated-delta: the chunked form's chunk length (default 64, integer in [1, 4096]) */
+  /**
+   * gated: the chunked form's chunk length (default 64, integer in [1, 4096])
+   * delta, gated-delta: the chunked form's chunk length (default 16, integer in [1, 4096])
+   */
   chunk?: number;
 }
 

@@ -32,9 +32,9 @@ export interface DeltaRuleOptions extends GatedShapeOptions {
   beta: ArrayLike<number>;
   /** Gated DeltaNet's decays a_t in (0, 1], n * heads values; omit for DeltaNet */
   gates?: ArrayLike<number>;
-  /** 'chunked' (default: the WY form, chunks of `chunk`) or 'recurrent': the same numbers */
+  /** 'chunked' (default: the WY form, chunks of `chunk`, default 16) or 'recurrent': the same numbers */
   mode?: 'recurrent' | 'chunked';
-  /** the chunked form's chunk (default 64); mode 'chunked' only */
+  /** the chunked form's chunk (default 16); mode 'chunked' only */
   chunk?: number;
 }
 

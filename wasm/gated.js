@@ -54,7 +54,7 @@ export function gatedMethods(core) {
      * The delta rule (DeltaNet; Gated DeltaNet with gates): per head, with k^_t = k_t / |k_t|,
      * S_t = a_t (S_{t-1} - beta_t k^_t^T (k^_t S_{t-1})) + beta_t k^_t^T v_t, o_t = scale q_t S_t,
      * causal. beta: write strengths in [0, 1]; gates: decays a_t in (0, 1] (omit for DeltaNet);
-     * both (n, heads) position-major. mode 'chunked' (the WY form, chunk default 64) | 'recurrent'
+     * both (n, heads) position-major. mode 'chunked' (the WY form, chunk default 16) | 'recurrent'
      * give the same numbers. weights: the matrix A with O = A V.
      */
     deltaRule(opts) {
@@ -65,7 +65,7 @@ export function gatedMethods(core) {
       const beta = Float32Array.from(checkPerHead(`${what}: beta`, opts.beta, n, heads, 0, 1, false));
       const gates = opts.gates === undefined ? null : Float32Array.from(checkPerHead(`${what}: gates`, opts.gates, n, heads, 0, 1, true));
       const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', DELTA_MODES);
-      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 64);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 16);
       if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
       const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
       const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);

@@ -49,21 +49,25 @@ static int check(const aw_delta_desc *ds) {
     return AW_OK;
 }
 
-// The chunked forward of every head (delta_rule.h). Scratch per chunk of c rows: K^ (c, dh), the
-// pseudo-values U (c, dvh), the log-decays b (c), the Gram rows G (c) and a row of q S_0 (dvh).
+// The chunked forward of every head (delta_rule.h), in matrix products over each chunk of c rows:
+// K S_0 and Q S_0 (c x dvh), the Gram matrix K K^T and the scores Q K^T (c x c), P U' and K^T U'.
+// Only the triangular solve for U' runs row by row. Scratch: S (dh, dvh), K^ (c, dh), the
+// decayed keys (c, dh), U' (c, dvh), W = K^ S_0 (c, dvh), A (c, c), the decays (c).
 static int forward_chunked(float *out, const float *q, const float *k, const float *v, const float *beta, const float *a,
                            const aw_delta_desc *ds) {
     const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
     const size_t c = ds->chunk < n ? ds->chunk : n;
-    const size_t floats = aw_size_add(aw_size_add(aw_size_mul(dh, dvh), aw_size_mul(c, aw_size_add(dh, dvh))),
-                                      aw_size_add(aw_size_mul(2, c), dvh));
-    float *S = aw_alloc_floats(floats);
+    aw_plan plan = {0};
+    const size_t oS = aw_plan_take(&plan, dh, dvh), oK = aw_plan_take(&plan, c, dh), oKd = aw_plan_take(&plan, c, dh);
+    const size_t oU = aw_plan_take(&plan, c, dvh), oW = aw_plan_take(&plan, c, dvh), oA = aw_plan_take(&plan, c, c);
+    const size_t oE = aw_plan_take(&plan, c, 1);
+    float *mem = aw_plan_ok(&plan, sizeof(float)) ? aw_alloc_floats(plan.total) : NULL;
     double *b = malloc(c * sizeof(double));
-    if (!S || !b) {
-        free(S), free(b);
+    if (!mem || !b) {
+        free(mem), free(b);
         return aw_fail(AW_ERR_NOMEM, "delta rule: out of memory for the chunked form");
     }
-    float *K = S + dh * dvh, *U = K + c * dh, *G = U + c * dvh, *eb = G + c, *row = eb + c;
+    float *S = mem + oS, *K = mem + oK, *Kd = mem + oKd, *U = mem + oU, *W = mem + oW, *A = mem + oA, *eb = mem + oE;
     for (size_t hd = 0; hd < h; hd++) {
         memset(S, 0, dh * dvh * sizeof(float));
         for (size_t t0 = 0; t0 < n; t0 += c) {
@@ -76,43 +80,40 @@ static int forward_chunked(float *out, const float *q, const float *k, const flo
                 b[i] = acc;
                 eb[i] = (float)exp(b[i]);
             }
-            // the pseudo-values, by forward substitution
+            // U' = beta (V - diag(exp(b)) K^ S_0 - strict lower part of (decayed K^ K^T) U'), row by row
+            aw_matmul_nn(W, K, S, len, dvh, dh, dh, dvh, dvh, 0);
+            aw_matmul_nt(A, K, K, len, len, dh, dh, dh, len, 0);
             for (size_t i = 0; i < len; i++) {
                 const size_t t = t0 + i;
-                const float *ki = K + i * dh, bt = beta[t * h + hd];
+                const float *vt = v + t * dv + hd * dvh, *wi = W + i * dvh, bt = beta[t * h + hd];
                 float *ui = U + i * dvh;
-                for (size_t col = 0; col < dvh; col++) row[col] = 0.0f;
-                for (size_t r = 0; r < dh; r++) aw_axpy(row, ki[r], S + r * dvh, dvh); // k^_t S_0
-                const float *vt = v + t * dv + hd * dvh;
-                for (size_t col = 0; col < dvh; col++) ui[col] = vt[col] - eb[i] * row[col];
-                for (size_t j = 0; j < i; j++) {
-                    const float g = (float)exp(b[i] - b[j]) * aw_dot(ki, K + j * dh, dh);
-                    aw_axpy(ui, -g, U + j * dvh, dvh);
-                }
+                for (size_t col = 0; col < dvh; col++) ui[col] = vt[col] - eb[i] * wi[col];
+                for (size_t j = 0; j < i; j++) aw_axpy(ui, -(float)exp(b[i] - b[j]) * A[i * len + j], U + j * dvh, dvh);
                 for (size_t col = 0; col < dvh; col++) ui[col] *= bt;
             }
-            // outputs: scale (exp(b_t) q_t S_0 + sum_{j <= t} exp(b_t - b_j) (q_t . k^_j) u'_j)
+            // O = scale (diag(exp(b)) Q S_0 + (decayed, causal Q K^T) U')
+            const float *qc = q + t0 * d + hd * dh;
+            float *oc = out + t0 * dv + hd * dvh;
+            aw_matmul_nn(oc, qc, S, len, dvh, dh, d, dvh, dv, 0);
+            aw_matmul_nt(A, qc, K, len, len, dh, d, dh, len, 0);
             for (size_t i = 0; i < len; i++) {
-                const size_t t = t0 + i;
-                const float *qt = q + t * d + hd * dh;
-                float *ot = out + t * dv + hd * dvh;
-                for (size_t col = 0; col < dvh; col++) row[col] = 0.0f;
-                for (size_t r = 0; r < dh; r++) aw_axpy(row, qt[r], S + r * dvh, dvh);
-                for (size_t col = 0; col < dvh; col++) ot[col] = eb[i] * row[col];
-                for (size_t j = 0; j <= i; j++) G[j] = (float)exp(b[i] - b[j]) * aw_dot(qt, K + j * dh, dh);
-                for (size_t j = 0; j <= i; j++) aw_axpy(ot, G[j], U + j * dvh, dvh);
-                for (size_t col = 0; col < dvh; col++) ot[col] *= ds->scale;
+                float *oi = oc + i * dv, *ai = A + i * len;
+                const float e = eb[i] * ds->scale;
+                for (size_t col = 0; col < dvh; col++) oi[col] *= e;
+                for (size_t j = 0; j < len; j++) ai[j] = j <= i ? (float)exp(b[i] - b[j]) * ai[j] * ds->scale : 0.0f;
             }
-            // the state after the chunk
+            aw_matmul_nn(oc, A, U, len, dvh, len, len, dvh, dv, 1);
+            // S_end = exp(b_end) S_0 + (decayed K^)^T U'
             const size_t e = len - 1;
-            for (size_t r = 0; r < dh; r++) {
-                float *sr = S + r * dvh;
-                for (size_t col = 0; col < dvh; col++) sr[col] *= eb[e];
-                for (size_t j = 0; j < len; j++) aw_axpy(sr, (float)exp(b[e] - b[j]) * K[j * dh + r], U + j * dvh, dvh);
+            for (size_t j = 0; j < len; j++) {
+                const float f = (float)exp(b[e] - b[j]);
+                for (size_t r = 0; r < dh; r++) Kd[j * dh + r] = f * K[j * dh + r];
             }
+            for (size_t i = 0; i < dh * dvh; i++) S[i] *= eb[e];
+            aw_matmul_tn(S, Kd, U, dh, dvh, len, dh, dvh, dvh, 1);
         }
     }
-    free(S), free(b);
+    free(mem), free(b);
     return AW_OK;
 }
 

@@ -21,7 +21,7 @@ static const char *const MODES[] = {"recurrent", "chunked", NULL};
 static const aw_form_option OPTIONS[] = {
     {"mode", AW_OPTION_CHOICE, 0, 0, MODES, "chunked", "delta_mode",
      "how the forward runs: the recurrence, or chunks by the WY form (the same numbers)"},
-    {"chunk", AW_OPTION_INT, 1, 4096, NULL, "64", "delta_chunk", "the chunked form's chunk length"},
+    {"chunk", AW_OPTION_INT, 1, 4096, NULL, "16", "delta_chunk", "the chunked form's chunk length"},
 };
 
 typedef struct {
