@@ -15,6 +15,7 @@ import { createFormulaView } from './views/formula.js';
 import { createHeatmapView } from './views/heatmap.js';
 import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
+import { createOverwriteView } from './views/overwrite.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
@@ -165,6 +166,13 @@ async function init() {
       verdict: $('everdict'), run: $('erun'), stop: $('estop'),
       progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'), csv: $('ecsv'),
     }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+  }
+  if (typeof lib.deltaRule === 'function' && typeof lib.gatedLinearAttention === 'function') {
+    $('overwrite').hidden = false;
+    createOverwriteView({
+      panel: $('overwrite'), form: $('overwrite-settings'), width: $('owidth'), chart: $('ochart'), legend: $('olegend'),
+      summary: $('osummary'), overwrite: $('ooverwrite'),
+    }, lib);
   }
   history.replaceState(null, '', stateToSearch(state));
   render();
