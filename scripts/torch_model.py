@@ -4,7 +4,7 @@
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
 docs/model.md lists every tensor), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
-Synthesizers; retention; Linformer; decay-gated linear attention; DeltaNet and Gated DeltaNet),
+Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet and Gated DeltaNet),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
 continues from. The RNN baselines (arch "gru", "gru-attention", src/model/rnn.h) load into
 torch.nn.GRU / torch.nn.GRUCell directly: the checkpoint's enc.gru.weight_ih etc. are nn.GRU's
@@ -124,6 +124,21 @@ def gated(x, q, k, v, h, w, b):
     s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
     for t in range(n):
         s = a[t][:, None, None] * s + kh[:, t, :, None] * vh[:, t, None, :]
+        out.append((qh[:, t, None, :] @ s)[:, 0, :])
+    return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
+
+
+def gla(x, q, k, v, h, w, b):
+    """GLA (src/attention/gla.c), from its recurrence: a gate per key channel,
+    alpha_t = sigmoid(-(x_t W^T + b)) (C values), each row r of a head's state fading by its own
+    channel's gate, S_t = diag(alpha_t) S_{t-1} + k_t^T v_t, o_t = q_t S_t / sqrt(C / h). Causal only."""
+    n, c = q.shape
+    dh = c // h
+    a = split_heads(torch.sigmoid(-F.linear(x, w, b)), h)  # (h, n, dh)
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
+    s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
+    for t in range(n):
+        s = a[:, t, :, None] * s + kh[:, t, :, None] * vh[:, t, None, :]
         out.append((qh[:, t, None, :] @ s)[:, 0, :])
     return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
 
@@ -320,7 +335,7 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'delta', 'gated-delta')
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
@@ -337,6 +352,8 @@ class TinyTransformer(torch.nn.Module):
             o = linformer(q, k, v, self.H, self.p(prefix + '.linformer.E'), self.p(prefix + '.linformer.F'))
         elif form == 'gated':
             o = gated(xq, q, k, v, self.H, self.p(prefix + '.gate.weight'), self.p(prefix + '.gate.bias'))
+        elif form == 'gla':
+            o = gla(xq, q, k, v, self.H, self.p(prefix + '.gla.weight'), self.p(prefix + '.gla.bias'))
         elif form in ('delta', 'gated-delta'):
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
             o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')

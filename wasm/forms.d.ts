@@ -18,6 +18,7 @@ export type AttentionName =
   | 'synth:mixture'
   | 'retention'
   | 'gated'
+  | 'gla'
   | 'delta'
   | 'gated-delta'
   | 'linformer';
@@ -37,6 +38,7 @@ export type CausalAttentionName =
   | 'synth:mixture'
   | 'retention'
   | 'gated'
+  | 'gla'
   | 'delta'
   | 'gated-delta';
 
@@ -58,7 +60,7 @@ export type NonCausalAttentionName =
   | 'linformer';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'delta' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -147,6 +149,12 @@ export interface AttentionOptionsByForm {
     /** the chunked form's chunk length (default 64, integer in [1, 4096]) */
     chunk?: number;
   };
+  'gla': {
+    /** how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked") */
+    mode?: 'parallel' | 'recurrent' | 'chunked';
+    /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
+    chunk?: number;
+  };
   'delta': {
     /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
     mode?: 'recurrent' | 'chunked';
@@ -187,13 +195,13 @@ export interface ModelAttentionOptions {
   /** retention: "retnet": RetNet's decays 1 - 2^(-5-h), one per head; "learned": learned from there; or one decay in (0, 1) for every head (default "retnet", one of "retnet", "learned", or a number in (0, 1)) */
   decay?: 'retnet' | 'learned' | number;
   /**
-   * gated: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked")
+   * gated, gla: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked")
    * delta, gated-delta: how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked")
    */
   mode?: 'parallel' | 'recurrent' | 'chunked' | 'recurrent' | 'chunked';
   /**
    * gated: the chunked form's chunk length (default 64, integer in [1, 4096])
-   * delta, gated-delta: the chunked form's chunk length (default 16, integer in [1, 4096])
+   * gla, delta, gated-delta: the chunked form's chunk length (default 16, integer in [1, 4096])
    */
   chunk?: number;
 }

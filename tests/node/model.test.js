@@ -37,6 +37,8 @@ const FORMS = [
   { attention: 'retention', attentionOptions: { decay: 0.8 }, norm: 'post' },
   { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
   { attention: 'gated' },
+  { attention: 'gla' },
+  { attention: 'gla', attentionOptions: { mode: 'recurrent' }, norm: 'post' },
   { attention: 'delta' },
   { attention: 'gated-delta', norm: 'post' },
   { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },

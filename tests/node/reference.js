@@ -104,6 +104,32 @@ export function gatedF64({ q, k, v, x, n, d, heads, W, b }) {
   return output;
 }
 
+// ---- GLA (section 4c), from its recurrence: a gate per key channel, alpha_tc = 1 / (1 +
+// exp(x_t . W_c + b_c)) (W (d, d) and b (d): the form's 'weight' and 'bias'), each row r of a head's
+// state fading by its channel's gate: S_t[r] = alpha_t,r S_{t-1}[r] + k_tr v_t, o_t = scale q_t S_t.
+export function glaF64({ q, k, v, x, n, d, heads, W, b }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh);
+  const output = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++) {
+    const S = new Float64Array(dh * dh);
+    for (let t = 0; t < n; t++) {
+      for (let r = 0; r < dh; r++) {
+        const ch = h * dh + r;
+        let z = b[ch];
+        for (let c = 0; c < d; c++) z += x[t * d + c] * W[ch * d + c];
+        const a = 1 / (1 + Math.exp(z));
+        for (let c = 0; c < dh; c++) S[r * dh + c] = a * S[r * dh + c] + k[t * d + ch] * v[t * d + h * dh + c];
+      }
+      for (let c = 0; c < dh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r * dh + c];
+        output[t * d + h * dh + c] = o * scale;
+      }
+    }
+  }
+  return output;
+}
+
 // ---- DeltaNet and Gated DeltaNet (section 4c), from the recurrence with the projection-made
 // strengths: beta_t = sigmoid(x_t . Wb_h + bb_h), a_t = 1 / (1 + exp(x_t . Wa_h + ba_h)) (Gated
 // DeltaNet; 1 for DeltaNet), k^ = k / sqrt(|k|^2 + 1e-6), S_t = a_t (S - beta k^^T (k^ S)) +
@@ -257,6 +283,7 @@ export const REFERENCES = {
   delta: ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: false }),
   'gated-delta': ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: true }),
   gated: ({ q, k, v, x, n, d, heads, params }) => gatedF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
+  gla: ({ q, k, v, x, n, d, heads, params }) => glaF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
   retention: ({ q, k, v, n, d, heads, causal, options, params }) =>
     retentionF64({ q, k, v, n, d, heads, causal, gamma: retentionGammas(heads, options, params) }).output,
   linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>
