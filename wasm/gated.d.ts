@@ -27,6 +27,15 @@ export interface GatedLinearOptions extends GatedShapeOptions {
   chunk?: number;
 }
 
+export interface GlaOptions extends GatedShapeOptions {
+  /** each key channel's decay alpha_t in (0, 1] at each position: n * d values, position-major (gates[t * d + c]) */
+  gates: ArrayLike<number>;
+  /** 'chunked' (default), 'parallel' or 'recurrent': the same numbers */
+  mode?: 'parallel' | 'recurrent' | 'chunked';
+  /** the chunked form's chunk (default 16); mode 'chunked' only */
+  chunk?: number;
+}
+
 export interface DeltaRuleOptions extends GatedShapeOptions {
   /** write strengths beta_t in [0, 1]: n * heads values, position-major */
   beta: ArrayLike<number>;
@@ -41,6 +50,8 @@ export interface DeltaRuleOptions extends GatedShapeOptions {
 export interface GatedApi {
   /** Decay-gated linear attention (Mamba-2's SSD, simple GLA) with the gates given: S_t = a_t S_{t-1} + k_tᵀ v_t, causal. */
   gatedLinearAttention(options: GatedLinearOptions): AttentionResult;
+  /** GLA with the gates given: a decay per key channel, S_t = diag(alpha_t) S_{t-1} + k_tᵀ v_t, causal. */
+  gla(options: GlaOptions): AttentionResult;
   /** The delta rule (DeltaNet, or Gated DeltaNet with gates) with beta given: the state overwrites what a key stored; causal. */
   deltaRule(options: DeltaRuleOptions): AttentionResult;
 }

@@ -7,20 +7,22 @@ import { checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSize, describ
 import { checkAttentionShapes, runAttention } from './softmax.js';
 
 const GATED_OPTIONS = ['q', 'k', 'v', 'n', 'd', 'dv', 'heads', 'gates', 'mode', 'chunk', 'scale', 'returnWeights'];
+const GLA_OPTIONS = GATED_OPTIONS;
 const DELTA_OPTIONS = ['q', 'k', 'v', 'n', 'd', 'dv', 'heads', 'beta', 'gates', 'mode', 'chunk', 'scale', 'returnWeights'];
 const MODES = ['parallel', 'recurrent', 'chunked'];
 const DELTA_MODES = ['recurrent', 'chunked'];
 
-// (n, heads) values, position-major (x[t * heads + h]), each in [lo, hi] (open at lo when openLo).
-function checkPerHead(name, x, n, heads, lo, hi, openLo) {
+// (n, heads) values, position-major (x[t * heads + h]), each in [lo, hi] (open at lo when openLo);
+// per: 'head' (the default) or 'channel' (GLA: (n, d), one per key channel).
+function checkPerHead(name, x, n, heads, lo, hi, openLo, per = 'head') {
   const len = n * heads;
   if (!((Array.isArray(x) || x instanceof Float32Array || x instanceof Float64Array) && x.length === len))
-    fail(`${name} must be ${len} numbers (n * heads = ${n} * ${heads}: one per position and head, position-major), got ${describe(x)}`);
+    fail(`${name} must be ${len} numbers (n * ${per === 'head' ? 'heads' : 'd'} = ${n} * ${heads}: one per position and ${per}, position-major), got ${describe(x)}`);
   const range = `${openLo ? '(' : '['}${lo}, ${hi}]`;
   for (let i = 0; i < len; i++) {
     const a = x[i];
     if (!(typeof a === 'number' && (openLo ? a > lo : a >= lo) && a <= hi))
-      fail(`${name}[${i}] (position ${Math.floor(i / heads)}, head ${i % heads}) must be in ${range}, got ${describe(a)}`);
+      fail(`${name}[${i}] (position ${Math.floor(i / heads)}, ${per} ${i % heads}) must be in ${range}, got ${describe(a)}`);
   }
   return x;
 }
@@ -47,6 +49,29 @@ export function gatedMethods(core) {
       const g = Float32Array.from(gates, (a) => Math.log(a)); // the kernel takes log a: products become sums
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pg]) =>
         core.exports.aw_gated_linear(out, w, q, k, v, pg, n, d, dv, heads, scale, MODES.indexOf(mode), chunk),
+      [{ name: 'gates', bytes: g.length * 4, from: g }]);
+    },
+
+    /**
+     * GLA: a decay gate per key channel. Per head S_t = diag(alpha_t) S_{t-1} + k_t^T v_t,
+     * o_t = scale q_t S_t, causal. gates: alpha_t in (0, 1], (n, d) position-major (one per key
+     * channel of every head). mode 'parallel' | 'recurrent' | 'chunked' (chunk, default 16) give the
+     * same numbers. weights: the signed matrix A with O = A V.
+     */
+    gla(opts) {
+      const what = 'gla';
+      checkKeys(what, opts, GLA_OPTIONS);
+      const shapes = checkAttentionShapes(what, opts);
+      const { n, d, dv, heads } = shapes;
+      const gates = checkPerHead(`${what}: gates`, opts.gates, n, d, 0, 1, true, 'channel');
+      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', MODES);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 16);
+      if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
+      const g = Float32Array.from(gates, (a) => Math.log(a));
+      return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pg]) =>
+        core.exports.aw_gla(out, w, q, k, v, pg, n, d, dv, heads, scale, MODES.indexOf(mode), chunk),
       [{ name: 'gates', bytes: g.length * 4, from: g }]);
     },
 

@@ -5,6 +5,7 @@
 
 #include "../attention/delta_rule.h"
 #include "../attention/gated_linear.h"
+#include "../attention/gla.h"
 
 // out (n, dv); weights (heads, n, n) or NULL; g (n, heads): the log of each head's gate at each
 // position (<= 0). mode: 0 parallel, 1 recurrent, 2 chunked (chunk >= 1).
@@ -29,4 +30,15 @@ AW_API int aw_delta_rule(float *out, float *weights, const float *q, const float
     const aw_delta_desc ds = {.n = (size_t)n, .d = (size_t)d, .dv = (size_t)dv, .heads = (size_t)heads, .scale = scale,
                               .mode = mode, .chunk = (size_t)chunk};
     return api_done(delta_rule_forward(out, weights, q, k, v, beta, a, &ds));
+}
+
+// GLA: out (n, dv); weights (heads, n, n) or NULL; g (n, d): the log of each key channel's gate at
+// each position (<= 0). mode: 0 parallel, 1 recurrent, 2 chunked (chunk >= 1).
+AW_API int aw_gla(float *out, float *weights, const float *q, const float *k, const float *v, const float *g, int32_t n,
+                  int32_t d, int32_t dv, int32_t heads, float scale, int32_t mode, int32_t chunk) {
+    aw_clear_error();
+    if (n <= 0 || d <= 0 || dv <= 0 || heads <= 0 || chunk <= 0) return aw_fail(AW_ERR_ARG, "gla: sizes and chunk must be positive");
+    const aw_gla_desc ds = {.n = (size_t)n, .d = (size_t)d, .dv = (size_t)dv, .heads = (size_t)heads, .scale = scale,
+                            .mode = mode, .chunk = (size_t)chunk};
+    return api_done(gla_forward(out, weights, q, k, v, g, &ds));
 }

@@ -37,6 +37,24 @@ function recurrenceF64({ q, k, v, n, d, dv = d, heads = 1, gates, beta, delta })
 
 const unit = (len, seed, lo, hi) => Array.from(rand(len, seed, lo, hi));
 
+// GLA in float64: row r of head h's state fades by gates[t * d + h * dh + r].
+function glaRecurrenceF64({ q, k, v, n, d, heads, gates }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh), out = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++) {
+    const S = Array.from({ length: dh }, () => new Float64Array(dh));
+    for (let t = 0; t < n; t++) {
+      for (let r = 0; r < dh; r++)
+        for (let c = 0; c < dh; c++) S[r][c] = gates[t * d + h * dh + r] * S[r][c] + k[t * d + h * dh + r] * v[t * d + h * dh + c];
+      for (let c = 0; c < dh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r][c];
+        out[t * d + h * dh + c] = scale * o;
+      }
+    }
+  }
+  return out;
+}
+
 for (const { name, lib } of builds) {
   test(`${name}: gatedLinearAttention with given gates equals the float64 recurrence in every mode`, (t) => {
     for (const [n, d, heads, gateLo, gateHi] of [[1, 4, 1, 0.5, 1], [37, 16, 2, 0.8, 1], [90, 24, 3, 1e-9, 1e-3], [64, 8, 2, 0.999, 1]]) {
@@ -51,6 +69,24 @@ for (const { name, lib } of builds) {
         assert.ok(r.weights.every(Number.isFinite));
       }
     }
+  });
+
+  test(`${name}: gla with given per-channel gates equals the float64 recurrence in every mode`, (t) => {
+    for (const [n, d, heads, lo, hi] of [[1, 4, 1, 0.5, 1], [37, 16, 2, 0.8, 1], [90, 24, 3, 1e-9, 1e-3], [64, 8, 2, 0.999, 1]]) {
+      const q = rand(n * d, n + 41), k = rand(n * d, n + 42), v = rand(n * d, n + 43);
+      const gates = unit(n * d, n + 44, lo, hi);
+      const ref = glaRecurrenceF64({ q, k, v, n, d, heads, gates });
+      for (const [mode, chunk] of [['parallel'], ['recurrent'], ['chunked', 1], ['chunked', 7], ['chunked', 64]]) {
+        const r = lib.gla({ q, k, v, n, d, heads, gates, mode, ...(chunk ? { chunk } : {}), returnWeights: true });
+        const e = relMaxErr(r.output, ref);
+        assert.ok(e <= 1e-5 && r.weights.every(Number.isFinite), `n=${n} ${mode} ${chunk ?? ''}: ${e}`);
+      }
+      t.diagnostic(`gla n=${n} gates in [${lo}, ${hi}]: every mode within 1e-5 of float64`);
+    }
+    expectError(() => lib.gla({ q: rand(8, 1), k: rand(8, 2), v: rand(8, 3), n: 2, d: 4, gates: [1, 1, 1, 1] }),
+      /gla: gates must be 8 numbers \(n \* d = 2 \* 4: one per position and channel/);
+    expectError(() => lib.gla({ q: rand(8, 1), k: rand(8, 2), v: rand(8, 3), n: 2, d: 4, gates: [1, 1, 1, 1, 1, 0, 1, 1] }),
+      /gla: gates\[5\] \(position 1, channel 1\) must be in \(0, 1\], got 0/);
   });
 
   test(`${name}: deltaRule with given beta (and gates) equals the float64 recurrence; weights give O = A V`, (t) => {
