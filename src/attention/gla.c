@@ -26,24 +26,29 @@ static void cumsum(double *B, const float *g, size_t t0, size_t len, size_t d, s
     }
 }
 
-// A_ij = scale sum_r q_ir k_jr exp(B_ir - B_jr) for j <= i (0 above), rows and columns 0 .. len - 1
-// of the block that starts at position t0; lda: A's row stride.
-static void scores(float *A, size_t lda, const float *q, const float *k, const double *B, size_t t0, size_t len,
-                   size_t d, size_t dh, size_t hd, float scale) {
+// al (len, dh) = head hd's gates exp(g) from position t0 on, in double
+static void gate_values(double *al, const float *g, size_t t0, size_t len, size_t d, size_t dh, size_t hd) {
+    for (size_t t = 0; t < len; t++)
+        for (size_t r = 0; r < dh; r++) al[t * dh + r] = exp((double)g[(t0 + t) * d + hd * dh + r]);
+}
+
+// A_ij = scale sum_r q_ir k_jr E_ijr for j <= i (0 above), E_ijr = alpha_(j+1)r ... alpha_ir (so
+// E_iir = 1), rows and columns 0 .. len - 1 of the block that starts at position t0; lda: A's row
+// stride; acc: len doubles. E is built as a running product in double from j = i down (products
+// of gates <= 1 only shrink: they underflow to 0, never overflow), with no exp in the inner loop.
+static void scores(float *A, size_t lda, double *acc, const float *q, const float *k, const double *al, size_t t0,
+                   size_t len, size_t d, size_t dh, size_t hd, float scale) {
     for (size_t i = 0; i < len; i++) {
         const float *qi = q + (t0 + i) * d + hd * dh;
-        const double *Bi = B + i * dh;
-        for (size_t j = 0; j < len; j++) {
-            if (j > i) {
-                A[i * lda + j] = 0.0f;
-                continue;
+        for (size_t j = 0; j <= i; j++) acc[j] = 0.0;
+        for (size_t r = 0; r < dh; r++) {
+            double e = qi[r];
+            for (size_t j = i + 1; j-- > 0;) {
+                acc[j] += e * k[(t0 + j) * d + hd * dh + r];
+                e *= al[j * dh + r];
             }
-            const float *kj = k + (t0 + j) * d + hd * dh;
-            const double *Bj = B + j * dh;
-            double s = 0.0;
-            for (size_t r = 0; r < dh; r++) s += (double)qi[r] * kj[r] * exp(Bi[r] - Bj[r]);
-            A[i * lda + j] = (float)(scale * s);
         }
+        for (size_t j = 0; j < len; j++) A[i * lda + j] = j <= i ? (float)(scale * acc[j]) : 0.0f;
     }
 }
 
@@ -54,7 +59,9 @@ int gla_forward(float *out, float *weights, const float *q, const float *k, cons
     const size_t n = ds->n, d = ds->d, dv = ds->dv, h = ds->heads, dh = d / h, dvh = dv / h;
     const size_t c = ds->mode == AW_GLA_CHUNKED ? (ds->chunk < n ? ds->chunk : n) : n;
     const int full = ds->mode == AW_GLA_PARALLEL || weights; // the n x n A of each head is built
-    double *B = aw_alloc(aw_size_mul(full ? n : c, dh), sizeof(double));
+    const size_t rows = full ? n : c;
+    double *B = aw_alloc(aw_size_add(aw_size_mul(2 * rows, dh), rows), sizeof(double)); // B, the gates, a row
+    double *al = B ? B + rows * dh : NULL, *acc = B ? al + rows * dh : NULL;
     float *A = aw_alloc_floats(full ? aw_size_mul(n, n) : aw_size_mul(c, c));
     float *S = aw_alloc_floats(aw_size_mul(dh, dvh));
     if (!B || !A || !S) {
@@ -63,8 +70,8 @@ int gla_forward(float *out, float *weights, const float *q, const float *k, cons
     }
     for (size_t hd = 0; hd < h; hd++) {
         if (full) {
-            cumsum(B, g, 0, n, d, dh, hd);
-            scores(weights ? weights + hd * n * n : A, n, q, k, B, 0, n, d, dh, hd, ds->scale);
+            gate_values(al, g, 0, n, d, dh, hd);
+            scores(weights ? weights + hd * n * n : A, n, acc, q, k, al, 0, n, d, dh, hd, ds->scale);
         }
         if (ds->mode == AW_GLA_PARALLEL) {
             aw_matmul_nn(out + hd * dvh, weights ? weights + hd * n * n : A, v + hd * dvh, n, dvh, n, n, dv, dv, 0);
@@ -89,7 +96,8 @@ int gla_forward(float *out, float *weights, const float *q, const float *k, cons
         for (size_t t0 = 0; t0 < n; t0 += c) { // chunked
             const size_t len = n - t0 < c ? n - t0 : c, e = len - 1;
             cumsum(B, g, t0, len, d, dh, hd);
-            scores(A, len, q, k, B, t0, len, d, dh, hd, ds->scale);
+            gate_values(al, g, t0, len, d, dh, hd);
+            scores(A, len, acc, q, k, al, t0, len, d, dh, hd, ds->scale);
             for (size_t i = 0; i < len; i++) { // the carried state's part: scale (q_i ⊙ exp(b_i)) S_0
                 const float *qi = q + (t0 + i) * d + hd * dh;
                 float *oi = out + (t0 + i) * dv + hd * dvh;
@@ -120,32 +128,34 @@ int gla_backward(float *dq, float *dk, float *dv, float *dg, float *work, const 
     int st = check(ds);
     if (st) return st;
     const size_t n = ds->n, d = ds->d, dvs = ds->dv, h = ds->heads, dh = d / h, dvh = dvs / h;
-    double *B = aw_alloc(aw_size_mul3(2, n, dh), sizeof(double));
-    if (!B) return aw_fail(AW_ERR_NOMEM, "GLA: out of memory for the backward");
-    double *dB = B + n * dh;
+    double *al = aw_alloc(aw_size_add(aw_size_mul3(2, n, dh), n), sizeof(double));
+    if (!al) return aw_fail(AW_ERR_NOMEM, "GLA: out of memory for the backward");
+    double *dB = al + n * dh, *acc = dB + n * dh;
     float *A = work, *dA = work + n * n;
     const double s = ds->scale;
     for (size_t hd = 0; hd < h; hd++) {
-        cumsum(B, g, 0, n, d, dh, hd);
-        scores(A, n, q, k, B, 0, n, d, dh, hd, ds->scale);
+        gate_values(al, g, 0, n, d, dh, hd);
+        scores(A, n, acc, q, k, al, 0, n, d, dh, hd, ds->scale);
         aw_matmul_nt(dA, dout + hd * dvh, v + hd * dvh, n, n, dvh, dvs, dvs, n, 0); // dA = dO V^T
         aw_matmul_tn(dv + hd * dvh, A, dout + hd * dvh, n, dvh, n, n, dvs, dvs, 1);  // dV += A^T dO
         memset(dB, 0, n * dh * sizeof(double));
+        // with E_ijr the running product of gates (scores above), from j = i down
         for (size_t i = 0; i < n; i++) {
             const float *qi = q + i * d + hd * dh;
             float *dqi = dq + i * d + hd * dh;
-            for (size_t j = 0; j <= i; j++) {
-                const double a = s * dA[i * n + j];
-                if (a == 0.0) continue;
-                const float *kj = k + j * d + hd * dh;
-                float *dkj = dk + j * d + hd * dh;
-                for (size_t r = 0; r < dh; r++) {
-                    const double e = exp(B[i * dh + r] - B[j * dh + r]), t = a * qi[r] * kj[r] * e;
-                    dqi[r] += (float)(a * kj[r] * e);
-                    dkj[r] += (float)(a * qi[r] * e);
-                    dB[i * dh + r] += t;
+            const float *dAi = dA + i * n;
+            for (size_t r = 0; r < dh; r++) {
+                double e = 1.0, dqr = 0.0, dBi = 0.0;
+                for (size_t j = i + 1; j-- > 0;) {
+                    const double a = s * dAi[j] * e, kj = k[j * d + hd * dh + r], t = a * qi[r] * kj;
+                    dqr += a * kj;
+                    dk[j * d + hd * dh + r] += (float)(a * qi[r]);
+                    dBi += t;
                     dB[j * dh + r] -= t;
+                    e *= al[j * dh + r];
                 }
+                dqi[r] += (float)dqr;
+                dB[i * dh + r] += dBi;
             }
         }
         for (size_t r = 0; r < dh; r++) { // B_t = g_1 + ... + g_t: dg_t = sum_{i >= t} dB_i
@@ -156,7 +166,7 @@ int gla_backward(float *dq, float *dk, float *dv, float *dg, float *work, const 
             }
         }
     }
-    free(B);
+    free(al);
     return AW_OK;
 }
 
