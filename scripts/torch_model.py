@@ -4,7 +4,9 @@
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
 docs/model.md lists every tensor), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
-Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet and Gated DeltaNet),
+Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet and Gated DeltaNet;
+the llama-style block's RMSNorm, SwiGLU, rotary positions, grouped-query heads, no biases and a
+classifier tied to the embedding),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
 continues from. The RNN baselines (arch "gru", "gru-attention", src/model/rnn.h) load into
 torch.nn.GRU / torch.nn.GRUCell directly: the checkpoint's enc.gru.weight_ih etc. are nn.GRU's
@@ -318,10 +320,34 @@ class TinyTransformer(torch.nn.Module):
         return name.replace('.', '__') in self.params
 
     def ln(self, x, prefix):
+        """LayerNorm, or RMSNorm (norm_type "rmsnorm": no shift tensor), eps 1e-5."""
+        if self.meta.get('norm_type') == 'rmsnorm':
+            return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * self.p(prefix + '.w')
         return F.layer_norm(x, (self.C,), self.p(prefix + '.w'), self.p(prefix + '.b'), eps=1e-5)
 
-    def lin(self, x, prefix, w, b):  # nn.Linear: x W^T + b, W stored (out, in)
-        return F.linear(x, self.p(f'{prefix}.{w}'), self.p(f'{prefix}.{b}'))
+    def lin(self, x, prefix, w, b):  # nn.Linear: x W^T + b, W stored (out, in); no bias when absent
+        return F.linear(x, self.p(f'{prefix}.{w}'), self.p(f'{prefix}.{b}') if self.has(f'{prefix}.{b}') else None)
+
+    def rope(self, x):
+        """Rotary positions (llama_layers.c), llama2.c's pairing: in each head the adjacent columns
+        (2i, 2i+1) turn by the angle p theta^(-2i/hd) at position p."""
+        n, C = x.shape
+        hd = C // self.H
+        theta = float(self.meta.get('rope_theta', '10000'))
+        pos = torch.arange(n, dtype=torch.float64)[:, None]
+        freq = torch.pow(torch.tensor(theta, dtype=torch.float64), -torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        cos, sin = torch.cos(pos * freq).float(), torch.sin(pos * freq).float()  # (n, hd / 2)
+        xr = x.reshape(n, self.H, hd // 2, 2)
+        a, b = xr[..., 0], xr[..., 1]
+        c, s = cos[:, None, :], sin[:, None, :]
+        return torch.stack([a * c - b * s, a * s + b * c], -1).reshape(n, C)
+
+    def share_kv(self, x):
+        """Grouped-query attention: (n, KH hd) -> (n, H hd), query head h reading K/V head h // (H / KH)."""
+        n, kc = x.shape
+        hd = self.C // self.H
+        kh = kc // hd
+        return x.reshape(n, kh, 1, hd).expand(n, kh, self.H // kh, hd).reshape(n, self.C)
 
     def gammas(self, prefix):
         """Retention's decays: RetNet's 1 - 2^(-5 - h), one value, or sigmoid of the learned logits."""
@@ -338,8 +364,10 @@ class TinyTransformer(torch.nn.Module):
         own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
-        k = self.lin(xkv, prefix, 'wk', 'bk') if self.has(prefix + '.wk') else None
-        v = self.lin(xkv, prefix, 'wv', 'bv')
+        k = self.share_kv(self.lin(xkv, prefix, 'wk', 'bk')) if self.has(prefix + '.wk') else None
+        v = self.share_kv(self.lin(xkv, prefix, 'wv', 'bv'))
+        if self.meta.get('positional') == 'rope' and not cross and q is not None:
+            q, k = self.rope(q), self.rope(k)
         if form == 'softmax':
             o = softmax_attention(q, k, v, self.H, causal)
         elif form in ('local', 'strided'):
@@ -369,9 +397,14 @@ class TinyTransformer(torch.nn.Module):
         return self.ln(x + fn(x), prefix + '.ln')
 
     def ffn(self, x, prefix):
+        """relu(x W1 + b1) W2 + b2, or SwiGLU: (silu(x W1) * x W3) W2."""
+        if self.has(prefix + '.w3'):
+            return self.lin(F.silu(self.lin(x, prefix, 'w1', 'b1')) * self.lin(x, prefix, 'w3', 'b3'), prefix, 'w2', 'b2')
         return self.lin(F.relu(self.lin(x, prefix, 'w1', 'b1')), prefix, 'w2', 'b2')
 
     def embed(self, tokens):
+        if self.meta.get('positional') in ('none', 'rope'):
+            return self.p('wte')[tokens]
         pos = self.p('wpe') if self.has('wpe') else self.sinusoid
         return self.p('wte')[tokens] + pos[:len(tokens)]
 
@@ -394,7 +427,9 @@ class TinyTransformer(torch.nn.Module):
             x = self.sublayer(x, f'dec.{l}.ffn', lambda y, l=l: self.ffn(y, f'dec.{l}.ffn'))
         if self.norm == 'pre':
             x = self.ln(x, 'lnf')
-        return F.linear(x, self.p('out.w'), self.p('out.b'))
+        # tied: the classifier is the embedding (tie_embeddings "1"); out.b only with biases
+        return F.linear(x, self.p('wte') if self.meta.get('tie_embeddings') == '1' else self.p('out.w'),
+                        self.p('out.b') if self.has('out.b') else None)
 
     def loss(self, batch):
         """Mean cross-entropy over the target tokens (-1 or mask 0: no loss)."""

@@ -29,8 +29,28 @@ export interface ModelConfig {
    *  Synthesizer replaces self-attention only and cross-attention stays softmax. */
   attention?: ModelAttention;
   attentionOptions?: ModelAttentionOptions;
-  /** default 'sinusoidal' */
-  positional?: 'sinusoidal' | 'learned';
+  /** default 'sinusoidal' ('rope' with block 'llama'); 'none' adds no positions (the causal mask
+   *  still tells them apart); 'rope' rotates every self-attention's queries and keys (llama2.c's
+   *  pairing: columns (2i, 2i+1) of each head turn by p * ropeTheta^(-2i/headWidth)) and needs an
+   *  even head width and a form that reads queries and keys */
+  positional?: 'sinusoidal' | 'learned' | 'none' | 'rope';
+  /** rotary positions' base, default 10000 */
+  ropeTheta?: number;
+  /** a preset of the block's switches: 'classic' (default: LayerNorm, ReLU FFN, biases) or 'llama'
+   *  (RMSNorm, SwiGLU, rotary positions, no biases); the fields below, given, override it */
+  block?: 'classic' | 'llama';
+  /** 'layernorm' (default) or 'rmsnorm' (no shift; eps 1e-5) */
+  normType?: 'layernorm' | 'rmsnorm';
+  /** 'relu' (default): relu(x W1 + b1) W2 + b2; 'swiglu': (silu(x W1) * x W3) W2, default dFF
+   *  8/3 dModel rounded up to a multiple of 8 */
+  ffn?: 'relu' | 'swiglu';
+  /** linear layers with biases, default true (false with block 'llama') */
+  bias?: boolean;
+  /** the classifier is the token embedding transposed (no out.w), default false */
+  tieEmbeddings?: boolean;
+  /** key/value heads (grouped-query attention): divides heads; default heads, 1 = multi-query.
+   *  Wk and Wv shrink to kvHeads * headWidth columns and so does the KV cache of generation */
+  kvHeads?: number;
   /** LayerNorm placement, default 'pre' */
   norm?: 'pre' | 'post';
   /** default 'decoder' (causal LM); 'encoder-decoder' adds a bidirectional encoder and cross-attention;
@@ -148,6 +168,8 @@ export interface GradientCheckResult {
 export interface Model {
   /** the resolved config (defaults filled in) */
   readonly config: Readonly<Required<Omit<ModelConfig, 'attentionOptions'>> & { attentionOptions?: ModelAttentionOptions }>;
+  /** false when loaded with { training: false } or by loadLlama2c: it runs and generates, and does not train */
+  readonly training: boolean;
   readonly parameterCount: number;
   /** AdamW steps taken (restored by loadModel; the optimizer moments are not saved) */
   readonly steps: number;
@@ -169,7 +191,8 @@ export interface Model {
 export interface ModelApi {
   createModel(config?: ModelConfig): Model;
   /** from save() or the native trainer's .safetensors file */
-  loadModel(bytes: Uint8Array | ArrayBuffer): Model;
+  /** training: false keeps the parameters only (no gradients or AdamW state: a quarter of the memory; trainStep is an Error) */
+  loadModel(bytes: Uint8Array | ArrayBuffer, opts?: { training?: boolean }): Model;
   /** the built-in task names */
   readonly tasks: readonly string[];
   /** the chars task's tokenizer (lower-cases; unknown characters become 0) */

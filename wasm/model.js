@@ -10,6 +10,8 @@ import { checkBool, checkFiniteNumber, checkKeys, checkSeed, describe, fail, for
 const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
+  block: 'string', normType: 'string', ffn: 'string', bias: 'boolean', tieEmbeddings: 'boolean', kvHeads: 'number',
+  ropeTheta: 'number',
 };
 // The text C parses for one config field, after its type is checked.
 function fieldText(what, value, type) {
@@ -160,6 +162,12 @@ export function modelMethods(core) {
     }
 
     /** AdamW steps taken (restored by loadModel). */
+    /** false for a model loaded with { training: false } (parameters only: it runs, it does not train) */
+    get training() {
+      this.#live('training');
+      return !ex.aw_model_inference(this.handle);
+    }
+
     get steps() {
       this.#live('steps');
       return ex.aw_model_step_count(this.handle);
@@ -470,9 +478,15 @@ export function modelMethods(core) {
       }
     },
 
-    /** A model from save()'s bytes (or the native trainer's .safetensors file). */
-    loadModel(bytes) {
+    /**
+     * A model from save()'s bytes (or the native trainer's .safetensors file). opts.training
+     * (default true): false keeps the parameters only, no gradients or optimizer state (a quarter
+     * of the memory; trainStep and gradientCheck are then Errors).
+     */
+    loadModel(bytes, opts = {}) {
       const what = 'loadModel';
+      checkKeys(what, opts, ['training']);
+      const training = opts.training === undefined ? true : checkBool(`${what}: training`, opts.training);
       let u8;
       if (bytes instanceof Uint8Array) u8 = bytes;
       else if (bytes instanceof ArrayBuffer) u8 = new Uint8Array(bytes);
@@ -480,7 +494,7 @@ export function modelMethods(core) {
       else fail(`${what}: bytes must be a Uint8Array or ArrayBuffer (a safetensors checkpoint), got ${describe(bytes)}`);
       if (u8.length < 8) fail(`${what}: ${u8.length} bytes is too short for a safetensors checkpoint`);
       return core.withBuffers(what, [{ name: 'handle', bytes: 4 }, { name: 'checkpoint', bytes: u8.length, from: u8 }],
-        ([hp, bp]) => fromHandle(what, ex.aw_model_load(hp, bp, u8.length), hp));
+        ([hp, bp]) => fromHandle(what, ex.aw_model_load_ex(hp, bp, u8.length, training ? 1 : 0), hp));
     },
 
     /** The task names, from the C core. */

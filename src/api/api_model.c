@@ -253,6 +253,15 @@ AW_API int aw_model_load(aw_model **handle, const uint8_t *buf, int32_t len) {
     return len < 0 ? aw_fail(AW_ERR_ARG, "load: negative length") : checkpoint_read(handle, buf, (size_t)len);
 }
 
+// training = 0: the parameters only (no gradients or optimizer state), for inference.
+AW_API int aw_model_load_ex(aw_model **handle, const uint8_t *buf, int32_t len, int32_t training) {
+    aw_clear_error();
+    *handle = NULL;
+    return len < 0 ? aw_fail(AW_ERR_ARG, "load: negative length") : checkpoint_read_ex(handle, buf, (size_t)len, !training);
+}
+
+AW_API int aw_model_inference(const aw_model *m) { return m->inference; }
+
 // The chars tokenizer: token of a byte (0 when not in the charset), and the byte of a token.
 AW_API int aw_model_char_token(int32_t c) { return c < 0 || c > 255 ? 0 : char_to_token((unsigned char)c); }
 AW_API int aw_model_token_char(int32_t t) { return (unsigned char)token_to_char(t); }

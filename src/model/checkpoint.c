@@ -69,6 +69,14 @@ static int build_header(const aw_model *m, int optim, text *t) {
     const aw_form *form = aw_form_at((size_t)c->form);
     put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
         form->name, POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
+    // the block's switches, where they differ from the 2017 block (older readers see none)
+    if (c->block) put(t, ",\"block\":\"%s\"", AW_BLOCK_NAMES[c->block]);
+    if (c->norm_type) put(t, ",\"norm_type\":\"%s\"", AW_NORM_TYPE_NAMES[c->norm_type]);
+    if (c->ffn) put(t, ",\"ffn\":\"%s\"", AW_FFN_NAMES[c->ffn]);
+    if (c->no_bias) put(t, ",\"bias\":\"0\"");
+    if (c->tie) put(t, ",\"tie_embeddings\":\"1\"");
+    if (c->kv_heads != c->heads) put(t, ",\"kv_heads\":\"%d\"", (int)c->kv_heads);
+    if (c->positional == AW_POS_ROPE) put(t, ",\"rope_theta\":\"%.9g\"", (double)c->rope_theta);
     // the form's options under their own keys, as text; an unset one (it does not apply to this
     // form's settings) is left out; booleans as 1 and 0
     for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
@@ -110,6 +118,7 @@ static size_t first_bad(const aw_model *m, const float *x, int block) {
 
 // A diverged model is refused by save, named by its tensor: its NaN would only come back at load.
 static int check_saveable(const aw_model *m, int optim) {
+    if (optim && m->inference) return model_refuse_inference(m, "saving the optimizer state");
     int st = model_check_params(m);
     if (st) {
         aw_clear_error();
@@ -345,9 +354,25 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         return 0;
     c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
     c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
-    if (!meta_enum(ps, "positional", POSITIONALS, 2, &c->positional) || !meta_enum(ps, "norm", NORMS, 2, &c->norm) ||
-        !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
+    if (!meta_enum(ps, "positional", POSITIONALS, AW_POS_COUNT, &c->positional) ||
+        !meta_enum(ps, "norm", NORMS, 2, &c->norm) || !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
         return 0;
+    // the block's switches: absent = the 2017 block's
+    long long kvh = c->heads, tie = 0, bias = 1;
+    if ((meta(ps, "block") && !meta_enum(ps, "block", AW_BLOCK_NAMES, 2, &c->block)) ||
+        (meta(ps, "norm_type") && !meta_enum(ps, "norm_type", AW_NORM_TYPE_NAMES, 2, &c->norm_type)) ||
+        (meta(ps, "ffn") && !meta_enum(ps, "ffn", AW_FFN_NAMES, 2, &c->ffn)) ||
+        (meta(ps, "bias") && !meta_int(ps, "bias", 0, 1, &bias)) ||
+        (meta(ps, "tie_embeddings") && !meta_int(ps, "tie_embeddings", 0, 1, &tie)) ||
+        (meta(ps, "kv_heads") && !meta_int(ps, "kv_heads", 1, 4096, &kvh)))
+        return 0;
+    c->no_bias = !bias, c->tie = (int32_t)tie, c->kv_heads = (int32_t)kvh;
+    if (meta(ps, "rope_theta")) {
+        char *end;
+        const double th = strtod(meta(ps, "rope_theta"), &end);
+        if (*end || !(th > 1.0 && th <= 1e9)) return 0;
+        c->rope_theta = (float)th;
+    }
     // "attention" is a registry name; version-1 files of the first release wrote a form's family
     // there and the rest of its name (after the ':') as "feature" or "synth_variant"
     const char *att = meta(ps, "attention");
@@ -376,7 +401,9 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     return 1;
 }
 
-int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
+int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) { return checkpoint_read_ex(out, buf, len, 0); }
+
+int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int inference) {
     *out = NULL;
     if (len < 8) return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint: %zu bytes", len);
     uint64_t hlen = 0;
@@ -414,7 +441,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
                      len - 8 - (size_t)hlen, least);
         goto fail;
     }
-    if ((st = model_create(&m, &cfg))) goto fail;
+    if ((st = model_create_ex(&m, &cfg, inference))) goto fail;
     const char *optimizer = meta(&ps, "optimizer");
     const int optim = optimizer && strcmp(optimizer, "adamw") == 0;
     if (ps.n_entries != m->n_tensors * (optim ? 3 : 1)) {
@@ -425,7 +452,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
     const uint8_t *data = buf + 8 + hlen;
     const size_t data_len = len - 8 - (size_t)hlen;
     float *blocks[3] = {m->params, m->adam_m, m->adam_v};
-    for (int block = 0; block < (optim ? 3 : 1); block++)
+    for (int block = 0; block < (optim && !m->inference ? 3 : 1); block++) // inference: the parameters only
         for (size_t i = 0; i < m->n_tensors; i++) {
             const aw_tensor_info *ti = &m->tensors[i];
             char name[64];
@@ -456,7 +483,7 @@ int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) {
                 for (size_t r = 0; r < ti->rows; r++)
                     for (size_t c = 0; c < ti->cols; c++) memcpy(&dst[r * ti->cols + c], src + (c * ti->rows + r) * sizeof(float), sizeof(float));
         }
-    for (int block = 1; optim && block < 3; block++) { // AdamW's m finite, v finite and >= 0
+    for (int block = 1; optim && !m->inference && block < 3; block++) { // AdamW's m finite, v finite and >= 0
         const size_t bad = first_bad(m, blocks[block], block);
         if (bad != m->n_params) {
             st = aw_fail(AW_ERR_FORMAT, "the checkpoint's optimizer state %s%s holds %g: AdamW's %s", BLOCK_PREFIX[block],

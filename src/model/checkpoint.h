@@ -21,6 +21,9 @@ int checkpoint_write(const aw_model *m, int optim, uint8_t *buf, size_t cap);
 // same metadata keys and tensor names). AW_ERR_FORMAT for malformed bytes, a missing or extra
 // tensor, a wrong dtype or shape; AW_ERR_ARG for a config the model rejects.
 int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len);
+// inference = 1: the model keeps its parameters only (model_create_ex); an optimizer state in the
+// file is skipped.
+int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int inference);
 
 
 #endif

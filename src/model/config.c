@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const AW_POSITIONAL_NAMES[2] = {"sinusoidal", "learned"};
+const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT] = {"sinusoidal", "learned", "none", "rope"};
+const char *const AW_NORM_TYPE_NAMES[2] = {"layernorm", "rmsnorm"};
+const char *const AW_FFN_NAMES[2] = {"relu", "swiglu"};
+const char *const AW_BLOCK_NAMES[2] = {"classic", "llama"};
 const char *const AW_NORM_NAMES[2] = {"pre", "post"};
 const char *const AW_ARCH_NAMES[AW_ARCH_COUNT] = {"decoder", "encoder-decoder", "gru", "gru-attention"};
 
@@ -19,9 +22,11 @@ int name_index(const char *const *names, int count, const char *name) {
     return -1;
 }
 
-enum { F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED, F_COUNT };
+enum { F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
+       F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_COUNT };
 static const char *const KEYS[F_COUNT] = {"vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention",
-                                          "positional", "norm", "arch", "seed"};
+                                          "positional", "norm", "arch", "seed", "block", "normType", "ffn", "bias",
+                                          "tieEmbeddings", "kvHeads", "ropeTheta"};
 static const char OPTION_PREFIX[] = "attentionOptions.";
 
 void config_builder_init(aw_config_builder *b) {
@@ -106,7 +111,29 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         c->form = aw_form_index(form);
         break;
     }
-    case F_POSITIONAL: st = parse_name(key, value, AW_POSITIONAL_NAMES, 2, &c->positional); break;
+    case F_POSITIONAL: st = parse_name(key, value, AW_POSITIONAL_NAMES, AW_POS_COUNT, &c->positional); break;
+    case F_BLOCK: st = parse_name(key, value, AW_BLOCK_NAMES, 2, &c->block); break;
+    case F_NORM_TYPE: st = parse_name(key, value, AW_NORM_TYPE_NAMES, 2, &c->norm_type); break;
+    case F_FFN: st = parse_name(key, value, AW_FFN_NAMES, 2, &c->ffn); break;
+    case F_BIAS:
+    case F_TIE: {
+        const int yes = strcmp(value, "true") == 0, no = strcmp(value, "false") == 0;
+        if (!yes && !no) return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);
+        if (f == F_BIAS) c->no_bias = no;
+        else c->tie = yes;
+        break;
+    }
+    case F_KV_HEADS:
+        if (!(st = parse_int(key, value, 1, 4096, &v))) c->kv_heads = (int32_t)v;
+        break;
+    case F_ROPE_THETA: {
+        char *end;
+        const double x = strtod(value, &end);
+        if (end == value || *end || !(x > 1.0 && x <= 1e9))
+            return aw_fail(AW_ERR_ARG, "ropeTheta must be a number in (1, 1e9], got %.40s", value);
+        c->rope_theta = (float)x;
+        break;
+    }
     case F_NORM: st = parse_name(key, value, AW_NORM_NAMES, 2, &c->norm); break;
     case F_ARCH: st = parse_name(key, value, AW_ARCH_NAMES, AW_ARCH_COUNT, &c->arch); break;
     }
@@ -118,7 +145,18 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     aw_model_config c = b->cfg;
     const aw_form *form = aw_form_at((size_t)c.form);
     if (!form) return aw_fail(AW_ERR_ARG, "attention: unknown form %d", (int)c.form);
-    if (!(b->given & (1u << F_D_FF))) c.d_ff = 4 * c.d_model; // dModel <= 4096, so at most 16384
+    // the llama preset: RMSNorm, SwiGLU, rotary positions, no biases, pre-norm, unless given
+    if (c.block == AW_BLOCK_LLAMA) {
+        if (!(b->given & (1u << F_NORM_TYPE))) c.norm_type = AW_NORMTYPE_RMS;
+        if (!(b->given & (1u << F_FFN))) c.ffn = AW_FFN_SWIGLU;
+        if (!(b->given & (1u << F_BIAS))) c.no_bias = 1;
+        if (!(b->given & (1u << F_POSITIONAL))) c.positional = AW_POS_ROPE;
+    }
+    // the FFN's width: 4 dModel (ReLU), or as many parameters with SwiGLU's three matrices: 8/3
+    // dModel rounded up to a multiple of 8 (dModel <= 4096, so at most 16384)
+    if (!(b->given & (1u << F_D_FF))) c.d_ff = c.ffn == AW_FFN_SWIGLU ? (8 * c.d_model / 3 + 7) / 8 * 8 : 4 * c.d_model;
+    if (!(b->given & (1u << F_KV_HEADS))) c.kv_heads = c.heads;
+    if (c.rope_theta == 0.0f) c.rope_theta = 10000.0f;
     // the GRU archs have one layer each: the default (2) becomes 1, a given layers must be 1
     if (aw_arch_is_rnn(c.arch) && !(b->given & (1u << F_LAYERS))) c.layers = 1;
     // the GRU archs read vocab, dModel, maxLen, seed and layers (= 1) only: a transformer option
@@ -159,6 +197,11 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len, form->name);
     PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONAL_NAMES[c->positional],
         AW_NORM_NAMES[c->norm], AW_ARCH_NAMES[c->arch], (unsigned)c->seed);
+    if (!aw_arch_is_rnn(c->arch))
+        PUT(",\"block\":\"%s\",\"normType\":\"%s\",\"ffn\":\"%s\",\"bias\":%s,\"tieEmbeddings\":%s,\"kvHeads\":%d,"
+            "\"ropeTheta\":%.9g", AW_BLOCK_NAMES[c->block], AW_NORM_TYPE_NAMES[c->norm_type], AW_FFN_NAMES[c->ffn],
+            c->no_bias ? "false" : "true", c->tie ? "true" : "false", (int)(c->kv_heads ? c->kv_heads : c->heads),
+            c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);
     // the options the form reads, in the order of its list
     if (!aw_arch_is_rnn(c->arch) && form->n_options) {
         char opts[1024];

@@ -24,13 +24,18 @@ typedef struct {
 } aw_config_builder;
 
 // The names users write for the config's enums, and a name's index (-1 when absent).
-extern const char *const AW_POSITIONAL_NAMES[2];
+extern const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT];
+extern const char *const AW_NORM_TYPE_NAMES[2];
+extern const char *const AW_FFN_NAMES[2];
+extern const char *const AW_BLOCK_NAMES[2];
 extern const char *const AW_NORM_NAMES[2];
 extern const char *const AW_ARCH_NAMES[AW_ARCH_COUNT];
 int name_index(const char *const *names, int count, const char *name);
 
 // The defaults: vocab 64, dModel 64, heads 4, layers 2, dFF 4 dModel, maxLen 64, softmax,
-// sinusoidal, pre-norm, decoder, seed 1; the form's options as its list says; layers 1 for the
+// sinusoidal, pre-norm, decoder, seed 1; block "classic" (LayerNorm, ReLU FFN, biases, an untied
+// classifier, kvHeads = heads); block "llama" makes the defaults RMSNorm, SwiGLU (dFF 8/3 dModel,
+// to a multiple of 8), no biases and rotary positions; the form's options as its list says; layers 1 for the
 // gru archs (the only value they take).
 void config_builder_init(aw_config_builder *b);
 // Sets the field `key` from its text (a number in decimal, true/false, a name, or a comma list).

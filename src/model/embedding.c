@@ -18,7 +18,12 @@ static void forward_rows(void *ctx, size_t r0, size_t r1) {
     const size_t C = j->C;
     for (size_t r = r0; r < r1; r++) {
         float *o = j->out + r * C;
-        const float *e = j->wte + (size_t)j->tokens[r] * C, *p = j->pos + (r % j->T) * C;
+        const float *e = j->wte + (size_t)j->tokens[r] * C;
+        if (!j->pos) { // no positions added (none, rope)
+            memcpy(o, e, C * sizeof(float));
+            continue;
+        }
+        const float *p = j->pos + (r % j->T) * C;
         for (size_t c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }

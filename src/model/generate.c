@@ -13,14 +13,24 @@
 #include <string.h>
 
 typedef struct {
-    float *self[AW_MAX_LAYERS];                   // each self-attention form's step state
+    float *self[AW_MAX_LAYERS];                   // each self-attention form's step state; with
+                                                  // grouped-query softmax, the K/V heads' cache:
+                                                  // keys (L, KC) then values (L, KC)
     float *ck[AW_MAX_LAYERS], *cv[AW_MAX_LAYERS]; // (S, C) cross-attention keys and values
     float *x, *ln, *q, *k, *v, *o, *res;          // (C) one position's vectors
-    float *h, *r;                                 // (F)
+    float *kv, *kx, *vx;                          // (2 KC) the K/V heads' k, v; (C) each shared out
+    float *scores;                                // (L) grouped-query softmax's weights
+    float *h, *r, *u;                             // (F)
     float *logits;                                // (V)
     float mean, rstd;
     float *mem;
 } decode_state;
+
+// 1 when generation keeps its own cache of the K/V heads (grouped-query softmax): KC columns per
+// position instead of the form's C.
+static int own_cache(const aw_model *m) {
+    return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[0].form->name, "softmax") == 0;
+}
 
 // 1 when every self-attention form of the model has an incremental step.
 static int has_steps(const aw_model *m) {
@@ -34,18 +44,22 @@ static int has_steps(const aw_model *m) {
 static int state_init(decode_state *s, aw_model *m, size_t S) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
-    const int nl = c->layers;
+    const size_t KC = model_kv_cols(m);
+    const int nl = c->layers, own = own_cache(m);
     memset(s, 0, sizeof *s);
     size_t at_self[AW_MAX_LAYERS], at_ck[AW_MAX_LAYERS], at_cv[AW_MAX_LAYERS];
     aw_plan plan = {0};
     for (int l = 0; l < nl; l++) {
         const aw_attn_form *f = &m->self_form[l];
-        at_self[l] = aw_plan_take(&plan, (f->form->step_floats(f, L) + 3) / 4, 4);
+        const size_t floats = own ? aw_size_mul3(2, L, KC) : f->form->step_floats(f, L);
+        at_self[l] = aw_plan_take(&plan, floats / 4 + 1, 4);
         at_ck[l] = aw_plan_take(&plan, S, C);
         at_cv[l] = aw_plan_take(&plan, S, C);
     }
-    const size_t at_vec = aw_plan_take(&plan, 7, C);
-    aw_plan_take(&plan, 2, F);
+    const size_t at_vec = aw_plan_take(&plan, 9, C);
+    aw_plan_take(&plan, 2, KC);
+    aw_plan_take(&plan, L, 1);
+    aw_plan_take(&plan, 3, F);
     aw_plan_take(&plan, V, 1);
     if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the generation state");
@@ -58,8 +72,13 @@ static int state_init(decode_state *s, aw_model *m, size_t S) {
     s->v = p, p += C;
     s->o = p, p += C;
     s->res = p, p += C;
+    s->kx = p, p += C;
+    s->vx = p, p += C;
+    s->kv = p, p += 2 * KC;
+    s->scores = p, p += L;
     s->h = p, p += F;
     s->r = p, p += F;
+    s->u = p, p += F;
     s->logits = p;
     return AW_OK;
 }
@@ -68,46 +87,86 @@ static void state_free(decode_state *s) { free(s->mem); }
 
 // One attention sublayer for one position. Self: the form's step adds this position's k, v (and
 // x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).
+// Grouped-query softmax over the cache's n positions: head h reads K/V head h / (H / KH).
+static void attend_cached(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n,
+                          size_t H, size_t KH, size_t hd) {
+    const size_t KC = KH * hd, group = H / KH;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (size_t h = 0; h < H; h++) {
+        const float *qh = q + h * hd;
+        const size_t off = (h / group) * hd;
+        float mx = -INFINITY;
+        for (size_t j = 0; j < n; j++) {
+            scores[j] = aw_dot(qh, kc + j * KC + off, hd) * scale;
+            mx = scores[j] > mx ? scores[j] : mx;
+        }
+        double sum = 0.0;
+        for (size_t j = 0; j < n; j++) sum += scores[j] = expf(scores[j] - mx);
+        float *o = out + h * hd;
+        memset(o, 0, hd * sizeof(float));
+        for (size_t j = 0; j < n; j++) aw_axpy(o, (float)(scores[j] / sum), vc + j * KC + off, hd);
+    }
+}
+
 static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_attn_weights *w, int l, size_t pos,
                      int cross, size_t Sk) {
-    const size_t C = (size_t)m->cfg.d_model;
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H;
+    const size_t KC = KH * hd, L = (size_t)m->cfg.max_len;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (pre) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1, C);
+    if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
     const float *xin = pre ? s->ln : s->x;
     if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
     int st;
     if (cross) {
         st = f->form->forward(f, s->o, NULL, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
     } else {
-        if (w->wk) linear_forward(s->k, xin, w->wk, w->bk, 1, C, C);
-        linear_forward(s->v, xin, w->wv, w->bv, 1, C, C);
-        st = f->form->step(f, s->self[l], (size_t)m->cfg.max_len, s->o, xin, s->q, s->k, s->v, pos);
+        if (w->wk) linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
+        linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
+        if (m->rope_cos && w->wq) { // rotary positions: the query and the key at this position
+            rope_apply(s->q, m->rope_cos, m->rope_sin, 1, 1, pos, C, hd, 0);
+            rope_apply(s->kv, m->rope_cos, m->rope_sin, 1, 1, pos, KC, hd, 0);
+        }
+        if (own_cache(m)) { // the cache holds the K/V heads only
+            if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);
+            float *kc = s->self[l], *vc = s->self[l] + L * KC;
+            memcpy(kc + pos * KC, s->kv, KC * sizeof(float));
+            memcpy(vc + pos * KC, s->kv + KC, KC * sizeof(float));
+            attend_cached(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd);
+            st = AW_OK;
+        } else {
+            kv_expand(s->kx, s->kv, 1, H, KH, hd);
+            kv_expand(s->vx, s->kv + KC, 1, H, KH, hd);
+            st = f->form->step(f, s->self[l], L, s->o, xin, s->q, s->kx, s->vx, pos);
+        }
     }
     if (st) return st;
     linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
     aw_axpy(s->res, 1.0f, s->x, C);
     if (pre) memcpy(s->x, s->res, C * sizeof(float));
-    else layernorm_forward(s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1, C);
+    else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);
     return AW_OK;
 }
 
 static void step_ffn(aw_model *m, decode_state *s, const aw_ffn_weights *w) {
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (pre) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1, C);
+    if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
     linear_forward(s->h, pre ? s->ln : s->x, w->w1, w->b1, 1, C, F);
-    relu_forward(s->r, s->h, F);
+    if (w->w3) {
+        linear_forward(s->u, pre ? s->ln : s->x, w->w3, w->b3, 1, C, F);
+        swiglu_forward(s->r, s->h, s->u, F);
+    } else relu_forward(s->r, s->h, F);
     linear_forward(s->res, s->r, w->w2, w->b2, 1, F, C);
     aw_axpy(s->res, 1.0f, s->x, C);
     if (pre) memcpy(s->x, s->res, C * sizeof(float));
-    else layernorm_forward(s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1, C);
+    else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);
 }
 
 // Feeds token at position pos through every layer; leaves the logits in s->logits.
 static int step_token(aw_model *m, decode_state *s, int32_t token, size_t pos, size_t Sk) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model;
-    embedding_forward(s->x, &token, m->w.wte, m->pe + pos * C, 1, 1, C);
+    embedding_forward(s->x, &token, m->w.wte, m->pe ? m->pe + pos * C : NULL, 1, 1, C);
     int st;
     for (int l = 0; l < c->layers; l++) {
         if ((st = step_attn(m, s, &m->self_form[l], &m->w.dec[l].self, l, pos, 0, 0))) return st;
@@ -117,8 +176,9 @@ static int step_token(aw_model *m, decode_state *s, int32_t token, size_t pos, s
         step_ffn(m, s, &m->w.dec[l].ffn);
     }
     const float *x = s->x;
-    if (c->norm == AW_NORM_PRE) layernorm_forward(s->ln, &s->mean, &s->rstd, s->x, m->w.lnf_w, m->w.lnf_b, 1, C), x = s->ln;
-    linear_forward(s->logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
+    if (c->norm == AW_NORM_PRE) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, m->w.lnf_w, m->w.lnf_b, 1), x = s->ln;
+    if (c->tie) tied_forward(s->logits, x, m->w.wte, m->w.b_out, 1, C, (size_t)c->vocab);
+    else linear_forward(s->logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
     return AW_OK;
 }
 
@@ -202,9 +262,13 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
             m->tokens[0] = seq[0], m->targets[0] = -1;
             if ((st = model_forward(m, NULL))) goto done;
             const float *enc = c->norm == AW_NORM_PRE ? m->a.enc_lnf : m->a.enc_ffn[c->layers - 1].ln;
-            for (int l = 0; l < c->layers; l++) {
-                linear_forward(s.ck[l], enc, m->w.dec[l].cross.wk, m->w.dec[l].cross.bk, ns, C, C);
-                linear_forward(s.cv[l], enc, m->w.dec[l].cross.wv, m->w.dec[l].cross.bv, ns, C, C);
+            const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd;
+            for (int l = 0; l < c->layers; l++) { // the K/V heads' projections, shared out
+                float *tmp = m->a.enc_attn[0].k; // (ns, C): the encoder pass is done with it
+                const aw_attn_weights *cw = &m->w.dec[l].cross;
+                if (cw->wk) linear_forward(tmp, enc, cw->wk, cw->bk, ns, C, KC), kv_expand(s.ck[l], tmp, ns, H, KH, hd);
+                linear_forward(tmp, enc, cw->wv, cw->bv, ns, C, KC);
+                kv_expand(s.cv[l], tmp, ns, H, KH, hd);
             }
         }
         for (size_t p = 0; p + 1 < np; p++)

@@ -100,6 +100,7 @@ static float nearest_kink(const aw_model *m) {
 
 int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, const char *mutate_tensor,
                      double mutate_factor, aw_grad_check *out) {
+    if (m->inference) return model_refuse_inference(m, "a gradient check");
     memset(out, 0, sizeof *out);
     int st = model_reserve(m, B, T, S);
     if (st) return st;

@@ -13,7 +13,8 @@
 static inline float aw_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---- embedding + positional encoding ---------------------------------------------------
-// out[b,t,:] = wte[tokens[b,t], :] + pos[t, :]; pos is the learned table or the sinusoid.
+// out[b,t,:] = wte[tokens[b,t], :] + pos[t, :]; pos is the learned table or the sinusoid, or NULL
+// (no positions added).
 void embedding_forward(float *out, const int32_t *tokens, const float *wte, const float *pos, size_t B, size_t T,
                        size_t C);
 // dwte[tok] += dout; dpos[t] += dout (dpos NULL for the fixed sinusoid).
@@ -66,5 +67,30 @@ void adamw_update(float *params, float *m, float *v, const float *grads, const u
 // Scales grads so their global L2 norm is at most max_norm (max_norm <= 0: no clipping).
 // Returns the norm before clipping.
 double clip_grad_norm(float *grads, size_t n, double max_norm);
+
+// ---- the llama-style block (llama_layers.c) ----------------------------------------------------
+// RMSNorm, eps 1e-5: out = x s w, s = (mean(x^2) + eps)^(-1/2) per row; saves s (N).
+void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C);
+void rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
+                      size_t N, size_t C);
+// SwiGLU's gate: out = silu(h) u elementwise (n values), and its backward (+= into dh, du).
+void swiglu_forward(float *out, const float *h, const float *u, size_t n);
+void swiglu_backward(float *dh, float *du, const float *dout, const float *h, const float *u, size_t n);
+// Rotary positions, llama2.c's and Meta's pairing: within each head of hd columns the adjacent
+// pair (2i, 2i+1) turns by the angle p theta^(-2i/hd). cs, sn (L, hd/2): the table.
+void rope_table(float *cs, float *sn, size_t L, size_t hd, double theta);
+// Rotates rows (B, T, C) in place, row t of each sequence at position pos0 + t; inverse: by
+// minus the angle (the backward: a rotation's transpose is its inverse).
+void rope_apply(float *x, const float *cs, const float *sn, size_t B, size_t T, size_t pos0, size_t C, size_t hd,
+                int inverse);
+// Grouped-query attention: KH key/value heads serve H query heads, head h reads K/V head
+// h / (H / KH). kv_expand: (N, KH hd) -> (N, H hd); kv_reduce: dkv (N, KH hd) = the sums over
+// each group of dout (N, H hd) (overwrites dkv).
+void kv_expand(float *out, const float *kv, size_t N, size_t H, size_t KH, size_t hd);
+void kv_reduce(float *dkv, const float *dout, size_t N, size_t H, size_t KH, size_t hd);
+// The classifier tied to the embedding: logits (N, V) = x (N, C) wte^T (+ b); its backward (+=).
+void tied_forward(float *logits, const float *x, const float *wte, const float *b, size_t N, size_t C, size_t V);
+void tied_backward(float *dx, float *dwte, float *db, const float *dlogits, const float *x, const float *wte, size_t N,
+                   size_t C, size_t V);
 
 #endif

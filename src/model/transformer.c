@@ -47,9 +47,27 @@ int model_check_config(const aw_model_config *c) {
     aw_form_values opts = c->attn; // the form checks its own options (model_create keeps them finished)
     const int st = aw_option_finish(f, &opts, (size_t)c->max_len);
     if (st) return st;
-    if (c->positional != AW_POS_SINUSOIDAL && c->positional != AW_POS_LEARNED)
-        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\" or \"learned\"");
+    if (c->positional < 0 || c->positional >= AW_POS_COUNT)
+        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\", \"learned\", \"none\" or \"rope\"");
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
+    if (c->norm_type != AW_NORMTYPE_LAYER && c->norm_type != AW_NORMTYPE_RMS)
+        return aw_fail(AW_ERR_ARG, "normType must be \"layernorm\" or \"rmsnorm\"");
+    if (c->ffn != AW_FFN_RELU && c->ffn != AW_FFN_SWIGLU) return aw_fail(AW_ERR_ARG, "ffn must be \"relu\" or \"swiglu\"");
+    if ((c->no_bias | 1) != 1 || (c->tie | 1) != 1) return aw_fail(AW_ERR_ARG, "bias and tieEmbeddings must be true or false");
+    if (c->kv_heads < 0 || c->kv_heads > c->heads || (c->kv_heads && c->heads % c->kv_heads))
+        return aw_fail(AW_ERR_ARG, "kvHeads must divide heads (%d): %d is the default (a K/V head per query head), 1 "
+                                   "is multi-query attention; got %d", (int)c->heads, (int)c->heads, (int)c->kv_heads);
+    if (c->rope_theta != 0.0f && !(c->rope_theta > 1.0f && c->rope_theta <= 1e9f))
+        return aw_fail(AW_ERR_ARG, "ropeTheta must be a number in (1, 1e9] (10000 by default), got %g", (double)c->rope_theta);
+    if (c->positional == AW_POS_ROPE) {
+        if ((c->d_model / c->heads) % 2)
+            return aw_fail(AW_ERR_ARG, "positional \"rope\" turns pairs of a head's columns: the head width dModel / "
+                                       "heads must be even, got %d / %d = %d", (int)c->d_model, (int)c->heads,
+                           (int)(c->d_model / c->heads));
+        if (!(f->flags & AW_FORM_USES_QK))
+            return aw_fail(AW_ERR_ARG, "positional \"rope\" rotates queries and keys, and attention \"%s\" reads "
+                                       "neither: use positional \"sinusoidal\", \"learned\" or \"none\" with it", f->name);
+    }
     // parameters and AdamW state (4 floats and a decay byte each) must fit in size_t: counted in
     // model_create, where the forms' tensors are known
     return AW_OK;
@@ -102,21 +120,39 @@ static float *take_named(walker *wk, const char *prefix, const char *suffix, siz
 }
 
 // The sublayer's own tensors, then its form's (recording where they start in *form_offset).
+// A bias (NULL for a model without them).
+static float *take_bias(walker *wk, const char *prefix, const char *suffix, size_t n) {
+    return wk->m->cfg.no_bias ? NULL : take_named(wk, prefix, suffix, n, 0);
+}
+
+// A norm's weight and (LayerNorm only) its shift.
+static void take_norm(walker *wk, float **w, float **b, const char *prefix, const char *suffix, size_t C) {
+    char name[48];
+    snprintf(name, sizeof name, "%s%s%s.w", prefix, prefix[0] ? "." : "", suffix);
+    *w = take(wk, name, C, 0);
+    snprintf(name, sizeof name, "%s%s%s.b", prefix, prefix[0] ? "." : "", suffix);
+    *b = wk->m->cfg.norm_type == AW_NORMTYPE_RMS ? NULL : take(wk, name, C, 0);
+}
+
+size_t model_kv_cols(const aw_model *m) {
+    return (size_t)m->cfg.d_model / (size_t)m->cfg.heads * (size_t)m->cfg.kv_heads;
+}
+
 static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t C, const aw_attn_form *f,
                       size_t *form_offset) {
-    a->ln_w = take_named(wk, prefix, "ln.w", C, 0);
-    a->ln_b = take_named(wk, prefix, "ln.b", C, 0);
+    const size_t KC = model_kv_cols(wk->m);
+    take_norm(wk, &a->ln_w, &a->ln_b, prefix, "ln", C);
     a->wq = a->bq = a->wk = a->bk = NULL;
     if (f->uses_qk) {
         a->wq = take_named(wk, prefix, "wq", C, C);
-        a->bq = take_named(wk, prefix, "bq", C, 0);
-        a->wk = take_named(wk, prefix, "wk", C, C);
-        a->bk = take_named(wk, prefix, "bk", C, 0);
+        a->bq = take_bias(wk, prefix, "bq", C);
+        a->wk = take_named(wk, prefix, "wk", C, KC);
+        a->bk = take_bias(wk, prefix, "bk", KC);
     }
-    a->wv = take_named(wk, prefix, "wv", C, C);
-    a->bv = take_named(wk, prefix, "bv", C, 0);
+    a->wv = take_named(wk, prefix, "wv", C, KC);
+    a->bv = take_bias(wk, prefix, "bv", KC);
     a->wo = take_named(wk, prefix, "wo", C, C);
-    a->bo = take_named(wk, prefix, "bo", C, 0);
+    a->bo = take_bias(wk, prefix, "bo", C);
     *form_offset = wk->off;
     if (!f->form->tensors) return;
     aw_form_tensor ft[AW_SYNTH_MAX_TENSORS];
@@ -134,12 +170,16 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
 }
 
 static void walk_ffn(walker *wk, aw_ffn_weights *f, const char *prefix, size_t C, size_t F) {
-    f->ln_w = take_named(wk, prefix, "ln.w", C, 0);
-    f->ln_b = take_named(wk, prefix, "ln.b", C, 0);
+    take_norm(wk, &f->ln_w, &f->ln_b, prefix, "ln", C);
     f->w1 = take_named(wk, prefix, "w1", C, F);
-    f->b1 = take_named(wk, prefix, "b1", F, 0);
+    f->b1 = take_bias(wk, prefix, "b1", F);
     f->w2 = take_named(wk, prefix, "w2", F, C);
-    f->b2 = take_named(wk, prefix, "b2", C, 0);
+    f->b2 = take_bias(wk, prefix, "b2", C);
+    f->w3 = f->b3 = NULL;
+    if (wk->m->cfg.ffn == AW_FFN_SWIGLU) {
+        f->w3 = take_named(wk, prefix, "w3", C, F);
+        f->b3 = take_bias(wk, prefix, "b3", F);
+    }
 }
 
 // A GRU's tensors as nn.GRU names them (weight_ih_l0 ...), weights stored (3C, in).
@@ -179,7 +219,7 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
         snprintf(prefix, sizeof prefix, "enc.%d.ffn", l);
         walk_ffn(&wk, &w->enc[l].ffn, prefix, C, F);
     }
-    if (encdec && pre) w->enc_lnf_w = take(&wk, "enc.lnf.w", C, 0), w->enc_lnf_b = take(&wk, "enc.lnf.b", C, 0);
+    if (encdec && pre) take_norm(&wk, &w->enc_lnf_w, &w->enc_lnf_b, "enc", "lnf", C);
     for (int l = 0; l < c->layers; l++) {
         snprintf(prefix, sizeof prefix, "dec.%d.self", l);
         walk_attn(&wk, &w->dec[l].self, prefix, C, &m->self_form[l], &m->form_offset[1][l]);
@@ -190,9 +230,9 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
         snprintf(prefix, sizeof prefix, "dec.%d.ffn", l);
         walk_ffn(&wk, &w->dec[l].ffn, prefix, C, F);
     }
-    if (pre) w->lnf_w = take(&wk, "lnf.w", C, 0), w->lnf_b = take(&wk, "lnf.b", C, 0);
-    w->w_out = take(&wk, "out.w", C, V);
-    w->b_out = take(&wk, "out.b", V, 0);
+    if (pre) take_norm(&wk, &w->lnf_w, &w->lnf_b, "", "lnf", C);
+    w->w_out = c->tie ? NULL : take(&wk, "out.w", C, V); // tied: logits = x wte^T
+    w->b_out = take_bias(&wk, "out", "b", V);
     return wk.overflow ? AW_SIZE_INVALID : wk.off;
 }
 
@@ -263,6 +303,8 @@ void model_destroy(aw_model *m) {
     }
     free(m->params);
     free(m->pe_sin);
+    free(m->rope_cos);
+    free(m->rope_sin);
     free(m->act_mem);
     free(m->dact_mem);
     free(m->tokens);
@@ -294,13 +336,17 @@ static int init_forms(aw_model *m) {
     return st;
 }
 
-int model_create(aw_model **out, const aw_model_config *cfg) {
+int model_create(aw_model **out, const aw_model_config *cfg) { return model_create_ex(out, cfg, 0); }
+
+int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     *out = NULL;
     int st = model_check_config(cfg);
     if (st) return st;
     aw_model *m = calloc(1, sizeof *m);
     if (!m) return aw_fail(AW_ERR_NOMEM, "out of memory for the model");
     m->cfg = *cfg;
+    if (!m->cfg.kv_heads) m->cfg.kv_heads = cfg->heads;           // 0: a K/V head per query head
+    if (m->cfg.rope_theta == 0.0f) m->cfg.rope_theta = 10000.0f; // 0: the usual base
     // the form's options with their defaults and derived values filled in (as config_json and
     // checkpoints then show them)
     if (!aw_arch_is_rnn(cfg->arch)) aw_option_finish(aw_form_at((size_t)cfg->form), &m->cfg.attn, (size_t)cfg->max_len);
@@ -311,7 +357,14 @@ int model_create(aw_model **out, const aw_model_config *cfg) {
     m->n_params = walk_params(m, NULL, &m->w);
     // params, grads, AdamW m and v: one allocation carved in four, then the decay mask (1 byte each)
     const size_t P = m->n_params, L = (size_t)cfg->max_len, C = (size_t)cfg->d_model;
-    const size_t bytes = aw_size_add(aw_size_mul3(4, P, sizeof(float)), P);
+    // inference only: the parameters alone (a form with parameters of its own binds gradients too,
+    // so such a model keeps them all)
+    int forms_own = 0;
+    for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
+        forms_own |= m->self_form[l].form->bind != NULL || (m->enc_form[l].form && m->enc_form[l].form->bind) ||
+                     (m->cross_form[l].form && m->cross_form[l].form->bind);
+    m->inference = inference && !forms_own;
+    const size_t bytes = aw_size_add(aw_size_mul3(m->inference ? 1 : 4, P, sizeof(float)), P);
     if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
         model_destroy(m);
         return aw_fail(AW_ERR_NOMEM, "the model is too large: its parameters and optimizer state do not fit in "
@@ -325,17 +378,33 @@ int model_create(aw_model **out, const aw_model_config *cfg) {
         return aw_fail(AW_ERR_NOMEM, "out of memory: the model needs %.1f MiB for its parameters and optimizer "
                                      "state", (double)bytes / 1048576.0);
     }
-    m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
-    m->decay = (uint8_t *)(m->adam_v + P);
-    walk_params(m, m->params, &m->w);
-    walk_params(m, m->grads, &m->g);
+    if (m->inference) {
+        m->grads = m->adam_m = m->adam_v = NULL;
+        m->decay = (uint8_t *)(m->params + P);
+        walk_params(m, m->params, &m->w);
+    } else {
+        m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
+        m->decay = (uint8_t *)(m->adam_v + P);
+        walk_params(m, m->params, &m->w);
+        walk_params(m, m->grads, &m->g);
+    }
     aw_attn_form *kinds[3] = {m->enc_form, m->self_form, m->cross_form};
     for (int g = 0; g < 3; g++) // the forms' parameters move into the arena
         for (int l = 0; l < cfg->layers; l++)
             if (kinds[g][l].form && kinds[g][l].form->bind)
                 kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
     sinusoidal_encoding(m->pe_sin, L, C);
-    m->pe = cfg->positional == AW_POS_LEARNED ? m->w.wpe : m->pe_sin;
+    m->pe = cfg->positional == AW_POS_LEARNED ? m->w.wpe : cfg->positional == AW_POS_SINUSOIDAL ? m->pe_sin : NULL;
+    if (cfg->positional == AW_POS_ROPE) {
+        const size_t half = C / (size_t)cfg->heads / 2;
+        m->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
+        m->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
+        if (!m->rope_cos || !m->rope_sin) {
+            model_destroy(m);
+            return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
+        }
+        rope_table(m->rope_cos, m->rope_sin, L, C / (size_t)cfg->heads, (double)m->cfg.rope_theta);
+    }
     init_params(m);
     aw_rng_seed(&m->data_rng, ((uint64_t)cfg->seed << 32) ^ 0xDA7Au);
     *out = m;
@@ -357,18 +426,20 @@ static float *carve(carver *cv, size_t a, size_t b) {
 
 // keep: the weights for display (B, H, T, Tk); else none. saved: the form's own, linear in T, Tk.
 static void carve_attn(carver *cv, aw_attn_acts *a, const aw_attn_form *f, int keep, size_t B, size_t T, size_t Tk,
-                       size_t C, size_t H) {
+                       size_t C, size_t H, size_t KC) {
     const size_t N = aw_size_mul(B, T), Nk = aw_size_mul(B, Tk);
     a->ln = carve(cv, N, C), a->ln_mean = carve(cv, N, 1), a->ln_rstd = carve(cv, N, 1);
     a->q = carve(cv, N, C), a->k = carve(cv, Nk, C), a->v = carve(cv, Nk, C);
     a->att = keep ? carve(cv, aw_size_mul(B, H), aw_size_mul(T, Tk)) : NULL;
+    a->kv = KC < C ? carve(cv, Nk, aw_size_mul(2, KC)) : NULL;
     a->saved = f->form->saved_floats ? carve(cv, B, f->form->saved_floats(f, T, Tk)) : NULL;
     a->o = carve(cv, N, C), a->res = carve(cv, N, C);
 }
 
-static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F) {
+static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F, int swiglu) {
     f->ln = carve(cv, N, C), f->ln_mean = carve(cv, N, 1), f->ln_rstd = carve(cv, N, 1);
     f->h = carve(cv, N, F), f->r = carve(cv, N, F), f->res = carve(cv, N, C);
+    f->u = swiglu ? carve(cv, N, F) : NULL;
 }
 
 // Carves the activations of (B, T, S) from base (NULL: only counts); returns the floats needed,
@@ -376,8 +447,8 @@ static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F) 
 static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, size_t T, size_t S) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, F = (size_t)c->d_ff, H = (size_t)c->heads;
-    const size_t N = aw_size_mul(B, T), Ne = aw_size_mul(B, S);
-    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER;
+    const size_t N = aw_size_mul(B, T), Ne = aw_size_mul(B, S), KC = model_kv_cols(m);
+    const int encdec = c->arch == AW_ARCH_ENCODER_DECODER, swiglu = c->ffn == AW_FFN_SWIGLU;
     carver cv = {base, {0}};
     memset(a, 0, sizeof *a);
     a->x0 = carve(&cv, N, C);
@@ -400,15 +471,15 @@ static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, s
     if (encdec) {
         a->e0 = carve(&cv, Ne, C);
         for (int l = 0; l < c->layers; l++) {
-            carve_attn(&cv, &a->enc_attn[l], &m->enc_form[l], m->keep_attention, B, S, S, C, H);
-            carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F);
+            carve_attn(&cv, &a->enc_attn[l], &m->enc_form[l], m->keep_attention, B, S, S, C, H, KC);
+            carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F, swiglu);
         }
         a->enc_lnf = carve(&cv, Ne, C), a->enc_lnf_mean = carve(&cv, Ne, 1), a->enc_lnf_rstd = carve(&cv, Ne, 1);
     }
     for (int l = 0; l < c->layers; l++) {
-        carve_attn(&cv, &a->dec_self[l], &m->self_form[l], m->keep_attention, B, T, T, C, H);
-        if (encdec) carve_attn(&cv, &a->dec_cross[l], &m->cross_form[l], m->keep_attention, B, T, S, C, H);
-        carve_ffn(&cv, &a->dec_ffn[l], N, C, F);
+        carve_attn(&cv, &a->dec_self[l], &m->self_form[l], m->keep_attention, B, T, T, C, H, KC);
+        if (encdec) carve_attn(&cv, &a->dec_cross[l], &m->cross_form[l], m->keep_attention, B, T, S, C, H, KC);
+        carve_ffn(&cv, &a->dec_ffn[l], N, C, F, swiglu);
     }
     a->lnf = carve(&cv, N, C), a->lnf_mean = carve(&cv, N, 1), a->lnf_rstd = carve(&cv, N, 1);
     a->logits = carve(&cv, N, V), a->probs = carve(&cv, N, V), a->losses = carve(&cv, N, 1);
@@ -493,6 +564,20 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
 
 // ---- sublayers --------------------------------------------------------------------------------
 
+void norm_forward(const aw_model *m, float *out, float *mean, float *rstd, const float *x, const float *w,
+                  const float *b, size_t N) {
+    const size_t C = (size_t)m->cfg.d_model;
+    if (m->cfg.norm_type == AW_NORMTYPE_RMS) rmsnorm_forward(out, rstd, x, w, N, C);
+    else layernorm_forward(out, mean, rstd, x, w, b, N, C);
+}
+
+void norm_backward(const aw_model *m, float *dx, float *dw, float *db, const float *dout, const float *x,
+                   const float *w, const float *mean, const float *rstd, size_t N) {
+    const size_t C = (size_t)m->cfg.d_model;
+    if (m->cfg.norm_type == AW_NORMTYPE_RMS) rmsnorm_backward(dx, dw, dout, x, w, rstd, N, C);
+    else layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
+}
+
 static const float *attn_out(const aw_model *m, const aw_attn_acts *a) {
     return m->cfg.norm == AW_NORM_PRE ? a->res : a->ln;
 }
@@ -557,18 +642,30 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
                                  const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
     const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N, C);
+    if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
-    if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
-    linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+    if (a->kv) { // grouped-query: the K/V heads' projections, shared out to the query heads
+        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H, KC = KH * hd;
+        if (w->wk) linear_forward(a->kv, xkv, w->wk, w->bk, Nk, C, KC), kv_expand(a->k, a->kv, Nk, H, KH, hd);
+        linear_forward(a->kv + Nk * KC, xkv, w->wv, w->bv, Nk, C, KC);
+        kv_expand(a->v, a->kv + Nk * KC, Nk, H, KH, hd);
+    } else {
+        if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
+        linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+    }
+    if (m->rope_cos && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
+        const size_t hd = C / (size_t)m->cfg.heads;
+        rope_apply(a->q, m->rope_cos, m->rope_sin, B, T, 0, C, hd, 0);
+        rope_apply(a->k, m->rope_cos, m->rope_sin, B, Tk, 0, C, hd, 0);
+    }
     const int keep = m->keep_attention && a->att != NULL;
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
     run_sequences(&j, B, seq_forward);
     if (j.status) return j.status;
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
     residual_add(a->res, in, N * C);
-    if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
+    if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
     return AW_OK;
 }
 
@@ -578,7 +675,7 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     // post: out = LN(res)
-    if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    if (!pre) norm_backward(m, da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N);
     // res = in + o Wo + bo
     residual_add(d_in, da->res, N * C);
     linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
@@ -589,12 +686,27 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     seq_job j = {m, f, (aw_attn_acts *)a, da, xq, dxq, T, Tk, aw_threads_built() ? m->scratch_cap / B : 0, 1, AW_OK};
     run_sequences(&j, B, seq_backward);
     if (j.status) return j.status;
+    if (m->rope_cos && !kv_src && w->wq) { // q, k were rotated: turn their gradients back
+        const size_t hd = C / (size_t)m->cfg.heads;
+        rope_apply(da->q, m->rope_cos, m->rope_sin, B, T, 0, C, hd, 1);
+        rope_apply(da->k, m->rope_cos, m->rope_sin, B, Tk, 0, C, hd, 1);
+    }
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
-    linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
-    if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
+    if (a->kv) { // grouped-query: each K/V head gathers the gradients of the query heads it served
+        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H, KC = KH * hd;
+        kv_reduce(da->kv + Nk * KC, da->v, Nk, H, KH, hd);
+        linear_backward(dxkv, g->wv, g->bv, da->kv + Nk * KC, xkv, w->wv, Nk, C, KC);
+        if (w->wk) {
+            kv_reduce(da->kv, da->k, Nk, H, KH, hd);
+            linear_backward(dxkv, g->wk, g->bk, da->kv, xkv, w->wk, Nk, C, KC);
+        }
+    } else {
+        linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
+        if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
+    }
     if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, C);
     // pre: ln = LN(in)
-    if (pre) layernorm_backward(d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    if (pre) norm_backward(m, d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N);
     return AW_OK;
 }
 
@@ -602,24 +714,30 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
 static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_acts *a, const float *in, size_t N) {
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N, C);
+    if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
     linear_forward(a->h, pre ? a->ln : in, w->w1, w->b1, N, C, F);
-    relu_forward(a->r, a->h, N * F);
+    if (w->w3) { // SwiGLU: r = silu(x W1) * (x W3)
+        linear_forward(a->u, pre ? a->ln : in, w->w3, w->b3, N, C, F);
+        swiglu_forward(a->r, a->h, a->u, N * F);
+    } else relu_forward(a->r, a->h, N * F);
     linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
     residual_add(a->res, in, N * C);
-    if (!pre) layernorm_forward(a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N, C);
+    if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
 }
 
 static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_weights *g, const aw_ffn_acts *a,
                                   aw_ffn_acts *da, const float *in, float *d_in, size_t N) {
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (!pre) layernorm_backward(da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    if (!pre) norm_backward(m, da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N);
     residual_add(d_in, da->res, N * C);                                      // res = in + ...
     linear_backward(da->r, g->w2, g->b2, da->res, a->r, w->w2, N, F, C);   // ... r W2 + b2
-    relu_backward(da->h, da->r, a->h, N * F);                              // r = relu(h)
+    if (w->w3) { // r = silu(h) u, u = x W3 + b3
+        swiglu_backward(da->h, da->u, da->r, a->h, a->u, N * F);
+        linear_backward(pre ? da->ln : d_in, g->w3, g->b3, da->u, pre ? a->ln : in, w->w3, N, C, F);
+    } else relu_backward(da->h, da->r, a->h, N * F); // r = relu(h)
     linear_backward(pre ? da->ln : d_in, g->w1, g->b1, da->h, pre ? a->ln : in, w->w1, N, C, F); // h = x W1 + b1
-    if (pre) layernorm_backward(d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N, C);
+    if (pre) norm_backward(m, d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N);
 }
 
 // ---- whole model ------------------------------------------------------------------------------
@@ -694,7 +812,7 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
             ffn_sublayer_forward(m, &m->w.enc[l].ffn, &a->enc_ffn[l], x, B * S);
             x = ffn_out(m, &a->enc_ffn[l]);
         }
-        if (pre) layernorm_forward(a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S, C);
+        if (pre) norm_forward(m, a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S);
         enc = encoder_out(m, a);
     }
     embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
@@ -711,7 +829,7 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         ffn_sublayer_forward(m, &m->w.dec[l].ffn, &a->dec_ffn[l], x, N);
         x = ffn_out(m, &a->dec_ffn[l]);
     }
-    if (pre) layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N, C), x = a->lnf;
+    if (pre) norm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N), x = a->lnf;
     return output_forward(m, x, metrics);
 }
 
@@ -719,7 +837,8 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
 static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
     const size_t N = m->B * m->T, C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
     aw_acts *a = &m->a;
-    linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
+    if (m->cfg.tie) tied_forward(a->logits, x, m->w.wte, m->w.b_out, N, C, V);
+    else linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
     size_t count = 0, correct = 0;
     const double loss = crossentropy_forward(a->probs, a->losses, a->logits, m->targets, N, V, &count, &correct);
     if (metrics) {
@@ -733,6 +852,7 @@ static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
 }
 
 int model_backward(aw_model *m) {
+    if (m->inference) return model_refuse_inference(m, "training");
     if (m->B == 0) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
     const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
@@ -756,8 +876,9 @@ int model_backward(aw_model *m) {
     }
     const float *xl = decoder_stream_out(m, a);
     float *dxl = (float *)decoder_stream_out(m, da);
-    linear_backward(pre ? da->lnf : dxl, m->g.w_out, m->g.b_out, da->logits, pre ? a->lnf : xl, m->w.w_out, N, C, V);
-    if (pre) layernorm_backward(dxl, m->g.lnf_w, m->g.lnf_b, da->lnf, xl, m->w.lnf_w, a->lnf_mean, a->lnf_rstd, N, C);
+    if (c->tie) tied_backward(pre ? da->lnf : dxl, m->g.wte, m->g.b_out, da->logits, pre ? a->lnf : xl, m->w.wte, N, C, V);
+    else linear_backward(pre ? da->lnf : dxl, m->g.w_out, m->g.b_out, da->logits, pre ? a->lnf : xl, m->w.w_out, N, C, V);
+    if (pre) norm_backward(m, dxl, m->g.lnf_w, m->g.lnf_b, da->lnf, xl, m->w.lnf_w, a->lnf_mean, a->lnf_rstd, N);
     const float *enc = encdec ? encoder_out(m, a) : NULL;
     float *denc = encdec ? (float *)encoder_out(m, da) : NULL;
     int st;
@@ -780,8 +901,8 @@ int model_backward(aw_model *m) {
     if (!encdec) return AW_OK;
     const float *xe = ffn_out(m, &a->enc_ffn[c->layers - 1]);
     float *dxe = ffn_dout(m, &da->enc_ffn[c->layers - 1]);
-    if (pre) layernorm_backward(dxe, m->g.enc_lnf_w, m->g.enc_lnf_b, da->enc_lnf, xe, m->w.enc_lnf_w, a->enc_lnf_mean,
-                                a->enc_lnf_rstd, B * S, C);
+    if (pre) norm_backward(m, dxe, m->g.enc_lnf_w, m->g.enc_lnf_b, da->enc_lnf, xe, m->w.enc_lnf_w, a->enc_lnf_mean,
+                                a->enc_lnf_rstd, B * S);
     for (int l = c->layers - 1; l >= 0; l--) {
         const float *in = l ? ffn_out(m, &a->enc_ffn[l - 1]) : a->e0;
         float *din = l ? ffn_dout(m, &da->enc_ffn[l - 1]) : da->e0;
@@ -793,6 +914,13 @@ int model_backward(aw_model *m) {
     }
     embedding_backward(m->g.wte, m->g.wpe, da->e0, m->src, B, S, C);
     return AW_OK;
+}
+
+int model_refuse_inference(const aw_model *m, const char *what) {
+    (void)m;
+    return aw_fail(AW_ERR_STATE, "%s needs gradients, and this model was loaded for inference only (it keeps its "
+                                 "parameters and no gradients or optimizer state): load it with { training: true }",
+                   what);
 }
 
 double model_update(aw_model *m, const aw_train_config *tc) {

@@ -18,8 +18,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1 };
+// none: no positions at all (a causal model still tells them apart through its mask); rope:
+// rotary positions on every self-attention's queries and keys (llama_layers.c)
+enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1, AW_POS_NONE = 2, AW_POS_ROPE = 3, AW_POS_COUNT = 4 };
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
+enum aw_norm_type { AW_NORMTYPE_LAYER = 0, AW_NORMTYPE_RMS = 1 };
+enum aw_ffn { AW_FFN_RELU = 0, AW_FFN_SWIGLU = 1 };
+// A preset of the block's switches (config.c): classic (the 2017 block) or llama (RMSNorm,
+// SwiGLU, rotary positions, no biases); fields given explicitly override it.
+enum aw_block { AW_BLOCK_CLASSIC = 0, AW_BLOCK_LLAMA = 1 };
 // gru and gru-attention: the RNN baselines of src/model/rnn.h (one GRU layer each for the encoder
 // and the decoder; no attention forms, no positions, no LayerNorm)
 enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1, AW_ARCH_GRU = 2, AW_ARCH_GRU_ATTENTION = 3, AW_ARCH_COUNT = 4 };
@@ -35,6 +42,14 @@ typedef struct {
     aw_form_values attn; // the form's attentionOptions, by its own option list (forms.h)
     int32_t positional; // enum aw_positional
     int32_t norm;       // enum aw_norm
+    int32_t norm_type;  // enum aw_norm_type: LayerNorm or RMSNorm
+    int32_t ffn;        // enum aw_ffn: relu(x W1 + b1) W2 + b2, or (silu(x W1) * x W3) W2
+    int32_t no_bias;    // 1: the linear layers have no biases (0, the default, keeps them)
+    int32_t tie;        // 1: the classifier is the token embedding transposed (no out.w)
+    int32_t kv_heads;   // K/V heads (grouped-query attention): divides heads; heads (or 0): every
+                        // head has its own, 1: multi-query
+    float rope_theta;   // rotary positions' base (0: 10000)
+    int32_t block;      // enum aw_block: the preset the defaults came from (for display)
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks;
                         // gru, gru-attention: layers must be 1, heads, attention, positional, norm and
                         // dFF are ignored
@@ -61,11 +76,14 @@ typedef struct {
     float *wv, *bv;     // (C, C), (C)
     float *wo, *bo;     // (C, C), (C)
 } aw_attn_weights;
+// Grouped-query attention: wk, wv are (C, KC) with KC = kv_heads * C / heads; every bias may be
+// NULL (no_bias), and ln_b is NULL with RMSNorm.
 
 typedef struct {
     float *ln_w, *ln_b; // (C)
     float *w1, *b1;     // (C, F), (F)
     float *w2, *b2;     // (F, C), (C)
+    float *w3, *b3;     // (C, F), (F): SwiGLU's up projection, or NULL
 } aw_ffn_weights;
 
 typedef struct {
@@ -91,13 +109,16 @@ typedef struct {
     float *att;                    // (B, H, T, Tk) attention weights, for display only (keep_attention;
                                    // else NULL: no form keeps an n x m matrix for training)
     float *saved;                  // (B, the form's saved_floats(T, Tk)): what its backward reads
+    float *kv;                     // (Nk, 2 KC): K and V of the K/V heads before they are
+                                   // shared out to the query heads (grouped-query only, else NULL)
     float *o;                      // (N, C) concatenated heads, before Wo
     float *res;                    // (N, C) in + o Wo + bo
 } aw_attn_acts;
 
 typedef struct {
     float *ln, *ln_mean, *ln_rstd; // (N, C), (N), (N)
-    float *h, *r;                  // (N, F) pre-activation and ReLU
+    float *h, *r;                  // (N, F) pre-activation and ReLU (SwiGLU: silu(h) u)
+    float *u;                      // (N, F) SwiGLU's up projection, or NULL
     float *res;                    // (N, C) in + r W2 + b2
 } aw_ffn_acts;
 
@@ -130,10 +151,13 @@ typedef struct aw_model {
     size_t n_params;            // floats in the arena (every tensor, the forms' included)
     float *params, *grads;      // (n_params) each
     float *adam_m, *adam_v;     // (n_params) each
+    int inference;              // 1: made for inference only: grads, adam_m, adam_v are NULL (a
+                                // quarter of the memory); backward and training are Errors
     uint8_t *decay;             // (n_params) 1 where weight decay applies
     aw_weights w, g;            // pointers into params and grads
     float *pe;                  // (L, C) the positional table in use (wpe or the sinusoid)
     float *pe_sin;              // (L, C) the sinusoid (owned)
+    float *rope_cos, *rope_sin; // (L, hd / 2) each: rotary positions' table (owned), or NULL
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
     int keep_attention;         // 1: forward stores every form's weights in acts.att (for display;
@@ -158,12 +182,26 @@ static inline aw_rnn_weights model_rnn_weights(const aw_weights *w) {
     return (aw_rnn_weights){w->wte, w->w_out, w->b_out, w->enc_gru, w->dec_gru, w->attn};
 }
 
+// The columns of K and of V: kv_heads * d_model / heads (d_model without grouped-query heads).
+size_t model_kv_cols(const aw_model *m);
+// The block's norm (LayerNorm or RMSNorm, by cfg.norm_type) over N rows of d_model; mean is
+// unused by RMSNorm, b and db are NULL with it.
+void norm_forward(const aw_model *m, float *out, float *mean, float *rstd, const float *x, const float *w,
+                  const float *b, size_t N);
+void norm_backward(const aw_model *m, float *dx, float *dw, float *db, const float *dout, const float *x,
+                   const float *w, const float *mean, const float *rstd, size_t N);
+
 // Checks cfg (sizes, d_model % heads, known enums, the form's options). AW_OK, or AW_ERR_ARG with
 // a message naming the field and its limit (aw_error_message).
 int model_check_config(const aw_model_config *cfg);
 // Allocates and initialises a model from cfg (deterministic from cfg->seed).
 int model_create(aw_model **out, const aw_model_config *cfg);
 void model_destroy(aw_model *m);
+// inference = 1: only the parameters are allocated (no gradients or AdamW state; a model whose
+// form has parameters of its own keeps them anyway). model_refuse_inference: the Error for `what`
+// (training, a gradient check, saving the optimizer state) on such a model.
+int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference);
+int model_refuse_inference(const aw_model *m, const char *what);
 
 // Forward over a batch already in m->tokens (B, T) (and m->src (B, S) for encoder-decoder) with
 // m->targets (B, T) (-1 = no loss); saves every activation. Call model_reserve(B, T, S) first.

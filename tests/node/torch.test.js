@@ -32,7 +32,12 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { arch: 'gru', layers: 1 }, { arch: 'gru-attention', layers: 1 }, // nn.GRU / nn.GRUCell
       { attention: 'retention', attentionOptions: { decay: 'learned' }, arch: 'encoder-decoder' },
       { attention: 'retention', attentionOptions: { decay: 0.8 } },
-      { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' });
+      { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
+      // the llama-style block's switches: RMSNorm, SwiGLU, rotary positions, no biases, grouped-
+      // query and multi-query heads, the tied classifier, and no positions at all
+      { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' },
+      { block: 'llama', arch: 'encoder-decoder', kvHeads: 1 }, { positional: 'rope', ropeTheta: 500 },
+      { ffn: 'swiglu', normType: 'rmsnorm', norm: 'post', tieEmbeddings: true }, { positional: 'none', bias: false });
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
