@@ -16,6 +16,10 @@ weight_ih_l0 etc. (gates r, z, n; (3C, in)). Debian's python3-torch (1.13) is en
   /usr/bin/python3 scripts/torch_model.py logits  model.safetensors tokens.json  [source.json]
   /usr/bin/python3 scripts/torch_model.py train   model.safetensors batch.json out.safetensors --steps 3 --lr 1e-3
   /usr/bin/python3 scripts/torch_model.py check   cases.json   (the round trip tests/node/torch.test.js runs)
+  /usr/bin/python3 scripts/torch_model.py llama2c-make model.bin tokenizer.bin [--dim 32 --hidden 64 --layers 2
+                   --heads 4 --kv-heads 4 --seq-len 32 --seed 1 --untied]   (a random llama in llama2.c's format)
+  /usr/bin/python3 scripts/torch_model.py llama2c-run  model.bin tokenizer.bin prompt.txt [--steps 8]
+                   (prints {tokens, logits, greedy}; tokenizer "-": prompt.txt holds token ids as JSON)
 
 The JSON files (token ids are integers in [0, vocab)):
   tokens.json   one sequence, what model.forward(ids) takes:  [3, 1, 4, 1, 5]
@@ -474,6 +478,168 @@ class TinyTransformer(torch.nn.Module):
                           {n: self.p(n) for n in self.names})
 
 
+# ---- llama2.c's format ----------------------------------------------------------------------------
+# A llama in the manner of llama2.c's model.py and run.c, written apart from TinyTransformer so that
+# it checks the library's reading and writing of the format (wasm/llama2c.js) rather than sharing it.
+
+LLAMA_FIELDS = ('dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len')
+
+
+def llama2c_read(path):
+    """The header (a dict; 'shared' from the sign of vocab_size) and the weights of a legacy llama2.c file."""
+    raw = open(path, 'rb').read()
+    h = dict(zip(LLAMA_FIELDS, struct.unpack('<7i', raw[:28])))
+    h['shared'] = h['vocab_size'] > 0
+    h['vocab_size'] = abs(h['vocab_size'])
+    x = torch.frombuffer(bytearray(raw[28:]), dtype=torch.float32)
+    d, f, L, V, T = h['dim'], h['hidden_dim'], h['n_layers'], h['vocab_size'], h['seq_len']
+    hd = d // h['n_heads']
+    kv = hd * h['n_kv_heads']
+    w, at = {}, 0
+    for name, shape in (('emb', (V, d)), ('rms_att', (L, d)), ('wq', (L, d, d)), ('wk', (L, kv, d)), ('wv', (L, kv, d)),
+                        ('wo', (L, d, d)), ('rms_ffn', (L, d)), ('w1', (L, f, d)), ('w2', (L, d, f)), ('w3', (L, f, d)),
+                        ('rms_final', (d,)), ('freq_real', (T, hd // 2)), ('freq_imag', (T, hd // 2))) + \
+            ((('wcls', (V, d)),) if not h['shared'] else ()):
+        n = math.prod(shape)
+        w[name] = x[at:at + n].reshape(shape)
+        at += n
+    if at != len(x):
+        raise ValueError(f'{path}: {len(x)} floats after the header, the header needs {at}')
+    if h['shared']:
+        w['wcls'] = w['emb']
+    return h, w
+
+
+def llama2c_write(path, h, w):
+    """Writes the legacy format: the header, then the tensors in run.c's order (freq_cis as export.py computes it)."""
+    d, T, hd = h['dim'], h['seq_len'], h['dim'] // h['n_heads']
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
+    angles = torch.outer(torch.arange(T).float(), freqs)
+    vocab = h['vocab_size'] if h['shared'] else -h['vocab_size']
+    with open(path, 'wb') as out:
+        out.write(struct.pack('<7i', d, h['hidden_dim'], h['n_layers'], h['n_heads'], h['n_kv_heads'], vocab, T))
+        parts = [w[k] for k in ('emb', 'rms_att', 'wq', 'wk', 'wv', 'wo', 'rms_ffn', 'w1', 'w2', 'w3', 'rms_final')]
+        parts += [torch.cos(angles), torch.sin(angles)] + ([] if h['shared'] else [w['wcls']])
+        for t in parts:
+            out.write(t.detach().contiguous().float().numpy().tobytes())
+
+
+def llama2c_forward(h, w, tokens):
+    """Logits (T, vocab) of one sequence: RMSNorm (eps 1e-5), rotary positions on adjacent pairs
+    (2i, 2i+1) with base 10000, causal softmax attention with n_kv_heads shared by n_heads, SwiGLU."""
+    d, H, KH = h['dim'], h['n_heads'], h['n_kv_heads']
+    hd, n = d // H, len(tokens)
+    rms = lambda x, g: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * g
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, hd, 2)[: hd // 2].float() / hd))
+    ang = torch.outer(torch.arange(n).float(), freqs)
+    cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+
+    def rotate(x):  # (n, heads, hd)
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
+
+    x = w['emb'][torch.tensor(tokens)]
+    mask = torch.full((n, n), float('-inf')).triu(1)
+    for l in range(h['n_layers']):
+        xn = rms(x, w['rms_att'][l])
+        q = rotate((xn @ w['wq'][l].T).view(n, H, hd))
+        k = rotate((xn @ w['wk'][l].T).view(n, KH, hd)).repeat_interleave(H // KH, dim=1)
+        v = (xn @ w['wv'][l].T).view(n, KH, hd).repeat_interleave(H // KH, dim=1)
+        att = torch.softmax((q.transpose(0, 1) @ k.permute(1, 2, 0)) / math.sqrt(hd) + mask, -1)
+        x = x + (att @ v.transpose(0, 1)).transpose(0, 1).reshape(n, d) @ w['wo'][l].T
+        xn = rms(x, w['rms_ffn'][l])
+        x = x + (F.silu(xn @ w['w1'][l].T) * (xn @ w['w3'][l].T)) @ w['w2'][l].T
+    return rms(x, w['rms_final']) @ w['wcls'].T
+
+
+def llama2c_tokenizer_read(path, vocab):
+    raw = open(path, 'rb').read()
+    at, pieces, scores = 4, [], []
+    for _ in range(vocab):
+        score, n = struct.unpack('<fi', raw[at:at + 8])
+        pieces.append(raw[at + 8:at + 8 + n])
+        scores.append(score)
+        at += 8 + n
+    return pieces, scores
+
+
+def llama2c_encode(pieces, scores, text):
+    """run.c's encode with BOS: the dummy prefix, UTF-8 characters or byte tokens, then best-score merges."""
+    ids = {}
+    for i in range(len(pieces) - 1, -1, -1):
+        ids[pieces[i]] = i
+    tokens = [1] + ([ids[b' ']] if text else [])
+    b, i = text.encode('utf-8'), 0
+    while i < len(b):
+        j = i + 1
+        while j < len(b) and (b[j] & 0xC0) == 0x80 and j - i < 4:
+            j += 1
+        if b[i:j] in ids:
+            tokens.append(ids[b[i:j]])
+        else:
+            tokens += [c + 3 for c in b[i:j]]
+        i = j
+    while True:
+        best, best_id, best_at = -1e10, -1, -1
+        for i in range(len(tokens) - 1):
+            t = ids.get(pieces[tokens[i]] + pieces[tokens[i + 1]])
+            if t is not None and scores[t] > best:
+                best, best_id, best_at = scores[t], t, i
+        if best_at < 0:
+            return tokens
+        tokens[best_at:best_at + 2] = [best_id]
+
+
+# A small tokenizer in llama2.c's layout: <unk>, <s>, </s>, the 256 byte pieces, then characters and
+# English fragments whose scores rank their merges (longer fragments first).
+FRAGMENTS = [' ', 'e', 't', 'a', 'o', 'n', 'i', 'h', 's', 'r', 'd', 'l', 'u', 'y', 'w', 'm', 'g', 'c', 'f', 'b', 'p', 'k',
+             'v', '.', ',', '!', 'O', 'T', 'S', 'L', 'h', 'th', 'he', ' t', ' a', 'in', 'er', 'an', 'nd', ' s', 'ed', 'ou',
+             ' the', 'the', ' w', ' h', 'as', 'ing', ' and', ' was', 'ay', 'ar', 'om', 'im', ' she', ' he', 'ily', ' Lily',
+             'ce', ' Once', ' upon', 'up', 'on', ' time', 'ime', ' little', 'it', 'le', 'tt', 'ittle', ' day', ' play']
+
+
+def llama2c_make(model_path, tok_path, dim, hidden, layers, heads, kv_heads, seq_len, seed, shared):
+    torch.manual_seed(seed)
+    pieces = ['<unk>', '\n<s>\n', '\n</s>\n'] + [f'<0x{b:02X}>' for b in range(256)]
+    for p in FRAGMENTS:
+        if p not in pieces:
+            pieces.append(p)
+    scores = [0.0] * 259 + [-float(i) if len(p) == 1 else float(len(p)) - i * 1e-3 for i, p in enumerate(pieces[259:])]
+    with open(tok_path, 'wb') as out:
+        enc = [p.encode('utf-8') for p in pieces]
+        out.write(struct.pack('<i', max(len(e) for e in enc)))
+        for e, sc in zip(enc, scores):
+            out.write(struct.pack('<fi', sc, len(e)) + e)
+    V, kv = len(pieces), dim // heads * kv_heads
+    r = lambda *shape: torch.randn(*shape) * (1.0 / math.sqrt(dim))
+    w = {'emb': r(V, dim), 'rms_att': 1 + 0.1 * torch.randn(layers, dim), 'wq': r(layers, dim, dim),
+         'wk': r(layers, kv, dim), 'wv': r(layers, kv, dim), 'wo': r(layers, dim, dim),
+         'rms_ffn': 1 + 0.1 * torch.randn(layers, dim), 'w1': r(layers, hidden, dim), 'w2': r(layers, dim, hidden),
+         'w3': r(layers, hidden, dim), 'rms_final': 1 + 0.1 * torch.randn(dim), 'wcls': r(V, dim)}
+    h = {'dim': dim, 'hidden_dim': hidden, 'n_layers': layers, 'n_heads': heads, 'n_kv_heads': kv_heads,
+         'vocab_size': V, 'seq_len': seq_len, 'shared': shared}
+    llama2c_write(model_path, h, w)
+
+
+def llama2c_run(model_path, tok_path, text, steps):
+    """The tokens of text (with BOS), the logits at every prompt position, and `steps` greedy tokens
+    (stopping after BOS, as run.c does, or at seq_len)."""
+    h, w = llama2c_read(model_path)
+    tokens = llama2c_encode(*llama2c_tokenizer_read(tok_path, h['vocab_size']), text) if tok_path else json.loads(text)
+    with torch.no_grad():
+        logits = llama2c_forward(h, w, tokens)
+        seq, greedy = list(tokens), []
+        for _ in range(steps):
+            if len(seq) > h['seq_len']:  # run.c's last token comes from position seq_len - 1
+                break
+            nxt = int(llama2c_forward(h, w, seq)[-1].argmax())
+            greedy.append(nxt)
+            if nxt == 1:
+                break
+            seq.append(nxt)
+    return {'tokens': tokens, 'logits': logits.flatten().tolist(), 'greedy': greedy}
+
+
 # ---- commands ----------------------------------------------------------------------------------
 
 def load(path):
@@ -523,6 +689,14 @@ def main(argv):
         for s, loss in enumerate(model.train_steps(batch, steps, lr)):
             print(f'step {s + 1} loss {loss:.4f}')
         model.save(argv[4])
+    elif cmd == 'llama2c-make':
+        opt = lambda k, d: int(argv[argv.index(k) + 1]) if k in argv else d
+        llama2c_make(argv[2], argv[3], opt('--dim', 32), opt('--hidden', 64), opt('--layers', 2), opt('--heads', 4),
+                     opt('--kv-heads', 4), opt('--seq-len', 32), opt('--seed', 1), '--untied' not in argv)
+    elif cmd == 'llama2c-run':
+        tok = argv[3] if argv[3] != '-' else None
+        steps = int(argv[argv.index('--steps') + 1]) if '--steps' in argv else 8
+        print(json.dumps(llama2c_run(argv[2], tok, open(argv[4]).read(), steps)))
     else:
         print(f'unknown command {cmd}; see --help', file=sys.stderr)
         return 2

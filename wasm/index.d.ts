@@ -7,6 +7,7 @@ import type { RetentionApi } from './retention.js';
 import type { GatedApi } from './gated.js';
 import type { SynthesizerApi } from './synthesizer.js';
 import type { ModelApi } from './model.js';
+import type { Llama2cApi } from './llama2c.js';
 import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormInfo } from './forms.js';
 
 export interface LoadOptions {
@@ -106,7 +107,7 @@ export interface AttentionApi {
   attentionLayer<N extends AttentionName>(name: N, opts: FormAttentionOptions<N>): AttentionLayer<N>;
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi, Llama2cApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** true when the relaxed-SIMD build runs (fused multiply-add; the last bits differ from the SIMD128 build's) */
@@ -161,3 +162,4 @@ export function simdSupported(): boolean;
 /** True when this engine validates WebAssembly relaxed SIMD. */
 export function relaxedSupported(): boolean;
 export default loadAttention;
+export type { Llama2cApi, Llama2cModel, Llama2cTokenizer } from './llama2c.js';

@@ -12,12 +12,13 @@ import { localMethods } from './local.js';
 import { retentionMethods } from './retention.js';
 import { attentionMethods } from './attention.js';
 import { gatedMethods } from './gated.js';
+import { llama2cMethods } from './llama2c.js';
 export { charTokenizer } from './tokenizer.js';
 export { retnetGammas } from './retention.js';
 
 // Each family contributes methods built on the shared Core.
 const FAMILIES = [kernelMethods, softmaxMethods, localMethods, linearMethods, synthesizerMethods, retentionMethods,
-  gatedMethods, modelMethods, attentionMethods];
+  gatedMethods, modelMethods, attentionMethods, llama2cMethods];
 
 // (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt)): validates only with SIMD128.
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
@@ -286,7 +287,7 @@ export async function loadAttention(options = {}) {
     /** the attention forms of the C registry (src/model/forms.h), in order */
     forms: readForms(core),
   };
-  for (const family of FAMILIES) Object.assign(lib, family(core));
+  for (const family of FAMILIES) Object.assign(lib, family(core, lib));
   // the raw exports, for the benchmarks' copy-free kernel timings (bench/peers/threads-child.mjs);
   // not part of the API: no checks stand between them and the heap
   Object.defineProperty(lib, Symbol.for('attention-wasm.exports'), { value: core.exports });

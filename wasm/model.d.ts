@@ -182,6 +182,9 @@ export interface Model {
   example(opts: TaskOptions & { seed?: number }): TaskExample;
   /** safetensors bytes (PyTorch's layout); the config is in __metadata__; optimizer: true adds AdamW's state */
   save(opts?: { optimizer?: boolean }): Uint8Array;
+  /** llama2.c's model file (what run.c reads); only a model llama2.c can run (block 'llama' with
+   *  softmax, ropeTheta 10000, decoder-only): any other is an Error naming the part llama2.c lacks */
+  saveLlama2c(): Uint8Array;
   /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
   gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;
   /** frees the wasm memory; later calls throw */

@@ -3,6 +3,7 @@
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
 import { checkBool, checkFiniteNumber, checkKeys, checkSeed, describe, fail, formOptionText, readForms } from './core.js';
+import { safetensorsToLlama2c } from './llama2c.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
 // enums, every range and every rule between fields are C's (src/model/config.c), which says
@@ -376,6 +377,18 @@ export function modelMethods(core) {
         core.check(ex.aw_model_save(this.handle, optim, bp, bytes), what);
         return new Uint8Array(core.memory.buffer, bp, bytes).slice();
       });
+    }
+
+    /**
+     * The model as llama2.c's model file (export.py's legacy format, what run.c reads): only a
+     * model llama2.c can run (block 'llama': softmax, rotary positions with base 10000, RMSNorm
+     * before each sublayer, SwiGLU, no biases; decoder-only); any other is an Error naming the part
+     * llama2.c lacks. A tied classifier writes a positive vocab_size, an untied one a negative one.
+     */
+    saveLlama2c() {
+      const what = 'saveLlama2c';
+      this.#live(what);
+      return safetensorsToLlama2c(this.save(), this.config, what);
     }
 
     /**

@@ -431,9 +431,9 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
         goto fail;
     }
     // a small file must not make a huge model: the embedding and output matrices alone need
-    // 2 * vocab * dModel floats, the feed-forward layers 2 * dModel * dFF each (the GRU archs have
+    // 2 * vocab * dModel floats (one such matrix when the classifier is tied), the feed-forward layers 2 * dModel * dFF each (the GRU archs have
     // no feed-forward layers and 15 dModel^2 floats of GRU weights)
-    const double least = 4.0 * (2.0 * cfg.vocab * cfg.d_model + (aw_arch_is_rnn(cfg.arch)
+    const double least = 4.0 * ((cfg.tie ? 1.0 : 2.0) * cfg.vocab * cfg.d_model + (aw_arch_is_rnn(cfg.arch)
                                                                      ? 15.0 * cfg.d_model * cfg.d_model
                                                                      : 2.0 * cfg.layers * cfg.d_model * cfg.d_ff));
     if ((double)(len - 8 - (size_t)hlen) < least) {

@@ -1,0 +1,288 @@
+// llama2c.js: llama2.c's model and tokenizer files (Karpathy's llama2.c, run.c and export.py's
+// "legacy" version 0), read into the library's model and written from it (docs/model.md).
+//
+// model.bin: 7 int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a
+// negative vocab_size means the classifier is not the embedding), then float32 tensors in this
+// order, each as PyTorch's nn.Linear keeps it (out, in): the token embedding (vocab, dim); per
+// layer stacked: the attention RMSNorm (L, dim), wq (L, dim, dim), wk, wv (L, kv_dim, dim), wo
+// (L, dim, dim), the FFN RMSNorm (L, dim), w1 (L, hidden, dim), w2 (L, dim, hidden), w3 (L,
+// hidden, dim); the final RMSNorm (dim); two rotary tables (seq_len, head_size / 2) each, which
+// run.c skips (it computes the angles itself); the classifier (vocab, dim) when not shared.
+// tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
+import { checkBool, checkKeys, describe, fail } from './core.js';
+import { readSafetensors, writeSafetensors } from './safetensors.js';
+
+const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
+
+function asBytes(what, bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes) && !(bytes instanceof DataView)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
+}
+
+/** The header of a llama2.c model file, checked: { dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared }. */
+export function llama2cHeader(bytes, what = 'loadLlama2c') {
+  const u8 = asBytes(`${what}: bytes`, bytes);
+  if (u8.length < 28) fail(`${what}: ${u8.length} bytes is too short for a llama2.c model (its header alone is 28 bytes)`);
+  const dv = new DataView(u8.buffer, u8.byteOffset, 28);
+  const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(4 * i, true));
+  if (dv.getUint32(0, true) === MAGIC_V1)
+    fail(`${what}: this is a version-1 or -2 export (magic "ak42"); this reader takes llama2.c's legacy format ` +
+      '(export.py --version 0, the format of the published stories*.bin files)');
+  const [dim, hidden, layers, heads, kvHeads, vocabSigned, seqLen] = h;
+  const names = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len'];
+  h.forEach((v, i) => { if (i !== 5 && !(v > 0)) fail(`${what}: the header's ${names[i]} is ${v}; every size must be positive (is this a llama2.c model file?)`); });
+  if (vocabSigned === 0) fail(`${what}: the header's vocab_size is 0`);
+  if (dim % heads) fail(`${what}: the header's dim (${dim}) is not divisible by n_heads (${heads})`);
+  if (heads % kvHeads) fail(`${what}: the header's n_heads (${heads}) is not divisible by n_kv_heads (${kvHeads})`);
+  if ((dim / heads) % 2) fail(`${what}: the head size dim / n_heads = ${dim / heads} is odd; rotary positions need it even`);
+  return { dim, hidden, layers, heads, kvHeads, vocab: Math.abs(vocabSigned), seqLen, shared: vocabSigned > 0 };
+}
+
+// The tensors of the file in its order, as [our name, llama2.c's name, shape (out, in)] per layer
+// or whole; `stack` = 1 for the per-layer stacks.
+function layout(h) {
+  const { dim, hidden, layers, vocab, seqLen } = h, kvDim = (dim / h.heads) * h.kvHeads, half = dim / h.heads / 2;
+  const per = (ours, theirs, shape) => Array.from({ length: layers }, (_, l) => [`dec.${l}.${ours}`, `${theirs}[${l}]`, shape]);
+  return [
+    ['wte', 'token_embedding_table', [vocab, dim]],
+    ...per('self.ln.w', 'rms_att_weight', [dim]),
+    ...per('self.wq', 'wq', [dim, dim]),
+    ...per('self.wk', 'wk', [kvDim, dim]),
+    ...per('self.wv', 'wv', [kvDim, dim]),
+    ...per('self.wo', 'wo', [dim, dim]),
+    ...per('ffn.ln.w', 'rms_ffn_weight', [dim]),
+    ...per('ffn.w1', 'w1', [hidden, dim]),
+    ...per('ffn.w2', 'w2', [dim, hidden]),
+    ...per('ffn.w3', 'w3', [hidden, dim]),
+    ['lnf.w', 'rms_final_weight', [dim]],
+    [null, 'freq_cis_real', [seqLen, half]],
+    [null, 'freq_cis_imag', [seqLen, half]],
+    ...(h.shared ? [] : [['out.w', 'wcls', [vocab, dim]]]),
+  ];
+}
+
+const count = (shape) => shape.reduce((a, b) => a * b, 1);
+
+// The library's checkpoint metadata for a llama2.c model (docs/model.md).
+function metadata(h) {
+  const meta = {
+    format: 'attention-wasm-model', version: '2', vocab: String(h.vocab), d_model: String(h.dim), heads: String(h.heads),
+    layers: String(h.layers), d_ff: String(h.hidden), max_len: String(h.seqLen), attention: 'softmax', positional: 'rope',
+    norm: 'pre', arch: 'decoder', seed: '0', step: '0', block: 'llama', norm_type: 'rmsnorm', ffn: 'swiglu', bias: '0',
+    rope_theta: '10000',
+  };
+  if (h.shared) meta.tie_embeddings = '1';
+  if (h.kvHeads !== h.heads) meta.kv_heads = String(h.kvHeads);
+  return meta;
+}
+
+/** llama2.c's model file as the library's safetensors checkpoint (for loadModel). */
+export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
+  const u8 = asBytes(`${what}: bytes`, bytes);
+  const h = llama2cHeader(u8, what);
+  if (h.seqLen > 4096) fail(`${what}: seq_len ${h.seqLen} is more than this library's maxLen limit of 4096`);
+  const parts = layout(h);
+  const floats = parts.reduce((n, p) => n + count(p[2]), 0);
+  const need = 28 + 4 * floats;
+  if (u8.length !== need)
+    fail(`${what}: the header (dim ${h.dim}, hidden_dim ${h.hidden}, ${h.layers} layers, ${h.heads} heads, ` +
+      `${h.kvHeads} kv heads, vocab ${h.vocab}${h.shared ? '' : ' unshared'}, seq_len ${h.seqLen}) needs ${need} bytes ` +
+      `and the file has ${u8.length}${u8.length < need ? ': it is cut short' : ''}`);
+  // float32 views where the bytes are 4-aligned, else one aligned copy
+  const src = (u8.byteOffset % 4) ? u8.slice() : u8;
+  const all = new Float32Array(src.buffer, src.byteOffset + 28, floats);
+  const tensors = [];
+  let at = 0;
+  for (const [ours, , shape] of parts) {
+    const n = count(shape);
+    if (ours) tensors.push([ours, { shape, data: all.subarray(at, at + n) }]);
+    at += n;
+  }
+  return { header: h, checkpoint: writeSafetensors(metadata(h), tensors) };
+}
+
+/** What llama2.c's run.c cannot run of a model with this config: null when it can run all of it. */
+export function llama2cRefusal(c) {
+  if (c.arch !== 'decoder') return `arch "${c.arch}": llama2.c runs decoder-only models`;
+  if (c.attention !== 'softmax') return `attention "${c.attention}": llama2.c runs softmax attention only`;
+  if (c.positional !== 'rope') return `positional "${c.positional}": llama2.c uses rotary positions (positional "rope")`;
+  if (c.ropeTheta !== 10000) return `ropeTheta ${c.ropeTheta}: run.c fixes the rotary base at 10000`;
+  if (c.normType !== 'rmsnorm') return `normType "${c.normType}": llama2.c uses RMSNorm`;
+  if (c.norm !== 'pre') return `norm "${c.norm}": llama2.c normalises before each sublayer (norm "pre")`;
+  if (c.ffn !== 'swiglu') return `ffn "${c.ffn}": llama2.c's feed-forward is SwiGLU`;
+  if (c.bias) return 'bias true: llama2.c\'s linear layers have no biases';
+  return null;
+}
+
+/** The library's checkpoint (save()'s bytes) of a llama-style model as llama2.c's model file. */
+export function safetensorsToLlama2c(checkpoint, config, what = 'saveLlama2c') {
+  const why = llama2cRefusal(config);
+  if (why) fail(`${what}: llama2.c cannot run this model: ${why}. Create it with block: 'llama' (and no other changes to what llama2.c runs)`);
+  const { tensors } = readSafetensors(checkpoint, what);
+  const h = { dim: config.dModel, hidden: config.dFF, layers: config.layers, heads: config.heads, kvHeads: config.kvHeads,
+    vocab: config.vocab, seqLen: config.maxLen, shared: config.tieEmbeddings };
+  const parts = layout(h);
+  const floats = parts.reduce((n, p) => n + count(p[2]), 0);
+  const out = new Uint8Array(28 + 4 * floats);
+  const dv = new DataView(out.buffer);
+  [h.dim, h.hidden, h.layers, h.heads, h.kvHeads, h.shared ? h.vocab : -h.vocab, h.seqLen]
+    .forEach((v, i) => dv.setInt32(4 * i, v, true));
+  const all = new Float32Array(out.buffer, 28, floats);
+  const hs = h.dim / h.heads;
+  let at = 0;
+  for (const [ours, theirs, shape] of parts) {
+    const n = count(shape);
+    if (ours) {
+      const t = tensors.get(ours);
+      if (!t || t.data.length !== n) fail(`${what}: the checkpoint has no tensor ${ours} of shape [${shape}]`);
+      all.set(t.data, at);
+    } else { // the rotary tables export.py writes (run.c skips them): cos and sin of p 10000^(-2i/hs)
+      const imag = theirs === 'freq_cis_imag';
+      for (let p = 0; p < h.seqLen; p++)
+        for (let i = 0; i < hs / 2; i++) {
+          const angle = p * 10000 ** (-(2 * i) / hs);
+          all[at + p * (hs / 2) + i] = imag ? Math.sin(angle) : Math.cos(angle);
+        }
+    }
+    at += n;
+  }
+  return out;
+}
+
+// ---- the tokenizer ----------------------------------------------------------------------------
+
+const latin1 = (u8) => { let s = ''; for (const b of u8) s += String.fromCharCode(b); return s; };
+
+/**
+ * llama2.c's tokenizer.bin for a model of `vocab` tokens: { vocab, maxTokenLength, pieces
+ * (strings, one char per byte), scores, encode(text, { bos, eos }), decode(ids), piece(id) }.
+ * encode is run.c's: an optional BOS (1), the dummy prefix " " when the text is not empty, each
+ * UTF-8 character as its piece or as byte tokens (byte + 3), then the highest-scoring merge of
+ * two neighbours while one exists, and an optional EOS (2). decode is run.c's too: a piece after
+ * BOS loses its leading space, and <0xXX> pieces are the raw byte; BOS and EOS print nothing.
+ */
+export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
+  const u8 = asBytes(what, bytes);
+  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  if (u8.length < 4) fail(`${what}: ${u8.length} bytes is too short for llama2.c's tokenizer.bin`);
+  const maxTokenLength = dv.getInt32(0, true);
+  const pieces = new Array(vocab), scores = new Float32Array(vocab);
+  let at = 4;
+  for (let i = 0; i < vocab; i++) {
+    if (at + 8 > u8.length)
+      fail(`${what}: the file ends after ${i} of the model's ${vocab} tokens (is it the tokenizer of this model?)`);
+    scores[i] = dv.getFloat32(at, true);
+    const len = dv.getInt32(at + 4, true);
+    if (len < 0 || at + 8 + len > u8.length) fail(`${what}: token ${i} has length ${len}, past the end of the file`);
+    pieces[i] = latin1(u8.subarray(at + 8, at + 8 + len));
+    at += 8 + len;
+  }
+  const ids = new Map();
+  for (let i = vocab - 1; i >= 0; i--) ids.set(pieces[i], i); // the first id of a piece wins
+  const space = ids.get(' ');
+  const utf8 = new TextEncoder();
+  const encode = (text, opts = {}) => {
+    if (typeof text !== 'string') fail(`tokenizer.encode: text must be a string, got ${describe(text)}`);
+    checkKeys('tokenizer.encode', opts, ['bos', 'eos']);
+    const bos = opts.bos === undefined ? true : checkBool('tokenizer.encode: bos', opts.bos);
+    const eos = opts.eos === undefined ? false : checkBool('tokenizer.encode: eos', opts.eos);
+    const tokens = [];
+    if (bos) tokens.push(1);
+    if (text.length) {
+      if (space === undefined) fail('tokenizer.encode: this tokenizer has no " " piece for the dummy prefix');
+      tokens.push(space);
+    }
+    const b = utf8.encode(text);
+    for (let i = 0; i < b.length;) {
+      let j = i + 1;
+      while (j < b.length && (b[j] & 0xc0) === 0x80 && j - i < 4) j++; // one UTF-8 character (at most 4 bytes)
+      const id = ids.get(latin1(b.subarray(i, j)));
+      if (id !== undefined) tokens.push(id);
+      else { // byte fallback: <0xXX> is token XX + 3
+        if (vocab < 259)
+          fail(`tokenizer.encode: ${JSON.stringify(new TextDecoder().decode(b.subarray(i, j)))} is not a piece and this ` +
+            `tokenizer of ${vocab} tokens has no byte pieces (<0x00>..<0xFF> at ids 3..258) to spell it with`);
+        for (let k = i; k < j; k++) tokens.push(b[k] + 3);
+      }
+      i = j;
+    }
+    for (;;) { // merge the best-scoring neighbours until no pair is a piece
+      let best = -1e10, bestId = -1, bestAt = -1;
+      for (let i = 0; i + 1 < tokens.length; i++) {
+        const id = ids.get(pieces[tokens[i]] + pieces[tokens[i + 1]]);
+        if (id !== undefined && scores[id] > best) best = scores[id], bestId = id, bestAt = i;
+      }
+      if (bestAt < 0) break;
+      tokens.splice(bestAt, 2, bestId);
+    }
+    if (eos) tokens.push(2);
+    return Int32Array.from(tokens);
+  };
+  const pieceBytes = (id, prev) => {
+    let p = pieces[id];
+    if (prev === 1 && p[0] === ' ') p = p.slice(1);
+    const m = /^<0x([0-9A-Fa-f]{2})>$/.exec(p);
+    return m ? [parseInt(m[1], 16)] : Array.from(p, (ch) => ch.charCodeAt(0));
+  };
+  const check = (id, i) => {
+    if (!Number.isInteger(id) || id < 0 || id >= vocab) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocab})`);
+  };
+  const decode = (ids, prev = -1) => {
+    const out = [];
+    Array.from(ids).forEach((id, i) => {
+      check(id, i);
+      if (id !== 1 && id !== 2) out.push(...pieceBytes(id, i ? ids[i - 1] : prev)); // BOS and EOS mark, they do not print
+    });
+    return new TextDecoder().decode(Uint8Array.from(out));
+  };
+  /** One token as text for a label: its piece with <0xXX> as the byte, spaces kept, <s> and </s> as such. */
+  const piece = (id) => {
+    check(id, 0);
+    return id === 1 ? '<s>' : id === 2 ? '</s>' : new TextDecoder().decode(Uint8Array.from(pieceBytes(id, -1)));
+  };
+  return { vocab, maxTokenLength, pieces, scores, encode, decode, piece };
+}
+
+/** llama2.c's tokenizer.bin from pieces (strings, UTF-8 encoded) and scores (default 0). */
+export function writeLlama2cTokenizer(pieces, scores) {
+  if (!Array.isArray(pieces) || !pieces.every((p) => typeof p === 'string'))
+    fail(`writeLlama2cTokenizer: pieces must be an array of strings, got ${describe(pieces)}`);
+  const enc = pieces.map((p) => new TextEncoder().encode(p));
+  const out = new Uint8Array(4 + enc.reduce((n, e) => n + 8 + e.length, 0));
+  const dv = new DataView(out.buffer);
+  dv.setInt32(0, Math.max(1, ...enc.map((e) => e.length)), true);
+  let at = 4;
+  enc.forEach((e, i) => {
+    const s = scores?.[i] ?? 0;
+    if (!Number.isFinite(s)) fail(`writeLlama2cTokenizer: scores[${i}] is ${describe(s)}; scores must be finite numbers`);
+    dv.setFloat32(at, s, true);
+    dv.setInt32(at + 4, e.length, true);
+    out.set(e, at + 8);
+    at += 8 + e.length;
+  });
+  return out;
+}
+
+/** lib.loadLlama2c and lib.writeLlama2cTokenizer (model.saveLlama2c is in model.js). */
+export function llama2cMethods(core, lib) {
+  return {
+    /**
+     * A llama2.c model file (and its tokenizer.bin) as a model of this library: block 'llama',
+     * the file's sizes, loaded for inference ({ training: true } keeps gradients and AdamW state
+     * too, four times the memory). model.tokenizer: the tokenizer (encode, decode, piece), when given.
+     */
+    loadLlama2c(bytes, opts = {}) {
+      const what = 'loadLlama2c';
+      checkKeys(what, opts, ['tokenizer', 'training']);
+      const training = opts.training === undefined ? false : checkBool(`${what}: training`, opts.training);
+      const { header, checkpoint } = llama2cToSafetensors(bytes, what);
+      const tokenizer = opts.tokenizer === undefined ? null : llama2cTokenizer(opts.tokenizer, header.vocab, `${what}: tokenizer`);
+      const model = lib.loadModel(checkpoint, { training });
+      Object.defineProperty(model, 'tokenizer', { value: tokenizer, enumerable: true });
+      return model;
+    },
+    writeLlama2cTokenizer,
+  };
+}
