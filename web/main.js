@@ -16,6 +16,7 @@ import { createHeatmapView } from './views/heatmap.js';
 import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
 import { createOverwriteView } from './views/overwrite.js';
+import { createLlama2cView } from './views/llama2c.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
@@ -60,6 +61,14 @@ const timings = createTimingsView({
 
 function setState(patch) {
   state = normalise({ ...state, ...patch });
+  if (typeof lib.loadLlama2c === 'function') {
+    $('llama2c').hidden = false;
+    createLlama2cView({
+      panel: $('llama2c'), input: $('l2files'), drop: $('l2drop'), files: $('l2names'), status: $('l2status'),
+      form: $('l2form'), text: $('l2text'), count: $('l2count'), layer: $('l2layer'), generate: $('l2generate'),
+      output: $('l2output'), grid: $('l2heatmaps'), legend: $('l2legend'), readout: $('l2readout'), exports: $('l2exports'),
+    }, { lib });
+  }
   history.replaceState(null, '', stateToSearch(state));
   render();
 }

@@ -14,6 +14,11 @@ interleave PyTorch's calls with the library's in one run. Every op times `reps` 
         LayerNorm, output layer), batched; answers its parameter count
   {"op": "train", "reps": 5, "seed": 1}               one step: a fresh reverse batch, forward,
         cross-entropy, backward, global-norm clip 1, AdamW (as the library's trainStep)
+  {"op": "llama", "dim": 288, "hidden": 768, "layers": 6, "heads": 6, "kvHeads": 6, "vocab": 32000,
+   "seqLen": 256, "prompt": 32, "tokens": 100}
+        a llama of llama2.c's shape (RMSNorm, rotary positions, GQA, SwiGLU, tied classifier; random
+        weights) generating greedily with a KV cache: answers ttftMs (the prompt in one batched
+        forward, then the first token) and tokPerSec over the tokens after the first
 Debian's python3-torch is enough.
 """
 import json
@@ -94,6 +99,65 @@ def reverse_batch(batch, t, vocab, rng):
     return torch.tensor(inputs), torch.tensor(targets)
 
 
+class Llama:
+    """A llama2.c-shaped decoder with a KV cache (eager PyTorch, as a user would write it)."""
+
+    def __init__(self, c):
+        torch.manual_seed(1)
+        d, f, L, V = c['dim'], c['hidden'], c['layers'], c['vocab']
+        self.H, self.KH, self.hd, self.T = c['heads'], c['kvHeads'], d // c['heads'], c['seqLen']
+        kv = self.hd * self.KH
+        r = lambda *shape: torch.randn(*shape) / math.sqrt(shape[-1])
+        self.emb = r(V, d)
+        self.layers = [dict(att=torch.ones(d), wq=r(d, d), wk=r(kv, d), wv=r(kv, d), wo=r(d, d), ffn=torch.ones(d),
+                            w1=r(f, d), w2=r(d, f), w3=r(f, d)) for _ in range(L)]
+        self.final = torch.ones(d)
+        freqs = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        ang = torch.outer(torch.arange(self.T).float(), freqs)
+        self.cos, self.sin = torch.cos(ang), torch.sin(ang)
+
+    def rms(self, x, w):
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
+
+    def rope(self, x, p0):  # x (n, heads, hd)
+        n = x.shape[0]
+        c, s = self.cos[p0:p0 + n, None, :], self.sin[p0:p0 + n, None, :]
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * c - b * s, a * s + b * c], -1).flatten(-2)
+
+    def forward(self, tokens, p0, cache):
+        """Logits of the last position; appends this chunk's K, V to the cache."""
+        n, H, KH, hd = len(tokens), self.H, self.KH, self.hd
+        x = self.emb[tokens]
+        for i, w in enumerate(self.layers):
+            h = self.rms(x, w['att'])
+            q = self.rope((h @ w['wq'].T).view(n, H, hd), p0)
+            k = self.rope((h @ w['wk'].T).view(n, KH, hd), p0)
+            v = (h @ w['wv'].T).view(n, KH, hd)
+            kc, vc = cache[i]
+            kc[p0:p0 + n], vc[p0:p0 + n] = k, v
+            K = kc[:p0 + n].repeat_interleave(H // KH, dim=1).transpose(0, 1)
+            Vv = vc[:p0 + n].repeat_interleave(H // KH, dim=1).transpose(0, 1)
+            s = q.transpose(0, 1) @ K.transpose(1, 2) / math.sqrt(hd)
+            if n > 1:
+                s = s + torch.full((n, p0 + n), float('-inf')).triu(p0 + 1)
+            o = (torch.softmax(s, -1) @ Vv).transpose(0, 1).reshape(n, H * hd)
+            x = x + o @ w['wo'].T
+            h = self.rms(x, w['ffn'])
+            x = x + (F.silu(h @ w['w1'].T) * (h @ w['w3'].T)) @ w['w2'].T
+        return self.rms(x[-1:], self.final) @ self.emb.T
+
+    def generate(self, prompt, count):
+        cache = [(torch.zeros(self.T, self.KH, self.hd), torch.zeros(self.T, self.KH, self.hd)) for _ in self.layers]
+        t0 = time.perf_counter()
+        tok = int(self.forward(torch.tensor(prompt), 0, cache).argmax())
+        t1 = time.perf_counter()
+        for i in range(count - 1):
+            tok = int(self.forward(torch.tensor([tok]), len(prompt) + i, cache).argmax())
+        t2 = time.perf_counter()
+        return (t1 - t0) * 1000.0, (count - 1) / (t2 - t1)
+
+
 def handle(cmd):
     op = cmd['op']
     if op == 'threads':
@@ -135,6 +199,14 @@ def handle(cmd):
             losses.append(float(loss))
         ms = timed(step, cmd.get('reps', 3))
         return {'ms': ms, 'loss': losses[-1]}
+    if op == 'llama':
+        if 'llama' not in state or state.get('llama_cfg') != {k: v for k, v in cmd.items() if k != 'op'}:
+            state.update(llama=Llama(cmd), llama_cfg={k: v for k, v in cmd.items() if k != 'op'})
+        prompt = [1 + (i * 7919) % (cmd['vocab'] - 1) for i in range(cmd['prompt'])]
+        with torch.no_grad():
+            state['llama'].generate(prompt, 4)  # warm
+            ttft, tps = state['llama'].generate(prompt, cmd['tokens'])
+        return {'ttftMs': ttft, 'tokPerSec': tps}
     raise ValueError(f'unknown op {op}')
 
 

@@ -335,8 +335,98 @@ static void gemm_cols(void *ctx, size_t item) {
 }
 #endif
 
+// ---- one row of A (generation's token at a time): y (N) (+)= x (K) op(B) --------------------------
+// Packing B would read it twice for one use, so these stream it once. NN (B row-major K x N):
+// blocks of GB columns, each summing down the rows of B in k order; NT (B stored N x K): four dot
+// products at a time over contiguous rows. Each output's sum has a fixed order whatever the
+// threads, so any thread count gives the same bits.
+enum { GB = 32 };
+
+static void gemv_nn_cols(float *y, const float *x, const float *b, size_t ldb, size_t K, size_t j0, size_t j1,
+                         int accumulate) {
+    size_t j = j0;
+#if AW_SIMD
+    for (; j + GB <= j1; j += GB) {
+        aw_f32x4 acc[GB / 4];
+        for (int v = 0; v < GB / 4; v++) acc[v] = accumulate ? aw_load(y + j + 4 * v) : aw_splat(0.0f);
+        for (size_t k = 0; k < K; k++) {
+            const aw_f32x4 xk = aw_splat(x[k]);
+            const float *row = b + k * ldb + j;
+            for (int v = 0; v < GB / 4; v++) acc[v] = aw_madd(acc[v], xk, aw_load(row + 4 * v));
+        }
+        for (int v = 0; v < GB / 4; v++) aw_store(y + j + 4 * v, acc[v]);
+    }
+    for (; j + 4 <= j1; j += 4) {
+        aw_f32x4 acc = accumulate ? aw_load(y + j) : aw_splat(0.0f);
+        for (size_t k = 0; k < K; k++) acc = aw_madd(acc, aw_splat(x[k]), aw_load(b + k * ldb + j));
+        aw_store(y + j, acc);
+    }
+#endif
+    for (; j < j1; j++) {
+        float acc = accumulate ? y[j] : 0.0f;
+        for (size_t k = 0; k < K; k++) acc += x[k] * b[k * ldb + j];
+        y[j] = acc;
+    }
+}
+
+static void gemv_nt_rows(float *y, const float *x, const float *b, size_t ldb, size_t K, size_t j0, size_t j1,
+                         int accumulate) {
+    size_t j = j0;
+#if AW_SIMD
+    for (; j + 4 <= j1; j += 4) {
+        const float *r0 = b + j * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+        aw_f32x4 a0 = aw_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+        size_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            const aw_f32x4 xv = aw_load(x + k);
+            a0 = aw_madd(a0, xv, aw_load(r0 + k)), a1 = aw_madd(a1, xv, aw_load(r1 + k));
+            a2 = aw_madd(a2, xv, aw_load(r2 + k)), a3 = aw_madd(a3, xv, aw_load(r3 + k));
+        }
+        float s[4] = {aw_hsum(a0), aw_hsum(a1), aw_hsum(a2), aw_hsum(a3)};
+        for (; k < K; k++) s[0] += x[k] * r0[k], s[1] += x[k] * r1[k], s[2] += x[k] * r2[k], s[3] += x[k] * r3[k];
+        for (int i = 0; i < 4; i++) y[j + i] = accumulate ? y[j + i] + s[i] : s[i];
+    }
+#endif
+    for (; j < j1; j++) {
+        float acc = 0.0f;
+        for (size_t k = 0; k < K; k++) acc += x[k] * b[j * ldb + k];
+        y[j] = accumulate ? y[j] + acc : acc;
+    }
+}
+
+typedef struct {
+    float *y;
+    const float *x, *b;
+    size_t ldb, N, K;
+    int nt, accumulate;
+} gemv_job;
+
+enum { GEMV_ITEM = 64 }; // columns (NN) or rows of B (NT) per item: whole GB blocks
+
+static void gemv_item(void *ctx, size_t item) {
+    const gemv_job *g = ctx;
+    const size_t j0 = item * GEMV_ITEM, j1 = g->N - j0 < GEMV_ITEM ? g->N : j0 + GEMV_ITEM;
+    (g->nt ? gemv_nt_rows : gemv_nn_cols)(g->y, g->x, g->b, g->ldb, g->K, j0, j1, g->accumulate);
+}
+
+static void gemv(float *y, const float *x, const float *b, size_t ldb, size_t N, size_t K, int nt, int accumulate) {
+    gemv_job g = {y, x, b, ldb, N, K, nt, accumulate};
+    const size_t items = (N + GEMV_ITEM - 1) / GEMV_ITEM;
+#ifdef AW_THREADS
+    if ((double)N * (double)K >= 1 << 17 && items > 1) {
+        aw_parallel_for(items, gemv_item, &g);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < items; i++) gemv_item(&g, i);
+}
+
 static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
                      size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
+    if (M == 1 && a_ks == 1 && K > 0 && (b_js == 1 || b_ks == 1)) { // one row of A: stream B once
+        gemv(c, a, b, b_js == 1 ? b_ks : b_js, N, K, b_js != 1, accumulate);
+        return;
+    }
 #ifdef AW_THREADS
     if ((double)M * (double)N * (double)K >= PAR_MIN_FLOPS && (M > RB || N >= 2 * CB)) {
         gemm_job g = {c, ldc, a_rs, a_ks, b_ks, b_js, M, N, K, a, b, accumulate};

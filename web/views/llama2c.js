@@ -1,0 +1,108 @@
+// llama2c.js: "Open a model file": a llama2.c model (.bin) and its tokenizer.bin, picked or dropped,
+// read in this tab (never uploaded) with lib.loadLlama2c; the user's text is encoded with the
+// model's own tokenizer, the model generates greedily, and the attention of every head of the
+// chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
+// Heads that share a K/V head (grouped-query attention) say which one in their titles.
+import { createHeatmapView } from './heatmap.js';
+
+const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
+
+function formatBytes(n) {
+  return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
+}
+
+export function createLlama2cView(el, { lib }) {
+  let model = null, files = { model: null, tokenizer: null }, run = 0;
+  const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
+
+  const status = (text) => { el.status.textContent = text; };
+
+  async function take(list) {
+    for (const f of list) {
+      if (/tokenizer/i.test(f.name)) files.tokenizer = f;
+      else files.model = f;
+    }
+    el.files.textContent = `model: ${files.model ? `${files.model.name} (${formatBytes(files.model.size)})` : 'none yet'}; ` +
+      `tokenizer: ${files.tokenizer ? `${files.tokenizer.name} (${formatBytes(files.tokenizer.size)})` : 'none yet'}`;
+    if (!files.model || !files.tokenizer) {
+      status('Give both files: the model (.bin) and its tokenizer.bin.');
+      return;
+    }
+    model?.dispose();
+    model = null;
+    el.generate.disabled = true;
+    status(`Reading ${files.model.name} in this tab…`);
+    try {
+      const [bytes, tok] = await Promise.all([files.model.arrayBuffer(), files.tokenizer.arrayBuffer()]);
+      const t0 = performance.now();
+      model = lib.loadLlama2c(bytes, { tokenizer: tok });
+      const ms = performance.now() - t0;
+      const c = model.config;
+      el.layer.replaceChildren(...Array.from({ length: c.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
+      const shared = c.kvHeads < c.heads ? `${c.kvHeads} K/V heads, each shared by ${c.heads / c.kvHeads} query heads` : 'a K/V head per head';
+      status(`Loaded in ${ms.toFixed(0)} ms: dim ${c.dModel}, ${c.layers} layers, ${c.heads} heads (${shared}), ` +
+        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${model.parameterCount >= 1e6 ? `${(model.parameterCount / 1e6).toFixed(1)}M` : model.parameterCount.toLocaleString('en')} parameters` +
+        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}.`);
+      el.panel.dataset.loaded = '1';
+      el.generate.disabled = false;
+    } catch (e) {
+      status(e.message);
+    }
+  }
+
+  el.input.addEventListener('change', () => take([...el.input.files]));
+  el.drop.addEventListener('dragover', (e) => { e.preventDefault(); el.drop.classList.add('over'); });
+  el.drop.addEventListener('dragleave', () => el.drop.classList.remove('over'));
+  el.drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    el.drop.classList.remove('over');
+    take([...e.dataTransfer.files]);
+  });
+
+  // Draws the heads of the chosen layer over the first `rows` tokens (causal rows do not change
+  // as later tokens come, so the growing picture is the model's attention at each step).
+  function draw(ids, attention, rows) {
+    const c = model.config, l = Number(el.layer.value || 0), n = ids.length, group = c.heads / c.kvHeads;
+    const labels = Array.from(ids, (id) => model.tokenizer.piece(id).replace(/\n/g, '⏎'));
+    const maps = attention[l].map((w, h) => {
+      const cut = new Float32Array(n * n);
+      for (let i = 0; i < rows; i++) cut.set(w.subarray(i * n, i * n + i + 1), i * n);
+      const kv = Math.floor(h / group);
+      return { title: `layer ${l + 1}, head ${h + 1}${group > 1 ? ` (K/V head ${kv + 1}, shared with heads ${kv * group + 1}–${kv * group + group})` : ''}`, weights: cut };
+    });
+    heatmaps.render({ maps, n, m: n, rowLabels: labels, colLabels: labels });
+  }
+
+  let last = null; // { ids, attention, rows } of the last generation
+  el.layer.addEventListener('change', () => { if (last) draw(last.ids, last.attention, last.rows); });
+
+  el.form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!model) return;
+    const mine = ++run;
+    try {
+      const c = model.config;
+      const prompt = model.tokenizer.encode(el.text.value);
+      const room = Math.min(c.maxLen, MAX_SHOWN) - prompt.length;
+      if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${Math.min(c.maxLen, MAX_SHOWN)}`);
+      const want = Math.min(Number(el.count.value), room);
+      const t0 = performance.now();
+      const out = model.generate(prompt, { maxTokens: want, stop: 1 });
+      const ms = performance.now() - t0;
+      const ids = Int32Array.from([...prompt, ...out]);
+      const { attention } = model.forward(ids);
+      el.panel.dataset.tokens = JSON.stringify([...out]);
+      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache).`);
+      // token by token: the text grows and each head gains the new token's row
+      for (let t = prompt.length; t <= ids.length && mine === run; t++) {
+        el.output.textContent = model.tokenizer.decode(ids.subarray(0, t));
+        last = { ids, attention, rows: t };
+        draw(ids, attention, t);
+        await new Promise((r) => setTimeout(r, 60));
+      }
+      if (mine === run) el.panel.dataset.done = String(mine);
+    } catch (err) {
+      status(err.message);
+    }
+  });
+}
