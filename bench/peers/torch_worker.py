@@ -131,9 +131,9 @@ class Llama:
         x = self.emb[tokens]
         for i, w in enumerate(self.layers):
             h = self.rms(x, w['att'])
-            q = self.rope((h @ w['wq'].T).view(n, H, hd), p0)
-            k = self.rope((h @ w['wk'].T).view(n, KH, hd), p0)
-            v = (h @ w['wv'].T).view(n, KH, hd)
+            q = self.rope(F.linear(h, w['wq']).view(n, H, hd), p0)
+            k = self.rope(F.linear(h, w['wk']).view(n, KH, hd), p0)
+            v = F.linear(h, w['wv']).view(n, KH, hd)
             kc, vc = cache[i]
             kc[p0:p0 + n], vc[p0:p0 + n] = k, v
             K = kc[:p0 + n].repeat_interleave(H // KH, dim=1).transpose(0, 1)
@@ -142,10 +142,10 @@ class Llama:
             if n > 1:
                 s = s + torch.full((n, p0 + n), float('-inf')).triu(p0 + 1)
             o = (torch.softmax(s, -1) @ Vv).transpose(0, 1).reshape(n, H * hd)
-            x = x + o @ w['wo'].T
+            x = x + F.linear(o, w['wo'])
             h = self.rms(x, w['ffn'])
-            x = x + (F.silu(h @ w['w1'].T) * (h @ w['w3'].T)) @ w['w2'].T
-        return self.rms(x[-1:], self.final) @ self.emb.T
+            x = x + F.linear(F.silu(F.linear(h, w['w1'])) * F.linear(h, w['w3']), w['w2'])
+        return F.linear(self.rms(x[-1:], self.final), self.emb)  # nn.Linear's x W^T, no transposed copy
 
     def generate(self, prompt, count):
         cache = [(torch.zeros(self.T, self.KH, self.hd), torch.zeros(self.T, self.KH, self.hd)) for _ in self.layers]

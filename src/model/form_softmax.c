@@ -67,6 +67,12 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     return softmax_attention_forward(out, NULL, q, kc, vc, &ds);
 }
 
+// The KV cache of positions 0..T-1 at once: the rows as step() stores them.
+static void prefill(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T) {
+    memcpy(state, k, T * f->C * sizeof(float));
+    memcpy(state + L * f->C, v, T * f->C * sizeof(float));
+}
+
 const aw_form AW_FORM_SOFTMAX_DESC = {
     .name = "softmax",
     .words = {
@@ -99,4 +105,5 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     .backward = backward,
     .step_floats = step_floats,
     .step = step,
+    .prefill = prefill,
 };

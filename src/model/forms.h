@@ -148,6 +148,10 @@ struct aw_form {
     size_t (*step_floats)(const aw_attn_form *f, size_t L);
     int (*step)(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q,
                 const float *k, const float *v, size_t pos);
+    // Generation's prefill: puts positions 0..T-1 of one sequence, whose k, v (T, C) a batched
+    // forward computed, into a fresh step state, as T steps would. NULL: the prompt is stepped
+    // through one token at a time.
+    void (*prefill)(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T);
 };
 
 // The registry, in the order users see it.

@@ -32,6 +32,44 @@ static int own_cache(const aw_model *m) {
     return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[0].form->name, "softmax") == 0;
 }
 
+// 1 when the prompt can go through one batched forward whose K, V fill the caches: a decoder
+// whose every self-attention keeps the positions' K, V (grouped-query softmax's own cache, or a
+// form with a prefill).
+static int can_prefill(const aw_model *m) {
+    if (m->cfg.arch != AW_ARCH_DECODER) return 0;
+    for (int l = 0; l < m->cfg.layers; l++)
+        if (!own_cache(m) && !m->self_form[l].form->prefill) return 0;
+    return 1;
+}
+
+// The batched forward of the np prompt tokens, its K, V into every layer's cache; the logits of
+// the last prompt position into logits.
+static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t np, float *logits) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->max_len;
+    const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd, group = H / KH;
+    int st = model_reserve(m, 1, np, 0);
+    if (st) return st;
+    memcpy(m->tokens, prompt, np * sizeof(int32_t));
+    for (size_t i = 0; i < np; i++) m->targets[i] = -1;
+    if ((st = model_forward(m, NULL))) return st;
+    for (int l = 0; l < c->layers; l++) {
+        const aw_attn_acts *a = &m->a.dec_self[l];
+        if (own_cache(m)) { // K/V head g is the first of its group's copies (rotated already)
+            float *kc = s->self[l], *vc = s->self[l] + L * KC;
+            for (size_t p = 0; p < np; p++)
+                for (size_t g = 0; g < KH; g++) {
+                    memcpy(kc + p * KC + g * hd, a->k + p * C + g * group * hd, hd * sizeof(float));
+                    memcpy(vc + p * KC + g * hd, a->v + p * C + g * group * hd, hd * sizeof(float));
+                }
+        } else {
+            m->self_form[l].form->prefill(&m->self_form[l], s->self[l], L, a->k, a->v, np);
+        }
+    }
+    memcpy(logits, m->a.logits + (np - 1) * V, V * sizeof(float));
+    return AW_OK;
+}
+
 // 1 when every self-attention form of the model has an incremental step.
 static int has_steps(const aw_model *m) {
     for (int l = 0; l < m->cfg.layers; l++)
@@ -246,7 +284,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     decode_state s;
     aw_rnn_decode_state rs; // the GRU archs: the encoder once, then one decoder step per token
     const aw_rnn_weights rw = model_rnn_weights(&m->w);
-    int have_state = 0, have_rnn_state = 0;
+    int have_state = 0, have_rnn_state = 0, prefilled = 0;
     if (use_cache && rnn) {
         if ((st = rnn_decode_begin(&rs, &rw, (size_t)m->cfg.d_model, (size_t)m->cfg.vocab,
                                    m->cfg.arch == AW_ARCH_GRU_ATTENTION, src, ns)))
@@ -271,14 +309,21 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                 kv_expand(s.cv[l], tmp, ns, H, KH, hd);
             }
         }
-        for (size_t p = 0; p + 1 < np; p++)
-            if ((st = step_token(m, &s, seq[p], p, ns))) goto done;
+        if (np > 1 && can_prefill(m)) { // the prompt in one batched forward: its last logits are ready
+            if ((st = prefill(m, &s, seq, np, logits))) goto done;
+            prefilled = 1;
+        } else {
+            for (size_t p = 0; p + 1 < np; p++)
+                if ((st = step_token(m, &s, seq[p], p, ns))) goto done;
+        }
     }
     // the model reads at most L positions: after the prompt, up to L - np + 1 new tokens
     while (*n_out < max_new && np + *n_out <= L) {
         const size_t len = np + *n_out;
         if (use_cache && rnn) {
             rnn_decode_step(&rs, &rw, seq[len - 1], logits);
+        } else if (use_cache && prefilled) {
+            prefilled = 0; // the prefill left the last prompt position's logits
         } else if (use_cache) {
             if ((st = step_token(m, &s, seq[len - 1], len - 1, ns))) goto done;
             memcpy(logits, s.logits, V * sizeof(float));
