@@ -52,7 +52,10 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
     if (st) return st;
     memcpy(m->tokens, prompt, np * sizeof(int32_t));
     for (size_t i = 0; i < np; i++) m->targets[i] = -1;
-    if ((st = model_forward(m, NULL))) return st;
+    m->last_logits_only = 1;
+    st = model_forward(m, NULL);
+    m->last_logits_only = 0;
+    if (st) return st;
     for (int l = 0; l < c->layers; l++) {
         const aw_attn_acts *a = &m->a.dec_self[l];
         if (own_cache(m)) { // K/V head g is the first of its group's copies (rotated already)

@@ -837,6 +837,15 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
 static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
     const size_t N = m->B * m->T, C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
     aw_acts *a = &m->a;
+    if (m->last_logits_only) { // each sequence's last row: what generation reads
+        for (size_t b = 0; b < m->B; b++) {
+            const size_t r = b * m->T + m->T - 1;
+            if (m->cfg.tie) tied_forward(a->logits + r * V, x + r * C, m->w.wte, m->w.b_out, 1, C, V);
+            else linear_forward(a->logits + r * V, x + r * C, m->w.w_out, m->w.b_out, 1, C, V);
+        }
+        if (metrics) memset(metrics, 0, sizeof *metrics);
+        return AW_OK;
+    }
     if (m->cfg.tie) tied_forward(a->logits, x, m->w.wte, m->w.b_out, N, C, V);
     else linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
     size_t count = 0, correct = 0;

@@ -165,6 +165,8 @@ typedef struct aw_model {
                                 // backward follows such a forward, so the forms save nothing);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
+    int last_logits_only;       // 1: forward computes the logits of each sequence's last position
+                                // only (no probabilities or loss): generation's prefill
     long step;                  // AdamW steps taken
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
