@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static double now_ms(void) {
@@ -31,6 +33,10 @@ static void usage(void) {
            "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder|gru|gru-attention\n"
            "              (gru archs: a GRU encoder-decoder, src/model/rnn.h; --layers defaults to 1 and must be 1)\n"
            "  --steps N (1000) --batch N (32) --lr X (2e-3) --warmup N (100) --weight-decay X (0.01) --clip X (1)\n"
+           "  --block classic|llama --kv-heads N --norm-type layernorm|rmsnorm --ffn relu|swiglu --bias true|false\n"
+           "  --tie-embeddings true|false --rope-theta X   (the block's switches; --positional also takes none|rope)\n"
+           "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
+           "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
     for (size_t i = 0; i < aw_form_count_all(); i++) {
@@ -62,6 +68,96 @@ static int is_form_option(const char *name) {
     return 0;
 }
 
+// --text: one file or a directory of files (fortune(6)'s format: documents separated by lines that
+// hold only "%"; a file without such lines is one document). Every 10th document (the 10th, 20th,
+// ... in file-name order) is held out, so no held-out text is seen in training, even in part.
+typedef struct {
+    char *train, *held;
+    size_t n_train, n_held, cap_train, cap_held, docs, files;
+} text_corpus;
+
+static int append(char **buf, size_t *n, size_t *cap, const char *s, size_t len) {
+    if (*n + len + 2 > *cap) {
+        size_t c = *cap ? *cap : 1 << 16;
+        while (c < *n + len + 2) c *= 2;
+        char *p = realloc(*buf, c);
+        if (!p) return 1;
+        *buf = p, *cap = c;
+    }
+    memcpy(*buf + *n, s, len);
+    *n += len;
+    (*buf)[(*n)++] = '\n'; // documents end with a blank line
+    (*buf)[(*n)++] = '\n';
+    return 0;
+}
+
+static int add_file(text_corpus *c, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return fprintf(stderr, "trainer: cannot read %s\n", path), 1;
+    char *data = NULL;
+    size_t n = 0, cap = 0, got;
+    char chunk[1 << 16];
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (n + got + 1 > cap) {
+            cap = (n + got + 1) * 2;
+            char *p = realloc(data, cap);
+            if (!p) return fclose(f), free(data), 1;
+            data = p;
+        }
+        memcpy(data + n, chunk, got), n += got;
+    }
+    fclose(f);
+    c->files++;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        const int end = i == n || (data[i] == '%' && (i == 0 || data[i - 1] == '\n') && (i + 1 == n || data[i + 1] == '\n'));
+        if (!end) continue;
+        size_t a = start, b = i; // trim the document's surrounding whitespace
+        while (a < b && (data[a] == '\n' || data[a] == ' ' || data[a] == '\t')) a++;
+        while (b > a && (data[b - 1] == '\n' || data[b - 1] == ' ' || data[b - 1] == '\t')) b--;
+        if (b > a) {
+            const int held = ++c->docs % 10 == 0;
+            if (held ? append(&c->held, &c->n_held, &c->cap_held, data + a, b - a)
+                     : append(&c->train, &c->n_train, &c->cap_train, data + a, b - a))
+                return free(data), 1;
+        }
+        start = i + 2;
+    }
+    free(data);
+    return 0;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int read_corpus(text_corpus *c, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb)) return fprintf(stderr, "trainer: --text %s: no such file or directory\n", path), 1;
+    if (!S_ISDIR(sb.st_mode)) return add_file(c, path);
+    DIR *d = opendir(path);
+    if (!d) return fprintf(stderr, "trainer: cannot list %s\n", path), 1;
+    char *names[4096];
+    size_t count = 0;
+    for (struct dirent *e; (e = readdir(d)) && count < 4096;) {
+        const size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (len > 4 && (strcmp(e->d_name + len - 4, ".dat") == 0 || strcmp(e->d_name + len - 3, ".u8") == 0)))
+            continue; // fortune's index files and its .u8 links to the same text
+        names[count++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, count, sizeof *names, name_cmp);
+    int st = 0;
+    for (size_t i = 0; i < count; i++) {
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", path, names[i]);
+        struct stat fs;
+        if (!st && stat(full, &fs) == 0 && S_ISREG(fs.st_mode)) st = add_file(c, full);
+        free(names[i]);
+    }
+    if (!st && (c->n_train == 0 || c->n_held == 0))
+        return fprintf(stderr, "trainer: --text %s holds too few documents to hold every 10th out\n", path), 1;
+    return st;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); // progress lines appear as they come, also through a pipe
     // the model's fields go to the config builder under the names users write elsewhere
@@ -75,7 +171,9 @@ int main(int argc, char **argv) {
     static const char *const MODEL_FLAGS[][2] = {
         {"--vocab", "vocab"}, {"--d-model", "dModel"}, {"--heads", "heads"}, {"--layers", "layers"}, {"--d-ff", "dFF"},
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
-        {"--seed", "seed"}};
+        {"--seed", "seed"}, {"--block", "block"}, {"--kv-heads", "kvHeads"}, {"--norm-type", "normType"},
+        {"--ffn", "ffn"}, {"--bias", "bias"}, {"--tie-embeddings", "tieEmbeddings"}, {"--rope-theta", "ropeTheta"}};
+    const char *text_path = NULL;
     const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
@@ -110,6 +208,7 @@ int main(int argc, char **argv) {
         else if (FLAG("--eval-every")) eval_every = atol(v);
         else if (FLAG("--eval-batches")) eval_batches = atol(v);
         else if (FLAG("--out")) out = v;
+        else if (FLAG("--text")) text_path = v;
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
     }
@@ -120,6 +219,16 @@ int main(int argc, char **argv) {
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;
+    text_corpus corpus = {0};
+    if (text_path) {
+        if (task != AW_TASK_CHARS) return fprintf(stderr, "trainer: --text is the chars task's text; add --task chars\n"), 2;
+        if (read_corpus(&corpus, text_path)) return 1;
+        if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held))
+            return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
+        printf("text %s: %zu files, %zu documents; training %zu B (%zu documents), held out %zu B (every 10th "
+               "document, %zu)\n", text_path, corpus.files, corpus.docs, corpus.n_train, corpus.docs - corpus.docs / 10,
+               corpus.n_held, corpus.docs / 10);
+    }
     aw_model *m = NULL;
     if ((st = model_create(&m, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
     size_t T, S;

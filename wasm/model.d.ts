@@ -130,7 +130,7 @@ export interface ForwardResult {
 }
 
 export interface GenerateOptions {
-  /** default 16; generation also stops when the sequence reaches maxLen */
+  /** default 16; generation also stops when the sequence reaches maxLen (unless window is given) */
   maxTokens?: number;
   /** 0 (default) = greedy */
   temperature?: number;
@@ -144,6 +144,11 @@ export interface GenerateOptions {
   source?: ArrayLike<number>;
   /** true (default): KV cache (softmax) / recurrent state (causal linear); false: re-run the full forward */
   cache?: boolean;
+  /** a rolling KV cache of this many positions, so generation goes past maxLen (softmax decoders
+   *  with positional 'rope' or 'none'; positions are cache slots, as in StreamingLLM) */
+  window?: number;
+  /** with window: keep the first `sinks` tokens in the cache for ever (attention sinks), default 0 */
+  sinks?: number;
 }
 
 export interface TaskExample {
@@ -184,6 +189,11 @@ export interface Model {
   save(opts?: { optimizer?: boolean }): Uint8Array;
   /** llama2.c's model file (what run.c reads); only a model llama2.c can run (block 'llama' with
    *  softmax, ropeTheta 10000, decoder-only): any other is an Error naming the part llama2.c lacks */
+  /** The loss (nats) of every next token of a stream of any length, read with a rolling KV cache of
+   *  `window` positions (default maxLen) keeping the first `sinks` tokens (StreamingLLM; positions
+   *  are cache slots), or with recompute a fresh forward over the last `window` tokens at every
+   *  position. Softmax decoders with positional 'rope' or 'none'. tokens.length - 1 values. */
+  streamLosses(tokens: ArrayLike<number>, opts?: { window?: number; sinks?: number; recompute?: boolean }): Float32Array;
   saveLlama2c(): Uint8Array;
   /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
   gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;

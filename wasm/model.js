@@ -298,7 +298,7 @@ export function modelMethods(core) {
     generate(prompt, opts = {}) {
       const what = 'generate';
       this.#live(what);
-      checkKeys(what, opts, ['maxTokens', 'temperature', 'topK', 'seed', 'stop', 'source', 'cache']);
+      checkKeys(what, opts, ['maxTokens', 'temperature', 'topK', 'seed', 'stop', 'source', 'cache', 'window', 'sinks']);
       const c = this.config;
       const encdec = hasSource(c.arch);
       const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
@@ -314,6 +314,21 @@ export function modelMethods(core) {
       const cache = checkBool(`${what}: cache`, opts.cache ?? true);
       if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
       const src = encdec ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
+      if (opts.window !== undefined || opts.sinks !== undefined) { // a rolling cache: past maxLen
+        if (opts.window === undefined) fail(`${what}: sinks needs a window (the rolling cache's size)`);
+        if (opts.cache === false) fail(`${what}: window and sinks are a cache's; they do not go with cache: false`);
+        const window = opts.window, sinks = opts.sinks ?? 0;
+        if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+        if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
+        const specs = [{ name: 'out', bytes: Math.max(maxTokens, 1) * 4 }, { name: 'count', bytes: 4 },
+          { name: 'prompt', bytes: p.length * 4, from: p }];
+        return core.withBuffers(what, specs, ([op, np, pp]) => {
+          core.check(ex.aw_model_stream_generate(this.handle, op, np, maxTokens, pp, p.length, window, sinks, temperature,
+            topK, seed, stop), what);
+          const count = new Int32Array(core.memory.buffer, np, 1)[0];
+          return new Int32Array(core.memory.buffer, op, count).slice();
+        });
+      }
       const n = Math.max(0, Math.min(maxTokens, c.maxLen - p.length + 1));
       const specs = [
         { name: 'out', bytes: Math.max(n, 1) * 4 }, { name: 'count', bytes: 4 },
@@ -324,6 +339,30 @@ export function modelMethods(core) {
           seed, stop, cache ? 1 : 0), what);
         const count = new Int32Array(core.memory.buffer, np, 1)[0];
         return new Int32Array(core.memory.buffer, op, count).slice();
+      });
+    }
+
+    /**
+     * The loss (nats) of every next token of a token stream of any length, read with a rolling
+     * cache of `window` positions that keeps the first `sinks` tokens (StreamingLLM; positions are
+     * cache slots), or, with recompute, by a fresh forward over the last `window` tokens at every
+     * position. Returns a Float32Array of tokens.length - 1 losses. Softmax decoders with
+     * positional 'rope' or 'none'.
+     */
+    streamLosses(tokens, opts = {}) {
+      const what = 'streamLosses';
+      this.#live(what);
+      checkKeys(what, opts, ['window', 'sinks', 'recompute']);
+      const t = checkTokens(`${what}: tokens`, tokens);
+      const window = opts.window ?? this.config.maxLen, sinks = opts.sinks ?? 0;
+      if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+      if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
+      const recompute = checkBool(`${what}: recompute`, opts.recompute ?? false);
+      if (recompute && opts.sinks) fail(`${what}: recompute reads the last window tokens afresh; it keeps no sinks`);
+      const specs = [{ name: 'tokens', bytes: t.length * 4, from: t }, { name: 'losses', bytes: Math.max(t.length - 1, 1) * 4 }];
+      return core.withBuffers(what, specs, ([tp, lp]) => {
+        core.check(ex.aw_model_stream_losses(this.handle, tp, t.length, window, sinks, recompute ? 1 : 0, lp), what);
+        return new Float32Array(core.memory.buffer, lp, t.length - 1).slice();
       });
     }
 

@@ -232,6 +232,27 @@ AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t 
     return api_done(st);
 }
 
+// Streaming past maxLen (src/model/stream.c): the losses of tokens (n) into losses (n - 1), and
+// generation with a rolling cache of `window` positions keeping the first `sinks`.
+AW_API int aw_model_stream_losses(aw_model *m, const int32_t *tokens, int32_t n, int32_t window, int32_t sinks,
+                                  int32_t recompute, float *losses) {
+    aw_clear_error();
+    if (n < 0 || window < 0 || sinks < 0) return aw_fail(AW_ERR_ARG, "streamLosses: bad sizes");
+    return api_done(model_stream_losses(m, tokens, (size_t)n, (size_t)window, (size_t)sinks, recompute != 0, losses));
+}
+
+AW_API int aw_model_stream_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t max_new, const int32_t *prompt,
+                                    int32_t np, int32_t window, int32_t sinks, float temperature, int32_t top_k,
+                                    uint32_t seed, int32_t stop_token) {
+    aw_clear_error();
+    if (max_new < 0 || np <= 0 || window < 0 || sinks < 0 || top_k < 0) return aw_fail(AW_ERR_ARG, "generate: bad sizes");
+    size_t n = 0;
+    const int st = model_stream_generate(m, out, &n, (size_t)max_new, prompt, (size_t)np, (size_t)window, (size_t)sinks,
+                                         temperature, top_k, seed, stop_token);
+    *n_out = (int32_t)n;
+    return api_done(st);
+}
+
 // *bytes = the size of the safetensors checkpoint (optim: with AdamW's state).
 AW_API int aw_model_save_size(const aw_model *m, int32_t optim, int32_t *bytes) {
     aw_clear_error();

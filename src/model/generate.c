@@ -224,7 +224,7 @@ static int step_token(aw_model *m, decode_state *s, int32_t token, size_t pos, s
 }
 
 // Picks the next token from logits (V): greedy, or softmax(logits / temperature) over the top_k.
-static int32_t sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng) {
+int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng) {
     size_t arg = 0;
     for (size_t j = 1; j < V; j++)
         if (logits[j] > logits[arg]) arg = j;
@@ -344,7 +344,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                                                "diverged; load a checkpoint from before or create it again");
                 goto done;
             }
-        const int32_t t = sample(logits, V, temperature, top_k, &rng);
+        const int32_t t = model_sample(logits, V, temperature, top_k, &rng);
         out[(*n_out)++] = t;
         if (t == stop_token || len == L) break;
         seq[len] = t;

@@ -3,6 +3,7 @@
 
 #include "../kernels/status.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void aw_rng_seed(aw_rng *rng, uint64_t seed) { rng->state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull; }
@@ -29,6 +30,21 @@ int32_t char_to_token(unsigned char c) {
 }
 
 char token_to_char(int32_t t) { return t >= 1 && (size_t)t < chars_vocab() ? AW_CHARSET[t - 1] : '\0'; }
+
+// The chars task's text when task_set_text gave one (else the built-in corpus).
+static struct {
+    const char *train, *held;
+    size_t n_train, n_held;
+} text;
+
+int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held) {
+    if (!train) return text.train = text.held = NULL, text.n_train = text.n_held = 0, AW_OK;
+    if (n_train < 64 || n_held < 64 || n_train > UINT32_MAX || n_held > UINT32_MAX)
+        return aw_fail(AW_ERR_ARG, "the chars task's text needs 64 B to 4 GiB of training and of held-out text, got "
+                                   "%zu and %zu", n_train, n_held);
+    text.train = train, text.n_train = n_train, text.held = held, text.n_held = n_held;
+    return AW_OK;
+}
 
 static const char *const DIGIT_WORDS[10] = {"zero", "one", "two", "three", "four",
                                             "five", "six", "seven", "eight", "nine"};
@@ -64,11 +80,15 @@ int task_check(const aw_task_spec *s) {
                                        "%zu (keys are half the symbols); use length <= %zu or more symbols",
                            s->length, s->symbols, s->symbols / 2, s->symbols / 2);
         return AW_OK;
-    case AW_TASK_CHARS:
-        if (s->length + 1 >= aw_chars_corpus_len / 10)
-            return aw_fail(AW_ERR_ARG, "task \"chars\": length must be below %zu (the held-out text)",
-                           aw_chars_corpus_len / 10 - 1);
+    case AW_TASK_CHARS: {
+        const size_t held = text.held ? text.n_held : aw_chars_corpus_len / 10;
+        const size_t train = text.train ? text.n_train : aw_chars_corpus_len - aw_chars_corpus_len / 10;
+        const size_t least = held < train ? held : train;
+        if (s->length + 1 >= least)
+            return aw_fail(AW_ERR_ARG, "task \"chars\": length must be below %zu (the %s text)", least - 1,
+                           held < train ? "held-out" : "training");
         return AW_OK;
+    }
     default: return AW_OK;
     }
 }
@@ -148,6 +168,13 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
         return real;
     }
     case AW_TASK_CHARS: {
+        if (text.train) { // a corpus of its own (task_set_text): the training or the held-out documents
+            const char *t = s->heldout ? text.held : text.train;
+            const size_t len = s->heldout ? text.n_held : text.n_train;
+            const size_t start = aw_rng_below(rng, (uint32_t)(len - (n + 1)));
+            for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
+            return n + 1;
+        }
         const size_t split = aw_chars_corpus_len - aw_chars_corpus_len / 10; // training | held out
         const size_t lo = s->heldout ? split : 0, hi = s->heldout ? aw_chars_corpus_len : split;
         const size_t start = lo + aw_rng_below(rng, (uint32_t)(hi - lo - (n + 1)));

@@ -60,6 +60,10 @@ char token_to_char(int32_t t); // '\0' for ids outside the charset
 
 // The text of data/chars.txt, compiled in (src/model/chars_corpus.c, made by
 // scripts/gen_corpus.mjs).
+// The chars task reads this text instead of the built-in corpus (the caller keeps both buffers
+// alive): windows of the training text for training, of the held-out text for evaluation (split
+// by document, not by position, by whoever builds them). NULL restores the built-in corpus.
+int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held);
 extern const char aw_chars_corpus[];
 extern const size_t aw_chars_corpus_len;
 

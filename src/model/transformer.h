@@ -243,6 +243,19 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                    const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
                    int use_cache);
 
+// Picks a token from logits (V; modified): greedy (temperature <= 0) or sampled from the top_k.
+int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng);
+
+// Streaming past maxLen (stream.c; StreamingLLM, arXiv:2309.17453): a rolling KV cache of `window`
+// positions that keeps the first `sinks` tokens, positions numbered by cache slot. Softmax
+// decoders with positional rope or none. losses (n - 1): -log p(tokens[t + 1]) in nats, from the
+// rolling cache, or (recompute) from a fresh forward over the last `window` tokens.
+int model_stream_check(const aw_model *m, size_t window, size_t sinks);
+int model_stream_losses(aw_model *m, const int32_t *tokens, size_t n, size_t window, size_t sinks, int recompute,
+                        float *losses);
+int model_stream_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
+                          size_t window, size_t sinks, float temperature, int top_k, uint64_t seed, int stop_token);
+
 // Finite-difference gradient check of the whole model on a random batch (B, T, S) drawn from
 // seed: every tensor's gradient along its own direction and along a random one (gradcheck.c
 // explains the measure). mutate_tensor (NULL: none): multiply that tensor's analytic gradient by
