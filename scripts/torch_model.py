@@ -94,10 +94,16 @@ def merge_heads(x):
     return x.transpose(0, 1).reshape(n, h * dh)
 
 
-def softmax_attention(q, k, v, h, causal):
-    """O = softmax(Q K^T / sqrt(C / h) + M) V per head; a row with no allowed key is zero."""
+def softmax_attention(q, k, v, h, causal, alibi=False):
+    """O = softmax(Q K^T / sqrt(C / h) + B + M) V per head; a row with no allowed key is zero. alibi:
+    B = -m_h |i - j| with m_h = 2^(-8 (h + 1) / H) for heads h = 0..H-1 (Press, Smith, Lewis 2022)."""
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
     s = qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
+    if alibi:
+        n, m = s.shape[1], s.shape[2]
+        dist = (torch.arange(n)[:, None] - torch.arange(m)[None, :]).abs().float()
+        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / h) for i in range(h)])
+        s = s - slopes[:, None, None] * dist
     if causal:
         n, m = s.shape[1], s.shape[2]
         mask = torch.ones(n, m, dtype=torch.bool).triu(1)
@@ -373,7 +379,7 @@ class TinyTransformer(torch.nn.Module):
         if self.meta.get('positional') == 'rope' and not cross and q is not None:
             q, k = self.rope(q), self.rope(k)
         if form == 'softmax':
-            o = softmax_attention(q, k, v, self.H, causal)
+            o = softmax_attention(q, k, v, self.H, causal, self.meta.get('positional') == 'alibi' and not cross)
         elif form in ('local', 'strided'):
             o = local_attention(q, k, v, self.H, int(self.meta['window']), causal, int(self.meta.get('stride', 0)))
         elif form.startswith('linear:'):
@@ -407,7 +413,7 @@ class TinyTransformer(torch.nn.Module):
         return self.lin(F.relu(self.lin(x, prefix, 'w1', 'b1')), prefix, 'w2', 'b2')
 
     def embed(self, tokens):
-        if self.meta.get('positional') in ('none', 'rope'):
+        if self.meta.get('positional') in ('none', 'rope', 'alibi'):
             return self.p('wte')[tokens]
         pos = self.p('wpe') if self.has('wpe') else self.sinusoid
         return self.p('wte')[tokens] + pos[:len(tokens)]

@@ -32,8 +32,9 @@ export interface ModelConfig {
   /** default 'sinusoidal' ('rope' with block 'llama'); 'none' adds no positions (the causal mask
    *  still tells them apart); 'rope' rotates every self-attention's queries and keys (llama2.c's
    *  pairing: columns (2i, 2i+1) of each head turn by p * ropeTheta^(-2i/headWidth)) and needs an
-   *  even head width and a form that reads queries and keys */
-  positional?: 'sinusoidal' | 'learned' | 'none' | 'rope';
+   *  even head width and a form that reads queries and keys; 'alibi' adds -m_h |i - j| to every
+   *  self-attention score, m_h = 2^(-8h/heads) for heads h = 1..heads (softmax only) */
+  positional?: 'sinusoidal' | 'learned' | 'none' | 'rope' | 'alibi';
   /** rotary positions' base, default 10000 */
   ropeTheta?: number;
   /** a preset of the block's switches: 'classic' (default: LayerNorm, ReLU FFN, biases) or 'llama'

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT] = {"sinusoidal", "learned", "none", "rope"};
+const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT] = {"sinusoidal", "learned", "none", "rope", "alibi"};
 const char *const AW_NORM_TYPE_NAMES[2] = {"layernorm", "rmsnorm"};
 const char *const AW_FFN_NAMES[2] = {"relu", "swiglu"};
 const char *const AW_BLOCK_NAMES[2] = {"classic", "llama"};

@@ -25,6 +25,7 @@ enum aw_form_flag {
     AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
+    AW_FORM_ALIBI = 1u << 9,         // takes ALiBi's distance bias on its scores (aw_attn_form.alibi)
 };
 
 typedef struct aw_form aw_form;
@@ -81,6 +82,8 @@ typedef struct {
     float *params, *grads; // the form's parameters: its own block until bind, then the model's
                            // arena (grads NULL until bind)
     int owns_params;
+    const float *alibi;    // (H) ALiBi's slopes for this sublayer (positional "alibi", self-attention
+                           // of a form with AW_FORM_ALIBI), or NULL
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, its options'
@@ -90,6 +93,7 @@ typedef struct {
     int causal;
     const aw_form_values *opts;
     uint32_t seed;
+    const float *alibi;     // (H) ALiBi's slopes, or NULL
 } aw_form_setup;
 
 // What a form says about itself: lib.forms carries it, the playground shows it.

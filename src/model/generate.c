@@ -130,7 +130,7 @@ static void state_free(decode_state *s) { free(s->mem); }
 // x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).
 // Grouped-query softmax over the cache's n positions: head h reads K/V head h / (H / KH).
 static void attend_cached(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n,
-                          size_t H, size_t KH, size_t hd) {
+                          size_t H, size_t KH, size_t hd, const float *alibi) {
     const size_t KC = KH * hd, group = H / KH;
     const float scale = 1.0f / sqrtf((float)hd);
     for (size_t h = 0; h < H; h++) {
@@ -138,7 +138,7 @@ static void attend_cached(float *out, float *scores, const float *q, const float
         const size_t off = (h / group) * hd;
         float mx = -INFINITY;
         for (size_t j = 0; j < n; j++) {
-            scores[j] = aw_dot(qh, kc + j * KC + off, hd) * scale;
+            scores[j] = aw_dot(qh, kc + j * KC + off, hd) * scale - (alibi ? alibi[h] * (float)(n - 1 - j) : 0.0f);
             mx = scores[j] > mx ? scores[j] : mx;
         }
         double sum = 0.0;
@@ -172,7 +172,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             memcpy(kc + pos * KC, s->kv, KC * sizeof(float));
             memcpy(vc + pos * KC, s->kv + KC, KC * sizeof(float));
-            attend_cached(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd);
+            attend_cached(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->alibi);
             st = AW_OK;
         } else {
             kv_expand(s->kx, s->kv, 1, H, KH, hd);

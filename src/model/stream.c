@@ -28,9 +28,9 @@ int model_stream_check(const aw_model *m, size_t window, size_t sinks) {
     if (c->arch != AW_ARCH_DECODER || strcmp(m->self_form[0].form->name, "softmax") != 0)
         return aw_fail(AW_ERR_ARG, "streaming past maxLen keeps a KV cache of softmax attention: it needs a decoder-only "
                                    "model with attention \"softmax\"");
-    if (c->positional != AW_POS_ROPE && c->positional != AW_POS_NONE)
-        return aw_fail(AW_ERR_ARG, "streaming past maxLen numbers positions by cache slot: it needs positional \"rope\" "
-                                   "or \"none\" (this model adds %s positions to its embeddings, which end at maxLen)",
+    if (c->positional != AW_POS_ROPE && c->positional != AW_POS_NONE && c->positional != AW_POS_ALIBI)
+        return aw_fail(AW_ERR_ARG, "streaming past maxLen numbers positions by cache slot: it needs positional \"rope\", "
+                                   "\"alibi\" or \"none\" (this model adds %s positions to its embeddings, which end at maxLen)",
                        c->positional == AW_POS_LEARNED ? "learned" : "sinusoidal");
     if (window < 1 || window > (size_t)c->max_len)
         return aw_fail(AW_ERR_ARG, "window must be an integer in [1, maxLen = %d], got %zu", (int)c->max_len, window);
@@ -116,7 +116,8 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             const size_t off = (h / group) * hd;
             float mx = -INFINITY;
             for (size_t j = 0; j < n; j++) {
-                s->scores[j] = aw_dot(s->q + h * hd, s->kr + j * KC + off, hd) * scale;
+                s->scores[j] = aw_dot(s->q + h * hd, s->kr + j * KC + off, hd) * scale -
+                               (m->alibi ? m->alibi[h] * (float)(n - 1 - j) : 0.0f); // ALiBi by cache slot
                 mx = s->scores[j] > mx ? s->scores[j] : mx;
             }
             double sum = 0.0;

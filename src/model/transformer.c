@@ -48,7 +48,10 @@ int model_check_config(const aw_model_config *c) {
     const int st = aw_option_finish(f, &opts, (size_t)c->max_len);
     if (st) return st;
     if (c->positional < 0 || c->positional >= AW_POS_COUNT)
-        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\", \"learned\", \"none\" or \"rope\"");
+        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\", \"learned\", \"none\", \"rope\" or \"alibi\"");
+    if (c->positional == AW_POS_ALIBI && !(f->flags & AW_FORM_ALIBI))
+        return aw_fail(AW_ERR_ARG, "positional \"alibi\" adds a distance bias to softmax scores, and attention \"%s\" "
+                                   "has none to bias: use attention \"softmax\" with it, or positional \"rope\"", f->name);
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
     if (c->norm_type != AW_NORMTYPE_LAYER && c->norm_type != AW_NORMTYPE_RMS)
         return aw_fail(AW_ERR_ARG, "normType must be \"layernorm\" or \"rmsnorm\"");
@@ -305,6 +308,7 @@ void model_destroy(aw_model *m) {
     free(m->pe_sin);
     free(m->rope_cos);
     free(m->rope_sin);
+    free(m->alibi);
     free(m->act_mem);
     free(m->dact_mem);
     free(m->tokens);
@@ -322,15 +326,23 @@ static int init_forms(aw_model *m) {
     const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross), *dec = self;
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
     if (encdec && !(self->flags & AW_FORM_CAUSAL) && self->decoder) dec = aw_form_find(self->decoder);
+    if (cfg->positional == AW_POS_ALIBI) { // slopes 2^(-8h/H), h = 1..H (Press, Smith, Lewis 2022)
+        m->alibi = aw_alloc_floats((size_t)cfg->heads);
+        if (!m->alibi) return AW_ERR_NOMEM;
+        for (int h = 0; h < cfg->heads; h++) m->alibi[h] = (float)pow(2.0, -8.0 * (h + 1) / cfg->heads);
+    }
     const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
                                .opts = &cfg->attn};
     aw_form_setup su = su0;
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
-        // the options are the chosen form's: a decoder or cross form that differs takes its defaults
+        // the options are the chosen form's: a decoder or cross form that differs takes its defaults;
+        // ALiBi's slopes go to the self-attentions only
+        su.alibi = m->alibi;
         if (encdec) su.causal = 0, su.seed = s + 1, su.opts = &cfg->attn, st = attn_form_init(&m->enc_form[l], self, &su);
         if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
+        su.alibi = NULL;
         if (!st && encdec) su.causal = 0, su.seed = s + 3, su.opts = cross == self ? &cfg->attn : NULL, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
     return st;

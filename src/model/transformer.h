@@ -20,7 +20,9 @@
 
 // none: no positions at all (a causal model still tells them apart through its mask); rope:
 // rotary positions on every self-attention's queries and keys (llama_layers.c)
-enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1, AW_POS_NONE = 2, AW_POS_ROPE = 3, AW_POS_COUNT = 4 };
+// alibi: a bias -m_h |i - j| on every self-attention score, m_h = 2^(-8h/H) for heads h = 1..H
+enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1, AW_POS_NONE = 2, AW_POS_ROPE = 3, AW_POS_ALIBI = 4,
+                     AW_POS_COUNT = 5 };
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
 enum aw_norm_type { AW_NORMTYPE_LAYER = 0, AW_NORMTYPE_RMS = 1 };
 enum aw_ffn { AW_FFN_RELU = 0, AW_FFN_SWIGLU = 1 };
@@ -158,6 +160,7 @@ typedef struct aw_model {
     float *pe;                  // (L, C) the positional table in use (wpe or the sinusoid)
     float *pe_sin;              // (L, C) the sinusoid (owned)
     float *rope_cos, *rope_sin; // (L, hd / 2) each: rotary positions' table (owned), or NULL
+    float *alibi;               // (H) ALiBi's slopes (owned), or NULL
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
     int keep_attention;         // 1: forward stores every form's weights in acts.att (for display;

@@ -207,8 +207,9 @@ static void test_softmax_attention_backward(void) {
         fill_uniform(q, n * d, 20 + (uint32_t)ci), fill_uniform(k, m * d, 30 + (uint32_t)ci);
         fill_uniform(v, m * dv, 40 + (uint32_t)ci), fill_uniform(R, n * dv, 50 + (uint32_t)ci);
         for (size_t i = 0; i < n * d; i++) q[i] *= 2.0f; // sharper weights
+        static const float slopes[3] = {0.5f, 0.25f, 0.125f};
         att_case c = {q, k, v, out, w, R, {n, m, d, dv, h, cases[ci].causal, 1.0f / sqrtf((float)(d / h)),
-                                           cases[ci].masked ? mask : NULL}};
+                                           cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0}};
         att_loss(&c);
         CHECK(softmax_attention_backward(g, g + n * d, g + n * d + m * d, scratch, R, w, q, k, v, &c.ds) == AW_OK, "backward status");
         CHECK(softmax_attention_backward_ref(gr, gr + n * d, gr + n * d + m * d, R, q, k, v, &c.ds) == AW_OK, "ref status");
@@ -221,7 +222,7 @@ static void test_softmax_attention_backward(void) {
         worst_fd = acc_err(&acc) > worst_fd ? acc_err(&acc) : worst_fd;
         free(mem);
     }
-    REPORT("softmax attention backward vs ref (5 cases, masks)", worst_ref, TOL_ATTENTION);
+    REPORT("softmax attention backward vs ref (5 cases, masks, ALiBi)", worst_ref, TOL_ATTENTION);
     REPORT("grad check: softmax attention (causal, key mask, m != n)", worst_fd, TOL_GRAD_CHECK);
 }
 
@@ -248,8 +249,9 @@ static void test_softmax_attention_backward_flash(void) {
         fill_uniform(q, n * d, 60 + (uint32_t)ci), fill_uniform(k, m * d, 70 + (uint32_t)ci);
         fill_uniform(v, m * dv, 80 + (uint32_t)ci), fill_uniform(R, n * dv, 90 + (uint32_t)ci);
         for (size_t i = 0; i < n * d; i++) q[i] *= 3.0f; // sharper weights
+        static const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}; // ALiBi in every other case
         const aw_softmax_attention_desc ds = {n, m, d, dv, h, cases[ci].causal, 1.0f / sqrtf((float)(d / h)),
-                                              cases[ci].masked ? mask : NULL};
+                                              cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0};
         CHECK(softmax_attention_forward_lse(out, lse, q, k, v, &ds) == AW_OK, "forward_lse status");
         // the log-sum-exp against double
         for (size_t hd = 0; hd < h; hd++)
@@ -259,7 +261,7 @@ static void test_softmax_attention_backward_flash(void) {
                     if ((ds.causal && j > i) || (ds.key_mask && !ds.key_mask[j])) continue;
                     double sc = 0.0;
                     for (size_t c = 0; c < d / h; c++) sc += (double)q[i * d + hd * (d / h) + c] * k[j * d + hd * (d / h) + c];
-                    sc *= ds.scale;
+                    sc = sc * ds.scale + aw_alibi_bias(&ds, hd, i, j);
                     if (sc > mx) sum = sum * exp(mx - sc) + 1.0, mx = sc;
                     else sum += exp(sc - mx);
                 }
@@ -278,7 +280,7 @@ static void test_softmax_attention_backward_flash(void) {
         free(mem), free(mask);
     }
     REPORT("softmax attention: log-sum-exp of the streaming forward vs double (7 cases)", worst_lse, TOL_ATTENTION);
-    REPORT("softmax attention flash backward vs ref (7 cases: blocks, masks, empty rows, m != n, n = 1)", worst,
+    REPORT("softmax attention flash backward vs ref (7 cases: blocks, masks, empty rows, m != n, n = 1, ALiBi)", worst,
            TOL_ATTENTION);
 }
 

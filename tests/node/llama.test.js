@@ -24,6 +24,8 @@ const CONFIGS = [
   { positional: 'rope', ropeTheta: 100 },
   { normType: 'rmsnorm', norm: 'post', ffn: 'swiglu', bias: true },
   { positional: 'none', bias: false, tieEmbeddings: true },
+  { positional: 'alibi', block: 'llama', kvHeads: 2 },
+  { positional: 'alibi', arch: 'encoder-decoder' },
 ];
 const label = (c) => JSON.stringify(c);
 
@@ -98,6 +100,8 @@ for (const { name, lib } of builds) {
       /positional "rope" turns pairs of a head's columns: the head width dModel \/ heads must be even, got 8 \/ 8 = 1/);
     expectError(() => lib.createModel({ ...small, positional: 'rope', attention: 'synth:random' }),
       /positional "rope" rotates queries and keys, and attention "synth:random" reads neither/);
+    expectError(() => lib.createModel({ ...small, positional: 'alibi', attention: 'linear:elu+1' }),
+      /positional "alibi" adds a distance bias to softmax scores, and attention "linear:elu\+1" has none to bias/);
     expectError(() => lib.createModel({ ...small, ropeTheta: 1 }), /ropeTheta must be a number in \(1, 1e9\], got 1/);
     expectError(() => lib.createModel({ ...small, bias: 'no' }), /bias must be a boolean, got/);
     expectError(() => lib.createModel({ ...small, normType: 'batchnorm' }), /normType must be one of "layernorm", "rmsnorm", got "batchnorm"/);

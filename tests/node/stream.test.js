@@ -17,7 +17,7 @@ const nll = (row, t) => {
 
 for (const { name, lib } of builds) {
   test(`stream [${name}]: within the window every mode is the full forward; past it they stay finite`, () => {
-    for (const extra of [{ kvHeads: 2 }, { positional: 'none' }, { kvHeads: 1, tieEmbeddings: true }]) {
+    for (const extra of [{ kvHeads: 2 }, { positional: 'none' }, { kvHeads: 1, tieEmbeddings: true }, { positional: 'alibi', kvHeads: 2 }]) {
       const m = lib.createModel({ vocab: V, dModel: 16, heads: 4, layers: 2, maxLen: 16, block: 'llama', seed: 3, ...extra });
       const row = Array.from({ length: 16 }, (_, i) => 1 + i);
       for (let s = 0; s < 20; s++) m.trainStep({ inputs: [row.slice(0, 15)], targets: [row.slice(1)], lr: 0.01 });
@@ -60,7 +60,7 @@ for (const { name, lib } of builds) {
     expectError(() => m.generate([1], { sinks: 2 }), /sinks needs a window/);
     expectError(() => m.generate([1], { window: 8, cache: false }), /do not go with cache: false/);
     const learned = lib.createModel({ vocab: V, dModel: 16, heads: 4, maxLen: 16, positional: 'learned' });
-    expectError(() => learned.streamLosses([1, 2, 3], { window: 8 }), /needs positional "rope" or "none" \(this model adds learned positions/);
+    expectError(() => learned.streamLosses([1, 2, 3], { window: 8 }), /needs positional "rope", "alibi" or "none" \(this model adds learned positions/);
     learned.dispose();
     const lin = lib.createModel({ vocab: V, dModel: 16, heads: 4, maxLen: 16, block: 'llama', attention: 'linear:elu+1' });
     expectError(() => lin.generate([1], { window: 8 }), /needs a decoder-only model with attention "softmax"/);

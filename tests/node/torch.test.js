@@ -37,7 +37,8 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       // query and multi-query heads, the tied classifier, and no positions at all
       { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' },
       { block: 'llama', arch: 'encoder-decoder', kvHeads: 1 }, { positional: 'rope', ropeTheta: 500 },
-      { ffn: 'swiglu', normType: 'rmsnorm', norm: 'post', tieEmbeddings: true }, { positional: 'none', bias: false });
+      { ffn: 'swiglu', normType: 'rmsnorm', norm: 'post', tieEmbeddings: true }, { positional: 'none', bias: false },
+      { positional: 'alibi', kvHeads: 1 }, { positional: 'alibi', arch: 'encoder-decoder', block: 'llama' });
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
