@@ -4,6 +4,7 @@
 #   chromium (for the browser tests)      unless --no-browser
 #   python3-torch (the PyTorch round trip) unless --no-browser (that is, for npm test)
 #   clang (libFuzzer, the fuzz replay)     unless --no-browser
+#   fortunes (real text for a test)       unless --no-browser
 #   node_modules (npm ci)                 when missing
 # As root with apt it installs; otherwise it says in one line what to run.
 set -euo pipefail
@@ -19,13 +20,16 @@ command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
 # the fuzz targets' replay in npm test: Debian's clang (libFuzzer); the 32-bit build installs its
 # own multilib packages (build.sh native32)
 [ "$browser" = 0 ] || command -v clang >/dev/null 2>&1 || missing+=(clang)
+# real English text for the streaming test and the fortunes model's held-out figures: Debian's
+# fortunes (BSD; read where it installs, never committed: data/README.md)
+[ "$browser" = 0 ] || [ -e /usr/share/games/fortunes/fortunes ] || missing+=(fortunes)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup.sh: installing ${missing[*]} with apt-get" >&2
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     for p in "${missing[@]}"; do
-      if [ "$p" = chromium ]; then apt-get install -y -qq --no-install-recommends chromium >/dev/null
+      if [ "$p" = chromium ] || [ "$p" = fortunes ]; then apt-get install -y -qq --no-install-recommends "$p" >/dev/null
       else apt-get install -y -qq "$p" >/dev/null; fi
     done
   else

@@ -23,7 +23,7 @@ static double now_ms(void) {
 
 static void usage(void) {
     printf("usage: trainer [flags]\n"
-           "  --task copy|reverse|sort|recall|translate|chars   (reverse)\n"
+           "  --task copy|reverse|sort|recall|translate|chars|repeat   (reverse)\n"
            "  --attention NAME      (softmax) one of the forms below with a causal form; short names\n"
            "              such as elu+1, taylor, dense, random work too\n"
            "  --<option> VALUE      the form's attentionOptions (listed with each form below);\n"
@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
     aw_model_config c;
     if (st || (st = config_builder_finish(&cb, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 2;
     aw_task_spec spec = {task, 0, 0, 0};
-    const long def_len[] = {16, 16, 16, 8, 4, 64}, def_sym[] = {10, 10, 10, 20, 0, 0};
+    const long def_len[] = {16, 16, 16, 8, 4, 64, 12}, def_sym[] = {10, 10, 10, 20, 0, 0, 24};
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;

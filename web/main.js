@@ -17,6 +17,7 @@ import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
 import { createOverwriteView } from './views/overwrite.js';
 import { createLlama2cView } from './views/llama2c.js';
+import { createSinksView } from './views/sinks.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
@@ -67,6 +68,13 @@ function setState(patch) {
       panel: $('llama2c'), input: $('l2files'), drop: $('l2drop'), files: $('l2names'), status: $('l2status'),
       form: $('l2form'), text: $('l2text'), count: $('l2count'), layer: $('l2layer'), generate: $('l2generate'),
       output: $('l2output'), grid: $('l2heatmaps'), legend: $('l2legend'), readout: $('l2readout'), exports: $('l2exports'),
+    }, { lib });
+  }
+  if (typeof lib.createModel === 'function') {
+    $('sinks').hidden = false;
+    createSinksView({
+      panel: $('sinks'), form: $('sinks-settings'), text: $('stext'), window: $('swindow'), sinks: $('ssinks'),
+      run: $('srun'), reset: $('sreset'), status: $('sstatus'), chart: $('schart'), legend: $('slegend'), summary: $('ssummary'),
     }, { lib });
   }
   history.replaceState(null, '', stateToSearch(state));

@@ -49,7 +49,8 @@ int task_set_text(const char *train, size_t n_train, const char *held, size_t n_
 static const char *const DIGIT_WORDS[10] = {"zero", "one", "two", "three", "four",
                                             "five", "six", "seven", "eight", "nine"};
 
-static const char *const TASK_NAMES[AW_TASK_COUNT] = {"copy", "reverse", "sort", "recall", "translate", "chars"};
+static const char *const TASK_NAMES[AW_TASK_COUNT] = {"copy", "reverse", "sort", "recall", "translate", "chars",
+                                                      "repeat"};
 
 const char *task_name(int task) { return task >= 0 && task < AW_TASK_COUNT ? TASK_NAMES[task] : "?"; }
 
@@ -80,6 +81,11 @@ int task_check(const aw_task_spec *s) {
                                        "%zu (keys are half the symbols); use length <= %zu or more symbols",
                            s->length, s->symbols, s->symbols / 2, s->symbols / 2);
         return AW_OK;
+    case AW_TASK_REPEAT:
+        if (s->length < 2) return aw_fail(AW_ERR_ARG, "task \"repeat\": length must be at least 2, got %zu", s->length);
+        if (s->symbols < 2 || s->symbols > AW_TASK_MAX_SYMBOLS)
+            return aw_fail(AW_ERR_ARG, "task \"repeat\": symbols must be in [2, %d], got %zu", AW_TASK_MAX_SYMBOLS, s->symbols);
+        return AW_OK;
     case AW_TASK_CHARS: {
         const size_t held = text.held ? text.n_held : aw_chars_corpus_len / 10;
         const size_t train = text.train ? text.n_train : aw_chars_corpus_len - aw_chars_corpus_len / 10;
@@ -96,7 +102,8 @@ int task_check(const aw_task_spec *s) {
 size_t task_src_len(const aw_task_spec *s) {
     switch (s->task) {
     case AW_TASK_RECALL: return 2 * s->length + 1;
-    case AW_TASK_CHARS: return 0;
+    case AW_TASK_CHARS:
+    case AW_TASK_REPEAT: return 0;
     default: return s->length;
     }
 }
@@ -106,13 +113,16 @@ size_t task_tgt_len(const aw_task_spec *s) {
     case AW_TASK_RECALL: return 1;
     case AW_TASK_TRANSLATE: return 6 * s->length; // up to 5 letters + a space (or the end marker) per digit
     case AW_TASK_CHARS: return s->length + 1;
+    case AW_TASK_REPEAT: return 2 * s->length + 1;
     default: return s->length;
     }
 }
 
-int task_is_lm(const aw_task_spec *s) { return s->task == AW_TASK_CHARS; }
+int task_is_lm(const aw_task_spec *s) { return s->task == AW_TASK_CHARS || s->task == AW_TASK_REPEAT; }
 
-int task_uses_separator(const aw_task_spec *s) { return s->task != AW_TASK_CHARS && s->task != AW_TASK_RECALL; }
+int task_uses_separator(const aw_task_spec *s) {
+    return s->task != AW_TASK_CHARS && s->task != AW_TASK_RECALL && s->task != AW_TASK_REPEAT;
+}
 
 int32_t task_min_vocab(const aw_task_spec *s) {
     if (s->task == AW_TASK_TRANSLATE || s->task == AW_TASK_CHARS) return (int32_t)chars_vocab();
@@ -166,6 +176,21 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
         const size_t real = k;
         while (k < task_tgt_len(s)) tgt[k++] = 0;
         return real;
+    }
+    case AW_TASK_REPEAT: {
+        const size_t k = (n + 1) / 2 + aw_rng_below(rng, (uint32_t)(n - (n + 1) / 2 + 1)), total = 2 * n + 1;
+        for (size_t i = 0; i < k; i++) { // distinct symbols when there are enough (rejection over a short list)
+            int32_t x;
+            int again;
+            do {
+                x = 1 + (int32_t)aw_rng_below(rng, (uint32_t)s->symbols);
+                again = 0;
+                for (size_t j = 0; j < i && s->symbols >= k; j++) again |= tgt[j] == x;
+            } while (again);
+            tgt[i] = tgt[k + i] = x;
+        }
+        for (size_t i = 2 * k; i < total; i++) tgt[i] = 0;
+        return 2 * k;
     }
     case AW_TASK_CHARS: {
         if (text.train) { // a corpus of its own (task_set_text): the training or the held-out documents

@@ -10,6 +10,11 @@
 //   chars                 character language modelling on data/chars.txt: tgt = length + 1
 //                         consecutive characters (no source); training windows come from the
 //                         first 90% of the text, held-out ones (evaluation) from the last 10%
+//   repeat                a plain token stream (no source, no separator): k random symbols
+//                         (distinct when symbols >= k), then the same k again, k drawn from
+//                         [ceil(length / 2), length] per example, padded to 2 length + 1; only the
+//                         second copy is predictable, by looking back to what followed the current
+//                         symbol's earlier occurrence (an induction head), at an offset that varies
 #ifndef AW_MODEL_TASKS_H
 #define AW_MODEL_TASKS_H
 
@@ -17,7 +22,7 @@
 #include <stdint.h>
 
 enum aw_task { AW_TASK_COPY, AW_TASK_REVERSE, AW_TASK_SORT, AW_TASK_RECALL, AW_TASK_TRANSLATE, AW_TASK_CHARS,
-               AW_TASK_COUNT };
+               AW_TASK_REPEAT, AW_TASK_COUNT };
 
 // A small, fast, portable generator (splitmix64): the same stream in every build.
 typedef struct {

@@ -1,0 +1,71 @@
+// fortunes.mjs: real English text from Debian's `fortunes` package (fortune(6)'s files, BSD licence;
+// data/README.md), read where the package installs it, split into documents exactly as the native
+// trainer's --text does (tools/train.c): the files in name order (not the .dat indexes or the .u8
+// links), documents between lines holding only "%", trimmed, and every 10th document held out.
+// Installs the package with apt when run as root and it is missing; else says what to run.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const FORTUNES = '/usr/share/games/fortunes';
+
+/** Makes sure the package is here (apt as root); returns null or the reason it is not. */
+export function ensureFortunes() {
+  if (existsSync(join(FORTUNES, 'fortunes'))) return null;
+  if (process.getuid?.() === 0) {
+    const r = spawnSync('bash', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fortunes >/dev/null'],
+      { stdio: 'inherit' });
+    if (r.status === 0 && existsSync(join(FORTUNES, 'fortunes'))) return null;
+  }
+  return `Debian's fortunes package is not installed (sudo apt-get install -y fortunes)`;
+}
+
+/** { train: [docs], held: [docs], files } in the trainer's order and split. */
+export function fortunesDocuments(dir = FORTUNES) {
+  const names = readdirSync(dir).filter((n) => !n.startsWith('.') && !n.endsWith('.dat') && !n.endsWith('.u8')).sort();
+  const train = [], held = [];
+  let docs = 0, files = 0;
+  for (const name of names) {
+    const path = join(dir, name);
+    if (!statSync(path).isFile()) continue;
+    files++;
+    const text = readFileSync(path, 'latin1'); // bytes as the C trainer reads them
+    for (const part of text.split(/(?<=^|\n)%(?=\n|$)/)) {
+      const doc = part.replace(/^[\n \t]+|[\n \t]+$/g, '');
+      if (!doc) continue;
+      (++docs % 10 === 0 ? held : train).push(doc);
+    }
+  }
+  return { train, held, files };
+}
+
+/** The held-out documents as one stream (each followed by a blank line, as the trainer joins them). */
+export function heldOutText(dir = FORTUNES) {
+  return fortunesDocuments(dir).held.map((d) => `${d}\n\n`).join('');
+}
+
+/**
+ * Held-out bits per character of a chars model: the first `chars` characters of the held-out
+ * documents, read in consecutive windows of the model's maxLen (each window's first character
+ * has no context and is not scored). Deterministic: what the catalogue and its test compute.
+ */
+export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
+  const ids = lib.charsTokenizer.encode(heldOutText(dir).slice(0, chars));
+  const L = model.config.maxLen, V = model.config.vocab;
+  let nats = 0, count = 0;
+  for (let a = 0; a + 1 < ids.length; a += L) {
+    const w = ids.subarray(a, Math.min(a + L, ids.length));
+    if (w.length < 2) break;
+    const { logits } = model.forward(w);
+    for (let i = 0; i + 1 < w.length; i++) {
+      const row = logits.subarray(i * V, (i + 1) * V);
+      let mx = -Infinity;
+      for (const x of row) mx = Math.max(mx, x);
+      let s = 0;
+      for (const x of row) s += Math.exp(x - mx);
+      nats += Math.log(s) + mx - row[w[i + 1]];
+      count++;
+    }
+  }
+  return { bits: nats / count / Math.LN2, count };
+}

@@ -1,0 +1,32 @@
+// sinks.test.js: the "Attention sinks" panel runs the three ways of reading past the window on the
+// shipped model that has read real text and prints what it measured: past the window all three
+// stay finite, recomputing is the reference, and the summary's numbers are the run's. Waits on
+// the panel's DOM state only; fails on any console error, page error or failed request.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { playgroundSuite, screenshot } from './helpers.js';
+
+const { open } = playgroundSuite({ before, after });
+
+test('attention sinks: three ways to read past the window, measured in the page', async (t) => {
+  const { page, problems } = await open();
+  await page.waitForSelector('#sinks:not([hidden])', { timeout: 300000 });
+  await page.click('#srun');
+  await page.waitForSelector('#sinks[data-done="1"]', { timeout: 300000 });
+  const result = JSON.parse(await page.getAttribute('#sinks', 'data-result'));
+  t.diagnostic(JSON.stringify(result));
+  assert.deepEqual(result.map((r) => r.label), ['window only', 'window + 4 sinks', 'recompute']);
+  for (const r of result) assert.ok(Number.isFinite(r.past) && r.past > 0.5 && r.past < 6, `${r.label}: ${r.past}`);
+  // before the window fills nothing is evicted: the three read the same characters the same way
+  assert.ok(Math.abs(result[0].before - result[1].before) < 1e-4);
+  assert.ok(Math.abs(result[0].before - result[2].before) < 1e-3);
+  const summary = await page.textContent('#ssummary');
+  assert.match(summary, /^Measured just now on \d+ characters/);
+  assert.ok(summary.includes(result[1].past.toFixed(3)), 'the summary prints the measured figure');
+  const legend = await page.$$eval('#slegend li', (lis) => lis.map((li) => li.textContent));
+  assert.deepEqual(legend, ['window only', 'window + 4 sinks', 'recompute']);
+  await page.$eval('#sinks', (el) => el.scrollIntoView());
+  await screenshot(page, 'sinks');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});

@@ -1,0 +1,75 @@
+// heads.js: what each attention head does, scored on its weights (Olsson et al. 2022, "In-context
+// Learning and Induction Heads"; Elhage et al. 2021). For a head's weights A (T x T, row i reads
+// column j <= i) over tokens x:
+//   previous token  mean over i >= 1 of A[i, i-1]
+//   induction       mean over positions i whose token occurred before (last at j < i - 1) of
+//                   A[i, j+1]: the token that followed the earlier occurrence
+//   duplicate token the same positions, A[i, j]: the earlier occurrence itself
+//   first token     mean over i >= 1 of A[i, 0] (a sink)
+//   local           mean over i of the weight on the last four positions, A[i, i-3 .. i]
+// The standard probe is a random token sequence repeated twice: every position of the second half
+// has an earlier occurrence, so induction and duplicate-token scores are defined on all of them.
+// Pure functions in double precision, shared by the page and the tests.
+
+export const KINDS = ['previous token', 'induction', 'duplicate token', 'first token', 'local'];
+
+/** A random sequence of `length` tokens in [lo, vocab), repeated twice (seeded). */
+export function probeTokens(vocab, length, seed = 1, lo = 1) {
+  let s = seed >>> 0 || 1;
+  const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s; };
+  const half = Array.from({ length }, () => lo + (next() % (vocab - lo)));
+  return [...half, ...half];
+}
+
+/** The five scores of one head's weights w (T*T, row-major) over tokens (T). */
+export function scoreHead(w, tokens) {
+  const T = tokens.length;
+  const last = new Map(); // token -> its latest position so far
+  let prev = 0, first = 0, local = 0, ind = 0, dup = 0, repeats = 0;
+  for (let i = 0; i < T; i++) {
+    const row = i * T;
+    if (i >= 1) prev += w[row + i - 1], first += w[row];
+    let l = 0;
+    for (let j = Math.max(0, i - 3); j <= i; j++) l += w[row + j];
+    local += l;
+    const j = last.get(tokens[i]);
+    if (j !== undefined && j + 1 < i) {
+      ind += w[row + j + 1];
+      dup += w[row + j];
+      repeats++;
+    }
+    last.set(tokens[i], i);
+  }
+  const n = Math.max(1, T - 1);
+  return {
+    'previous token': prev / n, induction: repeats ? ind / repeats : 0, 'duplicate token': repeats ? dup / repeats : 0,
+    'first token': first / n, local: local / T, repeats,
+  };
+}
+
+/**
+ * Every head's scores: attention[layer][head] (T*T each, as model.forward returns it) over tokens.
+ * Returns [{ layer, head, scores, name, score }] with the head named by what it does (nameHead).
+ */
+export function scoreHeads(attention, tokens) {
+  const out = [];
+  attention.forEach((heads, layer) => heads.forEach((w, head) => {
+    const scores = scoreHead(w, tokens);
+    out.push({ layer, head, scores, ...nameHead(scores) });
+  }));
+  return out;
+}
+
+/**
+ * A name for a head from its scores: the strongest of induction, previous token, duplicate token
+ * and first token when it holds at least 0.3 of the head's weight; else "local" when the last four
+ * positions hold at least 0.6 of it; else "spread" (no one pattern).
+ */
+export function nameHead(s) {
+  let best = null;
+  for (const k of ['induction', 'previous token', 'duplicate token', 'first token'])
+    if (!best || s[k] > s[best]) best = k;
+  if (s[best] >= 0.3) return { name: best, score: s[best] };
+  if (s.local >= 0.6) return { name: 'local', score: s.local };
+  return { name: 'spread', score: Math.max(s[best], s.local) };
+}
