@@ -390,7 +390,7 @@ export function modelMethods(core) {
             const real = new Int32Array(core.memory.buffer, rp, 1)[0];
             const source = new Int32Array(core.memory.buffer, sp, ns).slice();
             const target = new Int32Array(core.memory.buffer, gp, real).slice();
-            if (t.task === 'chars') return { source, target, prompt: target.slice(0, 1) };
+            if (t.task === 'chars' || t.task === 'repeat') return { source, target, prompt: target.slice(0, 1) };
             const decoderPrompt = t.task === 'recall' ? source : Int32Array.from([...source, 0]);
             const prompt = this.config.arch === 'decoder' ? decoderPrompt : Int32Array.of(0);
             return { source, target, prompt };

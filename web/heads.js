@@ -13,11 +13,17 @@
 
 export const KINDS = ['previous token', 'induction', 'duplicate token', 'first token', 'local'];
 
-/** A random sequence of `length` tokens in [lo, vocab), repeated twice (seeded). */
+/** A random sequence of `length` tokens in [lo, vocab) (distinct when there are enough), repeated twice (seeded). */
 export function probeTokens(vocab, length, seed = 1, lo = 1) {
   let s = seed >>> 0 || 1;
   const next = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s; };
-  const half = Array.from({ length }, () => lo + (next() % (vocab - lo)));
+  const seen = new Set(), half = [];
+  while (half.length < length) {
+    const t = lo + (next() % (vocab - lo));
+    if (seen.has(t) && vocab - lo >= length) continue;
+    seen.add(t);
+    half.push(t);
+  }
   return [...half, ...half];
 }
 

@@ -18,6 +18,7 @@ import { createExperimentView } from './views/experiment.js';
 import { createOverwriteView } from './views/overwrite.js';
 import { createLlama2cView } from './views/llama2c.js';
 import { createSinksView } from './views/sinks.js';
+import { createInductionView } from './views/induction.js';
 import { createLearnedView } from './views/learned.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
@@ -68,9 +69,22 @@ function setState(patch) {
       panel: $('llama2c'), input: $('l2files'), drop: $('l2drop'), files: $('l2names'), status: $('l2status'),
       form: $('l2form'), text: $('l2text'), count: $('l2count'), layer: $('l2layer'), generate: $('l2generate'),
       output: $('l2output'), grid: $('l2heatmaps'), legend: $('l2legend'), readout: $('l2readout'), exports: $('l2exports'),
+      probe: $('l2probe'), names: $('l2names'),
     }, { lib });
   }
   if (typeof lib.createModel === 'function') {
+    $('induction').hidden = false;
+    const libs = new Map([[1, Promise.resolve(lib)]]);
+    const loadLib = (threads) => {
+      if (!libs.has(threads)) libs.set(threads, loadAttention({ threads }));
+      return libs.get(threads);
+    };
+    $('iform').replaceChildren(...lib.forms.filter((f) => f.causal).map((f) => new Option(f.label, f.name)));
+    createInductionView({
+      panel: $('induction'), formEl: $('induction-settings'), form: $('iform'), steps: $('isteps'), threads: $('ithreads'),
+      seed: $('iseed'), run: $('irun'), stop: $('istop'), status: $('istatus'), scores: $('ischart'), loss: $('ilchart'),
+      legend: $('ilegend'), summary: $('isummary'), names: $('inames'),
+    }, { loadLib });
     $('sinks').hidden = false;
     createSinksView({
       panel: $('sinks'), form: $('sinks-settings'), text: $('stext'), window: $('swindow'), sinks: $('ssinks'),

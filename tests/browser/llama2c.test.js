@@ -47,7 +47,13 @@ test('open a model file: a llama2.c model and tokenizer run in the page as in No
   const titles = await page.$$eval('#l2heatmaps figcaption', (cs) => cs.map((c) => c.textContent));
   t.diagnostic(titles.join(' | '));
   assert.equal(titles.length, 4);
-  assert.match(titles[1], /layer 1, head 2 \(K\/V head 1, shared with heads 1–2\)/);
+  assert.match(titles[1], /layer 1, head 2: (previous token|induction|duplicate token|first token|local|spread) \d\.\d\d \(K\/V head 1, shared with heads 1–2\)/);
+  await page.click('#l2probe');
+  await page.waitForSelector('#llama2c[data-probe]', { timeout: 60000 });
+  const probe = JSON.parse(await page.getAttribute('#llama2c', 'data-probe'));
+  assert.equal(probe.length, 8, 'every head of both layers is scored on the probe');
+  assert.equal((await page.$$('#l2names li')).length, 8);
+  assert.match(await page.textContent('#l2status'), /the strongest induction head is layer \d, head \d \(score \d\.\d\d\)/);
   await page.selectOption('#l2layer', '1');
   await page.waitForFunction(() => document.querySelector('#l2heatmaps figcaption')?.textContent.startsWith('layer 2'), null, { timeout: 60000 });
   await page.$eval('#llama2c', (el) => el.scrollIntoView());

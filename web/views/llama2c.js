@@ -4,6 +4,7 @@
 // chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
 // Heads that share a K/V head (grouped-query attention) say which one in their titles.
 import { createHeatmapView } from './heatmap.js';
+import { nameHead, probeTokens, scoreHead, scoreHeads } from '../heads.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
 
@@ -45,6 +46,7 @@ export function createLlama2cView(el, { lib }) {
         `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}.`);
       el.panel.dataset.loaded = '1';
       el.generate.disabled = false;
+      el.probe.disabled = false;
     } catch (e) {
       status(e.message);
     }
@@ -68,10 +70,34 @@ export function createLlama2cView(el, { lib }) {
       const cut = new Float32Array(n * n);
       for (let i = 0; i < rows; i++) cut.set(w.subarray(i * n, i * n + i + 1), i * n);
       const kv = Math.floor(h / group);
-      return { title: `layer ${l + 1}, head ${h + 1}${group > 1 ? ` (K/V head ${kv + 1}, shared with heads ${kv * group + 1}–${kv * group + group})` : ''}`, weights: cut };
+      // what the head does on the rows drawn so far (heads.js)
+      const sub = new Float32Array(rows * rows);
+      for (let i = 0; i < rows; i++) sub.set(w.subarray(i * n, i * n + i + 1), i * rows);
+      const named = nameHead(scoreHead(sub, Array.from(ids.subarray(0, rows))));
+      return { title: `layer ${l + 1}, head ${h + 1}: ${named.name} ${named.score.toFixed(2)}` +
+        `${group > 1 ? ` (K/V head ${kv + 1}, shared with heads ${kv * group + 1}–${kv * group + group})` : ''}`, weights: cut };
     });
     heatmaps.render({ maps, n, m: n, rowLabels: labels, colLabels: labels });
   }
+
+  // Every head of every layer on the standard probe: random tokens, then the same tokens again.
+  el.probe.addEventListener('click', () => {
+    if (!model) return;
+    const c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
+    const tokens = [1, ...probeTokens(c.vocab, half, 5, Math.min(259, c.vocab - 1))]; // BOS, then ordinary pieces
+    const heads = scoreHeads(model.forward(tokens).attention, tokens);
+    const top = [...heads].sort((a, b) => b.scores.induction - a.scores.induction);
+    el.names.replaceChildren(...heads.map((h) => {
+      const li = document.createElement('li');
+      li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
+        `(induction ${h.scores.induction.toFixed(2)}, previous token ${h.scores['previous token'].toFixed(2)})`;
+      return li;
+    }));
+    el.panel.dataset.probe = JSON.stringify(heads.map((h) => ({ layer: h.layer, head: h.head, name: h.name, induction: h.scores.induction })));
+    status(`On ${half} random tokens shown twice, the strongest induction head is layer ${top[0].layer + 1}, head ` +
+      `${top[0].head + 1} (score ${top[0].scores.induction.toFixed(2)}): it looks from each repeated token to the token that ` +
+      'followed it the first time. Type a phrase twice and generate to see it jump back on your words.');
+  });
 
   let last = null; // { ids, attention, rows } of the last generation
   el.layer.addEventListener('change', () => { if (last) draw(last.ids, last.attention, last.rows); });
