@@ -149,7 +149,7 @@ case "$what" in
   relaxed) sources=$sources; build_relaxed ;;
   native) build_native ;;
   native32) build_native32 ;;
-  trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer" ;;
+  trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer (threads: --threads N, default every core)" ;;
   hash) sources_hash ;;
   all) build_wasm; build_native; build_native32 ;;
   *) echo "usage: bash build.sh [wasm|native|native32|trainer|hash]" >&2; exit 2 ;;

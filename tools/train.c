@@ -11,7 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../src/kernels/parallel.h"
+
 #include <dirent.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -37,6 +42,7 @@ static void usage(void) {
            "  --tie-embeddings true|false --rope-theta X   (the block's switches; --positional also takes none|rope)\n"
            "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
            "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
+           "  --threads N           (every core) threads; the same bits whatever N\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
     for (size_t i = 0; i < aw_form_count_all(); i++) {
@@ -158,6 +164,23 @@ static int read_corpus(text_corpus *c, const char *path) {
     return st;
 }
 
+// --threads: the pool's workers (src/kernels/parallel.c), each in aw_threads_loop for good; the
+// results are bit-identical whatever the count (the work is cut by sizes alone).
+static void *worker(void *arg) {
+    aw_threads_loop((int)(intptr_t)arg);
+    return NULL;
+}
+
+static int start_threads(long n) {
+    if (!aw_threads_built()) return 1;
+    for (long i = 0; i + 1 < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i)) return (int)(i + 1);
+        pthread_detach(t);
+    }
+    return aw_threads_set((int)n);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); // progress lines appear as they come, also through a pipe
     // the model's fields go to the config builder under the names users write elsewhere
@@ -174,6 +197,7 @@ int main(int argc, char **argv) {
         {"--seed", "seed"}, {"--block", "block"}, {"--kv-heads", "kvHeads"}, {"--norm-type", "normType"},
         {"--ffn", "ffn"}, {"--bias", "bias"}, {"--tie-embeddings", "tieEmbeddings"}, {"--rope-theta", "ropeTheta"}};
     const char *text_path = NULL;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
@@ -209,6 +233,7 @@ int main(int argc, char **argv) {
         else if (FLAG("--eval-batches")) eval_batches = atol(v);
         else if (FLAG("--out")) out = v;
         else if (FLAG("--text")) text_path = v;
+        else if (FLAG("--threads")) threads = atol(v);
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
     }
@@ -219,6 +244,8 @@ int main(int argc, char **argv) {
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;
+    if (threads < 1 || threads > 64) return fprintf(stderr, "trainer: --threads must be in [1, 64], got %ld\n", threads), 2;
+    threads = start_threads(threads);
     text_corpus corpus = {0};
     if (text_path) {
         if (task != AW_TASK_CHARS) return fprintf(stderr, "trainer: --text is the chars task's text; add --task chars\n"), 2;
@@ -234,8 +261,9 @@ int main(int argc, char **argv) {
     size_t T, S;
     if (model_task_dims(m, &spec, &T, &S)) return fprintf(stderr, "trainer: %s\n", aw_error_message()), model_destroy(m), 1;
     const size_t params = m->n_params;
-    printf("task %s (length %zu, symbols %zu: %zu positions%s), attention %s, %zu parameters, %ld steps of %ld\n",
-           task_name(task), spec.length, spec.symbols, T, S ? " + encoder" : "", attention, params, steps, batch);
+    printf("task %s (length %zu, symbols %zu: %zu positions%s), attention %s, %zu parameters, %ld steps of %ld, "
+           "%ld thread%s\n", task_name(task), spec.length, spec.symbols, T, S ? " + encoder" : "", attention, params, steps,
+           batch, threads, threads > 1 ? "s" : "");
     aw_train_config tc = {(float)lr, 0.9f, 0.98f, 1e-8f, (float)wd, (float)clip};
     const double t0 = now_ms();
     double ema = -1.0, acc_ema = 0.0;

@@ -47,6 +47,19 @@ int aw_threads_built(void) { return 0; }
 
 #else
 
+// Waiting and waking: wasm's memory.atomic.wait32 / notify in the browser and Node builds; a Linux
+// futex on the same word in the native threaded build (the trainer's, build.sh trainer).
+#if defined(__wasm__)
+#define POOL_WAIT(addr, val) __builtin_wasm_memory_atomic_wait32((addr), (val), -1)
+#define POOL_NOTIFY(addr, n) __builtin_wasm_memory_atomic_notify((addr), (n))
+#else
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define POOL_WAIT(addr, val) syscall(SYS_futex, (addr), FUTEX_WAIT_PRIVATE, (val), NULL, NULL, 0)
+#define POOL_NOTIFY(addr, n) syscall(SYS_futex, (addr), FUTEX_WAKE_PRIVATE, (int)(n), NULL, NULL, 0)
+#endif
+
 // One job at a time, published by the main thread. It raises `writing`, waits until no worker is
 // inside (active == 0), writes the fields, bumps seq and lowers `writing`. A worker raises active
 // and only then looks at `writing`; if it is up, the worker steps out and waits for the bump.
@@ -106,7 +119,7 @@ void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pool.writing, 0, __ATOMIC_SEQ_CST);
-    __builtin_wasm_memory_atomic_notify(&pool.seq, (uint32_t)pool.use);
+    POOL_NOTIFY(&pool.seq, (uint32_t)pool.use);
     run_items(fn, ctx, count, 0);
     while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < count) { } // the main thread may not wait
     while (__atomic_load_n(&pool.active, __ATOMIC_ACQUIRE) != 0) { }
@@ -126,7 +139,7 @@ void aw_threads_loop(int index) {
         // spin a little before sleeping: the next job often follows at once (a model's step runs
         // dozens), and waking a sleeping thread costs tens of microseconds
         for (int i = 0; i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen; i++) { }
-        __builtin_wasm_memory_atomic_wait32(&pool.seq, seen, -1);
+        POOL_WAIT(&pool.seq, seen);
         __atomic_fetch_add(&pool.active, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pool.writing, __ATOMIC_SEQ_CST)) { // a job is being written: wait for its bump
             __atomic_fetch_sub(&pool.active, 1, __ATOMIC_SEQ_CST);
