@@ -16,7 +16,13 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
   return acc;
 }, []));
-const file = args.model ?? new URL('../web/models/fortunes-llama.safetensors', import.meta.url).pathname;
+// two models of the same shape: trained on windows that start at a document's start after a token 0
+// (as language models read whole documents from a beginning-of-sequence mark), and on windows cut
+// anywhere in the text
+const MODELS = args.model ? [[args.model, args.bos !== undefined]] : [
+  [new URL('../web/models/fortunes-bos.safetensors', import.meta.url).pathname, true],
+  [new URL('../web/models/fortunes-llama.safetensors', import.meta.url).pathname, false],
+];
 const N = Number(args.chars ?? 8192), W = Number(args.window ?? 64), S = Number(args.sinks ?? 4);
 const why = ensureFortunes();
 if (why) {
@@ -24,13 +30,17 @@ if (why) {
   process.exit(1);
 }
 const lib = await loadAttention();
+const cpu = (await import('../bench/timing.js')).cpuName();
+for (const [file, bos] of MODELS) {
 const model = lib.loadModel(readFileSync(file), { training: false });
 const text = heldOutText().slice(0, N);
-const tokens = lib.charsTokenizer.encode(text);
-const cpu = (await import('../bench/timing.js')).cpuName();
-console.log(`# ${file.split('/').pop()}: ${JSON.stringify(model.config)}`);
-console.log(`# ${tokens.length} characters of held-out fortunes (every 10th document, never trained on); window ${W} ` +
+const tokens = Int32Array.from([...(bos ? [0] : []), ...lib.charsTokenizer.encode(text)]);
+console.log(`\n# ${file.split('/').pop()}${bos ? ' (trained from document starts after a token 0; the stream starts with one)' : ' (trained on windows cut anywhere)'}: ${JSON.stringify(model.config)}`);
+console.log(`# ${tokens.length} tokens of held-out fortunes (every 10th document, never trained on); window ${W} ` +
   `(the model was trained on ${model.config.maxLen}), sinks ${S}; ${cpu}`);
+const first = (await import('../web/heads.js')).scoreHeads(model.forward(tokens.subarray(0, model.config.maxLen)).attention,
+  [...tokens.subarray(0, model.config.maxLen)]).map((h) => h.scores['first token']);
+console.log(`# weight on the first position, per head (the first ${model.config.maxLen} tokens): mean ${(first.reduce((a, b) => a + b, 0) / first.length).toFixed(3)}, largest ${Math.max(...first).toFixed(3)}`);
 const modes = [['window', { window: W }], [`window + ${S} sinks`, { window: W, sinks: S }], ['recompute', { window: W, recompute: true }]];
 const results = modes.map(([name, opts]) => {
   const t0 = performance.now();
@@ -55,3 +65,4 @@ console.log(`| time | ${results.map((r) => `${(r.ms / 1000).toFixed(1)} s`).join
 console.log(`\nbits per character past the window: window ${past[0].toFixed(3)}, window + ${S} sinks ${past[1].toFixed(3)}, ` +
   `recompute ${past[2].toFixed(3)}`);
 model.dispose();
+}

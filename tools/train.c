@@ -42,6 +42,7 @@ static void usage(void) {
            "  --tie-embeddings true|false --rope-theta X   (the block's switches; --positional also takes none|rope)\n"
            "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
            "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
+           "  --bos                 with --text: windows start at a document's start, after a token 0\n"
            "  --threads N           (every core) threads; the same bits whatever N\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
@@ -178,7 +179,9 @@ static int start_threads(long n) {
         if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i)) return (int)(i + 1);
         pthread_detach(t);
     }
-    return aw_threads_set((int)n);
+    aw_threads_set((int)n);
+    for (int i = 0; i < 1000 && aw_threads() < (size_t)n; i++) usleep(1000); // the workers enter the pool
+    return (int)aw_threads();
 }
 
 int main(int argc, char **argv) {
@@ -198,6 +201,7 @@ int main(int argc, char **argv) {
         {"--ffn", "ffn"}, {"--bias", "bias"}, {"--tie-embeddings", "tieEmbeddings"}, {"--rope-theta", "ropeTheta"}};
     const char *text_path = NULL;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    int bos = 0;
     const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
@@ -234,6 +238,7 @@ int main(int argc, char **argv) {
         else if (FLAG("--out")) out = v;
         else if (FLAG("--text")) text_path = v;
         else if (FLAG("--threads")) threads = atol(v);
+        else if (strcmp(a, "--bos") == 0) bos = 1;
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
     }
@@ -252,6 +257,7 @@ int main(int argc, char **argv) {
         if (read_corpus(&corpus, text_path)) return 1;
         if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held))
             return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
+        task_set_text_bos(bos);
         printf("text %s: %zu files, %zu documents; training %zu B (%zu documents), held out %zu B (every 10th "
                "document, %zu)\n", text_path, corpus.files, corpus.docs, corpus.n_train, corpus.docs - corpus.docs / 10,
                corpus.n_held, corpus.docs / 10);

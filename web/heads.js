@@ -9,6 +9,9 @@
 //   local           mean over i of the weight on the last four positions, A[i, i-3 .. i]
 // The standard probe is a random token sequence repeated twice: every position of the second half
 // has an earlier occurrence, so induction and duplicate-token scores are defined on all of them.
+// Each row is first made a share of its total: |A[i, j]| / sum over j of |A[i, j]| (a softmax row
+// already sums to 1; retention's and the delta rule's weights are signed and unnormalised, and
+// their scores are then shares of the head's absolute weight).
 // Pure functions in double precision, shared by the page and the tests.
 
 export const KINDS = ['previous token', 'induction', 'duplicate token', 'first token', 'local'];
@@ -28,8 +31,14 @@ export function probeTokens(vocab, length, seed = 1, lo = 1) {
 }
 
 /** The five scores of one head's weights w (T*T, row-major) over tokens (T). */
-export function scoreHead(w, tokens) {
+export function scoreHead(weights, tokens) {
   const T = tokens.length;
+  const w = new Float64Array(T * T);
+  for (let i = 0; i < T; i++) {
+    let total = 0;
+    for (let j = 0; j <= i; j++) total += Math.abs(weights[i * T + j]);
+    for (let j = 0; j <= i && total > 0; j++) w[i * T + j] = Math.abs(weights[i * T + j]) / total;
+  }
   const last = new Map(); // token -> its latest position so far
   let prev = 0, first = 0, local = 0, ind = 0, dup = 0, repeats = 0;
   for (let i = 0; i < T; i++) {

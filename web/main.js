@@ -171,7 +171,7 @@ async function init() {
     $('model').hidden = false;
     modelView = createModelView({
       panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'), march: $('march'),
-      mstart: $('mstart'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
+      mstart: $('mstart'), mpos: $('mpos'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
       mtextLabel: $('mtext-label'), about: $('task-about'), modelAbout: $('model-about'), title: $('model-title'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
       output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
       readout: $('mreadout'), exports: $('mexports'),

@@ -43,7 +43,9 @@ export const DEFAULTS = Object.freeze({
   mlen: 6, // model: task length (symbols, pairs, digits or characters)
   msize: 'tiny', // model: 'tiny' | 'small'
   mstart: 'pretrained', // model: start from 'pretrained' (a checkpoint of web/models/, when one fits) or 'fresh'
-  march: 'transformer', // model: 'transformer' (a decoder with the chosen form) | 'gru' | 'gru-attention' (the RNN baselines)
+  march: 'transformer', // model: 'transformer' (a decoder with the chosen form) | 'llama' (the same with the llama-style
+                        // block: RMSNorm, SwiGLU, rotary positions) | 'gru' | 'gru-attention' (the RNN baselines)
+  mpos: 'sinusoidal', // model: positions: 'sinusoidal' (or the block's own: rotary for 'llama') | 'rope' | 'alibi' | 'learned' | 'none'
   mseed: 1, // model: which example of the task to show
   mtext: '', // model: a typed input instead of the example (copy/reverse/sort: numbers; chars: text)
   msteps: 500, // model: steps per press of Train
@@ -96,7 +98,8 @@ export function parseState(search) {
   set('mlen', intIn(p.get('mlen'), LIMITS.taskLength.min, LIMITS.taskLength.max));
   if (LIMITS.modelSizes.includes(p.get('msize'))) s.msize = p.get('msize');
   if (['pretrained', 'fresh'].includes(p.get('mstart'))) s.mstart = p.get('mstart');
-  if (['transformer', 'gru', 'gru-attention'].includes(p.get('march'))) s.march = p.get('march');
+  if (['transformer', 'llama', 'gru', 'gru-attention'].includes(p.get('march'))) s.march = p.get('march');
+  if (['sinusoidal', 'rope', 'alibi', 'learned', 'none'].includes(p.get('mpos'))) s.mpos = p.get('mpos');
   set('mseed', intIn(p.get('mseed'), LIMITS.seed.min, LIMITS.seed.max));
   if (p.has('mtext')) s.mtext = p.get('mtext').slice(0, 200);
   set('msteps', oneOf(p.get('msteps'), LIMITS.trainSteps));

@@ -104,7 +104,7 @@ export const MODEL_SEED = 1; // the initial weights: the same for every run, so 
  * encoder-decoder Transformer whose encoder uses the form (for a form with no causal form that has a
  * decoderForm in lib.forms, such as Linformer: the library puts that form in the decoder's self-attention).
  */
-export function modelConfig({ task, msize, form, march, encoderDecoder = false }, charsVocab) {
+export function modelConfig({ task, msize, form, march, mpos = 'sinusoidal', encoderDecoder = false }, charsVocab) {
   const t = TASKS[task];
   const vocab = t.symbols ? t.symbols + 1 : charsVocab;
   // the RNN baselines: a one-layer GRU encoder-decoder of width dModel; the library refuses the keys a
@@ -114,5 +114,9 @@ export function modelConfig({ task, msize, form, march, encoderDecoder = false }
   }
   const config = { vocab, ...SIZES[msize], maxLen: MAX_LEN, attention: form, seed: MODEL_SEED };
   if (encoderDecoder) config.arch = 'encoder-decoder';
+  // positions: the 2017 block's sinusoid (the default), or a modern choice; 'llama' is the whole
+  // llama-style block (RMSNorm, SwiGLU, no biases, rotary positions)
+  if (march === 'llama') config.block = 'llama';
+  if (mpos !== 'sinusoidal') config.positional = mpos;
   return config;
 }

@@ -221,7 +221,8 @@ const SHAPE_KEYS = ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'maxLen', 'atte
 async function findCheckpoint(config, spec) {
   const list = await checkpoints();
   return list.find((e) => e.task === spec.task && e.config && (e.config.arch ?? 'decoder') === (config.arch ?? 'decoder')
-    && SHAPE_KEYS.every((k) => e.config[k] === config[k]) && (e.symbols ?? 0) === (spec.symbols ?? 0));
+    && SHAPE_KEYS.every((k) => e.config[k] === config[k]) && (e.symbols ?? 0) === (spec.symbols ?? 0)
+    && (e.config.positional ?? 'sinusoidal') === (config.positional ?? 'sinusoidal') && !config.block);
 }
 
 async function setup(msg) {

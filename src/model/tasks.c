@@ -35,7 +35,10 @@ char token_to_char(int32_t t) { return t >= 1 && (size_t)t < chars_vocab() ? AW_
 static struct {
     const char *train, *held;
     size_t n_train, n_held;
+    int bos; // 1: windows start at a document's start, after a token 0 (the beginning of a sequence)
 } text;
+
+void task_set_text_bos(int bos) { text.bos = bos != 0; }
 
 int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held) {
     if (!train) return text.train = text.held = NULL, text.n_train = text.n_held = 0, AW_OK;
@@ -196,7 +199,14 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
         if (text.train) { // a corpus of its own (task_set_text): the training or the held-out documents
             const char *t = s->heldout ? text.held : text.train;
             const size_t len = s->heldout ? text.n_held : text.n_train;
-            const size_t start = aw_rng_below(rng, (uint32_t)(len - (n + 1)));
+            size_t start = aw_rng_below(rng, (uint32_t)(len - (n + 1)));
+            if (text.bos) { // the next document's start (documents end with a blank line), after token 0
+                while (start > 0 && start + n + 1 < len && !(t[start - 1] == '\n' && start >= 2 && t[start - 2] == '\n')) start++;
+                if (start + n + 1 >= len) start = 0;
+                tgt[0] = 0;
+                for (size_t i = 1; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i - 1]);
+                return n + 1;
+            }
             for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
             return n + 1;
         }

@@ -69,6 +69,9 @@ char token_to_char(int32_t t); // '\0' for ids outside the charset
 // alive): windows of the training text for training, of the held-out text for evaluation (split
 // by document, not by position, by whoever builds them). NULL restores the built-in corpus.
 int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held);
+// With such a text: 1 makes every window start at a document's start, after a token 0 (a
+// beginning-of-sequence mark), as language models are trained on whole documents.
+void task_set_text_bos(int bos);
 extern const char aw_chars_corpus[];
 extern const size_t aw_chars_corpus_len;
 

@@ -34,7 +34,7 @@ test('heads: hand-made weights score as their definitions say', () => {
   assert.equal(nameHead(scoreHead(uniform, tokens)).name, 'spread');
 });
 
-test('heads: scores of a model weights equal a float64 computation written apart', () => {
+test('heads: scores of a model weights equal a float64 computation written apart', () => { // shares of each row's |weight|
   const { lib } = builds[0];
   const m = lib.createModel({ vocab: 30, dModel: 16, heads: 2, layers: 2, maxLen: 32, block: 'llama', seed: 9 });
   m.trainStep({ task: 'repeat', length: 8, symbols: 29, lr: 0.01 });
@@ -43,9 +43,10 @@ test('heads: scores of a model weights equal a float64 computation written apart
   const T = tokens.length;
   for (const h of scoreHeads(attention, tokens)) {
     const w = attention[h.layer][h.head];
+    const share = (i, j) => { let s = 0; for (let c = 0; c <= i; c++) s += Math.abs(w[i * T + c]); return Math.abs(w[i * T + j]) / s; };
     let ind = 0, n = 0, prev = 0;
-    for (let i = 1; i < T; i++) prev += w[i * T + i - 1];
-    for (let i = 12; i < T; i++) ind += w[i * T + (i - 12) + 1], n++;
+    for (let i = 1; i < T; i++) prev += share(i, i - 1);
+    for (let i = 12; i < T; i++) ind += share(i, (i - 12) + 1), n++;
     assert.ok(Math.abs(h.scores['previous token'] - prev / (T - 1)) < 1e-9);
     assert.ok(Math.abs(h.scores.induction - ind / n) < 1e-9, `L${h.layer}H${h.head}: ${h.scores.induction} vs ${ind / n}`);
   }

@@ -28,13 +28,16 @@ export function describeModel(c, form) {
       + `vocab ${c.vocab}; ${c.arch === 'gru' ? 'the decoder reads one context vector (the encoder\'s last state), no attention'
         : 'additive (Bahdanau) attention over every encoder state'}`;
   }
+  const block = c.block === 'llama' ? ', llama-style block (RMSNorm, SwiGLU, no biases)' : '';
+  const positions = c.positional === 'rope' ? 'rotary positions' : c.positional === 'alibi' ? 'ALiBi positions'
+    : c.positional === 'none' ? 'no positions' : `${c.positional} positions`;
   const shape = `vocab ${c.vocab}, d = ${c.dModel}, ${plural(c.heads, 'head')}, ${plural(c.layers, 'layer')}`;
   if (c.arch === 'encoder-decoder') {
     const dec = form?.decoderForm ?? 'softmax', cross = form?.crossForm ?? 'softmax';
-    return `encoder-decoder Transformer, ${shape} in each stack, decoder self-attention ${dec}, `
+    return `encoder-decoder Transformer, ${shape} in each stack, ${positions}${block}, decoder self-attention ${dec}, `
       + `cross-attention ${cross}, encoder attention ${c.attention}`;
   }
-  return `${shape}, attention ${c.attention}`;
+  return `${shape}, ${positions}${block}, attention ${c.attention}`;
 }
 
 /** The panel's heading, by panelArch. */
@@ -115,6 +118,7 @@ export function createModelView(el, { onChange, charsVocab }) {
   el.task.addEventListener('change', () => onChange({ task: el.task.value, mtext: '' }));
   el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
   el.march.addEventListener('change', () => onChange({ march: el.march.value }));
+  el.mpos?.addEventListener('change', () => onChange({ mpos: el.mpos.value }));
   el.mstart.addEventListener('change', () => onChange({ mstart: el.mstart.value }));
   el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
   // Live: the worker takes a new rate or schedule at its next step, mid-run.
@@ -364,7 +368,9 @@ export function createModelView(el, { onChange, charsVocab }) {
       if (Number(el.mlen.value) !== mlen || el.mlen.value === '') el.mlen.value = String(mlen);
       el.msize.value = state.msize;
       el.march.value = state.march;
-      const rnn = state.march !== 'transformer';
+      if (el.mpos) el.mpos.value = state.mpos;
+      const rnn = state.march === 'gru' || state.march === 'gru-attention';
+      if (el.mpos) el.mpos.disabled = rnn;
       el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
       el.mlr.value = String(state.mlr);

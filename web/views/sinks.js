@@ -1,13 +1,14 @@
 // sinks.js: "Attention sinks": StreamingLLM's claim (Xiao et al. 2023, arXiv:2309.17453) measured
-// in the page on a model that has read real text (web/models/fortunes-llama.safetensors: a
-// character model with the llama-style block and rotary positions, trained on Debian's fortunes).
+// in the page on a model that has read real text (web/models/fortunes-bos.safetensors: a character
+// model with the llama-style block and rotary positions, trained on Debian's fortunes from each
+// document's start after a token 0, as language models read documents after a start mark).
 // The model reads a text many times longer than the window three ways (model.streamLosses): a
 // rolling cache of the last `window` characters, the same keeping the first `sinks` characters for
 // ever, and a fresh forward over the last `window` characters at every position (the reference).
 // The chart is bits per character against position; every number is measured by the run.
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 
-const MODEL = '../models/fortunes-llama.safetensors';
+const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const TEXT = '../models/stream-text.txt';
 
 export function createSinksView(el, { lib }) {
@@ -30,7 +31,7 @@ export function createSinksView(el, { lib }) {
     try {
       const m = await load();
       const window = Number(el.window.value), sinks = Number(el.sinks.value);
-      const tokens = lib.charsTokenizer.encode(el.text.value);
+      const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]); // the start token, then the text
       if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
       await new Promise((r) => setTimeout(r, 0)); // let the status paint
       const modes = [
