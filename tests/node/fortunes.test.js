@@ -1,7 +1,7 @@
 // fortunes.test.js: the models that have read real text (Debian's fortunes, read where the package
 // installs it; data/README.md). The document split is the trainer's; each shipped model's held-out
-// bits per character (web/models/fortunes.json) are reproduced from its checkpoint; and the
-// attention-sinks claim is measured on the model trained from document starts.
+// bits per character (web/models/fortunes.json) are reproduced from its checkpoint; and what the
+// attention-sinks claim comes to at this scale is held to the bounds measured for it (README).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,17 +34,24 @@ test('fortunes: each shipped model\'s held-out bits per character come back from
   }
 });
 
-test('attention sinks, on the model trained from document starts: evicting the start token costs bits, keeping it does not', { skip: why }, (t) => {
+test('attention sinks, measured on the models that read fortunes: rolling caches read as well as recomputing; the start token helps a small window', { skip: why }, (t) => {
   const { lib } = builds[0];
-  const e = catalog.models.find((x) => x.bos);
-  const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
-  const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(heldOutText().slice(0, 2048))]);
-  const W = 64;
-  const mean = (xs) => xs.slice(W).reduce((a, b) => a + b, 0) / (xs.length - W) / Math.LN2;
-  const win = mean(m.streamLosses(tokens, { window: W })), sink = mean(m.streamLosses(tokens, { window: W, sinks: 4 }));
-  const rec = mean(m.streamLosses(tokens, { window: W, recompute: true }));
-  t.diagnostic(`bits per character past the window: window ${win.toFixed(3)}, window + 4 sinks ${sink.toFixed(3)}, recompute ${rec.toFixed(3)}`);
-  assert.ok(Math.abs(sink - rec) < catalog.claim.sinksWithin, `sinks ${sink} against recompute ${rec}`);
-  assert.ok(win - sink > catalog.claim.windowWorseBy, `window only ${win} against sinks ${sink}`);
-  m.dispose();
+  const { window: W, within, smallWindow, sinksBetterBy } = catalog.claim;
+  for (const e of catalog.models) {
+    const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
+    const tokens = Int32Array.from([...(e.bos ? [0] : []), ...lib.charsTokenizer.encode(heldOutText().slice(0, 2048))]);
+    const bits = (w, opts) => {
+      const xs = m.streamLosses(tokens, { window: w, ...opts });
+      return xs.slice(w).reduce((a, b) => a + b, 0) / (xs.length - w) / Math.LN2;
+    };
+    const win = bits(W, {}), sink = bits(W, { sinks: 4 }), rec = bits(W, { recompute: true });
+    t.diagnostic(`${e.file}, window ${W}: window ${win.toFixed(3)}, window + 4 sinks ${sink.toFixed(3)}, recompute ${rec.toFixed(3)} bits per character`);
+    assert.ok(Math.abs(sink - rec) < within && Math.abs(win - rec) < within, 'rolling caches read far past the window as recomputing does');
+    if (e.bos) { // the model that always saw a start token: keeping it helps when the window is small
+      const w16 = bits(smallWindow, {}), s16 = bits(smallWindow, { sinks: 4 });
+      t.diagnostic(`${e.file}, window ${smallWindow}: window ${w16.toFixed(3)}, window + 4 sinks ${s16.toFixed(3)}`);
+      assert.ok(w16 - s16 > sinksBetterBy, `window only ${w16} against sinks ${s16}`);
+    }
+    m.dispose();
+  }
 });
