@@ -152,7 +152,7 @@ test('Stop and resume; typed input; the URL keeps the model settings', async (t)
   await page.fill('#mseed', '7');
   await page.waitForFunction(() => /mseed=7/.test(location.search));
   const url = page.url();
-  assert.match(url, /task=recall&mlen=4&msize=small&mstart=fresh&march=transformer&mseed=7&mtext=&msteps=100/);
+  assert.match(url, /task=recall&mlen=4&msize=small&mstart=fresh&march=transformer&mpos=sinusoidal&mseed=7&mtext=&msteps=100/);
   await page.reload();
   await page.waitForSelector('#model[data-state="ready"]');
   assert.equal(await page.inputValue('#task'), 'recall');
