@@ -128,9 +128,8 @@ static void state_free(decode_state *s) { free(s->mem); }
 
 // One attention sublayer for one position. Self: the form's step adds this position's k, v (and
 // x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).
-// Grouped-query softmax over the cache's n positions: head h reads K/V head h / (H / KH).
-static void attend_cached(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n,
-                          size_t H, size_t KH, size_t hd, const float *alibi) {
+void decode_attend(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n, size_t H,
+                   size_t KH, size_t hd, const float *alibi) {
     const size_t KC = KH * hd, group = H / KH;
     const float scale = 1.0f / sqrtf((float)hd);
     for (size_t h = 0; h < H; h++) {
@@ -172,7 +171,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             memcpy(kc + pos * KC, s->kv, KC * sizeof(float));
             memcpy(vc + pos * KC, s->kv + KC, KC * sizeof(float));
-            attend_cached(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->alibi);
+            decode_attend(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->alibi);
             st = AW_OK;
         } else {
             kv_expand(s->kx, s->kv, 1, H, KH, hd);
@@ -188,19 +187,30 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
     return AW_OK;
 }
 
-static void step_ffn(aw_model *m, decode_state *s, const aw_ffn_weights *w) {
+void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln, float *h, float *u, float *r,
+                float *res) {
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
-    if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
-    linear_forward(s->h, pre ? s->ln : s->x, w->w1, w->b1, 1, C, F);
+    float mean, rstd;
+    if (pre) norm_forward(m, ln, &mean, &rstd, x, w->ln_w, w->ln_b, 1);
+    linear_forward(h, pre ? ln : x, w->w1, w->b1, 1, C, F);
     if (w->w3) {
-        linear_forward(s->u, pre ? s->ln : s->x, w->w3, w->b3, 1, C, F);
-        swiglu_forward(s->r, s->h, s->u, F);
-    } else relu_forward(s->r, s->h, F);
-    linear_forward(s->res, s->r, w->w2, w->b2, 1, F, C);
-    aw_axpy(s->res, 1.0f, s->x, C);
-    if (pre) memcpy(s->x, s->res, C * sizeof(float));
-    else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);
+        linear_forward(u, pre ? ln : x, w->w3, w->b3, 1, C, F);
+        swiglu_forward(r, h, u, F);
+    } else relu_forward(r, h, F);
+    linear_forward(res, r, w->w2, w->b2, 1, F, C);
+    aw_axpy(res, 1.0f, x, C);
+    if (pre) memcpy(x, res, C * sizeof(float));
+    else norm_forward(m, x, &mean, &rstd, res, w->ln_w, w->ln_b, 1);
+}
+
+void decode_logits(const aw_model *m, float *logits, const float *x, float *ln) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model;
+    float mean, rstd;
+    if (c->norm == AW_NORM_PRE) norm_forward(m, ln, &mean, &rstd, x, m->w.lnf_w, m->w.lnf_b, 1), x = ln;
+    if (c->tie) tied_forward(logits, x, m->w.wte, m->w.b_out, 1, C, (size_t)c->vocab);
+    else linear_forward(logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
 }
 
 // Feeds token at position pos through every layer; leaves the logits in s->logits.
@@ -214,12 +224,9 @@ static int step_token(aw_model *m, decode_state *s, int32_t token, size_t pos, s
         if (c->arch == AW_ARCH_ENCODER_DECODER &&
             (st = step_attn(m, s, &m->cross_form[l], &m->w.dec[l].cross, l, pos, 1, Sk)))
             return st;
-        step_ffn(m, s, &m->w.dec[l].ffn);
+        decode_ffn(m, &m->w.dec[l].ffn, s->x, s->ln, s->h, s->u, s->r, s->res);
     }
-    const float *x = s->x;
-    if (c->norm == AW_NORM_PRE) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, m->w.lnf_w, m->w.lnf_b, 1), x = s->ln;
-    if (c->tie) tied_forward(s->logits, x, m->w.wte, m->w.b_out, 1, C, (size_t)c->vocab);
-    else linear_forward(s->logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
+    decode_logits(m, s->logits, s->x, s->ln);
     return AW_OK;
 }
 

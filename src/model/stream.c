@@ -19,7 +19,7 @@ typedef struct {
     size_t window, sinks, count;     // capacity, kept first tokens, tokens seen so far
     size_t C, KC, H, KH, hd, F, V;
     float *k[AW_MAX_LAYERS], *v[AW_MAX_LAYERS]; // (window, KC): slots 0..sinks-1, then a ring
-    float *x, *ln, *q, *kv, *o, *res, *h, *u, *r, *kr, *scores, *logits, mean, rstd;
+    float *x, *ln, *q, *kv, *o, *res, *h, *u, *r, *kr, *vr, *scores, *logits, mean, rstd;
     float *mem;
 } stream_state;
 
@@ -50,7 +50,7 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     const size_t at = aw_plan_take(&plan, 5, s->C);
     aw_plan_take(&plan, 2, s->KC);
     aw_plan_take(&plan, 3, s->F);
-    aw_plan_take(&plan, window, s->KC + 1);
+    aw_plan_take(&plan, window, 2 * s->KC + 1);
     aw_plan_take(&plan, s->V, 1);
     if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the streaming cache");
@@ -66,6 +66,7 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     s->u = p, p += s->F;
     s->r = p, p += s->F;
     s->kr = p, p += window * s->KC;
+    s->vr = p, p += window * s->KC;
     s->scores = p, p += window;
     s->logits = p;
     return AW_OK;
@@ -81,7 +82,7 @@ static size_t slot_of(const stream_state *s, size_t i) {
 // One token through the model with the rolling cache; the logits in s->logits.
 static void stream_token(aw_model *m, stream_state *s, int32_t token) {
     const aw_model_config *c = &m->cfg;
-    const size_t C = s->C, KC = s->KC, hd = s->hd, H = s->H, group = s->H / s->KH;
+    const size_t C = s->C, KC = s->KC, hd = s->hd;
     const int pre = c->norm == AW_NORM_PRE;
     // the cache after this token: which tokens (by the order they came) it holds, in slot order
     const size_t seen = s->count + 1, kept = seen < s->window ? seen : s->window;
@@ -97,55 +98,27 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
         memcpy(s->k[l] + my_slot * KC, s->kv, KC * sizeof(float)); // unrotated: its position is its place
         memcpy(s->v[l] + my_slot * KC, s->kv + KC, KC * sizeof(float));
-        // the keys in the order the tokens came, turned by their place in that order
+        // the keys and values in the order the tokens came, the keys turned by their place in it
         size_t n = 0;
-        const float *vrow[4096];
         for (size_t i = 0; i < seen; i++) {
             if (i >= (s->sinks < kept ? s->sinks : kept) && i < recent0) continue; // evicted
             const size_t sl = seen <= s->window ? i : slot_of(s, i);
             memcpy(s->kr + n * KC, s->k[l] + sl * KC, KC * sizeof(float));
-            vrow[n] = s->v[l] + sl * KC;
+            memcpy(s->vr + n * KC, s->v[l] + sl * KC, KC * sizeof(float));
             n++;
         }
         if (m->rope_cos) {
             rope_apply(s->kr, m->rope_cos, m->rope_sin, 1, n, 0, KC, hd, 0);
             rope_apply(s->q, m->rope_cos, m->rope_sin, 1, 1, n - 1, C, hd, 0);
         }
-        const float scale = 1.0f / sqrtf((float)hd);
-        for (size_t h = 0; h < H; h++) {
-            const size_t off = (h / group) * hd;
-            float mx = -INFINITY;
-            for (size_t j = 0; j < n; j++) {
-                s->scores[j] = aw_dot(s->q + h * hd, s->kr + j * KC + off, hd) * scale -
-                               (m->alibi ? m->alibi[h] * (float)(n - 1 - j) : 0.0f); // ALiBi by cache slot
-                mx = s->scores[j] > mx ? s->scores[j] : mx;
-            }
-            double sum = 0.0;
-            for (size_t j = 0; j < n; j++) sum += s->scores[j] = expf(s->scores[j] - mx);
-            memset(s->o + h * hd, 0, hd * sizeof(float));
-            for (size_t j = 0; j < n; j++) aw_axpy(s->o + h * hd, (float)(s->scores[j] / sum), vrow[j] + off, hd);
-        }
+        decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->alibi); // ALiBi by cache slot
         linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
         aw_axpy(s->res, 1.0f, s->x, C);
         if (pre) memcpy(s->x, s->res, C * sizeof(float));
         else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);
-        const aw_ffn_weights *f = &m->w.dec[l].ffn;
-        if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, f->ln_w, f->ln_b, 1);
-        const float *fin = pre ? s->ln : s->x;
-        linear_forward(s->h, fin, f->w1, f->b1, 1, C, s->F);
-        if (f->w3) {
-            linear_forward(s->u, fin, f->w3, f->b3, 1, C, s->F);
-            swiglu_forward(s->r, s->h, s->u, s->F);
-        } else relu_forward(s->r, s->h, s->F);
-        linear_forward(s->res, s->r, f->w2, f->b2, 1, s->F, C);
-        aw_axpy(s->res, 1.0f, s->x, C);
-        if (pre) memcpy(s->x, s->res, C * sizeof(float));
-        else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, f->ln_w, f->ln_b, 1);
+        decode_ffn(m, &m->w.dec[l].ffn, s->x, s->ln, s->h, s->u, s->r, s->res);
     }
-    const float *x = s->x;
-    if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, m->w.lnf_w, m->w.lnf_b, 1), x = s->ln;
-    if (c->tie) tied_forward(s->logits, x, m->w.wte, m->w.b_out, 1, C, s->V);
-    else linear_forward(s->logits, x, m->w.w_out, m->w.b_out, 1, C, s->V);
+    decode_logits(m, s->logits, s->x, s->ln);
     s->count = seen;
 }
 
@@ -161,7 +134,6 @@ int model_stream_losses(aw_model *m, const int32_t *tokens, size_t n, size_t win
                         float *losses) {
     int st = model_stream_check(m, window, sinks);
     if (st) return st;
-    if (window > 4096) return aw_fail(AW_ERR_ARG, "window must be at most 4096");
     if (n < 2) return aw_fail(AW_ERR_ARG, "tokens must hold at least 2 ids (each position is scored on the next), got %zu", n);
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= m->cfg.vocab)
@@ -196,7 +168,6 @@ int model_stream_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_n
     *n_out = 0;
     int st = model_stream_check(m, window, sinks);
     if (st) return st;
-    if (window > 4096) return aw_fail(AW_ERR_ARG, "window must be at most 4096");
     if (np == 0) return aw_fail(AW_ERR_ARG, "prompt must hold at least 1 token");
     for (size_t i = 0; i < np; i++)
         if (prompt[i] < 0 || prompt[i] >= m->cfg.vocab)

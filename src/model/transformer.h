@@ -246,6 +246,17 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                    const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
                    int use_cache);
 
+// One position through generation's pieces (generate.c), shared with streaming (stream.c):
+// decode_attend: softmax over n cached positions, keys kc and values vc (n, KH hd), head h reading
+// K/V head h / (H / KH), with ALiBi's bias by distance from the last position when alibi (H) is
+// given; scores has n floats of scratch. decode_ffn: the feed-forward sublayer of one row x (C),
+// in place (ln, res: C floats; h, u, r: F). decode_logits: the final norm and the classifier.
+void decode_attend(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n, size_t H,
+                   size_t KH, size_t hd, const float *alibi);
+void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln, float *h, float *u, float *r,
+                float *res);
+void decode_logits(const aw_model *m, float *logits, const float *x, float *ln);
+
 // Picks a token from logits (V; modified): greedy (temperature <= 0) or sampled from the top_k.
 int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng);
 
