@@ -43,6 +43,8 @@ static void usage(void) {
            "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
            "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
            "  --bos                 with --text: windows start at a document's start, after a token 0\n"
+           "  --repeats N           with --text: one training window in N repeats a passage of itself (12 to a\n"
+           "              quarter of the window), text to learn induction from; held-out windows are left as they are\n"
            "  --threads N           (every core) threads; the same bits whatever N\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
@@ -202,6 +204,7 @@ int main(int argc, char **argv) {
     const char *text_path = NULL;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     int bos = 0;
+    long repeats = 0;
     const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
@@ -239,6 +242,7 @@ int main(int argc, char **argv) {
         else if (FLAG("--text")) text_path = v;
         else if (FLAG("--threads")) threads = atol(v);
         else if (strcmp(a, "--bos") == 0) bos = 1;
+        else if (FLAG("--repeats")) repeats = atol(v);
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
     }
@@ -252,12 +256,16 @@ int main(int argc, char **argv) {
     if (threads < 1 || threads > 64) return fprintf(stderr, "trainer: --threads must be in [1, 64], got %ld\n", threads), 2;
     threads = start_threads(threads);
     text_corpus corpus = {0};
+    if (repeats && !text_path) return fprintf(stderr, "trainer: --repeats goes with --text\n"), 2;
     if (text_path) {
         if (task != AW_TASK_CHARS) return fprintf(stderr, "trainer: --text is the chars task's text; add --task chars\n"), 2;
         if (read_corpus(&corpus, text_path)) return 1;
         if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held))
             return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
         task_set_text_bos(bos);
+        if (repeats < 0 || repeats > 1000000)
+            return fprintf(stderr, "trainer: --repeats must be 0 (none) or N in [1, 1000000], got %ld\n", repeats), 2;
+        task_set_text_repeats((uint32_t)repeats);
         printf("text %s: %zu files, %zu documents; training %zu B (%zu documents), held out %zu B (every 10th "
                "document, %zu)\n", text_path, corpus.files, corpus.docs, corpus.n_train, corpus.docs - corpus.docs / 10,
                corpus.n_held, corpus.docs / 10);

@@ -36,9 +36,23 @@ static struct {
     const char *train, *held;
     size_t n_train, n_held;
     int bos; // 1: windows start at a document's start, after a token 0 (the beginning of a sequence)
+    uint32_t repeats; // > 0: one training window in this many repeats a passage of itself (task_set_text_repeats)
 } text;
 
 void task_set_text_bos(int bos) { text.bos = bos != 0; }
+void task_set_text_repeats(uint32_t every) { text.repeats = every; }
+
+// A passage of the window copied to a later place in it (training windows only, one in text.repeats):
+// the window's own text read again, the pattern an induction head completes. Passages of 12 to n/4
+// characters, at random places; the window's start (and a start token) stay as they were.
+static void repeat_passage(int32_t *tgt, size_t n, aw_rng *rng) {
+    const size_t first = text.bos ? 1 : 0, len = n + 1 - first;
+    if (len < 48) return;
+    const size_t span = 12 + aw_rng_below(rng, (uint32_t)(len / 4 - 12 + 1));
+    const size_t a = first + aw_rng_below(rng, (uint32_t)(len - 2 * span + 1));
+    const size_t b = a + span + aw_rng_below(rng, (uint32_t)(first + len - span - (a + span) + 1));
+    memmove(tgt + b, tgt + a, span * sizeof *tgt);
+}
 
 int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held) {
     if (!train) return text.train = text.held = NULL, text.n_train = text.n_held = 0, AW_OK;
@@ -205,9 +219,10 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
                 if (start + n + 1 >= len) start = 0;
                 tgt[0] = 0;
                 for (size_t i = 1; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i - 1]);
-                return n + 1;
+            } else {
+                for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
             }
-            for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
+            if (text.repeats && !s->heldout && aw_rng_below(rng, text.repeats) == 0) repeat_passage(tgt, n, rng);
             return n + 1;
         }
         const size_t split = aw_chars_corpus_len - aw_chars_corpus_len / 10; // training | held out

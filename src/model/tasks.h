@@ -72,6 +72,8 @@ int task_set_text(const char *train, size_t n_train, const char *held, size_t n_
 // With such a text: 1 makes every window start at a document's start, after a token 0 (a
 // beginning-of-sequence mark), as language models are trained on whole documents.
 void task_set_text_bos(int bos);
+// 0 (the default): windows as the text has them; N: one training window in N repeats a passage of itself.
+void task_set_text_repeats(uint32_t every);
 extern const char aw_chars_corpus[];
 extern const size_t aw_chars_corpus_len;
 

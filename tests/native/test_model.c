@@ -11,6 +11,7 @@
 #include "../../src/attention/softmax_attention_backward.h"
 #include "../../src/kernels/status.h"
 #include "../../src/model/checkpoint.h"
+#include "../../src/model/tasks.h"
 #include "../../src/model/transformer.h"
 #include "test.h"
 
@@ -757,6 +758,45 @@ static int print_curve(void) {
     return 0;
 }
 
+// The chars task's --repeats: one training window in N holds a passage of itself read again (12 to a
+// quarter of the window's characters, wholly inside it, later than the original), the rest of the
+// window is the text as it is; held-out windows never change.
+static void test_text_repeats(void) {
+    enum { LEN = 64, N = 4000 };
+    static char train[N], held[N];
+    for (int i = 0; i < N; i++) train[i] = held[i] = (char)('a' + (i * 7 + i / 26) % 26); // no 12-letter repeats nearby
+    CHECK(task_set_text(train, N, held, N) == AW_OK, "task_set_text");
+    int32_t src[4], plain[LEN + 1], tgt[LEN + 1];
+    for (int heldout = 0; heldout <= 1; heldout++) {
+        aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
+        int repeated = 0;
+        for (int w = 0; w < 400; w++) {
+            aw_rng a, b;
+            aw_rng_seed(&a, (uint64_t)w + 1), aw_rng_seed(&b, (uint64_t)w + 1);
+            task_set_text_repeats(0);
+            task_example(src, plain, &s, &a);
+            task_set_text_repeats(4);
+            task_example(src, tgt, &s, &b);
+            // the differing positions form one run [lo, hi) that equals an earlier run of the window
+            int lo = -1, hi = -1;
+            for (int i = 0; i <= LEN; i++)
+                if (tgt[i] != plain[i]) hi = i + 1, lo = lo < 0 ? i : lo;
+            if (lo < 0) continue;
+            repeated++;
+            CHECK(!heldout, "a held-out window changed (window %d)", w);
+            int found = 0;
+            for (int span = hi - lo; span <= LEN / 4 && !found; span++)
+                for (int b0 = hi - span; b0 <= lo && b0 + span <= LEN + 1 && !found; b0++)
+                    for (int a0 = 0; a0 + span <= b0 && !found; a0++)
+                        found = span >= 12 && memcmp(tgt + a0, tgt + b0, (size_t)span * sizeof *tgt) == 0;
+            CHECK(found, "window %d: positions %d..%d changed but repeat no earlier passage of 12 to %d", w, lo, hi - 1, LEN / 4);
+        }
+        if (!heldout) CHECK(repeated > 60 && repeated < 140, "%d of 400 training windows repeat a passage (want about 100)", repeated);
+    }
+    task_set_text_repeats(0);
+    task_set_text(NULL, 0, NULL, 0);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--curve") == 0) return print_curve();
     test_linear_op();
@@ -773,6 +813,7 @@ int main(int argc, char **argv) {
     test_generation();
     test_learning();
     test_rnn();
+    test_text_repeats();
     printf("%s\n", test_failures ? "FAILED" : "ok");
     return test_failures != 0;
 }
