@@ -1,13 +1,20 @@
 // fortunes-catalog.mjs: writes web/models/fortunes.json, the catalogue of the models that have read
 // Debian's fortunes: each model's config, training command and budget, the trainer's own held-out
-// figure, and the held-out bits per character on the first 32768 characters of the held-out
-// documents in windows of maxLen (scripts/fortunes.mjs heldOutBits: what tests/node/fortunes.test.js
-// recomputes from the checkpoint), the corpus's split, and the bounds the sinks test holds the claim
-// to (measured by scripts/sinks.mjs; see the README).
-//   node scripts/fortunes-catalog.mjs
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+// figure and time (read from its log, `npm run train ... > LOGS/<file stem>.log`; a model whose log
+// is not there keeps the figures the catalogue already has), the held-out bits per character and
+// accuracy on the first 32768 characters of the held-out documents in windows of maxLen
+// (scripts/fortunes.mjs heldOutBits: what tests/node/fortunes.test.js recomputes from the
+// checkpoint), each model's strongest induction and previous-token heads on the page's probe
+// (web/heads.js), the bits per character of a held-out passage read once and then again (copy), the
+// corpus's split, and the bounds the tests hold the claims to (measured: README).
+//   LOGS=/tmp/train node scripts/fortunes-catalog.mjs
+// Which models: `sinks` ones are the attention-sinks experiment's (scripts/sinks.mjs); `panel` ones
+// are what the page's first panel shows for their form; `compare` ones make the README's table of
+// forms trained alike on this text.
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
-import { ensureFortunes, fortunesDocuments, heldOutBits } from './fortunes.mjs';
+import { probeTokens, scoreHeads } from '../web/heads.js';
+import { copyBits, ensureFortunes, fortunesDocuments, heldOutBits } from './fortunes.mjs';
 
 const why = ensureFortunes();
 if (why) {
@@ -15,33 +22,78 @@ if (why) {
   process.exit(1);
 }
 const dir = new URL('../web/models/', import.meta.url);
+const LOGS = process.env.LOGS ?? '/tmp/train';
+const TEXT = 'npm run train -- --task chars --text /usr/share/games/fortunes';
 const SHAPE = '--block llama --d-model 96 --heads 4 --layers 3 --d-ff 256 --max-len 128 --length 128';
 const RUN = '--steps 3000 --batch 32 --lr 3e-3 --warmup 200 --eval-every 250 --eval-batches 16 --seed 1';
+const LARGE = '--repeats 4 --block llama --d-model 128 --heads 4 --layers 4 --d-ff 352 --max-len 256 --length 256 '
+  + '--steps 5000 --batch 16 --lr 2.5e-3 --warmup 200 --eval-every 250 --eval-batches 16 --seed 1';
+const SMALL = '--repeats 8 --block llama --d-model 64 --heads 4 --layers 3 --d-ff 176 --max-len 128 --length 128 '
+  + '--steps 1500 --batch 32 --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 16 --seed 1';
+const small = (form, stem, panel) => ({ file: `fortunes-small-${stem}.safetensors`, bos: false, threads: 1, repeats: 8,
+  compare: true, panel, shared: 'other runs shared the 2 cores: minutes are wall time', command: `${TEXT} --attention ${form} ${SMALL} --threads 1 --out web/models/fortunes-small-${stem}.safetensors` });
 const MODELS = [
-  { file: 'fortunes-bos.safetensors', bos: true, threads: 2, trainerBits: Number(process.env.BOS_BITS), minutes: Number(process.env.BOS_MIN),
-    command: `npm run train -- --task chars --text /usr/share/games/fortunes --bos ${SHAPE} ${RUN} --threads 2 --out web/models/fortunes-bos.safetensors` },
-  { file: 'fortunes-llama.safetensors', bos: false, threads: 1, trainerBits: 2.224, minutes: 33.9,
-    command: `npm run train -- --task chars --text /usr/share/games/fortunes ${SHAPE} ${RUN} --threads 1 --out web/models/fortunes-llama.safetensors` },
+  { file: 'fortunes-bos.safetensors', bos: true, threads: 2, sinks: true,
+    command: `${TEXT} --bos ${SHAPE} ${RUN} --threads 2 --out web/models/fortunes-bos.safetensors` },
+  { file: 'fortunes-llama.safetensors', bos: false, threads: 1, sinks: true,
+    command: `${TEXT} ${SHAPE} ${RUN} --threads 1 --out web/models/fortunes-llama.safetensors` },
+  { file: 'fortunes-large.safetensors', bos: false, threads: 2, repeats: 4, panel: true,
+    command: `${TEXT} ${LARGE} --threads 2 --out web/models/fortunes-large.safetensors` },
+  small('softmax', 'softmax', false),
+  small('linear:elu+1', 'linear-elu1', true),
+  small('gla', 'gla', true),
+  small('gated-delta', 'gated-delta', true),
 ];
+const previous = existsSync(new URL('fortunes.json', dir)) ? JSON.parse(readFileSync(new URL('fortunes.json', dir), 'utf8')) : { models: [] };
+
+// The trainer's last line: "final: eval loss L (B bits/token), accuracy A, M ms/step, S s".
+function fromLog(file) {
+  const log = `${LOGS}/${file.replace(/\.safetensors$/, '')}.log`;
+  if (existsSync(log)) {
+    const m = /final: eval loss [\d.]+ \(([\d.]+) bits\/token\), accuracy [\d.]+, [\d.]+ ms\/step, ([\d.]+) s/.exec(readFileSync(log, 'utf8'));
+    if (m) return { trainerBits: Number(m[1]), minutes: Number((Number(m[2]) / 60).toFixed(1)) };
+  }
+  const old = previous.models.find((e) => e.file === file);
+  if (old?.trainerBits) return { trainerBits: old.trainerBits, minutes: old.minutes };
+  throw new Error(`no trainer log ${log} and no earlier figures for ${file}`);
+}
+
 const lib = await loadAttention();
 const { train, held, files } = fortunesDocuments();
 const bytes = (docs) => docs.reduce((n, d) => n + Buffer.byteLength(d, 'latin1') + 2, 0);
+// the page's probe (web/views/learned.js): 24 distinct random letters, then the same 24
+const probe = lib.charsTokenizer.encode(probeTokens(27, 24, 7, 1).map((t) => String.fromCharCode(96 + t)).join(''));
 const catalog = {
   corpus: { source: "Debian package fortunes, /usr/share/games/fortunes (BSD; data/README.md)", files,
     documents: train.length + held.length, trainBytes: bytes(train), heldBytes: bytes(held), heldOut: 'every 10th document' },
   heldOutChars: 32768,
-  claim: JSON.parse(process.env.CLAIM ?? '{"sinksWithin": 0.05, "windowWorseBy": 0.1}'),
+  probe: { letters: 24, seed: 7 },
+  claim: JSON.parse(process.env.CLAIM ?? JSON.stringify(previous.claim ?? {})),
   models: [],
 };
 for (const e of MODELS) {
+  if (!existsSync(new URL(e.file, dir))) {
+    console.error(`fortunes-catalog.mjs: web/models/${e.file} is missing (its command: ${e.command})`);
+    process.exit(1);
+  }
   const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
-  const { bits, count } = heldOutBits(lib, m, catalog.heldOutChars);
+  const { bits, count, accuracy } = heldOutBits(lib, m, catalog.heldOutChars);
+  const heads = scoreHeads(m.forward(probe).attention, [...probe]);
+  const strongest = (kind) => heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
+  const best = strongest('induction'), prev = strongest('previous token');
   const c = m.config;
-  catalog.models.push({ ...e, bytes: statSync(new URL(e.file, dir)).size, parameters: m.parameterCount, steps: m.steps,
+  catalog.models.push({ ...e, ...fromLog(e.file), bytes: statSync(new URL(e.file, dir)).size, parameters: m.parameterCount,
+    steps: m.steps,
     config: { vocab: c.vocab, dModel: c.dModel, heads: c.heads, layers: c.layers, dFF: c.dFF, maxLen: c.maxLen,
       attention: c.attention, positional: c.positional, block: c.block },
-    heldOutBits: Number(bits.toFixed(5)), heldOutCount: count });
-  console.log(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters`);
+    heldOutBits: Number(bits.toFixed(5)), heldOutAccuracy: Number(accuracy.toFixed(5)), heldOutCount: count,
+    induction: { layer: best.layer, head: best.head, score: Number(best.scores.induction.toFixed(5)) },
+    previousToken: { layer: prev.layer, head: prev.head, score: Number(prev.scores['previous token'].toFixed(5)) },
+    copy: Object.fromEntries(Object.entries(copyBits(lib, m)).map(([k, v]) => [k, Number(v.toFixed(5))])) });
+  console.log(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters, accuracy `
+    + `${(100 * accuracy).toFixed(1)}%; strongest induction head on the probe: layer ${best.layer + 1}, head ${best.head + 1}, `
+    + `${best.scores.induction.toFixed(3)}; previous token: layer ${prev.layer + 1}, head ${prev.head + 1}, `
+    + `${prev.scores['previous token'].toFixed(3)}`);
   m.dispose();
 }
 writeFileSync(new URL('fortunes.json', dir), `${JSON.stringify(catalog, null, 1)}\n`);

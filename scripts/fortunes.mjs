@@ -48,24 +48,52 @@ export function heldOutText(dir = FORTUNES) {
  * Held-out bits per character of a chars model: the first `chars` characters of the held-out
  * documents, read in consecutive windows of the model's maxLen (each window's first character
  * has no context and is not scored). Deterministic: what the catalogue and its test compute.
+ * Returns { bits, count, accuracy } (accuracy: the share of next characters that were the top guess).
  */
 export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
   const ids = lib.charsTokenizer.encode(heldOutText(dir).slice(0, chars));
   const L = model.config.maxLen, V = model.config.vocab;
-  let nats = 0, count = 0;
+  let nats = 0, count = 0, right = 0;
   for (let a = 0; a + 1 < ids.length; a += L) {
     const w = ids.subarray(a, Math.min(a + L, ids.length));
     if (w.length < 2) break;
     const { logits } = model.forward(w);
     for (let i = 0; i + 1 < w.length; i++) {
       const row = logits.subarray(i * V, (i + 1) * V);
-      let mx = -Infinity;
-      for (const x of row) mx = Math.max(mx, x);
+      let mx = -Infinity, arg = 0;
+      for (let v = 0; v < V; v++) if (row[v] > mx) mx = row[v], arg = v;
+      right += arg === w[i + 1];
       let s = 0;
       for (const x of row) s += Math.exp(x - mx);
       nats += Math.log(s) + mx - row[w[i + 1]];
       count++;
     }
   }
-  return { bits: nats / count / Math.LN2, count };
+  return { bits: nats / count / Math.LN2, count, accuracy: right / count };
+}
+
+/**
+ * Does the model copy? A held-out passage of `length` characters (from character `from` of the
+ * held-out stream), then a space, then the same passage again: the bits per character of the first
+ * copy (its 2nd character on) and of the second copy (its 2nd character on, where an induction head
+ * could read the answer from the first). Returns { first, second }.
+ */
+export function copyBits(lib, model, from = 5000, length = 60, dir = FORTUNES) {
+  const text = heldOutText(dir).slice(from, from + length);
+  const ids = lib.charsTokenizer.encode(`${text} ${text}`);
+  const V = model.config.vocab;
+  const { logits } = model.forward(ids);
+  const bits = (a, b) => { // mean over predicted positions a..b-1
+    let s = 0;
+    for (let i = a; i < b; i++) {
+      const row = logits.subarray((i - 1) * V, i * V);
+      let mx = -Infinity;
+      for (const x of row) mx = Math.max(mx, x);
+      let z = 0;
+      for (const x of row) z += Math.exp(x - mx);
+      s += Math.log(z) + mx - row[ids[i]];
+    }
+    return s / (b - a) / Math.LN2;
+  };
+  return { first: bits(1, length), second: bits(length + 2, ids.length) };
 }

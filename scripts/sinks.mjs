@@ -7,7 +7,9 @@
 //   recompute       a fresh forward over the last `window` tokens for every position (the costly
 //                   reference: window times the work)
 // It prints bits per character by position, and the time each way took.
-//   node scripts/sinks.mjs [--model FILE] [--chars 8192] [--window 64] [--sinks 4]
+//   node scripts/sinks.mjs [--model FILE] [--chars 8192] [--window 64] [--sinks 4] [--text FILE]
+// --text reads that file instead of the held-out fortunes (web/models/stream-text.txt: the page's
+// default text, prose of the project's corpus with no document breaks).
 import { readFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
 import { ensureFortunes, heldOutText } from './fortunes.mjs';
@@ -33,10 +35,10 @@ const lib = await loadAttention();
 const cpu = (await import('../bench/timing.js')).cpuName();
 for (const [file, bos] of MODELS) {
 const model = lib.loadModel(readFileSync(file), { training: false });
-const text = heldOutText().slice(0, N);
+const text = (args.text ? readFileSync(args.text, 'utf8') : heldOutText()).slice(0, N);
 const tokens = Int32Array.from([...(bos ? [0] : []), ...lib.charsTokenizer.encode(text)]);
 console.log(`\n# ${file.split('/').pop()}${bos ? ' (trained from document starts after a token 0; the stream starts with one)' : ' (trained on windows cut anywhere)'}: ${JSON.stringify(model.config)}`);
-console.log(`# ${tokens.length} tokens of held-out fortunes (every 10th document, never trained on); window ${W} ` +
+console.log(`# ${tokens.length} tokens of ${args.text ? args.text : 'held-out fortunes (every 10th document, never trained on)'}; window ${W} ` +
   `(the model was trained on ${model.config.maxLen}), sinks ${S}; ${cpu}`);
 const first = (await import('../web/heads.js')).scoreHeads(model.forward(tokens.subarray(0, model.config.maxLen)).attention,
   [...tokens.subarray(0, model.config.maxLen)]).map((h) => h.scores['first token']);

@@ -322,7 +322,7 @@ test('controls are labelled and keyboard-operable; a phone-width window does not
 });
 
 // Not a check: refreshes the README's screenshot (docs/screenshot.png: the learned-attention panel
-// with its guesses and the sandbox under it) and docs/compare.png (two forms side by side) when asked to.
+// on a phrase typed twice, its induction head read and its guesses) and docs/compare.png (two forms side by side) when asked to.
 test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.png and docs/compare.png)', async (t) => {
   if (process.env.AW_UPDATE_DOCS_SCREENSHOT !== '1') {
     t.skip('set AW_UPDATE_DOCS_SCREENSHOT=1 to refresh them');
@@ -331,12 +331,19 @@ test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.p
   const { page, problems } = await open('?form=softmax&ltext=the+lamplighter+walked+the+road&ca=softmax&cb=synth:random'
     + '&ctask=reverse&csteps=500', { width: 1280, height: 900 });
   await page.waitForSelector('#learned[data-state="ready"]');
-  // Read row 16 ("the lamplighter w" so far) to show the guesses.
-  const box = await page.locator('#lheatmaps canvas').first().boundingBox();
-  const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
-  await page.mouse.move(box.x + Number(ds.left) + 10.5 * Number(ds.cell), box.y + Number(ds.top) + 16.5 * Number(ds.cell));
-  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '16');
-  const bottom = await page.$eval('#attention', (s) => s.getBoundingClientRect().bottom + window.scrollY + 8);
+  // The guided step (the phrase twice), then row 48 of the strongest induction head read, to show
+  // the jump back and the guesses.
+  await page.click('#ltwice');
+  await page.waitForFunction(() => /Your phrase, twice/.test(document.querySelector('#lstatus').textContent));
+  const heads = JSON.parse(await page.getAttribute('#learned', 'data-heads'));
+  const top = heads.reduce((a, b) => (b.induction > a.induction ? b : a));
+  const canvas = page.locator('#lheatmaps canvas').nth(heads.indexOf(top));
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  const ds = await canvas.evaluate((c) => ({ ...c.dataset }));
+  await page.mouse.move(box.x + Number(ds.left) + 17.5 * Number(ds.cell), box.y + Number(ds.top) + 48.5 * Number(ds.cell));
+  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '48');
+  const bottom = await page.$eval('#learned', (s) => s.getBoundingClientRect().bottom + window.scrollY + 8);
   await page.screenshot({ path: fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url)),
     fullPage: true, clip: { x: 0, y: 0, width: 1280, height: Math.ceil(bottom) } });
   await page.click('#crun');

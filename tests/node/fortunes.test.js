@@ -6,7 +6,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
-import { FORTUNES, fortunesDocuments, heldOutBits, heldOutText } from '../../scripts/fortunes.mjs';
+import { FORTUNES, copyBits, fortunesDocuments, heldOutBits, heldOutText } from '../../scripts/fortunes.mjs';
+import { probeTokens, scoreHeads } from '../../web/heads.js';
 
 const why = existsSync(`${FORTUNES}/fortunes`) ? false : "Debian's fortunes is missing: run bash scripts/setup.sh as root, or apt-get install -y fortunes";
 const dir = new URL('../../web/models/', import.meta.url);
@@ -27,9 +28,16 @@ test('fortunes: each shipped model\'s held-out bits per character come back from
   for (const e of catalog.models) {
     const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
     for (const [k, v] of Object.entries(e.config)) assert.equal(m.config[k], v, `${e.file}: config.${k}`);
-    const { bits, count } = heldOutBits(lib, m, catalog.heldOutChars);
-    t.diagnostic(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters (catalogue ${e.heldOutBits})`);
+    const { bits, count, accuracy } = heldOutBits(lib, m, catalog.heldOutChars);
+    t.diagnostic(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters (catalogue ${e.heldOutBits}), `
+      + `${(100 * accuracy).toFixed(1)}% right`);
+    assert.equal(count, e.heldOutCount);
     assert.ok(Math.abs(bits - e.heldOutBits) < 5e-4, `${e.file}: ${bits} against ${e.heldOutBits}`);
+    assert.ok(Math.abs(accuracy - e.heldOutAccuracy) < 5e-4, `${e.file}: accuracy ${accuracy} against ${e.heldOutAccuracy}`);
+    // a held-out passage read twice: the catalogue's figures (the README's "does it copy")
+    const copy = copyBits(lib, m);
+    t.diagnostic(`${e.file}: a held-out passage, first reading ${copy.first.toFixed(3)}, second ${copy.second.toFixed(3)} bits per character`);
+    assert.ok(Math.abs(copy.first - e.copy.first) < 5e-4 && Math.abs(copy.second - e.copy.second) < 5e-4, `${e.file}: copy ${JSON.stringify(copy)}`);
     m.dispose();
   }
 });
@@ -37,7 +45,7 @@ test('fortunes: each shipped model\'s held-out bits per character come back from
 test('attention sinks, measured on the models that read fortunes: rolling caches read as well as recomputing; the start token helps a small window', { skip: why }, (t) => {
   const { lib } = builds[0];
   const { window: W, within, smallWindow, sinksBetterBy } = catalog.claim;
-  for (const e of catalog.models) {
+  for (const e of catalog.models.filter((x) => x.sinks)) {
     const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
     const tokens = Int32Array.from([...(e.bos ? [0] : []), ...lib.charsTokenizer.encode(heldOutText().slice(0, 2048))]);
     const bits = (w, opts) => {
@@ -47,6 +55,16 @@ test('attention sinks, measured on the models that read fortunes: rolling caches
     const win = bits(W, {}), sink = bits(W, { sinks: 4 }), rec = bits(W, { recompute: true });
     t.diagnostic(`${e.file}, window ${W}: window ${win.toFixed(3)}, window + 4 sinks ${sink.toFixed(3)}, recompute ${rec.toFixed(3)} bits per character`);
     assert.ok(Math.abs(sink - rec) < within && Math.abs(win - rec) < within, 'rolling caches read far past the window as recomputing does');
+    if (e.bos) { // on prose with no document breaks (the sinks panel's default text) it needs its start token
+      const prose = Int32Array.from([0, ...lib.charsTokenizer.encode(readFileSync(new URL('stream-text.txt', dir), 'utf8'))]);
+      const pb = (opts) => {
+        const xs = m.streamLosses(prose, { window: W, ...opts });
+        return xs.slice(W).reduce((a, b) => a + b, 0) / (xs.length - W) / Math.LN2;
+      };
+      const pw = pb({}), ps = pb({ sinks: 4 });
+      t.diagnostic(`${e.file}, stream-text.txt, window ${W}: window ${pw.toFixed(3)}, window + 4 sinks ${ps.toFixed(3)}`);
+      assert.ok(pw - ps > catalog.claim.proseSinksBetterBy, `on prose: window only ${pw} against sinks ${ps}`);
+    }
     if (e.bos) { // the model that always saw a start token: keeping it helps when the window is small
       const w16 = bits(smallWindow, {}), s16 = bits(smallWindow, { sinks: 4 });
       t.diagnostic(`${e.file}, window ${smallWindow}: window ${w16.toFixed(3)}, window + 4 sinks ${s16.toFixed(3)}`);
@@ -54,4 +72,35 @@ test('attention sinks, measured on the models that read fortunes: rolling caches
     }
     m.dispose();
   }
+});
+
+test('heads of the models that read fortunes on the page\'s probe: the catalogued strongest induction and previous-token heads come back, and the panel\'s softmax model has a previous-token head an untrained one lacks', (t) => {
+  const { lib } = builds[0];
+  const { letters, seed } = catalog.probe;
+  const probe = lib.charsTokenizer.encode(probeTokens(27, letters, seed, 1).map((x) => String.fromCharCode(96 + x)).join(''));
+  assert.equal(probe.length, 2 * letters);
+  assert.equal(new Set(probe.subarray(0, letters)).size, letters, 'the first copy has no repeats of its own');
+  const strongest = (heads, kind) => heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
+  for (const e of catalog.models) {
+    const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
+    const heads = scoreHeads(m.forward(probe).attention, [...probe]);
+    for (const [kind, want] of [['induction', e.induction], ['previous token', e.previousToken]]) {
+      const best = strongest(heads, kind);
+      t.diagnostic(`${e.file}: strongest ${kind} head layer ${best.layer + 1}, head ${best.head + 1}: ${best.scores[kind].toFixed(3)}`);
+      assert.deepEqual([best.layer, best.head], [want.layer, want.head], `${e.file}: ${kind}`);
+      assert.ok(Math.abs(best.scores[kind] - want.score) < 1e-4, `${e.file}: ${kind} ${best.scores[kind]} against ${want.score}`);
+    }
+    m.dispose();
+  }
+  const shown = catalog.models.find((e) => e.panel && e.config.attention === 'softmax');
+  assert.ok(shown, 'the first panel has a softmax model that read fortunes');
+  assert.ok(shown.previousToken.score > catalog.claim.previousAbove,
+    `${shown.file}: previous token ${shown.previousToken.score} against the bound ${catalog.claim.previousAbove}`);
+  // the same shape untrained: what the bound is measured against
+  const fresh = lib.createModel({ ...shown.config, seed: 1 });
+  const heads = scoreHeads(fresh.forward(probe).attention, [...probe]);
+  const untrained = strongest(heads, 'previous token').scores['previous token'];
+  t.diagnostic(`untrained ${shown.config.dModel}-wide model: strongest previous-token score ${untrained.toFixed(3)}`);
+  assert.ok(untrained < catalog.claim.previousAbove, `an untrained model scores ${untrained}`);
+  fresh.dispose();
 });

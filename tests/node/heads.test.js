@@ -4,6 +4,7 @@
 // and a 2-layer model with rotary positions builds a previous-token head and an induction head on it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
 import { nameHead, probeTokens, scoreHead, scoreHeads } from '../../web/heads.js';
 import { MODEL, SETUP, formInduction, formedAt } from '../../web/induction.js';
@@ -80,4 +81,16 @@ test('induction heads form: a previous-token head in layer 1, an induction head 
   assert.ok(at !== null && Math.max(...last.scores) > 0.8, 'measured 0.97 at step 1000, formed at step 400');
   assert.ok(Math.max(...points[0].scores) < 0.3);
   m.dispose();
+});
+
+test('the induction panel\'s table of forms is the README\'s (form, formed, steps, best score)', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('## Induction heads: which forms build one'));
+  const fromReadme = section.split('\n').filter((l) => /^\| [a-z]/.test(l) && !/^\| form /.test(l))
+    .slice(0, 10).map((l) => l.split('|').slice(1, 5).map((c) => c.trim().replace(/\*\*/g, '')));
+  const html = readFileSync(new URL('../../web/index.html', import.meta.url), 'utf8');
+  const table = html.slice(html.indexOf('id="iforms"'), html.indexOf('</table>', html.indexOf('id="iforms"')));
+  const fromPage = [...table.matchAll(/<tr><td>(.*?)<\/td><\/tr>/g)].map((m) => m[1].split('</td><td>'));
+  assert.equal(fromPage.length, 10);
+  assert.deepEqual(fromPage, fromReadme);
 });

@@ -1,17 +1,28 @@
-// learned.js: the first panel. A small character-level model, trained on the project's corpus with
-// the attention form chosen in Settings (web/models/chars-<form>.safetensors, made by
-// scripts/pretrain.mjs), reads the user's text; the panel shows the attention of every layer and
-// head on it, and at a hovered or tapped row i the model's top-5 guesses for the character after
-// position i. Runs on the page's thread: one forward pass of at most 32 characters is instant.
+// learned.js: the first panel. A character-level model built with the attention form chosen in
+// Settings reads the user's text: one that has read Debian's fortunes when there is one for the form
+// (web/models/fortunes.json, trained natively: scripts/fortunes-catalog.mjs), else the small model
+// of the project's corpus (web/models/index.json, scripts/pretrain.mjs). The panel shows the
+// attention of every layer and head on the text, names each head by what it does there (heads.js:
+// previous token, induction, ...), shows the heads on the standard probe (random letters, then the
+// same letters again) on request, and at a hovered or tapped row i the model's top-5 guesses for the
+// character after position i. Runs on the page's thread: a forward pass of at most 64 characters
+// takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
 import { displayWeights } from '../forms.js';
+import { nameHead, probeTokens, scoreHead } from '../heads.js';
 
 const TOP = 5;
+const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
+const PROBE = 24; // the probe: 24 distinct random letters, then the same 24
 
 const charLabel = (ch) => (ch === ' ' ? '␣' : ch === '\n' ? '↵' : ch);
 
-/** The k largest entries of a softmax over row (a Float32Array of logits): [{ index, p }]. */
-export function topK(row, k) {
+/**
+ * The k largest entries of a softmax over row (a Float32Array of logits): [{ index, p }], among the
+ * indices below `limit` (a model's vocabulary can be wider than its tokenizer's; p stays the
+ * probability over the whole row).
+ */
+export function topK(row, k, limit = row.length) {
   let max = -Infinity;
   for (const x of row) if (x > max) max = x;
   let sum = 0;
@@ -20,33 +31,83 @@ export function topK(row, k) {
     sum += e;
     return e;
   });
-  return p.map((e, index) => ({ index, p: e / sum })).sort((a, b) => b.p - a.p).slice(0, k);
+  return p.slice(0, limit).map((e, index) => ({ index, p: e / sum })).sort((a, b) => b.p - a.p).slice(0, k);
 }
 
 /**
- * el: { panel, text, about, status, grid, legend, readout, exports, guesses }. lib: the loaded package.
- * The panel gets data-state: 'loading' | 'ready' | 'none' (no checkpoint for this form) | 'error',
- * and data-file (the checkpoint shown).
+ * The panel's model for each form: fortunes.json's entries marked `panel` first (they have read
+ * real text), then index.json's chars entries. Each: { file, attention, length, source, entry }.
+ */
+export function panelModels(fortunes, index) {
+  const out = [];
+  for (const e of fortunes?.models ?? []) {
+    if (!e.panel) continue;
+    out.push({ file: e.file, attention: e.config.attention, length: Math.min(e.config.maxLen, SHOWN), source: 'fortunes', entry: e });
+  }
+  for (const e of index?.models ?? []) {
+    if (e.task !== 'chars' || out.some((o) => o.attention === e.attention)) continue;
+    out.push({ file: e.file, attention: e.attention, length: Math.min(e.length, SHOWN), source: 'corpus', entry: e });
+  }
+  return out;
+}
+
+/** A phrase for the guided step: the user's text cut to fit twice in `max` characters, then twice. */
+export function phraseTwice(text, max) {
+  let phrase = text.trim().replace(/\s+/g, ' ');
+  const room = Math.floor((max - 2) / 2);
+  if (phrase.length > room) phrase = phrase.slice(0, room).replace(/\s+\S*$/, '') || phrase.slice(0, room);
+  if (phrase.length < 4) phrase = 'the old lamp';
+  return `${phrase}. ${phrase}`;
+}
+
+/**
+ * el: { panel, text, label, about, status, grid, legend, readout, exports, guesses, probe, twice, heads }.
+ * lib: the loaded package. The panel gets data-state: 'loading' | 'ready' | 'none' (no checkpoint
+ * for this form) | 'error', data-file (the checkpoint shown), data-view ('text' | 'probe') and
+ * data-heads (JSON: [{ layer, head, name, score, induction }] of the heads as drawn).
  */
 export function createLearnedView(el, { lib, onChange }) {
   let state = null;
   let form = null;
-  let catalog = null; // Promise<[entries of web/models/index.json]>
+  let catalog = null; // Promise<[panelModels]>
   const models = new Map(); // file -> Promise<Model>
   let shown = ''; // file + text of the last drawing
   let current = null; // { chars, logits, vocab } of the drawing, for the guesses
   let request = 0;
+  let view = 'text'; // 'text': the user's text; 'probe': the standard probe
+  let focus = null; // 'layer,head' of a head picked in the list (drawn with a ring)
 
   const heatmaps = createHeatmapView({
     grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'learned-attention',
     onCursor: ([i]) => showGuesses(i),
   });
-  el.text.addEventListener('input', () => onChange({ ltext: el.text.value }));
+  el.text.addEventListener('input', () => {
+    view = 'text';
+    el.panel.dataset.guided = '';
+    onChange({ ltext: el.text.value });
+  });
+  el.probe.addEventListener('click', () => {
+    view = view === 'probe' ? 'text' : 'probe';
+    focus = null;
+    shown = '';
+    draw();
+  });
+  // The guided step: the user's phrase typed twice; the status then names the head that jumps back.
+  el.twice.addEventListener('click', async () => {
+    const list = await entries();
+    const entry = list.find((e) => e.attention === form?.id);
+    view = 'text';
+    focus = null;
+    const text = phraseTwice(el.text.value, entry ? entry.length : 32);
+    el.text.value = text;
+    el.panel.dataset.guided = '1';
+    shown = ''; // the same text again still says which head jumps back
+    onChange({ ltext: text });
+  });
 
   function entries() {
-    catalog ??= fetch(new URL('../models/index.json', import.meta.url))
-      .then((r) => (r.ok ? r.json() : { models: [] }))
-      .then((j) => (j.models ?? []).filter((e) => e.task === 'chars'), () => []);
+    const get = (name) => fetch(new URL(`../models/${name}`, import.meta.url)).then((r) => (r.ok ? r.json() : null), () => null);
+    catalog ??= Promise.all([get('fortunes.json'), get('index.json')]).then(([f, i]) => panelModels(f, i));
     return catalog;
   }
 
@@ -54,7 +115,7 @@ export function createLearnedView(el, { lib, onChange }) {
     if (!models.has(file)) {
       models.set(file, fetch(new URL(`../models/${file}`, import.meta.url)).then(async (r) => {
         if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
-        return lib.loadModel(new Uint8Array(await r.arrayBuffer()));
+        return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false }); // read, never trained here
       }));
       models.get(file).catch(() => models.delete(file));
     }
@@ -65,7 +126,7 @@ export function createLearnedView(el, { lib, onChange }) {
   function showGuesses(i) {
     if (!current || i >= current.chars.length) return;
     const row = current.logits.subarray(i * current.vocab, (i + 1) * current.vocab);
-    const top = topK(row, TOP);
+    const top = topK(row, TOP, lib.charsTokenizer.vocab);
     const prefix = current.chars.slice(Math.max(0, i - 11), i + 1).join('');
     const head = document.createElement('p');
     head.className = 'guess-head';
@@ -95,6 +156,29 @@ export function createLearnedView(el, { lib, onChange }) {
     el.guesses.dataset.position = String(i);
   }
 
+  // The list under the grid: every head named by what it does on what is drawn; a click shows the
+  // heads on the probe with that head ringed.
+  function listHeads(named) {
+    el.heads.replaceChildren(...named.map((h) => {
+      const li = document.createElement('li');
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'link';
+      b.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)}`;
+      b.title = `induction ${h.scores.induction.toFixed(2)}, previous token ${h.scores['previous token'].toFixed(2)}, `
+        + `duplicate token ${h.scores['duplicate token'].toFixed(2)}, first token ${h.scores['first token'].toFixed(2)}, `
+        + `local ${h.scores.local.toFixed(2)}`;
+      b.addEventListener('click', () => {
+        view = 'probe';
+        focus = `${h.layer},${h.head}`;
+        shown = '';
+        draw();
+      });
+      li.append(b);
+      return li;
+    }));
+  }
+
   async function draw() {
     const id = ++request;
     const list = await entries();
@@ -109,21 +193,32 @@ export function createLearnedView(el, { lib, onChange }) {
           + 'before it.') + ' Choose another form in Settings; the sandbox below still shows this one.';
       heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
       el.guesses.replaceChildren();
+      el.heads.replaceChildren();
+      el.probe.disabled = el.twice.disabled = true;
       return;
     }
-    // The model's alphabet is lower case; other characters are dropped (and the page says so).
+    el.probe.disabled = el.twice.disabled = false;
+    el.probe.textContent = view === 'probe' ? 'Back to your text' : 'Show the heads on a probe';
     const max = entry.length;
-    const lower = state.ltext.toLowerCase();
-    const ids = [...lib.charsTokenizer.encode(lower)];
-    const kept = [...lower].filter((_, k) => ids[k] !== 0);
-    const dropped = [...new Set([...lower].filter((_, k) => ids[k] === 0))];
-    const chars = kept.slice(0, max);
-    const key = `${entry.file}\n${chars.join('')}`;
+    el.label.textContent = `Your text (lower case letters, digits and punctuation; the first ${max} characters)`;
+    let chars, dropped = [], kept;
+    if (view === 'probe') { // random letters, then the same letters again (heads.js)
+      chars = probeTokens(27, PROBE, 7, 1).map((t) => String.fromCharCode(96 + t));
+      kept = chars;
+    } else { // the model's alphabet is lower case; other characters are dropped (and the page says so)
+      const lower = state.ltext.toLowerCase();
+      const ids = [...lib.charsTokenizer.encode(lower)];
+      kept = [...lower].filter((_, k) => ids[k] !== 0);
+      dropped = [...new Set([...lower].filter((_, k) => ids[k] === 0))];
+      chars = kept.slice(0, max);
+    }
+    const key = `${entry.file}\n${view}\n${focus}\n${chars.join('')}`;
     if (key === shown) return;
     if (chars.length === 0) {
       el.status.textContent = 'Type some text (letters, digits, punctuation).';
       heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
       el.guesses.replaceChildren();
+      el.heads.replaceChildren();
       shown = key;
       current = null;
       return;
@@ -141,23 +236,56 @@ export function createLearnedView(el, { lib, onChange }) {
     if (id !== request) return;
     const tokens = Int32Array.from(chars.map((ch) => lib.charsTokenizer.encode(ch)[0]));
     const { logits, attention } = m.forward(tokens);
-    const maps = [];
-    attention.forEach((heads, l) => heads.forEach((weights, h) =>
-      maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights: displayWeights(form, weights) })));
+    const maps = [], named = [];
+    attention.forEach((heads, l) => heads.forEach((weights, h) => {
+      const scores = scoreHead(weights, [...tokens]);
+      const name = nameHead(scores);
+      named.push({ layer: l, head: h, scores, ...name });
+      const ring = focus === `${l},${h}` ? '▶ ' : '';
+      maps.push({ title: `${ring}Layer ${l + 1}, head ${h + 1}: ${name.name} ${name.score.toFixed(2)}`,
+        weights: displayWeights(form, weights) });
+    }));
     const labels = chars.map(charLabel);
     current = { chars, logits, vocab: m.config.vocab };
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale });
+    listHeads(named);
     shown = key;
     el.panel.dataset.state = 'ready';
     el.panel.dataset.file = entry.file;
-    el.about.textContent = `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${m.config.dModel}, `
-      + `${m.config.heads} heads, ${m.config.layers} layers), trained ${entry.steps} steps on the project's corpus of `
-      + `English prose; held-out ${entry.bitsPerChar.toFixed(2)} bits per character (${(100 * entry.accuracy).toFixed(1)}% `
-      + 'of next characters guessed right). How it was made: web/models/index.json.';
-    const notes = [];
-    if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model trained on ${max})`);
-    if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((c) => `“${c}”`).join(' ')}`);
-    el.status.textContent = notes.length ? `Note: ${notes.join('; ')}.` : '';
+    el.panel.dataset.view = view;
+    el.panel.dataset.heads = JSON.stringify(named.map((h) => ({ layer: h.layer, head: h.head, name: h.name,
+      score: h.score, induction: h.scores.induction })));
+    const c = m.config, e = entry.entry;
+    el.about.textContent = entry.source === 'fortunes'
+      ? `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, ${c.heads} heads, `
+        + `${c.layers} layers, llama-style block), trained natively for ${e.steps} steps (${e.minutes} minutes on ${e.threads} `
+        + `core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes; held-out ${e.heldOutBits.toFixed(2)} bits per `
+        + `character (${(100 * e.heldOutAccuracy).toFixed(1)}% of next characters guessed right). How it was made: `
+        + 'web/models/fortunes.json.'
+      : `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, `
+        + `${c.heads} heads, ${c.layers} layers), trained ${e.steps} steps on the project's 28 KB corpus of English prose `
+        + `(no model of this form has read the larger text yet); held-out ${e.bitsPerChar.toFixed(2)} bits per character `
+        + `(${(100 * e.accuracy).toFixed(1)}% of next characters guessed right). How it was made: web/models/index.json.`;
+    const notes = [], said = [];
+    if (view === 'probe') {
+      const top = [...named].sort((a, b) => b.scores.induction - a.scores.induction)[0];
+      said.push(`The probe: ${PROBE} random letters, then the same ${PROBE} again. An induction head looks from each letter `
+        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. Strongest here: '
+        + `layer ${top.layer + 1}, head ${top.head + 1} (induction ${top.scores.induction.toFixed(2)})`);
+    } else {
+      if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
+      if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);
+      const top = [...named].sort((a, b) => b.scores.induction - a.scores.induction)[0];
+      if (el.panel.dataset.guided === '1' && top.scores.repeats > 0)
+        said.push(top.scores.induction >= 0.3
+          ? `Your phrase, twice. Layer ${top.layer + 1}, head ${top.head + 1} jumps back: from each character of the `
+            + `second copy to the character after it in the first (induction ${top.scores.induction.toFixed(2)}). Hover over `
+            + 'a row of the second copy in its map to see it'
+          : `Your phrase, twice. No head jumps back here: the strongest induction score is ${top.scores.induction.toFixed(2)} `
+            + `(layer ${top.layer + 1}, head ${top.head + 1}), below the 0.3 that names a head; this model has not learned `
+            + 'an induction head');
+    }
+    el.status.textContent = [notes.length ? `Note: ${notes.join('; ')}.` : '', ...said.map((x) => `${x}.`)].filter(Boolean).join(' ');
     showGuesses(chars.length - 1);
   }
 
