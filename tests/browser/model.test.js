@@ -247,6 +247,8 @@ test('a pretrained checkpoint loads at once when the catalogue has one for the t
     file: 'reverse-softmax.safetensors', task: 'reverse', attention: 'softmax', length: 5, symbols: 10, steps: 400,
     config: { ...config, seed: undefined }, accuracy,
   }] }));
+  // the first panel's catalogue of models that read real text: none in this folder
+  writeFileSync(join(dir, 'fortunes.json'), JSON.stringify({ models: [] }));
   t.diagnostic(`checkpoint: reverse length 5, 400 steps, held-out accuracy ${accuracy.toFixed(3)}`);
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const other = await startServer({ port: 0, mounts: { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/models/': dir } });
