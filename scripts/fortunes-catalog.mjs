@@ -13,7 +13,7 @@
 // forms trained alike on this text.
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
-import { probeTokens, scoreHeads } from '../web/heads.js';
+import { LETTER_PROBE, probeLetters, scoreHeads, strongestHead } from '../web/heads.js';
 import { copyBits, ensureFortunes, fortunesDocuments, heldOutBits } from './fortunes.mjs';
 
 const why = ensureFortunes();
@@ -61,13 +61,13 @@ function fromLog(file) {
 const lib = await loadAttention();
 const { train, held, files } = fortunesDocuments();
 const bytes = (docs) => docs.reduce((n, d) => n + Buffer.byteLength(d, 'latin1') + 2, 0);
-// the page's probe (web/views/learned.js): 24 distinct random letters, then the same 24
-const probe = lib.charsTokenizer.encode(probeTokens(27, 24, 7, 1).map((t) => String.fromCharCode(96 + t)).join(''));
+// the page's probe (web/views/learned.js): distinct random letters, then the same again
+const probe = lib.charsTokenizer.encode(probeLetters());
 const catalog = {
   corpus: { source: "Debian package fortunes, /usr/share/games/fortunes (BSD; data/README.md)", files,
     documents: train.length + held.length, trainBytes: bytes(train), heldBytes: bytes(held), heldOut: 'every 10th document' },
   heldOutChars: 32768,
-  probe: { letters: 24, seed: 7 },
+  probe: { ...LETTER_PROBE },
   claim: JSON.parse(process.env.CLAIM ?? JSON.stringify(previous.claim ?? {})),
   models: [],
 };
@@ -79,8 +79,7 @@ for (const e of MODELS) {
   const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
   const { bits, count, accuracy } = heldOutBits(lib, m, catalog.heldOutChars);
   const heads = scoreHeads(m.forward(probe).attention, [...probe]);
-  const strongest = (kind) => heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
-  const best = strongest('induction'), prev = strongest('previous token');
+  const best = strongestHead(heads, 'induction'), prev = strongestHead(heads, 'previous token');
   const c = m.config;
   catalog.models.push({ ...e, ...fromLog(e.file), bytes: statSync(new URL(e.file, dir)).size, parameters: m.parameterCount,
     steps: m.steps,

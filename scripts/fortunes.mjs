@@ -44,6 +44,15 @@ export function heldOutText(dir = FORTUNES) {
   return fortunesDocuments(dir).held.map((d) => `${d}\n\n`).join('');
 }
 
+// -log p(target) in nats under the softmax of one row of logits.
+function nats(row, target) {
+  let mx = -Infinity;
+  for (const x of row) mx = Math.max(mx, x);
+  let s = 0;
+  for (const x of row) s += Math.exp(x - mx);
+  return Math.log(s) + mx - row[target];
+}
+
 /**
  * Held-out bits per character of a chars model: the first `chars` characters of the held-out
  * documents, read in consecutive windows of the model's maxLen (each window's first character
@@ -53,23 +62,21 @@ export function heldOutText(dir = FORTUNES) {
 export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
   const ids = lib.charsTokenizer.encode(heldOutText(dir).slice(0, chars));
   const L = model.config.maxLen, V = model.config.vocab;
-  let nats = 0, count = 0, right = 0;
+  let total = 0, count = 0, right = 0;
   for (let a = 0; a + 1 < ids.length; a += L) {
     const w = ids.subarray(a, Math.min(a + L, ids.length));
     if (w.length < 2) break;
     const { logits } = model.forward(w);
     for (let i = 0; i + 1 < w.length; i++) {
       const row = logits.subarray(i * V, (i + 1) * V);
-      let mx = -Infinity, arg = 0;
-      for (let v = 0; v < V; v++) if (row[v] > mx) mx = row[v], arg = v;
+      let arg = 0;
+      for (let v = 1; v < V; v++) if (row[v] > row[arg]) arg = v;
       right += arg === w[i + 1];
-      let s = 0;
-      for (const x of row) s += Math.exp(x - mx);
-      nats += Math.log(s) + mx - row[w[i + 1]];
+      total += nats(row, w[i + 1]);
       count++;
     }
   }
-  return { bits: nats / count / Math.LN2, count, accuracy: right / count };
+  return { bits: total / count / Math.LN2, count, accuracy: right / count };
 }
 
 /**
@@ -85,14 +92,7 @@ export function copyBits(lib, model, from = 5000, length = 60, dir = FORTUNES) {
   const { logits } = model.forward(ids);
   const bits = (a, b) => { // mean over predicted positions a..b-1
     let s = 0;
-    for (let i = a; i < b; i++) {
-      const row = logits.subarray((i - 1) * V, i * V);
-      let mx = -Infinity;
-      for (const x of row) mx = Math.max(mx, x);
-      let z = 0;
-      for (const x of row) z += Math.exp(x - mx);
-      s += Math.log(z) + mx - row[ids[i]];
-    }
+    for (let i = a; i < b; i++) s += nats(logits.subarray((i - 1) * V, i * V), ids[i]);
     return s / (b - a) / Math.LN2;
   };
   return { first: bits(1, length), second: bits(length + 2, ids.length) };

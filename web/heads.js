@@ -30,6 +30,22 @@ export function probeTokens(vocab, length, seed = 1, lo = 1) {
   return [...half, ...half];
 }
 
+/** The character models' probe: this many distinct random letters, then the same again (seeded). */
+export const LETTER_PROBE = Object.freeze({ letters: 24, seed: 7 });
+
+/** probeTokens over the letters a-z (character tokens 1-26 of the chars alphabet), as a string. */
+export function probeLetters({ letters, seed } = LETTER_PROBE) {
+  return probeTokens(27, letters, seed, 1).map((t) => String.fromCharCode(96 + t)).join('');
+}
+
+/** The share of a head's weight in one pattern from which nameHead names the head by it. */
+export const NAMED_AT = 0.3;
+
+/** The head of scoreHeads' list with the largest score of one kind ('induction', 'previous token', ...). */
+export function strongestHead(heads, kind) {
+  return heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
+}
+
 /** The five scores of one head's weights w (T*T, row-major) over tokens (T). */
 export function scoreHead(weights, tokens) {
   const T = tokens.length;
@@ -84,7 +100,7 @@ export function nameHead(s) {
   let best = null;
   for (const k of ['induction', 'previous token', 'duplicate token', 'first token'])
     if (!best || s[k] > s[best]) best = k;
-  if (s[best] >= 0.3) return { name: best, score: s[best] };
+  if (s[best] >= NAMED_AT) return { name: best, score: s[best] };
   if (s.local >= 0.6) return { name: 'local', score: s.local };
   return { name: 'spread', score: Math.max(s[best], s.local) };
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
 import { FORTUNES, copyBits, fortunesDocuments, heldOutBits, heldOutText } from '../../scripts/fortunes.mjs';
-import { probeTokens, scoreHeads } from '../../web/heads.js';
+import { probeLetters, scoreHeads, strongestHead } from '../../web/heads.js';
 
 const why = existsSync(`${FORTUNES}/fortunes`) ? false : "Debian's fortunes is missing: run bash scripts/setup.sh as root, or apt-get install -y fortunes";
 const dir = new URL('../../web/models/', import.meta.url);
@@ -76,16 +76,15 @@ test('attention sinks, measured on the models that read fortunes: rolling caches
 
 test('heads of the models that read fortunes on the page\'s probe: the catalogued strongest induction and previous-token heads come back, and the panel\'s softmax model has a previous-token head an untrained one lacks', (t) => {
   const { lib } = builds[0];
-  const { letters, seed } = catalog.probe;
-  const probe = lib.charsTokenizer.encode(probeTokens(27, letters, seed, 1).map((x) => String.fromCharCode(96 + x)).join(''));
+  const { letters } = catalog.probe;
+  const probe = lib.charsTokenizer.encode(probeLetters(catalog.probe));
   assert.equal(probe.length, 2 * letters);
   assert.equal(new Set(probe.subarray(0, letters)).size, letters, 'the first copy has no repeats of its own');
-  const strongest = (heads, kind) => heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
   for (const e of catalog.models) {
     const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
     const heads = scoreHeads(m.forward(probe).attention, [...probe]);
     for (const [kind, want] of [['induction', e.induction], ['previous token', e.previousToken]]) {
-      const best = strongest(heads, kind);
+      const best = strongestHead(heads, kind);
       t.diagnostic(`${e.file}: strongest ${kind} head layer ${best.layer + 1}, head ${best.head + 1}: ${best.scores[kind].toFixed(3)}`);
       assert.deepEqual([best.layer, best.head], [want.layer, want.head], `${e.file}: ${kind}`);
       assert.ok(Math.abs(best.scores[kind] - want.score) < 1e-4, `${e.file}: ${kind} ${best.scores[kind]} against ${want.score}`);
@@ -99,7 +98,7 @@ test('heads of the models that read fortunes on the page\'s probe: the catalogue
   // the same shape untrained: what the bound is measured against
   const fresh = lib.createModel({ ...shown.config, seed: 1 });
   const heads = scoreHeads(fresh.forward(probe).attention, [...probe]);
-  const untrained = strongest(heads, 'previous token').scores['previous token'];
+  const untrained = strongestHead(heads, 'previous token').scores['previous token'];
   t.diagnostic(`untrained ${shown.config.dModel}-wide model: strongest previous-token score ${untrained.toFixed(3)}`);
   assert.ok(untrained < catalog.claim.previousAbove, `an untrained model scores ${untrained}`);
   fresh.dispose();

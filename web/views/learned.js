@@ -9,11 +9,10 @@
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
 import { displayWeights } from '../forms.js';
-import { nameHead, probeTokens, scoreHead } from '../heads.js';
+import { LETTER_PROBE, NAMED_AT, nameHead, probeLetters, scoreHead, strongestHead } from '../heads.js';
 
 const TOP = 5;
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
-const PROBE = 24; // the probe: 24 distinct random letters, then the same 24
 
 const charLabel = (ch) => (ch === ' ' ? '␣' : ch === '\n' ? '↵' : ch);
 
@@ -203,7 +202,7 @@ export function createLearnedView(el, { lib, onChange }) {
     el.label.textContent = `Your text (lower case letters, digits and punctuation; the first ${max} characters)`;
     let chars, dropped = [], kept;
     if (view === 'probe') { // random letters, then the same letters again (heads.js)
-      chars = probeTokens(27, PROBE, 7, 1).map((t) => String.fromCharCode(96 + t));
+      chars = [...probeLetters()];
       kept = chars;
     } else { // the model's alphabet is lower case; other characters are dropped (and the page says so)
       const lower = state.ltext.toLowerCase();
@@ -267,22 +266,21 @@ export function createLearnedView(el, { lib, onChange }) {
         + `(no model of this form has read the larger text yet); held-out ${e.bitsPerChar.toFixed(2)} bits per character `
         + `(${(100 * e.accuracy).toFixed(1)}% of next characters guessed right). How it was made: web/models/index.json.`;
     const notes = [], said = [];
+    const top = strongestHead(named, 'induction');
     if (view === 'probe') {
-      const top = [...named].sort((a, b) => b.scores.induction - a.scores.induction)[0];
-      said.push(`The probe: ${PROBE} random letters, then the same ${PROBE} again. An induction head looks from each letter `
+      said.push(`The probe: ${LETTER_PROBE.letters} random letters, then the same ${LETTER_PROBE.letters} again. An induction head looks from each letter `
         + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. Strongest here: '
         + `layer ${top.layer + 1}, head ${top.head + 1} (induction ${top.scores.induction.toFixed(2)})`);
     } else {
       if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
       if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);
-      const top = [...named].sort((a, b) => b.scores.induction - a.scores.induction)[0];
       if (el.panel.dataset.guided === '1' && top.scores.repeats > 0)
-        said.push(top.scores.induction >= 0.3
+        said.push(top.scores.induction >= NAMED_AT
           ? `Your phrase, twice. Layer ${top.layer + 1}, head ${top.head + 1} jumps back: from each character of the `
             + `second copy to the character after it in the first (induction ${top.scores.induction.toFixed(2)}). Hover over `
             + 'a row of the second copy in its map to see it'
           : `Your phrase, twice. No head jumps back here: the strongest induction score is ${top.scores.induction.toFixed(2)} `
-            + `(layer ${top.layer + 1}, head ${top.head + 1}), below the 0.3 that names a head; this model has not learned `
+            + `(layer ${top.layer + 1}, head ${top.head + 1}), below the ${NAMED_AT} that names a head; this model has not learned `
             + 'an induction head');
     }
     el.status.textContent = [notes.length ? `Note: ${notes.join('; ')}.` : '', ...said.map((x) => `${x}.`)].filter(Boolean).join(' ');
