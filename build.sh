@@ -12,6 +12,7 @@
 #   wasm/sources.sha256         the hash of what the wasm is built from (src/, build.sh): npm start
 #                               rebuilds only when it no longer matches (bash build.sh hash prints it)
 # Usage: bash build.sh [wasm|relaxed|native|native32|trainer|hash]   (default: wasm, native and native32)
+#   (TRAINER_OUT=path bash build.sh trainer: the trainer at another path, for a test of its own)
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -149,7 +150,7 @@ case "$what" in
   relaxed) sources=$sources; build_relaxed ;;
   native) build_native ;;
   native32) build_native32 ;;
-  trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror $sources tools/train.c -o build/trainer -lm && echo "build.sh: build/trainer (threads: --threads N, default every core)" ;;
+  trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror $sources tools/train.c -o "${TRAINER_OUT:-build/trainer}" -lm && echo "build.sh: ${TRAINER_OUT:-build/trainer} (threads: --threads N, default every core)" ;;
   hash) sources_hash ;;
   all) build_wasm; build_native; build_native32 ;;
   *) echo "usage: bash build.sh [wasm|native|native32|trainer|hash]" >&2; exit 2 ;;

@@ -14,6 +14,7 @@
 #include "../src/kernels/parallel.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -45,7 +46,13 @@ static void usage(void) {
            "  --bos                 with --text: windows start at a document's start, after a token 0\n"
            "  --repeats N           with --text: one training window in N repeats a passage of itself (12 to a\n"
            "              quarter of the window), text to learn induction from; held-out windows are left as they are\n"
+           "  --twice N             with --text: one training window in N starts with a passage of 16 characters to\n"
+           "              half the window read twice (so the distance back varies), then the text that followed it\n"
+           "  --letters N           with --text: one training window in N starts with 8 to 24 distinct random\n"
+           "              letters read twice, then the text (the repeat task in letters: only a copy predicts the second half)\n"
            "  --threads N           (every core) threads; the same bits whatever N\n"
+           "  --init PATH           fine-tune: start from this checkpoint (its form, sizes and weights; no model\n"
+           "              flags), with fresh AdamW moments and batches other than its first run's\n"
            "  --seed N (1) --eval-every N (100) --eval-batches N (8) --out file.safetensors --quiet\n");
     printf("attention forms (the registry, src/model/forms.c):\n");
     for (size_t i = 0; i < aw_form_count_all(); i++) {
@@ -174,6 +181,25 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+// A flag's number: all of v, in range, or a message naming the flag (atol would read "abc" as 0).
+static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    const long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi)
+        return fprintf(stderr, "trainer: %s must be an integer in [%ld, %ld], got \"%s\"\n", flag, lo, hi, v), 2;
+    return *out = x, 0;
+}
+
+static int parse_double(const char *flag, const char *v, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (end == v || *end || errno || !(x >= lo && x <= hi))
+        return fprintf(stderr, "trainer: %s must be a number in [%g, %g], got \"%s\"\n", flag, lo, hi, v), 2;
+    return *out = x, 0;
+}
+
 static int start_threads(long n) {
     if (!aw_threads_built()) return 1;
     for (long i = 0; i + 1 < n; i++) {
@@ -204,21 +230,23 @@ int main(int argc, char **argv) {
     const char *text_path = NULL;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     int bos = 0;
-    long repeats = 0;
+    long repeats = 0, twice = 0, letters = 0;
     const char *attention = aw_form_at(0)->name, *out = NULL; // the registry's first form, the default
-    int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK;
+    int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK, bad = 0, model_flags = 0;
+    const char *init = NULL;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
     double lr = 2e-3, wd = 0.01, clip = 1.0;
     for (int i = 1; i < argc && !st; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int model_flag = 0;
         for (size_t f = 0; f < sizeof MODEL_FLAGS / sizeof MODEL_FLAGS[0] && v; f++)
-            if (strcmp(a, MODEL_FLAGS[f][0]) == 0) st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, i++;
+            if (strcmp(a, MODEL_FLAGS[f][0]) == 0)
+                st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, model_flags++, i++;
         if (model_flag) continue;
         if (v && a[0] == '-' && a[1] == '-' && is_form_option(a + 2)) { // a form's option
             char key[64];
             snprintf(key, sizeof key, "attentionOptions.%s", a + 2);
-            st = config_builder_set(&cb, key, v), i++;
+            st = config_builder_set(&cb, key, v), model_flags++, i++;
             continue;
         }
 #define FLAG(name) (strcmp(a, name) == 0 && v && ++i)
@@ -227,51 +255,79 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--fixed") == 0) st = config_builder_set(&cb, "attentionOptions.trainable", "false");
         else if (FLAG("--task")) {
             if ((task = task_find(v)) < 0) return fprintf(stderr, "trainer: unknown task %s\n", v), 2;
-        } else if (FLAG("--attention")) st = config_builder_set(&cb, "attention", attention = attention_name(v));
-        else if (FLAG("--length")) length = atol(v);
-        else if (FLAG("--symbols")) symbols = atol(v);
-        else if (FLAG("--steps")) steps = atol(v);
-        else if (FLAG("--batch")) batch = atol(v);
-        else if (FLAG("--lr")) lr = atof(v);
-        else if (FLAG("--warmup")) warmup = atol(v);
-        else if (FLAG("--weight-decay")) wd = atof(v);
-        else if (FLAG("--clip")) clip = atof(v);
-        else if (FLAG("--eval-every")) eval_every = atol(v);
-        else if (FLAG("--eval-batches")) eval_batches = atol(v);
+        } else if (FLAG("--attention")) st = config_builder_set(&cb, "attention", attention = attention_name(v)), model_flags++;
+        else if (FLAG("--length")) bad = parse_long(a, v, 1, 1 << 20, &length);
+        else if (FLAG("--symbols")) bad = parse_long(a, v, 1, 1 << 20, &symbols);
+        else if (FLAG("--steps")) bad = parse_long(a, v, 1, 1L << 30, &steps);
+        else if (FLAG("--batch")) bad = parse_long(a, v, 1, 1 << 16, &batch);
+        else if (FLAG("--lr")) bad = parse_double(a, v, 0, 10, &lr);
+        else if (FLAG("--warmup")) bad = parse_long(a, v, 0, 1L << 30, &warmup);
+        else if (FLAG("--weight-decay")) bad = parse_double(a, v, 0, 10, &wd);
+        else if (FLAG("--clip")) bad = parse_double(a, v, 0, 1e9, &clip);
+        else if (FLAG("--eval-every")) bad = parse_long(a, v, 1, 1L << 30, &eval_every);
+        else if (FLAG("--eval-batches")) bad = parse_long(a, v, 1, 1 << 16, &eval_batches);
         else if (FLAG("--out")) out = v;
+        else if (FLAG("--init")) init = v;
         else if (FLAG("--text")) text_path = v;
-        else if (FLAG("--threads")) threads = atol(v);
+        else if (FLAG("--threads")) bad = parse_long(a, v, 1, 64, &threads);
         else if (strcmp(a, "--bos") == 0) bos = 1;
-        else if (FLAG("--repeats")) repeats = atol(v);
+        else if (FLAG("--repeats")) bad = parse_long(a, v, 0, 1000000, &repeats);
+        else if (FLAG("--twice")) bad = parse_long(a, v, 0, 1000000, &twice);
+        else if (FLAG("--letters")) bad = parse_long(a, v, 0, 1000000, &letters);
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
+        if (bad) return bad;
     }
     aw_model_config c;
     if (st || (st = config_builder_finish(&cb, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 2;
+    if (init && model_flags)
+        return fprintf(stderr, "trainer: --init takes the model (its form and sizes) from the checkpoint; drop the model's "
+                               "flags\n"), 2;
+    aw_model *m = NULL;
+    if (init) { // a fine-tune: the checkpoint's config and weights, fresh AdamW moments, batches of its own
+        FILE *f = fopen(init, "rb");
+        uint8_t *buf = NULL;
+        long len = -1;
+        if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) <= 0 || fseek(f, 0, SEEK_SET) || !(buf = malloc((size_t)len)) ||
+            fread(buf, 1, (size_t)len, f) != (size_t)len) {
+            if (f) fclose(f);
+            free(buf);
+            return fprintf(stderr, "trainer: --init %s: cannot read the file\n", init), 1;
+        }
+        fclose(f);
+        st = checkpoint_read_ex(&m, buf, (size_t)len, 0);
+        free(buf);
+        if (st) return fprintf(stderr, "trainer: --init %s: %s\n", init, aw_error_message()), 1;
+        c = m->cfg;
+        attention = aw_form_at((size_t)c.form)->name;
+        printf("init %s: step %ld, its weights; AdamW starts afresh\n", init, m->step);
+        aw_rng_seed(&m->data_rng, ((uint64_t)c.seed << 32) ^ 0xF17Eu ^ ((uint64_t)m->step << 8));
+        m->step = 0;
+    }
     aw_task_spec spec = {task, 0, 0, 0};
     const long def_len[] = {16, 16, 16, 8, 4, 64, 12}, def_sym[] = {10, 10, 10, 20, 0, 0, 24};
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;
-    if (threads < 1 || threads > 64) return fprintf(stderr, "trainer: --threads must be in [1, 64], got %ld\n", threads), 2;
+    if (threads > 64) threads = 64; // the default, every core
     threads = start_threads(threads);
     text_corpus corpus = {0};
-    if (repeats && !text_path) return fprintf(stderr, "trainer: --repeats goes with --text\n"), 2;
+    if ((repeats || twice || letters) && !text_path)
+        return fprintf(stderr, "trainer: --repeats, --twice and --letters go with --text\n"), 2;
     if (text_path) {
         if (task != AW_TASK_CHARS) return fprintf(stderr, "trainer: --text is the chars task's text; add --task chars\n"), 2;
         if (read_corpus(&corpus, text_path)) return 1;
         if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held))
             return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
         task_set_text_bos(bos);
-        if (repeats < 0 || repeats > 1000000)
-            return fprintf(stderr, "trainer: --repeats must be 0 (none) or N in [1, 1000000], got %ld\n", repeats), 2;
         task_set_text_repeats((uint32_t)repeats);
+        task_set_text_twice((uint32_t)twice);
+        task_set_text_letters((uint32_t)letters);
         printf("text %s: %zu files, %zu documents; training %zu B (%zu documents), held out %zu B (every 10th "
                "document, %zu)\n", text_path, corpus.files, corpus.docs, corpus.n_train, corpus.docs - corpus.docs / 10,
                corpus.n_held, corpus.docs / 10);
     }
-    aw_model *m = NULL;
-    if ((st = model_create(&m, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
+    if (!m && (st = model_create(&m, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
     size_t T, S;
     if (model_task_dims(m, &spec, &T, &S)) return fprintf(stderr, "trainer: %s\n", aw_error_message()), model_destroy(m), 1;
     const size_t params = m->n_params;

@@ -225,7 +225,8 @@ export class Core {
       }
       for (let i = 0; i < specs.length; i++) {
         const src = specs[i].from;
-        if (src) new src.constructor(this.memory.buffer, ptrs[i], src.length).set(src);
+        // bytes for bytes: src may be a Node Buffer, whose constructor over a memory is the deprecated Buffer()
+        if (src) new Uint8Array(this.memory.buffer, ptrs[i], src.byteLength).set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
         if (specs[i].finite) {
           const bad = this.exports.aw_first_nonfinite(ptrs[i], src.length);
           if (bad >= 0) nonFinite(`${what}: ${specs[i].name}`, bad, src[bad]);

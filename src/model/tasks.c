@@ -37,10 +37,14 @@ static struct {
     size_t n_train, n_held;
     int bos; // 1: windows start at a document's start, after a token 0 (the beginning of a sequence)
     uint32_t repeats; // > 0: one training window in this many repeats a passage of itself (task_set_text_repeats)
+    uint32_t twice;   // > 0: one training window in this many starts with a passage read twice (task_set_text_twice)
+    uint32_t letters; // > 0: one training window in this many starts with random letters read twice (task_set_text_letters)
 } text;
 
 void task_set_text_bos(int bos) { text.bos = bos != 0; }
 void task_set_text_repeats(uint32_t every) { text.repeats = every; }
+void task_set_text_twice(uint32_t every) { text.twice = every; }
+void task_set_text_letters(uint32_t every) { text.letters = every; }
 
 // A passage of the window copied to a later place in it (training windows only, one in text.repeats):
 // the window's own text read again, the pattern an induction head completes. Passages of 12 to n/4
@@ -52,6 +56,33 @@ static void repeat_passage(int32_t *tgt, size_t n, aw_rng *rng) {
     const size_t a = first + aw_rng_below(rng, (uint32_t)(len - 2 * span + 1));
     const size_t b = a + span + aw_rng_below(rng, (uint32_t)(first + len - span - (a + span) + 1));
     memmove(tgt + b, tgt + a, span * sizeof *tgt);
+}
+
+// The window's first passage read twice: its first span characters (16 to half the window, so the
+// distance back varies and no fixed offset does the copy), then the same again, then the text that
+// followed the passage.
+// letters = 1: the passage is 8 to 24 distinct random lowercase letters instead (the repeat task in
+// letters, the page's probe's kind: only a copy predicts its second reading, and one letter's match
+// says where), then the window's text from its start.
+static void read_twice(int32_t *tgt, size_t n, aw_rng *rng, int letters) {
+    const size_t first = text.bos ? 1 : 0, len = n + 1 - first, least = letters ? 8 : 16;
+    const size_t most = letters ? (len / 2 < 24 ? len / 2 : 24) : len / 2;
+    if (len < 2 * least) return;
+    const size_t span = least + aw_rng_below(rng, (uint32_t)(most - least + 1));
+    if (letters) {
+        char abc[26];
+        for (int i = 0; i < 26; i++) abc[i] = (char)('a' + i);
+        for (size_t i = 0; i < span; i++) { // a partial Fisher-Yates shuffle: span distinct letters
+            const size_t j = i + aw_rng_below(rng, (uint32_t)(26 - i));
+            const char t = abc[i];
+            abc[i] = abc[j], abc[j] = t;
+        }
+        memmove(tgt + first + 2 * span, tgt + first, (len - 2 * span) * sizeof *tgt);
+        for (size_t i = 0; i < span; i++) tgt[first + i] = char_to_token((unsigned char)abc[i]);
+    } else {
+        memmove(tgt + first + 2 * span, tgt + first + span, (len - 2 * span) * sizeof *tgt);
+    }
+    memcpy(tgt + first + span, tgt + first, span * sizeof *tgt);
 }
 
 int task_set_text(const char *train, size_t n_train, const char *held, size_t n_held) {
@@ -222,7 +253,9 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
             } else {
                 for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
             }
-            if (text.repeats && !s->heldout && aw_rng_below(rng, text.repeats) == 0) repeat_passage(tgt, n, rng);
+            if (text.letters && !s->heldout && aw_rng_below(rng, text.letters) == 0) read_twice(tgt, n, rng, 1);
+            else if (text.twice && !s->heldout && aw_rng_below(rng, text.twice) == 0) read_twice(tgt, n, rng, 0);
+            else if (text.repeats && !s->heldout && aw_rng_below(rng, text.repeats) == 0) repeat_passage(tgt, n, rng);
             return n + 1;
         }
         const size_t split = aw_chars_corpus_len - aw_chars_corpus_len / 10; // training | held out

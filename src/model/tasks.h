@@ -74,6 +74,12 @@ int task_set_text(const char *train, size_t n_train, const char *held, size_t n_
 void task_set_text_bos(int bos);
 // 0 (the default): windows as the text has them; N: one training window in N repeats a passage of itself.
 void task_set_text_repeats(uint32_t every);
+// 0 (the default): none; N: one training window in N starts with a passage of 16 to n/2 characters read
+// twice (the page's "your phrase twice" on real text, at varying distances); it repeats nothing else.
+void task_set_text_twice(uint32_t every);
+// 0 (the default): none; N: one training window in N starts with 8 to 24 distinct random lowercase
+// letters read twice, then the text (the repeat task in letters: only a copy predicts the second reading).
+void task_set_text_letters(uint32_t every);
 extern const char aw_chars_corpus[];
 extern const size_t aw_chars_corpus_len;
 

@@ -760,7 +760,8 @@ static int print_curve(void) {
 
 // The chars task's --repeats: one training window in N holds a passage of itself read again (12 to a
 // quarter of the window's characters, wholly inside it, later than the original), the rest of the
-// window is the text as it is; held-out windows never change.
+// window is the text as it is; held-out windows never change. And --twice: a window that starts with a
+// passage read twice.
 static void test_text_repeats(void) {
     enum { LEN = 64, N = 4000 };
     static char train[N], held[N];
@@ -794,6 +795,66 @@ static void test_text_repeats(void) {
         if (!heldout) CHECK(repeated > 60 && repeated < 140, "%d of 400 training windows repeat a passage (want about 100)", repeated);
     }
     task_set_text_repeats(0);
+    // --twice: a window that changed is its first span characters (16 to half the window), the same
+    // again, then the plain window's text from span on; held-out windows never change
+    task_set_text_twice(3);
+    for (int heldout = 0; heldout <= 1; heldout++) {
+        aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
+        int twice = 0, spans_small = 0, spans_large = 0;
+        for (int w = 0; w < 600; w++) {
+            aw_rng a, b;
+            aw_rng_seed(&a, (uint64_t)w + 7), aw_rng_seed(&b, (uint64_t)w + 7);
+            task_set_text_twice(0);
+            task_example(src, plain, &s, &a);
+            task_set_text_twice(3);
+            task_example(src, tgt, &s, &b);
+            if (memcmp(tgt, plain, sizeof tgt) == 0) continue;
+            twice++;
+            CHECK(!heldout, "a held-out window changed (window %d)", w);
+            int span = 0;
+            for (int k = 16; k <= (LEN + 1) / 2 && !span; k++)
+                if (memcmp(tgt, plain, (size_t)k * sizeof *tgt) == 0 && memcmp(tgt + k, plain, (size_t)k * sizeof *tgt) == 0 &&
+                    memcmp(tgt + 2 * k, plain + k, (size_t)(LEN + 1 - 2 * k) * sizeof *tgt) == 0)
+                    span = k;
+            CHECK(span, "window %d: not a passage of 16 to %d read twice, then the text after it", w, (LEN + 1) / 2);
+            spans_small += span && span < 24, spans_large += span > 24;
+        }
+        if (!heldout) {
+            CHECK(twice > 150 && twice < 250, "%d of 600 training windows read a passage twice (want about 200)", twice);
+            CHECK(spans_small > 10 && spans_large > 10, "the passage's length varies (%d short, %d long)", spans_small, spans_large);
+        }
+    }
+    task_set_text_twice(0);
+    // --letters: 8 to 24 distinct random lowercase letters, the same again, then the plain window
+    task_set_text_letters(2);
+    for (int heldout = 0; heldout <= 1; heldout++) {
+        aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
+        int changed = 0, short_spans = 0;
+        for (int w = 0; w < 400; w++) {
+            aw_rng a, b;
+            aw_rng_seed(&a, (uint64_t)w + 11), aw_rng_seed(&b, (uint64_t)w + 11);
+            task_set_text_letters(0);
+            task_example(src, plain, &s, &a);
+            task_set_text_letters(2);
+            task_example(src, tgt, &s, &b);
+            if (memcmp(tgt, plain, sizeof tgt) == 0) continue;
+            changed++;
+            CHECK(!heldout, "a held-out window changed (window %d)", w);
+            int span = 0;
+            for (int k = 8; k <= (LEN + 1) / 2 && !span; k++) {
+                int ok = memcmp(tgt, tgt + k, (size_t)k * sizeof *tgt) == 0 &&
+                         memcmp(tgt + 2 * k, plain, (size_t)(LEN + 1 - 2 * k) * sizeof *tgt) == 0;
+                for (int i = 0; i < k && ok; i++) ok = token_to_char(tgt[i]) >= 'a' && token_to_char(tgt[i]) <= 'z';
+                if (ok) span = k;
+            }
+            CHECK(span && span <= 24, "window %d: not 8 to 24 random letters read twice, then the window's text (%d)", w, span);
+            for (int i = 0; i < span; i++)
+                for (int j = 0; j < i; j++) CHECK(tgt[i] != tgt[j], "window %d: letters %d and %d are the same", w, j, i);
+            short_spans += span && span < 16;
+        }
+        if (!heldout) CHECK(changed > 150 && changed < 250 && short_spans > 10, "%d of 400 windows changed, %d short", changed, short_spans);
+    }
+    task_set_text_letters(0);
     task_set_text(NULL, 0, NULL, 0);
 }
 

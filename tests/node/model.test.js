@@ -284,6 +284,19 @@ test('model: the shipped checkpoints (web/models) load, fit their catalogue entr
   assert.ok(total < 5 * 2 ** 20, `web/models holds ${total} bytes of checkpoints (limit 5 MiB)`);
 });
 
+test('model: a checkpoint read with readFileSync (a Node Buffer) loads without a warning on stderr', () => {
+  // a Buffer's constructor over the wasm memory is the deprecated Buffer() (DEP0005): copied as bytes
+  const script = `import { readFileSync } from 'node:fs';
+    import { loadAttention } from './wasm/index.js';
+    const lib = await loadAttention();
+    const m = lib.loadModel(readFileSync('web/models/' + JSON.parse(readFileSync('web/models/index.json', 'utf8')).models[0].file));
+    m.forward([1, 2, 3]); m.dispose();
+    await new Promise((r) => setTimeout(r, 50));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: new URL('../../', import.meta.url), encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '', 'nothing on stderr');
+});
+
 test('model: data/chars.txt and the compiled corpus agree; the chars tokenizer round-trips', () => {
   const r = spawnSync(process.execPath, [new URL('../../scripts/gen_corpus.mjs', import.meta.url).pathname, '--check'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);

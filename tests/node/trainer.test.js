@@ -1,0 +1,63 @@
+// The native trainer's command line (tools/train.c, `npm run train`): every numeric flag is read
+// whole and checked (a word where a number goes is an error that names the flag, never a silent 0),
+// and --init fine-tunes a checkpoint: its model, its weights, fresh optimizer moments.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { builds } from './helpers.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+// a binary of its own: docs.test.js builds and runs build/trainer at the same time
+const BIN = join(mkdtempSync(join(tmpdir(), 'aw-trainer-bin-')), 'trainer');
+const build = spawnSync('bash', ['build.sh', 'trainer'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, TRAINER_OUT: BIN } });
+const trainer = (...args) => spawnSync(BIN, args, { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+test.after(() => rmSync(dirname(BIN), { recursive: true, force: true }));
+
+test('trainer: a flag given a non-number or a number out of range is an error naming it', () => {
+  assert.equal(build.status, 0, build.stderr);
+  for (const [flag, v, words] of [['--steps', 'abc', /--steps must be an integer in \[1, /], ['--steps', '10x', /--steps/],
+    ['--batch', '0', /--batch must be an integer/], ['--lr', 'fast', /--lr must be a number in/], ['--lr', 'nan', /--lr/],
+    ['--repeats', '-1', /--repeats/], ['--twice', 'two', /--twice/], ['--threads', '65', /--threads must be an integer in \[1, 64\]/],
+    ['--clip', '', /--clip/], ['--eval-every', '1e3', /--eval-every/]]) {
+    const r = trainer('--task', 'reverse', flag, v, '--steps', '1');
+    // the flag under test comes first: a later --steps 1 must not hide a bad --steps
+    assert.equal(r.status, 2, `${flag} ${JSON.stringify(v)}: exit ${r.status}\n${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, words, `${flag} ${JSON.stringify(v)}`);
+  }
+});
+
+test('trainer: --init fine-tunes a checkpoint (its model and weights) and refuses model flags beside it', () => {
+  assert.equal(build.status, 0, build.stderr);
+  const dir = mkdtempSync(join(tmpdir(), 'aw-trainer-'));
+  try {
+    const base = ['--task', 'reverse', '--length', '6', '--symbols', '6', '--batch', '16', '--eval-every', '50', '--threads', '1'];
+    const a = join(dir, 'a.safetensors'), b = join(dir, 'b.safetensors');
+    const first = trainer(...base, '--vocab', '8', '--d-model', '16', '--heads', '2', '--layers', '1', '--d-ff', '32',
+      '--max-len', '16', '--steps', '150', '--out', a);
+    assert.equal(first.status, 0, first.stderr);
+    const bad = trainer(...base, '--init', a, '--heads', '4', '--steps', '1');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--init takes the model .* from the checkpoint/);
+    const missing = trainer(...base, '--init', join(dir, 'none.safetensors'), '--steps', '1');
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /--init .*none\.safetensors: cannot read the file/);
+    const more = trainer(...base, '--init', a, '--steps', '50', '--out', b);
+    assert.equal(more.status, 0, more.stderr);
+    assert.match(more.stdout, /init .*a\.safetensors: step 150, its weights/);
+    const fresh = trainer(...base, '--vocab', '8', '--d-model', '16', '--heads', '2', '--layers', '1', '--d-ff', '32',
+      '--max-len', '16', '--steps', '50');
+    const loss = (out) => Number(/final: eval loss ([\d.]+)/.exec(out)[1]);
+    // 50 steps on top of 150 beat 50 from scratch: the weights came along
+    assert.ok(loss(more.stdout) < loss(fresh.stdout), `fine-tuned ${loss(more.stdout)} vs fresh ${loss(fresh.stdout)}`);
+    const { lib } = builds[0];
+    const ma = lib.loadModel(readFileSync(a)), mb = lib.loadModel(readFileSync(b));
+    assert.deepEqual(mb.config, ma.config, 'the fine-tune keeps the model');
+    assert.equal(mb.steps, 50, 'the step count restarts with the fresh moments');
+    ma.dispose(), mb.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
