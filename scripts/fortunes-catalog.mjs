@@ -37,6 +37,11 @@ const MODELS = [
     command: `${TEXT} --bos ${SHAPE} ${RUN} --threads 2 --out web/models/fortunes-bos.safetensors` },
   { file: 'fortunes-llama.safetensors', bos: false, threads: 1, sinks: true,
     command: `${TEXT} ${SHAPE} ${RUN} --threads 1 --out web/models/fortunes-llama.safetensors` },
+  // first of the panel's softmax models: the one with induction heads (each window opens with a passage read twice)
+  { file: 'fortunes-induction.safetensors', bos: false, threads: 1, twice: 1, panel: true,
+    shared: 'test suites ran beside it on the 2 cores: minutes are wall time',
+    command: `${TEXT} --twice 1 --block llama --d-model 64 --heads 4 --layers 3 --d-ff 176 --max-len 64 --length 64 `
+      + '--steps 4000 --batch 32 --lr 3e-3 --warmup 100 --eval-every 250 --threads 1 --out web/models/fortunes-induction.safetensors' },
   { file: 'fortunes-large.safetensors', bos: false, threads: 2, repeats: 4, panel: true,
     command: `${TEXT} ${LARGE} --threads 2 --out web/models/fortunes-large.safetensors` },
   small('softmax', 'softmax', false),

@@ -80,12 +80,13 @@ export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
 }
 
 /**
- * Does the model copy? A held-out passage of `length` characters (from character `from` of the
- * held-out stream), then a space, then the same passage again: the bits per character of the first
+ * Does the model copy? A held-out passage of `length` characters (60, or as many as fit twice in the
+ * model's maxLen; from character `from` of the held-out stream), then a space, then the same passage
+ * again: the bits per character of the first
  * copy (its 2nd character on) and of the second copy (its 2nd character on, where an induction head
  * could read the answer from the first). Returns { first, second }.
  */
-export function copyBits(lib, model, from = 5000, length = 60, dir = FORTUNES) {
+export function copyBits(lib, model, from = 5000, length = Math.min(60, Math.floor((model.config.maxLen - 1) / 2)), dir = FORTUNES) {
   const text = heldOutText(dir).slice(from, from + length);
   const ids = lib.charsTokenizer.encode(`${text} ${text}`);
   const V = model.config.vocab;

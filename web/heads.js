@@ -82,6 +82,31 @@ export function scoreHead(weights, tokens) {
  * Every head's scores: attention[layer][head] (T*T each, as model.forward returns it) over tokens.
  * Returns [{ layer, head, scores, name, score }] with the head named by what it does (nameHead).
  */
+/**
+ * For a text that is a phrase and then the same phrase again `period` tokens later (T tokens in all):
+ * the mean over positions i >= period of the share of row i on column i - period + 1, the token after
+ * the same place in the first copy. What an induction head does on real text, where letters recur
+ * inside the phrase and the induction score's latest earlier occurrence is often another place.
+ */
+export function jumpBack(weights, T, period) {
+  if (!(period >= 1 && period < T)) return 0;
+  let sum = 0;
+  for (let i = period; i < T; i++) {
+    let total = 0;
+    for (let j = 0; j <= i; j++) total += Math.abs(weights[i * T + j]);
+    if (total > 0) sum += Math.abs(weights[i * T + i - period + 1]) / total;
+  }
+  return sum / (T - period);
+}
+
+/** The period of a text that is a phrase, ". ", and the phrase again (the guided step's), else 0. */
+export function phrasePeriod(chars) {
+  const T = chars.length, L = (T - 2) / 2;
+  if (!Number.isInteger(L) || L < 1 || chars[L] !== '.' || chars[L + 1] !== ' ') return 0;
+  for (let k = 0; k < L; k++) if (chars[k] !== chars[L + 2 + k]) return 0;
+  return L + 2;
+}
+
 export function scoreHeads(attention, tokens) {
   const out = [];
   attention.forEach((heads, layer) => heads.forEach((w, head) => {

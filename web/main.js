@@ -163,7 +163,7 @@ async function init() {
   if (typeof lib.loadModel === 'function' && lib.charsTokenizer) {
     $('learned').hidden = false;
     learnedView = createLearnedView({
-      panel: $('learned'), text: $('ltext'), label: $('ltext-label'), probe: $('lprobe'), twice: $('ltwice'), heads: $('lheads'), about: $('labout'), status: $('lstatus'), grid: $('lheatmaps'),
+      panel: $('learned'), text: $('ltext'), label: $('ltext-label'), model: $('lmodel'), modelField: $('lmodel-field'), probe: $('lprobe'), twice: $('ltwice'), heads: $('lheads'), about: $('labout'), status: $('lstatus'), grid: $('lheatmaps'),
       legend: $('llegend'), readout: $('lreadout'), exports: $('lexports'), guesses: $('lguesses'),
     }, { lib, onChange: (patch) => setState(patch) });
   }

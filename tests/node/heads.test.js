@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
-import { nameHead, probeTokens, scoreHead, scoreHeads } from '../../web/heads.js';
+import { jumpBack, nameHead, phrasePeriod, probeTokens, scoreHead, scoreHeads } from '../../web/heads.js';
 import { MODEL, SETUP, formInduction, formedAt } from '../../web/induction.js';
 
 const shifted = (T, offset) => { // row i puts all its weight on column i - offset (or 0)
@@ -93,4 +93,31 @@ test('the induction panel\'s table of forms is the README\'s (form, formed, step
   const fromPage = [...table.matchAll(/<tr><td>(.*?)<\/td><\/tr>/g)].map((m) => m[1].split('</td><td>'));
   assert.equal(fromPage.length, 10);
   assert.deepEqual(fromPage, fromReadme);
+});
+
+test('jumpBack: the share of each second-copy row on the character after the same place in the first copy', () => {
+  const text = [...'the old lamp. the old lamp'];
+  assert.equal(phrasePeriod(text), 14);
+  assert.equal(phrasePeriod([...'the old lamp. the old lamb']), 0, 'not the same phrase');
+  assert.equal(phrasePeriod([...'the old lamp  the old lamp']), 0, 'no ". " between');
+  assert.equal(phrasePeriod([...'ab']), 0);
+  const T = text.length, P = 14;
+  const build = (f) => {
+    const w = new Float32Array(T * T);
+    for (let i = 0; i < T; i++) for (let j = 0; j <= i; j++) w[i * T + j] = f(i, j);
+    return w;
+  };
+  // a perfect induction head on the second copy (uniform before it) scores 1; one a step off scores 0
+  assert.equal(jumpBack(build((i, j) => (i < P ? 1 : j === i - P + 1 ? 1 : 0)), T, P), 1);
+  assert.equal(jumpBack(build((i, j) => (i < P ? 1 : j === i - P ? 1 : 0)), T, P), 0);
+  // a uniform head: the mean of 1 / (i + 1) over the second copy, in float64
+  let want = 0;
+  for (let i = P; i < T; i++) want += 1 / (i + 1);
+  assert.ok(Math.abs(jumpBack(build(() => 0.5), T, P) - want / (T - P)) < 1e-12);
+  // signed, unnormalised weights count by their share of the row's absolute weight
+  const signed = build((i, j) => (j === i - P + 1 ? -3 : 1));
+  let wantSigned = 0;
+  for (let i = P; i < T; i++) wantSigned += 3 / (3 + i);
+  assert.ok(Math.abs(jumpBack(signed, T, P) - wantSigned / (T - P)) < 1e-6);
+  assert.equal(jumpBack(build(() => 1), T, 0), 0, 'no period, no score');
 });

@@ -9,7 +9,7 @@
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
 import { displayWeights } from '../forms.js';
-import { LETTER_PROBE, NAMED_AT, nameHead, probeLetters, scoreHead, strongestHead } from '../heads.js';
+import { LETTER_PROBE, NAMED_AT, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead, strongestHead } from '../heads.js';
 
 const TOP = 5;
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
@@ -60,7 +60,8 @@ export function phraseTwice(text, max) {
 }
 
 /**
- * el: { panel, text, label, about, status, grid, legend, readout, exports, guesses, probe, twice, heads }.
+ * el: { panel, text, label, about, status, grid, legend, readout, exports, guesses, probe, twice, heads, model?,
+ * modelField? } (model: a select of the form's models when it has more than one).
  * lib: the loaded package. The panel gets data-state: 'loading' | 'ready' | 'none' (no checkpoint
  * for this form) | 'error', data-file (the checkpoint shown), data-view ('text' | 'probe') and
  * data-heads (JSON: [{ layer, head, name, score, induction }] of the heads as drawn).
@@ -93,8 +94,7 @@ export function createLearnedView(el, { lib, onChange }) {
   });
   // The guided step: the user's phrase typed twice; the status then names the head that jumps back.
   el.twice.addEventListener('click', async () => {
-    const list = await entries();
-    const entry = list.find((e) => e.attention === form?.id);
+    const entry = pick(await entries());
     view = 'text';
     focus = null;
     const text = phraseTwice(el.text.value, entry ? entry.length : 32);
@@ -103,6 +103,34 @@ export function createLearnedView(el, { lib, onChange }) {
     shown = ''; // the same text again still says which head jumps back
     onChange({ ltext: text });
   });
+
+  // The model shown for the form: the one picked in the model list, else the catalogue's first.
+  const picked = new Map(); // form id -> file
+  function pick(list) {
+    const options = list.filter((e) => e.attention === form?.id);
+    return options.find((e) => e.file === picked.get(form?.id)) ?? options[0];
+  }
+  el.model?.addEventListener('change', () => {
+    picked.set(form.id, el.model.value);
+    shown = '';
+    draw();
+  });
+  function listModels(list, entry) {
+    if (!el.model) return;
+    const options = list.filter((e) => e.attention === form.id);
+    el.modelField.hidden = options.length < 2;
+    el.model.replaceChildren(...options.map((e) => {
+      const o = document.createElement('option');
+      o.value = e.file;
+      const f = e.entry;
+      o.textContent = e.source === 'fortunes'
+        ? `${e.file.replace(/\.safetensors$/, '')}: ${f.parameters.toLocaleString('en')} parameters, ${f.heldOutBits.toFixed(2)} `
+          + `bits per character, ${f.induction.score >= NAMED_AT ? `induction heads (${f.induction.score.toFixed(2)} on the probe)` : 'no induction head'}`
+        : `${e.file.replace(/\.safetensors$/, '')}: the project's corpus`;
+      return o;
+    }));
+    el.model.value = entry.file;
+  }
 
   function entries() {
     const get = (name) => fetch(new URL(`../models/${name}`, import.meta.url)).then((r) => (r.ok ? r.json() : null), () => null);
@@ -182,7 +210,8 @@ export function createLearnedView(el, { lib, onChange }) {
     const id = ++request;
     const list = await entries();
     if (id !== request) return;
-    const entry = list.find((e) => e.attention === form.id);
+    const entry = pick(list);
+    if (el.modelField) el.modelField.hidden = true;
     if (!entry) {
       shown = '';
       current = null;
@@ -197,6 +226,7 @@ export function createLearnedView(el, { lib, onChange }) {
       return;
     }
     el.probe.disabled = el.twice.disabled = false;
+    listModels(list, entry);
     el.probe.textContent = view === 'probe' ? 'Back to your text' : 'Show the heads on a probe';
     const max = entry.length;
     el.label.textContent = `Your text (lower case letters, digits and punctuation; the first ${max} characters)`;
@@ -236,9 +266,15 @@ export function createLearnedView(el, { lib, onChange }) {
     const tokens = Int32Array.from(chars.map((ch) => lib.charsTokenizer.encode(ch)[0]));
     const { logits, attention } = m.forward(tokens);
     const maps = [], named = [];
+    const period = view === 'text' ? phrasePeriod(chars) : 0; // your phrase twice: which head jumps back
+    let back = null;
     attention.forEach((heads, l) => heads.forEach((weights, h) => {
       const scores = scoreHead(weights, [...tokens]);
-      const name = nameHead(scores);
+      const jump = period ? jumpBack(weights, chars.length, period) : 0;
+      if (period && (!back || jump > back.score)) back = { layer: l, head: h, score: jump };
+      // on a phrase twice a head that jumps back is named so (the induction score's latest earlier
+      // occurrence of a letter is often inside the phrase, not in its first copy)
+      const name = period && jump >= NAMED_AT ? { name: 'induction', score: jump } : nameHead(scores);
       named.push({ layer: l, head: h, scores, ...name });
       const ring = focus === `${l},${h}` ? '▶ ' : '';
       maps.push({ title: `${ring}Layer ${l + 1}, head ${h + 1}: ${name.name} ${name.score.toFixed(2)}`,
@@ -258,7 +294,8 @@ export function createLearnedView(el, { lib, onChange }) {
     el.about.textContent = entry.source === 'fortunes'
       ? `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, ${c.heads} heads, `
         + `${c.layers} layers, llama-style block), trained natively for ${e.steps} steps (${e.minutes} minutes on ${e.threads} `
-        + `core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes; held-out ${e.heldOutBits.toFixed(2)} bits per `
+        + `core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes${e.twice
+          ? `, ${e.twice === 1 ? 'every' : `one in ${e.twice}`} training window opening with a passage of the text read twice` : ''}; held-out ${e.heldOutBits.toFixed(2)} bits per `
         + `character (${(100 * e.heldOutAccuracy).toFixed(1)}% of next characters guessed right). How it was made: `
         + 'web/models/fortunes.json.'
       : `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, `
@@ -274,14 +311,14 @@ export function createLearnedView(el, { lib, onChange }) {
     } else {
       if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
       if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);
-      if (el.panel.dataset.guided === '1' && top.scores.repeats > 0)
-        said.push(top.scores.induction >= NAMED_AT
-          ? `Your phrase, twice. Layer ${top.layer + 1}, head ${top.head + 1} jumps back: from each character of the `
-            + `second copy to the character after it in the first (induction ${top.scores.induction.toFixed(2)}). Hover over `
-            + 'a row of the second copy in its map to see it'
-          : `Your phrase, twice. No head jumps back here: the strongest induction score is ${top.scores.induction.toFixed(2)} `
-            + `(layer ${top.layer + 1}, head ${top.head + 1}), below the ${NAMED_AT} that names a head; this model has not learned `
-            + 'an induction head');
+      if (back) // the text is a phrase, ". ", and the phrase again (the guided step's, or typed so)
+        said.push(back.score >= NAMED_AT
+          ? `Your phrase, twice. Layer ${back.layer + 1}, head ${back.head + 1} jumps back: from each character of the `
+            + `second copy to the character after it in the first (${back.score.toFixed(2)} of its weight there, on average): `
+            + 'an induction head. Hover over a row of the second copy in its map to see it'
+          : `Your phrase, twice. No head jumps back here: at most ${back.score.toFixed(2)} of a head's weight goes from the `
+            + `second copy to the character after the same place in the first (layer ${back.layer + 1}, head ${back.head + 1}), `
+            + `below the ${NAMED_AT} that names a head; this model has not learned an induction head`);
     }
     el.status.textContent = [notes.length ? `Note: ${notes.join('; ')}.` : '', ...said.map((x) => `${x}.`)].filter(Boolean).join(' ');
     showGuesses(chars.length - 1);
