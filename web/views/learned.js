@@ -123,10 +123,9 @@ export function createLearnedView(el, { lib, onChange }) {
       const o = document.createElement('option');
       o.value = e.file;
       const f = e.entry;
-      o.textContent = e.source === 'fortunes'
-        ? `${e.file.replace(/\.safetensors$/, '')}: ${f.parameters.toLocaleString('en')} parameters, ${f.heldOutBits.toFixed(2)} `
-          + `bits per character, ${f.induction.score >= NAMED_AT ? `induction heads (${f.induction.score.toFixed(2)} on the probe)` : 'no induction head'}`
-        : `${e.file.replace(/\.safetensors$/, '')}: the project's corpus`;
+      const stem = e.file.replace(/\.safetensors$/, ''); // short enough for a phone; #labout says the rest
+      o.textContent = e.source !== 'fortunes' ? `${stem} (the project's corpus)`
+        : f.induction.score >= NAMED_AT ? `${stem} (induction heads)` : `${stem} (${f.heldOutBits.toFixed(2)} bits/char)`;
       return o;
     }));
     el.model.value = entry.file;
