@@ -46,15 +46,21 @@ export function strongestHead(heads, kind) {
   return heads.reduce((a, b) => (b.scores[kind] > a.scores[kind] ? b : a));
 }
 
-/** The five scores of one head's weights w (T*T, row-major) over tokens (T). */
-export function scoreHead(weights, tokens) {
-  const T = tokens.length;
+// Each row of a head's weights (T x T) as shares of its absolute total, in double precision.
+function rowShares(weights, T) {
   const w = new Float64Array(T * T);
   for (let i = 0; i < T; i++) {
     let total = 0;
     for (let j = 0; j <= i; j++) total += Math.abs(weights[i * T + j]);
     for (let j = 0; j <= i && total > 0; j++) w[i * T + j] = Math.abs(weights[i * T + j]) / total;
   }
+  return w;
+}
+
+/** The five scores of one head's weights w (T*T, row-major) over tokens (T). */
+export function scoreHead(weights, tokens) {
+  const T = tokens.length;
+  const w = rowShares(weights, T);
   const last = new Map(); // token -> its latest position so far
   let prev = 0, first = 0, local = 0, ind = 0, dup = 0, repeats = 0;
   for (let i = 0; i < T; i++) {
@@ -79,10 +85,6 @@ export function scoreHead(weights, tokens) {
 }
 
 /**
- * Every head's scores: attention[layer][head] (T*T each, as model.forward returns it) over tokens.
- * Returns [{ layer, head, scores, name, score }] with the head named by what it does (nameHead).
- */
-/**
  * For a text that is a phrase and then the same phrase again `period` tokens later (T tokens in all):
  * the mean over positions i >= period of the share of row i on column i - period + 1, the token after
  * the same place in the first copy. What an induction head does on real text, where letters recur
@@ -90,12 +92,9 @@ export function scoreHead(weights, tokens) {
  */
 export function jumpBack(weights, T, period) {
   if (!(period >= 1 && period < T)) return 0;
+  const w = rowShares(weights, T);
   let sum = 0;
-  for (let i = period; i < T; i++) {
-    let total = 0;
-    for (let j = 0; j <= i; j++) total += Math.abs(weights[i * T + j]);
-    if (total > 0) sum += Math.abs(weights[i * T + i - period + 1]) / total;
-  }
+  for (let i = period; i < T; i++) sum += w[i * T + i - period + 1];
   return sum / (T - period);
 }
 
@@ -107,6 +106,10 @@ export function phrasePeriod(chars) {
   return L + 2;
 }
 
+/**
+ * Every head's scores: attention[layer][head] (T*T each, as model.forward returns it) over tokens.
+ * Returns [{ layer, head, scores, name, score }] with the head named by what it does (nameHead).
+ */
 export function scoreHeads(attention, tokens) {
   const out = [];
   attention.forEach((heads, layer) => heads.forEach((w, head) => {

@@ -758,26 +758,35 @@ static int print_curve(void) {
     return 0;
 }
 
+// One window of the chars task made twice from the same seed: plain with set(0), tgt with set(every);
+// set(0) again after it, so no setting outlives the pair.
+static void window_pair(void (*set)(uint32_t), uint32_t every, const aw_task_spec *s, uint64_t seed, int32_t *plain,
+                        int32_t *tgt) {
+    int32_t src[4];
+    aw_rng a, b;
+    aw_rng_seed(&a, seed), aw_rng_seed(&b, seed);
+    set(0);
+    task_example(src, plain, s, &a);
+    set(every);
+    task_example(src, tgt, s, &b);
+    set(0);
+}
+
 // The chars task's --repeats: one training window in N holds a passage of itself read again (12 to a
 // quarter of the window's characters, wholly inside it, later than the original), the rest of the
-// window is the text as it is; held-out windows never change. And --twice: a window that starts with a
-// passage read twice.
+// window is the text as it is; held-out windows never change. And --twice and --letters: a window that
+// starts with a passage of its text, or distinct random letters, read twice.
 static void test_text_repeats(void) {
     enum { LEN = 64, N = 4000 };
     static char train[N], held[N];
     for (int i = 0; i < N; i++) train[i] = held[i] = (char)('a' + (i * 7 + i / 26) % 26); // no 12-letter repeats nearby
     CHECK(task_set_text(train, N, held, N) == AW_OK, "task_set_text");
-    int32_t src[4], plain[LEN + 1], tgt[LEN + 1];
+    int32_t plain[LEN + 1], tgt[LEN + 1];
     for (int heldout = 0; heldout <= 1; heldout++) {
         aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
         int repeated = 0;
         for (int w = 0; w < 400; w++) {
-            aw_rng a, b;
-            aw_rng_seed(&a, (uint64_t)w + 1), aw_rng_seed(&b, (uint64_t)w + 1);
-            task_set_text_repeats(0);
-            task_example(src, plain, &s, &a);
-            task_set_text_repeats(4);
-            task_example(src, tgt, &s, &b);
+            window_pair(task_set_text_repeats, 4, &s, (uint64_t)w + 1, plain, tgt);
             // the differing positions form one run [lo, hi) that equals an earlier run of the window
             int lo = -1, hi = -1;
             for (int i = 0; i <= LEN; i++)
@@ -794,20 +803,13 @@ static void test_text_repeats(void) {
         }
         if (!heldout) CHECK(repeated > 60 && repeated < 140, "%d of 400 training windows repeat a passage (want about 100)", repeated);
     }
-    task_set_text_repeats(0);
     // --twice: a window that changed is its first span characters (16 to half the window), the same
     // again, then the plain window's text from span on; held-out windows never change
-    task_set_text_twice(3);
     for (int heldout = 0; heldout <= 1; heldout++) {
         aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
         int twice = 0, spans_small = 0, spans_large = 0;
         for (int w = 0; w < 600; w++) {
-            aw_rng a, b;
-            aw_rng_seed(&a, (uint64_t)w + 7), aw_rng_seed(&b, (uint64_t)w + 7);
-            task_set_text_twice(0);
-            task_example(src, plain, &s, &a);
-            task_set_text_twice(3);
-            task_example(src, tgt, &s, &b);
+            window_pair(task_set_text_twice, 3, &s, (uint64_t)w + 7, plain, tgt);
             if (memcmp(tgt, plain, sizeof tgt) == 0) continue;
             twice++;
             CHECK(!heldout, "a held-out window changed (window %d)", w);
@@ -824,19 +826,12 @@ static void test_text_repeats(void) {
             CHECK(spans_small > 10 && spans_large > 10, "the passage's length varies (%d short, %d long)", spans_small, spans_large);
         }
     }
-    task_set_text_twice(0);
     // --letters: 8 to 24 distinct random lowercase letters, the same again, then the plain window
-    task_set_text_letters(2);
     for (int heldout = 0; heldout <= 1; heldout++) {
         aw_task_spec s = {AW_TASK_CHARS, LEN, 0, heldout};
         int changed = 0, short_spans = 0;
         for (int w = 0; w < 400; w++) {
-            aw_rng a, b;
-            aw_rng_seed(&a, (uint64_t)w + 11), aw_rng_seed(&b, (uint64_t)w + 11);
-            task_set_text_letters(0);
-            task_example(src, plain, &s, &a);
-            task_set_text_letters(2);
-            task_example(src, tgt, &s, &b);
+            window_pair(task_set_text_letters, 2, &s, (uint64_t)w + 11, plain, tgt);
             if (memcmp(tgt, plain, sizeof tgt) == 0) continue;
             changed++;
             CHECK(!heldout, "a held-out window changed (window %d)", w);
@@ -854,7 +849,6 @@ static void test_text_repeats(void) {
         }
         if (!heldout) CHECK(changed > 150 && changed < 250 && short_spans > 10, "%d of 400 windows changed, %d short", changed, short_spans);
     }
-    task_set_text_letters(0);
     task_set_text(NULL, 0, NULL, 0);
 }
 

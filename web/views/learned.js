@@ -83,7 +83,6 @@ export function createLearnedView(el, { lib, onChange }) {
   });
   el.text.addEventListener('input', () => {
     view = 'text';
-    el.panel.dataset.guided = '';
     onChange({ ltext: el.text.value });
   });
   el.probe.addEventListener('click', () => {
@@ -99,15 +98,15 @@ export function createLearnedView(el, { lib, onChange }) {
     focus = null;
     const text = phraseTwice(el.text.value, entry ? entry.length : 32);
     el.text.value = text;
-    el.panel.dataset.guided = '1';
     shown = ''; // the same text again still says which head jumps back
     onChange({ ltext: text });
   });
 
   // The model shown for the form: the one picked in the model list, else the catalogue's first.
   const picked = new Map(); // form id -> file
+  const optionsOf = (list) => list.filter((e) => e.attention === form?.id);
   function pick(list) {
-    const options = list.filter((e) => e.attention === form?.id);
+    const options = optionsOf(list);
     return options.find((e) => e.file === picked.get(form?.id)) ?? options[0];
   }
   el.model?.addEventListener('change', () => {
@@ -117,7 +116,7 @@ export function createLearnedView(el, { lib, onChange }) {
   });
   function listModels(list, entry) {
     if (!el.model) return;
-    const options = list.filter((e) => e.attention === form.id);
+    const options = optionsOf(list);
     el.modelField.hidden = options.length < 2;
     el.model.replaceChildren(...options.map((e) => {
       const o = document.createElement('option');
@@ -210,8 +209,8 @@ export function createLearnedView(el, { lib, onChange }) {
     const list = await entries();
     if (id !== request) return;
     const entry = pick(list);
-    if (el.modelField) el.modelField.hidden = true;
     if (!entry) {
+      if (el.modelField) el.modelField.hidden = true;
       shown = '';
       current = null;
       el.panel.dataset.state = 'none';
