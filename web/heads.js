@@ -132,3 +132,18 @@ export function nameHead(s) {
   if (s.local >= 0.6) return { name: 'local', score: s.local };
   return { name: 'spread', score: Math.max(s[best], s.local) };
 }
+
+/**
+ * One sentence on the strongest induction head of scoreHeads' list, or that there is none: a head
+ * is called an induction head only when its induction score reaches NAMED_AT (the share nameHead
+ * names a head by), so 0.02 is never "the strongest induction head" without saying it is none.
+ */
+export function describeInduction(heads) {
+  const top = strongestHead(heads, 'induction'), s = top.scores.induction.toFixed(2);
+  const where = `layer ${top.layer + 1}, head ${top.head + 1}`;
+  return top.scores.induction >= NAMED_AT
+    ? { found: true, text: `the strongest induction head is ${where} (score ${s})` }
+    : { found: false, text: `no head is an induction head: none puts ${NAMED_AT} of its weight on the token that followed `
+      + `an earlier occurrence (measured that way, the strongest induction head is ${where} (score ${s}), below the ${NAMED_AT} `
+      + 'that names one)' };
+}

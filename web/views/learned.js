@@ -9,7 +9,7 @@
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
 import { displayWeights } from '../forms.js';
-import { LETTER_PROBE, NAMED_AT, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead, strongestHead } from '../heads.js';
+import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead } from '../heads.js';
 
 const TOP = 5;
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
@@ -301,11 +301,12 @@ export function createLearnedView(el, { lib, onChange }) {
         + `(no model of this form has read the larger text yet); held-out ${e.bitsPerChar.toFixed(2)} bits per character `
         + `(${(100 * e.accuracy).toFixed(1)}% of next characters guessed right). How it was made: web/models/index.json.`;
     const notes = [], said = [];
-    const top = strongestHead(named, 'induction');
     if (view === 'probe') {
+      const induction = describeInduction(named);
+      el.panel.dataset.induction = induction.found ? 'found' : 'none';
       said.push(`The probe: ${LETTER_PROBE.letters} random letters, then the same ${LETTER_PROBE.letters} again. An induction head looks from each letter `
-        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. Strongest here: '
-        + `layer ${top.layer + 1}, head ${top.head + 1} (induction ${top.scores.induction.toFixed(2)})`);
+        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. Here '
+        + induction.text);
     } else {
       if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
       if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);

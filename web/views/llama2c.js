@@ -4,7 +4,7 @@
 // chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
 // Heads that share a K/V head (grouped-query attention) say which one in their titles.
 import { createHeatmapView } from './heatmap.js';
-import { nameHead, probeTokens, scoreHead, scoreHeads, strongestHead } from '../heads.js';
+import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../heads.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
 
@@ -86,7 +86,7 @@ export function createLlama2cView(el, { lib }) {
     const c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
     const tokens = [1, ...probeTokens(c.vocab, half, 5, Math.min(259, c.vocab - 1))]; // BOS, then ordinary pieces
     const heads = scoreHeads(model.forward(tokens).attention, tokens);
-    const top = strongestHead(heads, 'induction');
+    const induction = describeInduction(heads);
     el.names.replaceChildren(...heads.map((h) => {
       const li = document.createElement('li');
       li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
@@ -94,9 +94,11 @@ export function createLlama2cView(el, { lib }) {
       return li;
     }));
     el.panel.dataset.probe = JSON.stringify(heads.map((h) => ({ layer: h.layer, head: h.head, name: h.name, induction: h.scores.induction })));
-    status(`On ${half} random tokens shown twice, the strongest induction head is layer ${top.layer + 1}, head ` +
-      `${top.head + 1} (score ${top.scores.induction.toFixed(2)}): it looks from each repeated token to the token that ` +
-      'followed it the first time. Type a phrase twice and generate to see it jump back on your words.');
+    el.panel.dataset.induction = induction.found ? 'found' : 'none';
+    status(`On ${half} random tokens shown twice, ${induction.text}` + (induction.found
+      ? ': it looks from each repeated token to the token that followed it the first time. Type a phrase twice and '
+        + 'generate to see it jump back on your words.'
+      : '. This model has not learned to copy from earlier in its context.'));
   });
 
   let last = null; // { ids, attention, rows } of the last generation
