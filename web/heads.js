@@ -142,8 +142,8 @@ export function describeInduction(heads) {
   const top = strongestHead(heads, 'induction'), s = top.scores.induction.toFixed(2);
   const where = `layer ${top.layer + 1}, head ${top.head + 1}`;
   return top.scores.induction >= NAMED_AT
-    ? { found: true, text: `the strongest induction head is ${where} (score ${s})` }
-    : { found: false, text: `no head is an induction head: none puts ${NAMED_AT} of its weight on the token that followed `
+    ? { found: true, head: top, text: `the strongest induction head is ${where} (score ${s})` }
+    : { found: false, head: top, text: `no head is an induction head: none puts ${NAMED_AT} of its weight on the token that followed `
       + `an earlier occurrence (measured that way, the strongest induction head is ${where} (score ${s}), below the ${NAMED_AT} `
       + 'that names one)' };
 }

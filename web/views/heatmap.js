@@ -1,7 +1,7 @@
 // heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
 // positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
 // shared scale 0..max, or per row 0..row max (the legend says which); hover, a tap (touch or pen)
-// or the arrow keys read (i, j, value). When cells are too small for every label, every k-th is
+// or the arrow keys read (i, j, value) in a tooltip beside the cell and in a line under the grid. When cells are too small for every label, every k-th is
 // drawn and a line under the figure says so.
 import { VIRIDIS, viridisCss } from './colormap.js';
 import { download, gridToPng, heatmapsToSvg } from './export.js';
@@ -9,10 +9,13 @@ import { download, gridToPng, heatmapsToSvg } from './export.js';
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
 
-// Labels are drawn for every k-th token: all of them when cells are tall enough for text.
-function labelEvery(cell) {
-  return Math.max(1, Math.ceil(11 / cell));
+// Labels are drawn for every k-th token: all of them when cells are tall enough for text (single
+// characters, drawn a point smaller, fit in 9 px cells).
+function labelEvery(cell, chars = false) {
+  return Math.max(1, Math.ceil((chars ? 9 : 11) / cell));
 }
+const isChars = (labels) => labels.every((s) => [...s].length <= 1);
+const labelFont = (chars) => (chars ? '10px system-ui, sans-serif' : FONT);
 
 function ordinal(k) {
   const suffix = k % 100 >= 11 && k % 100 <= 13 ? 'th' : ({ 1: 'st', 2: 'nd', 3: 'rd' }[k % 10] ?? 'th');
@@ -31,13 +34,21 @@ function cssVar(name, fallback) {
  * A figure: one canvas drawing one n x m matrix with labels; keeps its own cursor for keyboard reading.
  */
 class HeatmapFigure {
-  constructor(parent, onRead) {
+  constructor(parent, onRead, onPick) {
     this.figure = document.createElement('figure');
     this.figure.className = 'heatmap';
     this.canvas = document.createElement('canvas');
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     this.caption = document.createElement('figcaption');
+    // A thumbnail's title is a button that shows the map large (onPick); the caption's text stays the title.
+    if (onPick) {
+      this.pick = document.createElement('button');
+      this.pick.type = 'button';
+      this.pick.className = 'link';
+      this.pick.addEventListener('click', onPick);
+      this.caption.append(this.pick);
+    }
     this.figure.append(this.caption, this.canvas);
     parent.append(this.figure);
     this.onRead = onRead;
@@ -59,7 +70,8 @@ class HeatmapFigure {
   set(map, data) {
     this.map = map;
     this.data = data;
-    this.caption.textContent = map.title;
+    (this.pick ?? this.caption).textContent = map.title;
+    if (this.pick) this.pick.title = 'Show this head large, every character labelled';
     this.canvas.setAttribute('aria-label',
       `${map.title}: attention weights, ${data.n} query rows by ${data.m} key columns. Arrow keys read values.`);
     this.layout();
@@ -67,12 +79,13 @@ class HeatmapFigure {
   }
 
   layout() {
-    const { n, m, rowLabels, colLabels, cellSize } = this.data;
+    const { n, m, rowLabels, colLabels, cellSize, bare } = this.data;
     const ctx = this.canvas.getContext('2d');
-    ctx.font = FONT;
+    ctx.font = labelFont(this.data.chars);
     const widest = (labels) => Math.max(...labels.map((s) => ctx.measureText(shortLabel(s)).width));
-    this.left = Math.ceil(widest(rowLabels)) + 8;
-    this.top = Math.ceil(widest(colLabels)) + 8;
+    // a thumbnail (bare) has no axis labels: hover or tap reads its tokens
+    this.left = bare ? 1 : Math.ceil(widest(rowLabels)) + 8;
+    this.top = bare ? 1 : Math.ceil(widest(colLabels)) + 8;
     this.cell = cellSize;
     this.width = this.left + m * this.cell + 2;
     this.height = this.top + n * this.cell + 2;
@@ -81,6 +94,7 @@ class HeatmapFigure {
     this.canvas.height = Math.round(this.height * dpr);
     this.canvas.style.width = `${this.width}px`;
     this.canvas.style.height = `${this.height}px`;
+    this.caption.style.width = bare ? `${Math.max(this.width, 90)}px` : ''; // a thumbnail's title wraps to its map
     this.dpr = dpr;
     // Where the matrix sits (CSS px), for readers of the pixels such as the browser tests.
     Object.assign(this.canvas.dataset, { left: this.left, top: this.top, cell: this.cell, n, m });
@@ -116,19 +130,19 @@ class HeatmapFigure {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(off, this.left, this.top, m * this.cell, n * this.cell);
 
-    // Labels: every one when cells are tall enough for text, else every k-th.
-    ctx.font = FONT;
+    // Labels: every one when cells are tall enough for text, else every k-th; none on a thumbnail.
+    ctx.font = labelFont(this.data.chars);
     ctx.fillStyle = cssVar('--fg', '#222');
-    const every = labelEvery(this.cell);
+    const every = this.data.bare ? Infinity : labelEvery(this.cell, this.data.chars);
     ctx.textAlign = 'right';
     ctx.textBaseline = 'middle';
-    for (let i = 0; i < n; i += every) {
+    for (let i = 0; i < n && every < Infinity; i += every) {
       ctx.fillText(shortLabel(rowLabels[i]), this.left - 4, this.top + (i + 0.5) * this.cell);
     }
     ctx.save();
     ctx.rotate(-Math.PI / 2);
     ctx.textAlign = 'left';
-    for (let j = 0; j < m; j += every) {
+    for (let j = 0; j < m && every < Infinity; j += every) {
       ctx.fillText(shortLabel(colLabels[j]), -(this.top - 4), this.left + (j + 0.5) * this.cell);
     }
     ctx.restore();
@@ -167,9 +181,19 @@ class HeatmapFigure {
     this.draw();
     if (cell) {
       const [i, j] = cell;
-      this.onRead(`${this.map.title}: row i = ${i} “${this.data.rowLabels[i]}” → column j = ${j} “${this.data.colLabels[j]}”: `
-        + `A = ${this.map.weights[i * this.data.m + j].toFixed(4)}`, cell);
+      const { rowLabels, colLabels, m } = this.data, a = this.map.weights[i * m + j];
+      this.onRead(`${this.map.title}: row i = ${i} “${rowLabels[i]}” → column j = ${j} “${colLabels[j]}”: `
+        + `A = ${a.toFixed(4)}`, cell, { tip: `A[${i}, ${j}] = ${a.toFixed(3)}\n“${rowLabels[i]}” reads “${colLabels[j]}”`, at: () => this.cellRect(i, j) });
+    } else {
+      this.onRead(null, null);
     }
+  }
+
+  // The cell's box on the screen (client px), for the tooltip beside it.
+  cellRect(i, j) {
+    const r = this.canvas.getBoundingClientRect();
+    const x = r.left + this.left + j * this.cell, y = r.top + this.top + i * this.cell;
+    return { left: x, top: y, right: x + this.cell, bottom: y + this.cell };
   }
 }
 
@@ -217,22 +241,95 @@ function chooseCellSize(width, count, len) {
   return 2;
 }
 
+// Thumbnails: `cols` maps to a row (fewer when cells would fall under 2 px), cells at most 12 px.
+// Returns { cols, cell }.
+function thumbLayout(width, cols, len) {
+  for (; cols >= 1; cols--) {
+    const cell = Math.min(12, Math.floor(((width - (cols - 1) * GAP) / cols - 4) / len));
+    if (cell >= 2 || cols === 1) return { cols, cell: Math.max(2, cell) };
+  }
+  return { cols: 1, cell: 2 };
+}
+
 /**
  * The heatmap grid view. elements: { grid, legend (canvas), readout, exports? (a container that gets
  * "Download PNG" and "Download SVG" buttons for the whole grid), name? (file name stem),
  * onCursor? ([i, j] of a cell read by hover, tap or keys) }.
- * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels }).
+ * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels, scale?, columns? }).
+ * columns: draw the maps as thumbnails without axis labels, `columns` to a row (a layer x head grid,
+ * as bertviz's model view); a thumbnail's title shows it large, at the grid's width, above the grid.
  */
 export function createHeatmapView({ grid, legend, readout, exports, name = 'attention', onCursor }) {
   const figures = [];
   let last = null; // what render drew, for the SVG
+  let big = null, picked = null; // the enlarged thumbnail: { box, figure, title }, the index shown
+  let lastArgs = null;
   // One line under the grid says when the figures' axis labels are thinned.
   const labelNote = document.createElement('p');
   labelNote.className = 'note label-note';
   labelNote.hidden = true;
   grid.after(labelNote);
-  const read = (text, cell) => {
+  // The value read at a cell, in a tooltip beside that cell (right of it, or left when the screen
+  // ends; kept inside the viewport): what a person sees, next to the cursor or the finger. The
+  // readout line under the grid says the same at length, for screen readers.
+  const tip = document.createElement('div');
+  tip.className = 'heatmap-tip';
+  tip.setAttribute('aria-hidden', 'true');
+  tip.hidden = true;
+  grid.after(tip);
+  let tipAt = null; // () => the read cell's box on the screen
+  // a fixed tip follows its cell when the page scrolls
+  window.addEventListener('scroll', () => { if (!tip.hidden && tipAt) placeTip(tip.textContent, tipAt); }, { passive: true });
+  function placeTip(text, where) {
+    tipAt = where;
+    const at = where();
+    tip.textContent = text;
+    tip.hidden = false;
+    const w = tip.offsetWidth, h = tip.offsetHeight, vw = document.documentElement.clientWidth, vh = window.innerHeight, gap = 6;
+    let x = at.right + gap;
+    if (x + w > vw - 4) x = at.left - gap - w;
+    x = Math.max(4, Math.min(vw - w - 4, x));
+    let y = at.top + (at.bottom - at.top) / 2 - h / 2;
+    y = Math.max(4, Math.min(vh - h - 4, y));
+    tip.style.left = `${Math.round(x)}px`;
+    tip.style.top = `${Math.round(y)}px`;
+    Object.assign(tip.dataset, { x: Math.round(x), y: Math.round(y) });
+  }
+
+  // The enlarged map (thumbnails only): above the grid, as wide as the grid, every label when the
+  // cells have room; its title or "Back to all heads" puts it away.
+  function enlarge(k) {
+    picked = k;
+    if (!big) {
+      const box = document.createElement('div');
+      box.className = 'heatmap-big';
+      const close = document.createElement('button');
+      close.type = 'button';
+      close.className = 'secondary small';
+      close.textContent = 'Back to all heads';
+      close.addEventListener('click', () => enlarge(null));
+      box.append(close);
+      grid.before(box);
+      big = { box, figure: new HeatmapFigure(box, read, () => enlarge(null)) };
+      box.insertBefore(big.figure.figure, close);
+    }
+    big.box.hidden = picked === null || !lastArgs || picked >= lastArgs.maps.length;
+    grid.dataset.enlarged = big.box.hidden ? '' : String(picked);
+    for (const [h, f] of figures.entries()) f.figure.classList.toggle('picked', h === picked);
+    if (big.box.hidden) return;
+    const { maps, data } = lastArgs;
+    const len = Math.max(data.n, data.m), chars = data.chars;
+    const room = grid.clientWidth - (chars ? 24 : LABEL_ROOM);
+    big.figure.set(maps[picked], { ...data, bare: false, cellSize: Math.max(2, Math.min(28, Math.floor(room / len))) });
+  }
+  const read = (text, cell, detail) => {
+    if (text === null) {
+      tip.hidden = true;
+      return;
+    }
     readout.textContent = text;
+    if (detail) placeTip(detail.tip, detail.at);
+    else tip.hidden = true;
     if (cell) onCursor?.(cell);
   };
   if (exports) {
@@ -253,14 +350,26 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
     });
   }
   return {
-    render({ maps, n, m, rowLabels, colLabels, scale = 'max' }) {
+    render({ maps, n, m, rowLabels, colLabels, scale = 'max', columns = 0 }) {
       let vmax = 0;
       for (const map of maps) for (const x of map.weights) if (x > vmax) vmax = x;
       if (!(vmax > 0)) vmax = 1;
-      const cellSize = chooseCellSize(grid.clientWidth, maps.length, Math.max(n, m));
-      while (figures.length < maps.length) figures.push(new HeatmapFigure(grid, read));
+      const len = Math.max(n, m), thumbs = columns > 0 && maps.length > 0;
+      const thumb = thumbs ? thumbLayout(grid.clientWidth, columns, len) : null;
+      const cellSize = thumb ? thumb.cell : chooseCellSize(grid.clientWidth, maps.length, len);
+      grid.classList.toggle('thumbs', thumbs);
+      grid.style.gridTemplateColumns = thumb ? `repeat(${thumb.cols}, max-content)` : '';
+      if (grid.dataset.mode !== String(thumbs)) { // thumbnails' titles are buttons: new figures
+        while (figures.length) figures.pop().figure.remove();
+        grid.dataset.mode = String(thumbs);
+      }
+      while (figures.length < maps.length) {
+        const k = figures.length;
+        figures.push(new HeatmapFigure(grid, read, columns ? () => enlarge(picked === k ? null : k) : null));
+      }
       while (figures.length > maps.length) figures.pop().figure.remove();
-      const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale };
+      const chars = isChars(rowLabels) && isChars(colLabels);
+      const data = { n, m, rowLabels, colLabels, vmax, cellSize, scale, bare: thumbs, chars };
       // the same maps drawn again (a resize): a cell read stays read
       const same = last && last.n === n && last.m === m && last.maps.length === maps.length &&
         String(last.rowLabels) === String(rowLabels) && String(last.colLabels) === String(colLabels) &&
@@ -268,9 +377,13 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
       if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
-      const every = labelEvery(cellSize);
-      labelNote.hidden = every === 1 || maps.length === 0;
-      labelNote.textContent = labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
+      lastArgs = { maps, data };
+      if (thumbs || big) enlarge(thumbs ? picked : null);
+      const every = labelEvery(cellSize, chars);
+      labelNote.hidden = thumbs ? false : every === 1 || maps.length === 0;
+      labelNote.textContent = thumbs ? `Layers in rows, heads in columns. Click a head's title to see it large${chars
+        ? ', every character labelled' : ''}; hover over or tap a cell to read its tokens.`
+        : labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
         + 'for all); hover over or tap a cell to read its tokens.';
       drawLegend(legend, vmax, scale);
       if (!same) read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');

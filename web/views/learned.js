@@ -280,7 +280,8 @@ export function createLearnedView(el, { lib, onChange }) {
     }));
     const labels = chars.map(charLabel);
     current = { chars, logits, vocab: m.config.vocab };
-    heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale });
+    heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale,
+      columns: m.config.heads }); // a layer x head grid of thumbnails
     listHeads(named);
     shown = key;
     el.panel.dataset.state = 'ready';
@@ -305,8 +306,9 @@ export function createLearnedView(el, { lib, onChange }) {
       const induction = describeInduction(named);
       el.panel.dataset.induction = induction.found ? 'found' : 'none';
       said.push(`The probe: ${LETTER_PROBE.letters} random letters, then the same ${LETTER_PROBE.letters} again. An induction head looks from each letter `
-        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. Here '
-        + induction.text);
+        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. '
+        + (induction.found ? `Strongest here: layer ${induction.head.layer + 1}, head ${induction.head.head + 1} `
+          + `(induction ${induction.head.scores.induction.toFixed(2)})` : `Here ${induction.text}`));
     } else {
       if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
       if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);
