@@ -81,8 +81,8 @@ function cssVar(name, fallback) {
 }
 
 function fmtTick(v) {
-  if (Number.isInteger(v) && v < 1e5) return String(v);
-  if (v >= 1e4 || v < 1e-2) return v.toExponential(0).replace('e+', 'e');
+  if (Number.isInteger(v) && Math.abs(v) < 1e5) return String(v);
+  if (Math.abs(v) >= 1e4 || Math.abs(v) < 1e-2) return v.toExponential(0).replace('e+', 'e');
   return String(Number(v.toPrecision(3)));
 }
 
@@ -109,7 +109,8 @@ function linearTicks(lo, hi, count) {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((st) => st >= raw) ?? 10 * mag;
   const ticks = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  // whole multiples of the step (a sum of steps drifts: -3e-17 for 0)
+  for (let k = Math.ceil(lo / step); k * step <= hi + step * 1e-9; k++) ticks.push(Number((k * step).toPrecision(12)));
   return ticks;
 }
 
@@ -118,10 +119,10 @@ function linearTicks(lo, hi, count) {
  *   (lo, hi: an error bar from lo to hi drawn at x)
  *   logX = true, logY = true, yRange: [lo, hi] (fixed y range, for a linear y axis),
  *   guides: [{ label, slope }] (dashed power-law lines through the lowest first point; log-log only),
- *   emptyText }).
+ *   marks: [{ x, label }] (a dashed vertical line at x, labelled at its top), emptyText }).
  */
 export function drawChart(canvas, {
-  series, xLabel, yLabel, logX = true, logY = true, yRange, guides = [], emptyText = 'no measurements yet',
+  series, xLabel, yLabel, logX = true, logY = true, yRange, guides = [], marks = [], emptyText = 'no measurements yet',
 }) {
   const width = Math.max(260, Math.min(640, canvas.parentElement.clientWidth || 480));
   const usable = ([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!logX || x > 0) && (!logY || y > 0);
@@ -239,6 +240,21 @@ export function drawChart(canvas, {
     ctx.textAlign = 'right';
     ctx.textBaseline = 'bottom';
     ctx.fillText(g.label, X(x1) - 6, Math.max(pad.top + 14, Y(y0 * (x1 / x0) ** g.slope) - 2));
+  }
+  for (const mk of marks) {
+    if (!(mk.x >= xmin && mk.x <= xmax)) continue;
+    ctx.strokeStyle = fg;
+    ctx.setLineDash([4, 3]);
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(X(mk.x), pad.top);
+    ctx.lineTo(X(mk.x), pad.top + ph);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = fg;
+    ctx.textAlign = X(mk.x) > pad.left + pw / 2 ? 'right' : 'left';
+    ctx.textBaseline = 'top';
+    ctx.fillText(mk.label, X(mk.x) + (ctx.textAlign === 'left' ? 4 : -4), pad.top + 3);
   }
   for (const s of series) {
     const pts = s.points.filter(usable).sort((a, b) => a[0] - b[0]);

@@ -5,14 +5,34 @@
 // The model reads a text many times longer than the window three ways (model.streamLosses): a
 // rolling cache of the last `window` characters, the same keeping the first `sinks` characters for
 // ever, and a fresh forward over the last `window` characters at every position (the reference).
-// The chart is bits per character against position; every number is measured by the run.
+// The chart is each way's bits per character minus recomputing's, as a moving average over SMOOTH
+// characters (one character's loss swings by bits; the ways differ by tenths), with the window
+// marked; every number is measured by the run.
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const TEXT = '../models/stream-text.txt';
+const SMOOTH = 100; // characters in the chart's moving average
+
+/** The trailing moving average of xs over `span` values (fewer at the start), every `every`-th: [[index, mean]]. */
+export function movingAverage(xs, span, every = 1) {
+  const out = [];
+  let sum = 0;
+  for (let i = 0; i < xs.length; i++) {
+    sum += xs[i];
+    if (i >= span) sum -= xs[i - span];
+    if (i % every === 0 || i === xs.length - 1) out.push([i, sum / Math.min(span, i + 1)]);
+  }
+  return out;
+}
 
 export function createSinksView(el, { lib }) {
   let model = null, defaultText = null;
+  // the default text is in the box from the start, as its label says
+  const textReady = fetch(new URL(TEXT, import.meta.url)).then((r) => (r.ok ? r.text() : null), () => null).then((t) => {
+    defaultText ??= t;
+    if (t && !el.text.value) el.text.value = t;
+  });
 
   async function load() {
     if (!model) {
@@ -43,14 +63,21 @@ export function createSinksView(el, { lib }) {
         return { label, losses, ms: performance.now() - t0 };
       });
       const bits = (xs, a, b) => { let s = 0; for (let i = a; i < b; i++) s += xs[i]; return s / Math.max(1, b - a) / Math.LN2; };
-      const span = Math.max(8, Math.floor(window / 2)); // points: the mean over each run of `span` positions
-      const series = results.map((r, i) => {
-        const points = [];
-        for (let a = 0; a + span <= r.losses.length; a += span) points.push([a + span / 2, bits(r.losses, a, a + span)]);
-        return { label: r.label, ...seriesStyle(i), points };
-      });
-      drawChart(el.chart, { series, xLabel: `position in the text (the model was trained on ${m.config.maxLen}; window ${window})`,
-        yLabel: 'bits per character', logX: false, logY: false });
+      // each way minus recomputing, in bits, averaged over the last SMOOTH characters: about 300 points a line
+      const ref = results[2].losses, every = Math.max(1, Math.floor(ref.length / 300));
+      const series = results.map((r, i) => ({
+        label: r.label, ...seriesStyle(i),
+        points: movingAverage(Array.from(r.losses, (x, k) => (x - ref[k]) / Math.LN2), SMOOTH, every),
+      }));
+      const lo = Math.min(0, ...series.flatMap((x) => x.points.map((p) => p[1])));
+      const hi = Math.max(...series.flatMap((x) => x.points.map((p) => p[1])));
+      drawChart(el.chart, { series, xLabel: `position in the text (the model was trained on ${m.config.maxLen} characters)`,
+        yLabel: 'bits/char more than recomputing', logX: false, logY: false,
+        yRange: [lo - 0.05 * (hi - lo || 1), hi + 0.1 * (hi - lo || 1)],
+        marks: [{ x: window, label: `the window (${window}) fills: eviction starts` }] });
+      Object.assign(el.chart.dataset, { smooth: String(SMOOTH), points: String(series[0].points.length), raw: String(ref.length) });
+      el.chart.closest('figure').querySelector('figcaption').textContent = `Bits per character more than recomputing, moving average over ${SMOOTH} characters; `
+        + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`;
       el.legend.replaceChildren(...results.map((r, i) => {
         const li = document.createElement('li');
         li.append(legendSwatch(seriesStyle(i)), r.label);
@@ -74,6 +101,9 @@ export function createSinksView(el, { lib }) {
   }
 
   el.form.addEventListener('submit', (e) => { e.preventDefault(); run(); });
-  el.reset.addEventListener('click', () => { if (defaultText) el.text.value = defaultText; });
+  el.reset.addEventListener('click', async () => {
+    await textReady;
+    if (defaultText) el.text.value = defaultText;
+  });
   return { run };
 }
