@@ -94,7 +94,7 @@ class HeatmapFigure {
     this.canvas.height = Math.round(this.height * dpr);
     this.canvas.style.width = `${this.width}px`;
     this.canvas.style.height = `${this.height}px`;
-    this.caption.style.width = bare ? `${Math.max(this.width, 90)}px` : ''; // a thumbnail's title wraps to its map
+    this.caption.style.width = bare ? `${Math.max(this.width, THUMB_MIN)}px` : ''; // a thumbnail's title wraps to its map
     this.dpr = dpr;
     // Where the matrix sits (CSS px), for readers of the pixels such as the browser tests.
     Object.assign(this.canvas.dataset, { left: this.left, top: this.top, cell: this.cell, n, m });
@@ -241,12 +241,15 @@ function chooseCellSize(width, count, len) {
   return 2;
 }
 
-// Thumbnails: `cols` maps to a row (fewer when cells would fall under 2 px), cells at most 12 px.
-// Returns { cols, cell }.
+const THUMB_MIN = 90; // px: a thumbnail's title needs this much, however small its map
+
+// Thumbnails: `cols` maps to a row (fewer when cells would fall under 2 px or titles under
+// THUMB_MIN), cells at most 12 px. Returns { cols, cell }.
 function thumbLayout(width, cols, len) {
   for (; cols >= 1; cols--) {
-    const cell = Math.min(12, Math.floor(((width - (cols - 1) * GAP) / cols - 4) / len));
-    if (cell >= 2 || cols === 1) return { cols, cell: Math.max(2, cell) };
+    const each = (width - (cols - 1) * GAP) / cols;
+    const cell = Math.min(12, Math.floor((each - 4) / len));
+    if ((cell >= 2 && each >= THUMB_MIN) || cols === 1) return { cols, cell: Math.max(2, cell) };
   }
   return { cols: 1, cell: 2 };
 }
@@ -381,7 +384,8 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       if (thumbs || big) enlarge(thumbs ? picked : null);
       const every = labelEvery(cellSize, chars);
       labelNote.hidden = thumbs ? false : every === 1 || maps.length === 0;
-      labelNote.textContent = thumbs ? `Layers in rows, heads in columns. Click a head's title to see it large${chars
+      labelNote.textContent = thumbs ? `${thumb.cols === columns ? 'Layers in rows, heads in columns' : `${columns} heads a layer, `
+        + `${thumb.cols} to a row (the screen is narrow)`}. Click a head's title to see it large${chars
         ? ', every character labelled' : ''}; hover over or tap a cell to read its tokens.`
         : labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
         + 'for all); hover over or tap a cell to read its tokens.';
