@@ -157,15 +157,21 @@ export function drawChart(canvas, {
     Math.max(...all.map((p) => Math.max(p[1], p[3] > 0 ? p[3] : p[1])))];
   if (logX) {
     xmin /= 1.15; xmax *= 1.15;
-  } else if (xmin === xmax) {
-    xmin -= 1; xmax += 1;
+  } else if (xmin === xmax) { // one x (a single point): it sits in the middle of a readable span
+    const half = Math.max(1, Math.abs(xmin) * 0.25);
+    xmin -= half; xmax += half;
   }
   if (logY && !yRange) {
+    const [lo, hi] = [ymin, ymax];
     ymin = 10 ** (Math.floor(Math.log10(ymin) * 2) / 2); // whole or half decades keep the ticks readable
     ymax = 10 ** (Math.ceil(Math.log10(ymax) * 2) / 2);
+    // one value (one point, or a flat series) on a half-decade would sit on the frame: room either side
+    if (lo === hi && ymin >= lo * 0.999) ymin /= Math.sqrt(10);
+    if (lo === hi && ymax <= hi * 1.001) ymax *= Math.sqrt(10);
     if (ymax <= ymin) ymax = ymin * 10;
-  } else if (ymax <= ymin) {
-    ymax = ymin + 1;
+  } else if (ymax <= ymin) { // one y on a linear axis: it sits in the middle
+    const half = Math.max(Math.abs(ymin) * 0.25, 1e-9);
+    ymin -= half; ymax += half;
   }
   const X = (x) => pad.left + ((tx(x) - tx(xmin)) / (tx(xmax) - tx(xmin))) * pw;
   const Y = (y) => pad.top + (1 - (ty(y) - ty(ymin)) / (ty(ymax) - ty(ymin))) * ph;

@@ -76,6 +76,7 @@ export function createOverwriteView(el, lib) {
   function run() {
     const d = Number(el.width.value), K = Math.max(1, d >> 1);
     const rows = [1, 2, 3, 4, 5, 6, 7, 8].map((rounds) => ({ rounds, ...updateError(lib, d, rounds) }));
+    const top = Math.max(1e-6, ...rows.flatMap((r) => [r.additive, r.delta]));
     drawChart(el.chart, {
       series: [
         { label: 'additive (linear attention)', ...seriesStyle(1), points: rows.map((r) => [r.rounds, r.additive]) },
@@ -83,6 +84,8 @@ export function createOverwriteView(el, lib) {
       ],
       xLabel: `times each of ${K} keys was written (state width d = ${d})`, yLabel: 'error |read − latest| / |latest|',
       logX: false, logY: false,
+      // room under 0: the delta rule's error stays near 0, and on the frame's edge its line would hide
+      yRange: [-0.04 * top, 1.06 * top],
     });
     el.legend.replaceChildren(...[['delta rule', 0], ['additive (linear attention)', 1]].map(([label, i]) => {
       const li = document.createElement('li');

@@ -131,11 +131,13 @@ export function createTimingsView(el, { onChange, onError }) {
 
   function redraw() {
     const ids = [...results.keys()];
-    // A form keeps its colour and marker whatever else is chosen (its place among all forms); with
-    // both builds, SIMD is solid and scalar dashed.
+    // The forms measured take the palette's first colours and markers in the forms' order (Okabe-Ito:
+    // blue, vermilion, green, ..., each with its own marker), so three forms never draw as three
+    // shades of one hue; with both builds, SIMD is solid and scalar dashed.
     const order = forms.map((f) => f.id);
+    const shown = [...new Set(ids.map(formOf))].sort((a, b) => order.indexOf(a) - order.indexOf(b));
     const series = ids.map((id) => {
-      const style = seriesStyle(Math.max(0, order.indexOf(formOf(id))));
+      const style = seriesStyle(shown.indexOf(formOf(id)));
       if (both && (id.endsWith('@scalar') || id.endsWith('@threads'))) style.dash = [6, 3];
       return { id, label: labelOf(id), points: pointsOf(id), ...style };
     });
