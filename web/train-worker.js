@@ -10,6 +10,7 @@
 //               { type: 'step', lr, schedule }   exactly one step (after a training run, which it stops)
 //               { type: 'experiment', runs: [{ config, task }], steps, lr }   train a fresh model per run
 //               { type: 'stop' }
+//               { type: 'llama2c' }   the model as llama2.c's model.bin and a tokenizer.bin of its tokens
 // Messages out: { type: 'created', parameterCount, config, pretrained: { file, steps, length } | null }
 //               { type: 'progress', step, goal, loss, accuracy, lr }   (means over the last ~50 ms of steps;
 //                 lr: the rate of the last step)
@@ -21,6 +22,7 @@
 //                 would take; msPerStep: the mean time of this run's steps, in the worker; single: after 'step')
 //               { type: 'cell', index, step, steps, accuracy?, loss?, ms?, done }   experiment progress / result
 //               { type: 'experimentDone', finished }
+//               { type: 'llama2c', bin, tokenizer } | { type: 'llama2cError', message }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
 import { loadAttention } from '../wasm/index.js';
 import { BATCH, TASKS, panelLr, scheduledLr } from './tasks.js';
@@ -262,6 +264,23 @@ async function setup(msg) {
   snapshot();
 }
 
+// llama2.c's files: the model (model.saveLlama2c refuses what run.c cannot run) and a tokenizer
+// whose pieces are the model's tokens (the characters, or the numbers as text; token 0 "<unk>").
+function saveLlama2c() {
+  try {
+    if (!model) throw new Error('no model yet');
+    const pieces = Array.from({ length: model.config.vocab }, (_, t) => {
+      if (t === 0) return '<unk>';
+      if (TASKS[task.task].symbols) return String(t);
+      return t < lib.charsTokenizer.vocab ? lib.charsTokenizer.decode([t]) : `<unused${t}>`;
+    });
+    const bin = model.saveLlama2c(), tokenizer = lib.writeLlama2cTokenizer(pieces);
+    postMessage({ type: 'llama2c', bin, tokenizer }, [bin.buffer, tokenizer.buffer]);
+  } catch (e) {
+    postMessage({ type: 'llama2cError', message: e.message });
+  }
+}
+
 let queue = Promise.resolve();
 onmessage = (e) => {
   const msg = e.data;
@@ -278,6 +297,7 @@ onmessage = (e) => {
   const step = async () => {
     lib ??= await libPromise;
     if (msg.type === 'setup') await setup(msg);
+    else if (msg.type === 'llama2c') saveLlama2c();
     else if (msg.type === 'experiment') await experiment(msg);
     else if (msg.type === 'train' || msg.type === 'step') {
       if (!model) throw new Error('no model yet');

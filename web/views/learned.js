@@ -8,6 +8,9 @@
 // character after position i. Runs on the page's thread: a forward pass of at most 64 characters
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
+import { download } from './export.js';
+import { makeSampleLlama2c } from '../llama2c-sample.js';
+import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { displayWeights } from '../forms.js';
 import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead } from '../heads.js';
 
@@ -80,6 +83,33 @@ export function createLearnedView(el, { lib, onChange }) {
   const heatmaps = createHeatmapView({
     grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'learned-attention',
     onCursor: ([i]) => showGuesses(i),
+  });
+  // "Save as llama2.c": the model shown, as llama2.c's model.bin and tokenizer.bin (renumbered so
+  // that ids 1 and 2 are <s> and </s>: llama2c-sample.js), for "Open a model file" or run.c.
+  const saveRow = document.createElement('div');
+  saveRow.className = 'row buttons exports';
+  const save = document.createElement('button');
+  save.type = 'button';
+  save.id = 'lsave-llama2c';
+  save.className = 'secondary small';
+  save.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
+  save.disabled = true;
+  saveRow.append(save);
+  el.exports.after(saveRow);
+  let saving = null; // { file, model } of the drawing
+  function allowSave(file, m) {
+    saving = m ? { file, model: m } : null;
+    const why = !m ? 'no model shown' : llama2cRefusal(m.config)
+      ?? (m.config.vocab < lib.charsTokenizer.vocab + 2 ? 'it has no two spare token rows for llama2.c\'s <s> and </s>' : null);
+    save.disabled = Boolean(why);
+    save.title = why ? `llama2.c cannot hold this model: ${why}` : `Download ${file.replace(/\.safetensors$/, '')} as llama2.c's `
+      + 'model.bin and tokenizer.bin (lower-case characters), which "Open a model file" and llama2.c\'s run.c read';
+  }
+  save.addEventListener('click', () => {
+    if (!saving) return;
+    const pair = makeSampleLlama2c(lib, saving.model.save(), saving.file);
+    download('model.bin', new Blob([pair.bin], { type: 'application/octet-stream' }));
+    download('tokenizer.bin', new Blob([pair.tokenizer], { type: 'application/octet-stream' }));
   });
   el.text.addEventListener('input', () => {
     view = 'text';
@@ -221,6 +251,7 @@ export function createLearnedView(el, { lib, onChange }) {
       el.guesses.replaceChildren();
       el.heads.replaceChildren();
       el.probe.disabled = el.twice.disabled = true;
+      allowSave(null, null);
       return;
     }
     el.probe.disabled = el.twice.disabled = false;
@@ -261,6 +292,7 @@ export function createLearnedView(el, { lib, onChange }) {
       return;
     }
     if (id !== request) return;
+    allowSave(entry.file, m);
     const tokens = Int32Array.from(chars.map((ch) => lib.charsTokenizer.encode(ch)[0]));
     const { logits, attention } = m.forward(tokens);
     const maps = [], named = [];

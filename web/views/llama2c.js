@@ -3,7 +3,10 @@
 // model's own tokenizer, the model generates greedily, and the attention of every head of the
 // chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
 // Heads that share a K/V head (grouped-query attention) say which one in their titles.
+// "Open the sample" makes a pair from the shipped fortunes-llama checkpoint (llama2c-sample.js) and
+// opens it as if picked; when generation stops early the status says why.
 import { createHeatmapView } from './heatmap.js';
+import { SAMPLE, makeSampleLlama2c } from '../llama2c-sample.js';
 import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../heads.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
@@ -17,6 +20,50 @@ export function createLlama2cView(el, { lib }) {
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
   const status = (text) => { el.status.textContent = text; };
+
+  // One click to a model: the sample pair, made in this tab from a checkpoint the page ships.
+  const sample = document.createElement('button');
+  sample.type = 'button';
+  sample.id = 'l2sample';
+  sample.className = 'secondary';
+  sample.textContent = `Open the sample (${SAMPLE.name})`;
+  sample.title = `A 3-layer character model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
+    + 'and tokenizer.bin (lower-case characters): scripts/make-sample-llama2c.mjs writes the same two files';
+  el.drop.append(sample);
+  sample.addEventListener('click', async () => {
+    sample.disabled = true;
+    status('Making the sample pair from the shipped checkpoint…');
+    try {
+      const r = await fetch(new URL(`../models/${SAMPLE.source}`, import.meta.url));
+      if (!r.ok) throw new Error(`could not fetch models/${SAMPLE.source}: HTTP ${r.status}`);
+      const pair = makeSampleLlama2c(lib, new Uint8Array(await r.arrayBuffer()));
+      el.text.value = SAMPLE.prompt;
+      await take([new File([pair.bin], `${SAMPLE.name}.bin`), new File([pair.tokenizer], 'tokenizer.bin')]);
+    } catch (e) {
+      status(e.message);
+    } finally {
+      sample.disabled = false;
+    }
+  });
+
+  // llama2.c's convention: token 1 is <s> (generation stops there) and 2 is </s>, and decode prints
+  // neither. A tokenizer whose pieces 1 and 2 are ordinary tokens (a model saved here from the
+  // number tasks or the chars tokenizer) neither stops there nor drops them.
+  const marks = () => /<s>/.test(model.tokenizer.pieces[1] ?? '');
+  const decode = (ids) => (marks() ? model.tokenizer.decode(ids) : Array.from(ids, (id) => model.tokenizer.piece(id)).join(''));
+  // The text as tokens; a tokenizer without byte pieces may still spell it lower-cased (the sample's).
+  function encode(text) {
+    try {
+      return { ids: model.tokenizer.encode(text), lowered: false };
+    } catch (e) {
+      if (text.toLowerCase() === text) throw e;
+      try {
+        return { ids: model.tokenizer.encode(text.toLowerCase()), lowered: true };
+      } catch {
+        throw e;
+      }
+    }
+  }
 
   async function take(list) {
     for (const f of list) {
@@ -110,20 +157,28 @@ export function createLlama2cView(el, { lib }) {
     const mine = ++run;
     try {
       const c = model.config;
-      const prompt = model.tokenizer.encode(el.text.value);
-      const room = Math.min(c.maxLen, MAX_SHOWN) - prompt.length;
-      if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${Math.min(c.maxLen, MAX_SHOWN)}`);
-      const want = Math.min(Number(el.count.value), room);
+      const { ids: prompt, lowered } = encode(el.text.value);
+      const cap = Math.min(c.maxLen, MAX_SHOWN), asked = Number(el.count.value);
+      const room = cap - prompt.length;
+      if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${cap}`);
+      const want = Math.min(asked, room);
       const t0 = performance.now();
-      const out = model.generate(prompt, { maxTokens: want, stop: 1 });
+      const out = model.generate(prompt, marks() ? { maxTokens: want, stop: 1 } : { maxTokens: want });
       const ms = performance.now() - t0;
       const ids = Int32Array.from([...prompt, ...out]);
       const { attention } = model.forward(ids);
       el.panel.dataset.tokens = JSON.stringify([...out]);
-      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache).`);
+      // why it stopped where it did, when that is before the count asked for
+      const why = out.length < want || out.at(-1) === 1 && marks()
+        ? 'it stopped at the start-of-text token <s> (id 1), where llama2.c\'s models end a text'
+        : want < asked ? `it stopped at ${want}: ${cap === c.maxLen ? `the model reads at most ${c.maxLen} tokens` : `this view `
+          + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
+      el.panel.dataset.stop = out.length < want || (out.at(-1) === 1 && marks()) ? 'bos' : want < asked ? 'length' : '';
+      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache)`
+        + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
       // token by token: the text grows and each head gains the new token's row
       for (let t = prompt.length; t <= ids.length && mine === run; t++) {
-        el.output.textContent = model.tokenizer.decode(ids.subarray(0, t));
+        el.output.textContent = decode(ids.subarray(0, t));
         last = { ids, attention, rows: t };
         draw(ids, attention, t);
         await new Promise((r) => setTimeout(r, 60));

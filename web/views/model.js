@@ -6,6 +6,8 @@ import { LIMITS } from '../state.js';
 import { MAX_LEN, SCHEDULES, SIZES, TASKS, WARMUP_STEPS, modelConfig, panelLr, taskOptions } from '../tasks.js';
 import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
+import { download } from './export.js';
+import { llama2cRefusal } from '../../wasm/llama2c.js';
 
 const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
 const plural = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
@@ -154,6 +156,27 @@ export function createModelView(el, { onChange, charsVocab }) {
   const noAttentionNote = document.createElement('p');
   noAttentionNote.className = 'note no-attention';
   let curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
+  // "Save as llama2.c": the model as llama2.c's two files, for the "Open a model file" panel or run.c;
+  // only a model llama2.c can hold (the llama block), else disabled with the reason as its title.
+  const saveRow = document.createElement('div');
+  saveRow.className = 'row buttons exports';
+  const save = document.createElement('button');
+  save.type = 'button';
+  save.id = 'msave-llama2c';
+  save.className = 'secondary small';
+  save.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
+  save.disabled = true;
+  save.title = 'No model yet';
+  saveRow.append(save);
+  el.exports.after(saveRow);
+  function allowSave(config) {
+    const why = config ? llama2cRefusal(config) : 'no model yet';
+    save.disabled = Boolean(why);
+    save.title = why ? `llama2.c cannot hold this model: ${why}. Choose Architecture: the llama block to save one.`
+      : 'Download model.bin and tokenizer.bin, the files "Open a model file" (and llama2.c\'s run.c) reads. '
+        + 'llama2.c reads token 1 as <s> and 2 as </s>.';
+  }
+  save.addEventListener('click', () => worker?.postMessage({ type: 'llama2c' }));
   let scheduled = false;
   requestAnimationFrame(drawCurves);
   el.curvesLegend.replaceChildren(...[['training batches (mean over ~50 ms of steps)', seriesStyle(0)],
@@ -206,6 +229,7 @@ export function createModelView(el, { onChange, charsVocab }) {
   // No model to show: empty curves, heatmaps and output, and Train off until one is made.
   function clearModel() {
     hasModel = false;
+    allowSave(null);
     setTraining(false);
     resetCurves();
     el.progress.value = 0;
@@ -231,7 +255,14 @@ export function createModelView(el, { onChange, charsVocab }) {
   }
 
   function receive(msg) {
-    if (msg.type === 'created') {
+    if (msg.type === 'llama2c') {
+      download('model.bin', new Blob([msg.bin], { type: 'application/octet-stream' }));
+      download('tokenizer.bin', new Blob([msg.tokenizer], { type: 'application/octet-stream' }));
+      el.panel.dataset.savedLlama2c = String(msg.bin.byteLength);
+    } else if (msg.type === 'llama2cError') {
+      status(`Save as llama2.c: ${msg.message}`);
+    } else if (msg.type === 'created') {
+      allowSave(msg.config);
       resetCurves();
       el.progress.value = 0;
       const c = msg.config;
