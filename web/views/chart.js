@@ -165,9 +165,8 @@ export function drawChart(canvas, {
     const [lo, hi] = [ymin, ymax];
     ymin = 10 ** (Math.floor(Math.log10(ymin) * 2) / 2); // whole or half decades keep the ticks readable
     ymax = 10 ** (Math.ceil(Math.log10(ymax) * 2) / 2);
-    // one value (one point, or a flat series) on a half-decade would sit on the frame: room either side
-    if (lo === hi && ymin >= lo * 0.999) ymin /= Math.sqrt(10);
-    if (lo === hi && ymax <= hi * 1.001) ymax *= Math.sqrt(10);
+    // one value (one point, or a flat series) would sit near the frame: half a decade either side
+    if (lo === hi) [ymin, ymax] = [lo / Math.sqrt(10), hi * Math.sqrt(10)];
     if (ymax <= ymin) ymax = ymin * 10;
   } else if (ymax <= ymin) { // one y on a linear axis: it sits in the middle
     const half = Math.max(Math.abs(ymin) * 0.25, 1e-9);
