@@ -20,6 +20,9 @@ export function createLlama2cView(el, { lib }) {
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
   const status = (text) => { el.status.textContent = text; };
+  // index.html gives the id l2names to both the files line (<p>) and the heads' list (<ul>), so
+  // $('l2names') finds the line: the list is the <ul> (the ids want renaming where main.js wires them)
+  const names = el.panel.querySelector('ul#l2names') ?? el.names;
 
   // One click to a model: the sample pair, made in this tab from a checkpoint the page ships.
   const sample = document.createElement('button');
@@ -131,10 +134,11 @@ export function createLlama2cView(el, { lib }) {
   el.probe.addEventListener('click', () => {
     if (!model) return;
     const c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
-    const tokens = [1, ...probeTokens(c.vocab, half, 5, Math.min(259, c.vocab - 1))]; // BOS, then ordinary pieces
+    // BOS, then ordinary pieces: past the byte pieces (3..258) when the vocabulary has room, else past <unk>, <s>, </s>
+    const tokens = [1, ...probeTokens(c.vocab, half, 5, c.vocab >= 259 + half ? 259 : 3)];
     const heads = scoreHeads(model.forward(tokens).attention, tokens);
     const induction = describeInduction(heads);
-    el.names.replaceChildren(...heads.map((h) => {
+    names.replaceChildren(...heads.map((h) => {
       const li = document.createElement('li');
       li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
         `(induction ${h.scores.induction.toFixed(2)}, previous token ${h.scores['previous token'].toFixed(2)})`;
