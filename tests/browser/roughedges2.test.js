@@ -123,6 +123,7 @@ test('item 10: at 1280 x 800 every select shows its chosen option in full', asyn
 test('item 9: the sinks chart is a moving average with its window named and the window marked; the text box starts full', async () => {
   const { page, problems } = await open();
   await page.waitForSelector('#sinks:not([hidden])', { timeout: LONG });
+  await page.$eval('#sinks', (el) => el.scrollIntoView()); // the text comes when the panel is in view
   await page.waitForFunction(() => document.querySelector('#stext').value.length > 1000, null, { timeout: LONG });
   await page.click('#srun');
   await page.waitForSelector('#sinks[data-done="1"]', { timeout: LONG });

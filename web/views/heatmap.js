@@ -279,7 +279,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
   tip.className = 'heatmap-tip';
   tip.setAttribute('aria-hidden', 'true');
   tip.hidden = true;
-  grid.after(tip);
+  labelNote.after(tip); // the note stays next to the grid (#heatmaps + .label-note)
   let tipAt = null; // () => the read cell's box on the screen
   // a fixed tip follows its cell when the page scrolls
   window.addEventListener('scroll', () => { if (!tip.hidden && tipAt) placeTip(tip.textContent, tipAt); }, { passive: true });

@@ -32,6 +32,7 @@ export function createLlama2cView(el, { lib }) {
   sample.textContent = `Open the sample (${SAMPLE.name})`;
   sample.title = `A 3-layer character model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
     + 'and tokenizer.bin (lower-case characters): scripts/make-sample-llama2c.mjs writes the same two files';
+  el.drop.querySelector('#l2sample')?.remove(); // main.js makes this view again on every settings change
   el.drop.append(sample);
   sample.addEventListener('click', async () => {
     sample.disabled = true;

@@ -28,11 +28,24 @@ export function movingAverage(xs, span, every = 1) {
 
 export function createSinksView(el, { lib }) {
   let model = null, defaultText = null;
-  // the default text is in the box from the start, as its label says
-  const textReady = fetch(new URL(TEXT, import.meta.url)).then((r) => (r.ok ? r.text() : null), () => null).then((t) => {
-    defaultText ??= t;
-    if (t && !el.text.value) el.text.value = t;
-  });
+  // The default text is in the box when the panel comes into view, as its label says (fetched then,
+  // not at page load: a page that never scrolls here never asks for it).
+  let textReady = null;
+  const fetchText = () => {
+    textReady ??= fetch(new URL(TEXT, import.meta.url)).then((r) => (r.ok ? r.text() : null), () => null).then((t) => {
+      defaultText ??= t;
+      if (t && !el.text.value) el.text.value = t;
+    });
+    return textReady;
+  };
+  const seen = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) {
+      seen.disconnect();
+      fetchText();
+    }
+  }, { rootMargin: '200px' });
+  seen.observe(el.panel);
+  el.text.addEventListener('focus', fetchText, { once: true });
 
   async function load() {
     if (!model) {
@@ -102,7 +115,7 @@ export function createSinksView(el, { lib }) {
 
   el.form.addEventListener('submit', (e) => { e.preventDefault(); run(); });
   el.reset.addEventListener('click', async () => {
-    await textReady;
+    await fetchText();
     if (defaultText) el.text.value = defaultText;
   });
   return { run };
