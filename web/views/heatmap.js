@@ -1,8 +1,9 @@
 // heatmap.js: the attention matrices as a grid of heatmaps, one per (layer,) head. Rows are query
 // positions i, columns key positions j, both labelled with the tokens; colour is viridis on one
 // shared scale 0..max, or per row 0..row max (the legend says which); hover, a tap (touch or pen)
-// or the arrow keys read (i, j, value) in a tooltip beside the cell and in a line under the grid. When cells are too small for every label, every k-th is
-// drawn and a line under the figure says so.
+// or the arrow keys read (i, j, value) in a tooltip beside the cell and in a line under the grid.
+// When cells are too small for every label, every k-th is drawn and a line under the figure says
+// so. With `columns`, the maps are thumbnails in a layer x head grid, one shown large on a click.
 import { VIRIDIS, viridisCss } from './colormap.js';
 import { download, gridToPng, heatmapsToSvg } from './export.js';
 
