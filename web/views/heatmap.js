@@ -304,6 +304,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
   // cells have room; its title or "Back to all heads" puts it away.
   function enlarge(k) {
     picked = k;
+    if (!big && k === null) return; // made on the first click, never empty (an unlabelled button and canvas)
     if (!big) {
       const box = document.createElement('div');
       box.className = 'heatmap-big';
