@@ -113,7 +113,8 @@ export function attentionMethods(core) {
      * A layer of form `name` that keeps its parameters: forward({ q, k, v, x?, returnWeights }),
      * backward({ q, k, v, x?, dout }) -> { dq, dk, dv, dx, dparams } (the gradients of
      * sum(dout * output); dparams one Float32Array over every tensor, in tensors' order), step(pos,
-     * { q, k, v, x }) -> the output row (generation; causal layers of forms with a step), params
+     * { q, k, v, x }) -> the output row (generation; causal layers of forms with a step: pos 0 starts
+     * a sequence, then 1, 2, ... in order; C refuses any other pos), params
      * (a copy; setParams writes them), tensors [{ name, size, trainable }], options (as finished:
      * defaults and derived values filled in), dispose(). Sizes and options as lib.attention.
      */

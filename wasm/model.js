@@ -56,6 +56,13 @@ function numberArg(what, value) {
 }
 
 /** Token ids as an Int32Array: an array or typed array of integers (C checks them against the vocabulary). */
+// A rolling cache's window: a whole number that fits the call (C checks it against maxLen and
+// says so; a number past int32 would reach it wrapped, so the range is named here too).
+function checkWindow(what, window, maxLen) {
+  if (!Number.isInteger(window) || window < -(2 ** 31) || window >= 2 ** 31)
+    fail(`${what}: window must be an integer in [1, maxLen = ${maxLen}], got ${describe(window)}`);
+}
+
 function checkTokens(what, tokens) {
   const ok = Array.isArray(tokens) || (ArrayBuffer.isView(tokens) && !(tokens instanceof DataView));
   if (!ok) fail(`${what} must be an array of token ids, got ${describe(tokens)}`);
@@ -318,7 +325,7 @@ export function modelMethods(core) {
         if (opts.window === undefined) fail(`${what}: sinks needs a window (the rolling cache's size)`);
         if (opts.cache === false) fail(`${what}: window and sinks are a cache's; they do not go with cache: false`);
         const window = opts.window, sinks = opts.sinks ?? 0;
-        if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+        checkWindow(what, window, c.maxLen);
         if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
         const specs = [{ name: 'out', bytes: Math.max(maxTokens, 1) * 4 }, { name: 'count', bytes: 4 },
           { name: 'prompt', bytes: p.length * 4, from: p }];
@@ -355,7 +362,7 @@ export function modelMethods(core) {
       checkKeys(what, opts, ['window', 'sinks', 'recompute']);
       const t = checkTokens(`${what}: tokens`, tokens);
       const window = opts.window ?? this.config.maxLen, sinks = opts.sinks ?? 0;
-      if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+      checkWindow(what, window, this.config.maxLen);
       if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
       const recompute = checkBool(`${what}: recompute`, opts.recompute ?? false);
       if (recompute && opts.sinks) fail(`${what}: recompute reads the last window tokens afresh; it keeps no sinks`);
