@@ -90,12 +90,8 @@ export function checkMask(name, mask, length) {
 /** Rejects option keys the caller may have misspelt. */
 export function checkKeys(what, opts, allowed) {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) fail(`${what} expects an options object, got ${describe(opts)}`);
-  for (const key of Object.keys(opts)) {
+  for (const key of Object.keys(opts))
     if (!allowed.includes(key)) fail(`${what}: unknown option "${key}" (known: ${allowed.join(', ')})`);
-    // null is not a way to ask for the default: an option left out is (a null from a bug elsewhere
-    // would otherwise pick the default in silence)
-    if (opts[key] === null) fail(`${what}: ${key} is null; leave it out for its default`);
-  }
   return opts;
 }
 
