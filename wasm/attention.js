@@ -26,17 +26,17 @@ export function attentionMethods(core) {
     const [index, form] = formOf(what, name);
     if (opts === null || typeof opts !== 'object') fail(`${what}: options must be an object, got ${describe(opts)}`);
     checkKeys(what, opts, [...SHAPE_KEYS, ...dataKeys]);
-    const given = opts.attentionOptions ?? {};
+    const given = opts.attentionOptions !== undefined ? opts.attentionOptions : {};
     if (given === null || typeof given !== 'object' || Array.isArray(given))
       fail(`${what}: attentionOptions must be an object, got ${describe(given)}`);
     const n = checkSize(`${what}: n`, opts.n);
-    const m = checkSize(`${what}: m`, opts.m ?? n);
+    const m = checkSize(`${what}: m`, opts.m !== undefined ? opts.m : n);
     const d = checkSize(`${what}: d`, opts.d);
-    const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
+    const heads = checkSize(`${what}: heads`, opts.heads !== undefined ? opts.heads : 1);
     if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
-    const causal = checkBool(`${what}: causal`, opts.causal ?? false);
-    const maxLen = checkSize(`${what}: maxLen`, opts.maxLen ?? Math.max(n, m));
-    const seed = checkSeed(`${what}: seed`, opts.seed ?? 1);
+    const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : false);
+    const maxLen = checkSize(`${what}: maxLen`, opts.maxLen !== undefined ? opts.maxLen : Math.max(n, m));
+    const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 1);
     if (causal && !form.causal) fail(`${what}: attention "${name}" has no causal form${form.whyNotCausal ? ` (${form.whyNotCausal})` : ''}`);
     if (!causal && !form.nonCausal) fail(`${what}: attention "${name}" has no non-causal form`);
     if (m !== n && causal) fail(`${what}: causal attention needs m = n, got n = ${n}, m = ${m}`);
@@ -67,7 +67,7 @@ export function attentionMethods(core) {
     checkF32(`${what}: k`, data.k, m * d, `m * d = ${m} * ${d}`, { scan: false });
     checkF32(`${what}: v`, data.v, m * d, `m * d = ${m} * ${d}`, { scan: false });
     if (data.x !== undefined) checkF32(`${what}: x`, data.x, n * d, `n * d = ${n} * ${d}`, { scan: false });
-    const x = data.x ?? data.q;
+    const x = data.x !== undefined ? data.x : data.q;
     return [
       { name: 'x', bytes: x.byteLength, from: x, finite: true },
       { name: 'q', bytes: data.q.byteLength, from: data.q, finite: true },
@@ -100,7 +100,7 @@ export function attentionMethods(core) {
      */
     attention(name, opts) {
       const what = `attention("${typeof name === 'string' ? name : '?'}")`;
-      const returnWeights = checkBool(`${what}: returnWeights`, opts?.returnWeights ?? false);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts?.returnWeights !== undefined ? opts?.returnWeights : false);
       const L = makeLayer(what, name, opts, ['q', 'k', 'v', 'x', 'returnWeights']);
       try {
         return forward(what, L, opts, returnWeights, false);
@@ -113,7 +113,8 @@ export function attentionMethods(core) {
      * A layer of form `name` that keeps its parameters: forward({ q, k, v, x?, returnWeights }),
      * backward({ q, k, v, x?, dout }) -> { dq, dk, dv, dx, dparams } (the gradients of
      * sum(dout * output); dparams one Float32Array over every tensor, in tensors' order), step(pos,
-     * { q, k, v, x }) -> the output row (generation; causal layers of forms with a step), params
+     * { q, k, v, x }) -> the output row (generation; causal layers of forms with a step: pos 0 starts
+     * a sequence, then 1, 2, ... in order; C refuses any other pos), params
      * (a copy; setParams writes them), tensors [{ name, size, trainable }], options (as finished:
      * defaults and derived values filled in), dispose(). Sizes and options as lib.attention.
      */
@@ -138,7 +139,7 @@ export function attentionMethods(core) {
         forward(data) {
           alive('forward');
           checkKeys(`${what}.forward`, data, ['q', 'k', 'v', 'x', 'returnWeights']);
-          return forward(`${what}.forward`, L, data, checkBool(`${what}.forward: returnWeights`, data.returnWeights ?? false), true);
+          return forward(`${what}.forward`, L, data, checkBool(`${what}.forward: returnWeights`, data.returnWeights !== undefined ? data.returnWeights : false), true);
         },
         backward(data) {
           alive('backward');
@@ -165,7 +166,7 @@ export function attentionMethods(core) {
           for (const key of ['q', 'k', 'v']) checkF32(`${w}: ${key}`, data[key], d, `d = ${d}`);
           if (data.x !== undefined) checkF32(`${w}: x`, data.x, d, `d = ${d}`);
           if (!Number.isInteger(pos) || pos < 0 || pos >= L.maxLen) fail(`${w}: pos must be an integer in [0, maxLen = ${L.maxLen}), got ${describe(pos)}`);
-          const x = data.x ?? data.q;
+          const x = data.x !== undefined ? data.x : data.q;
           return core.withBuffers(w, [{ name: 'x', bytes: d * 4, from: x }, { name: 'q', bytes: d * 4, from: data.q },
             { name: 'k', bytes: d * 4, from: data.k }, { name: 'v', bytes: d * 4, from: data.v }, { name: 'out', bytes: d * 4 }],
           ([xp, qp, kp, vp, op]) => {

@@ -41,11 +41,11 @@ export function gatedMethods(core) {
       const shapes = checkAttentionShapes(what, opts);
       const { n, d, dv, heads } = shapes;
       const gates = checkPerHead(`${what}: gates`, opts.gates, n, heads, 0, 1, true);
-      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', MODES);
-      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 64);
+      const mode = checkOneOf(`${what}: mode`, opts.mode !== undefined ? opts.mode : 'chunked', MODES);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk !== undefined ? opts.chunk : 64);
       if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
       const g = Float32Array.from(gates, (a) => Math.log(a)); // the kernel takes log a: products become sums
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pg]) =>
         core.exports.aw_gated_linear(out, w, q, k, v, pg, n, d, dv, heads, scale, MODES.indexOf(mode), chunk),
@@ -64,11 +64,11 @@ export function gatedMethods(core) {
       const shapes = checkAttentionShapes(what, opts);
       const { n, d, dv, heads } = shapes;
       const gates = checkPerHead(`${what}: gates`, opts.gates, n, d, 0, 1, true, 'channel');
-      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', MODES);
-      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 16);
+      const mode = checkOneOf(`${what}: mode`, opts.mode !== undefined ? opts.mode : 'chunked', MODES);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk !== undefined ? opts.chunk : 16);
       if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
       const g = Float32Array.from(gates, (a) => Math.log(a));
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pg]) =>
         core.exports.aw_gla(out, w, q, k, v, pg, n, d, dv, heads, scale, MODES.indexOf(mode), chunk),
@@ -89,11 +89,11 @@ export function gatedMethods(core) {
       const { n, d, dv, heads } = shapes;
       const beta = Float32Array.from(checkPerHead(`${what}: beta`, opts.beta, n, heads, 0, 1, false));
       const gates = opts.gates === undefined ? null : Float32Array.from(checkPerHead(`${what}: gates`, opts.gates, n, heads, 0, 1, true));
-      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'chunked', DELTA_MODES);
-      const chunk = checkSize(`${what}: chunk`, opts.chunk ?? 16);
+      const mode = checkOneOf(`${what}: mode`, opts.mode !== undefined ? opts.mode : 'chunked', DELTA_MODES);
+      const chunk = checkSize(`${what}: chunk`, opts.chunk !== undefined ? opts.chunk : 16);
       if (opts.chunk !== undefined && mode !== 'chunked') fail(`${what}: chunk applies to mode 'chunked' only (mode is '${mode}')`);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [pb, pa]) =>
         core.exports.aw_delta_rule(out, w, q, k, v, pb, gates ? pa : 0, n, d, dv, heads, scale, DELTA_MODES.indexOf(mode), chunk),
       [{ name: 'beta', bytes: beta.length * 4, from: beta }, { name: 'gates', bytes: gates ? gates.length * 4 : 0, from: gates }]);

@@ -86,7 +86,11 @@ export interface AttentionLayer<N extends AttentionName = AttentionName> {
   backward(data: FormAttentionInputs & { dout: Float32Array }): {
     dq: Float32Array; dk: Float32Array; dv: Float32Array; dx: Float32Array; dparams: Float32Array;
   };
-  /** generation (causal layers of forms with a step): row pos's output (d) from its q, k, v, x rows (d each) */
+  /**
+   * generation (causal layers of forms with a step): row pos's output (d) from its q, k, v, x rows
+   * (d each). pos 0 starts a sequence; then 1, 2, ... in order (a step reads the state the earlier
+   * ones left): any other pos is an Error naming the one expected.
+   */
   step(pos: number, data: FormAttentionInputs): Float32Array;
   /** a copy of the parameters (setParams writes them) */
   readonly params: Float32Array;

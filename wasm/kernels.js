@@ -12,13 +12,13 @@ export function kernelMethods(core) {
       const what = 'kernels.matmul';
       checkKeys(what, opts, ['M', 'N', 'K', 'transA', 'transB', 'reference']);
       const M = checkSize(`${what}: M`, opts.M), N = checkSize(`${what}: N`, opts.N), K = checkSize(`${what}: K`, opts.K);
-      const transA = checkBool(`${what}: transA`, opts.transA ?? false);
-      const transB = checkBool(`${what}: transB`, opts.transB ?? false);
+      const transA = checkBool(`${what}: transA`, opts.transA !== undefined ? opts.transA : false);
+      const transB = checkBool(`${what}: transB`, opts.transB !== undefined ? opts.transB : false);
       if (transA && transB) fail(`${what}: transA and transB together are not offered`);
       checkF32(`${what}: a`, a, M * K, `M*K = ${M}*${K}`, { scan: false });
       checkF32(`${what}: b`, b, K * N, `K*N = ${K}*${N}`, { scan: false });
       const variant = transB ? 1 : transA ? 2 : 0;
-      const ref = checkBool(`${what}: reference`, opts.reference ?? false);
+      const ref = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
       return core.withBuffers(what, [
         { name: 'c', bytes: M * N * 4 },
         { name: 'a', bytes: M * K * 4, from: a, finite: true },

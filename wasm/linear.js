@@ -27,11 +27,11 @@ export function linearMethods(core) {
     linearAttention(opts) {
       const what = 'linearAttention';
       checkKeys(what, opts, OPTIONS);
-      const feature = checkOneOf(`${what}: feature`, opts.feature ?? 'elu+1', FEATURES);
-      const causal = checkBool(`${what}: causal`, opts.causal ?? false);
-      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'parallel', MODES);
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
+      const feature = checkOneOf(`${what}: feature`, opts.feature !== undefined ? opts.feature : 'elu+1', FEATURES);
+      const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : false);
+      const mode = checkOneOf(`${what}: mode`, opts.mode !== undefined ? opts.mode : 'parallel', MODES);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
       const shapes = checkAttentionShapes(what, opts);
       const { n, m, d, dv, heads } = shapes;
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v) =>
@@ -47,11 +47,11 @@ export function linearMethods(core) {
       const what = 'linearAttentionState';
       checkKeys(what, opts, STATE_OPTIONS);
       const d = checkSize(`${what}: d`, opts.d);
-      const dv = checkSize(`${what}: dv`, opts.dv ?? d);
-      const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
+      const dv = checkSize(`${what}: dv`, opts.dv !== undefined ? opts.dv : d);
+      const heads = checkSize(`${what}: heads`, opts.heads !== undefined ? opts.heads : 1);
       if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
       if (dv % heads) fail(`${what}: dv (${dv}) must be divisible by heads (${heads})`);
-      const feature = checkOneOf(`${what}: feature`, opts.feature ?? 'elu+1', FEATURES);
+      const feature = checkOneOf(`${what}: feature`, opts.feature !== undefined ? opts.feature : 'elu+1', FEATURES);
       const ex = core.exports;
       // One scratch block for a step's q, k, v and output, kept for the state's lifetime.
       const scratchBytes = (2 * d + 2 * dv) * 4;

@@ -20,10 +20,10 @@ export function localMethods(core) {
       const { n, m, d, dv, heads } = shapes;
       const window = checkSize(`${what}: window`, opts.window);
       const stride = opts.stride === undefined ? 0 : checkSize(`${what}: stride`, opts.stride);
-      const causal = checkBool(`${what}: causal`, opts.causal ?? true);
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : true);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v) =>
         core.exports.aw_local_attention(out, w, q, k, v, n, m, d, dv, heads, window, stride, causal ? 1 : 0, scale,
           reference ? 1 : 0));

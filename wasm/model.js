@@ -56,6 +56,13 @@ function numberArg(what, value) {
 }
 
 /** Token ids as an Int32Array: an array or typed array of integers (C checks them against the vocabulary). */
+// A rolling cache's window: a whole number that fits the call (C checks it against maxLen and
+// says so; a number past int32 would reach it wrapped, so the range is named here too).
+function checkWindow(what, window, maxLen) {
+  if (!Number.isInteger(window) || window < -(2 ** 31) || window >= 2 ** 31)
+    fail(`${what}: window must be an integer in [1, maxLen = ${maxLen}], got ${describe(window)}`);
+}
+
 function checkTokens(what, tokens) {
   const ok = Array.isArray(tokens) || (ArrayBuffer.isView(tokens) && !(tokens instanceof DataView));
   if (!ok) fail(`${what} must be an array of token ids, got ${describe(tokens)}`);
@@ -264,7 +271,7 @@ export function modelMethods(core) {
       const tok = checkTokens(`${what}: tokens`, tokens);
       const encdec = c.arch === 'encoder-decoder', rnn = isRnn(c.arch);
       if (!hasSource(c.arch) && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
-      const src = hasSource(c.arch) ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
+      const src = hasSource(c.arch) ? checkTokens(`${what}: source`, opts.source !== undefined ? opts.source : fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
       // longer than maxLen: C says so before these buffers are needed, so size them for at most maxLen
       const T = Math.min(tok.length, c.maxLen), S = src ? Math.min(src.length, c.maxLen) : 0, V = c.vocab;
       // the GRU archs: no self-attention; gru-attention's alignment as one layer of one head
@@ -302,23 +309,23 @@ export function modelMethods(core) {
       const c = this.config;
       const encdec = hasSource(c.arch);
       const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
-      const maxTokens = opts.maxTokens ?? 16;
+      const maxTokens = opts.maxTokens !== undefined ? opts.maxTokens : 16;
       if (!Number.isInteger(maxTokens) || maxTokens < 0 || maxTokens > 1 << 20) fail(`${what}: maxTokens must be an integer >= 0, got ${describe(maxTokens)}`);
-      const temperature = checkFiniteNumber(`${what}: temperature`, opts.temperature ?? 0);
+      const temperature = checkFiniteNumber(`${what}: temperature`, opts.temperature !== undefined ? opts.temperature : 0);
       if (temperature < 0) fail(`${what}: temperature must be >= 0 (0 = greedy), got ${temperature}`);
-      const topK = opts.topK ?? 0;
+      const topK = opts.topK !== undefined ? opts.topK : 0;
       if (!Number.isInteger(topK) || topK < 0 || topK >= 2 ** 31) fail(`${what}: topK must be an integer >= 0 (0 = all), got ${describe(topK)}`);
-      const seed = checkSeed(`${what}: seed`, opts.seed ?? 1);
-      const stop = opts.stop ?? -1;
+      const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 1);
+      const stop = opts.stop !== undefined ? opts.stop : -1;
       if (stop !== -1 && (!Number.isInteger(stop) || stop < 0 || stop >= c.vocab)) fail(`${what}: stop must be a token id in [0, ${c.vocab}), got ${describe(stop)}`);
-      const cache = checkBool(`${what}: cache`, opts.cache ?? true);
+      const cache = checkBool(`${what}: cache`, opts.cache !== undefined ? opts.cache : true);
       if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
-      const src = encdec ? checkTokens(`${what}: source`, opts.source ?? fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
+      const src = encdec ? checkTokens(`${what}: source`, opts.source !== undefined ? opts.source : fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
       if (opts.window !== undefined || opts.sinks !== undefined) { // a rolling cache: past maxLen
         if (opts.window === undefined) fail(`${what}: sinks needs a window (the rolling cache's size)`);
         if (opts.cache === false) fail(`${what}: window and sinks are a cache's; they do not go with cache: false`);
-        const window = opts.window, sinks = opts.sinks ?? 0;
-        if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+        const window = opts.window, sinks = opts.sinks !== undefined ? opts.sinks : 0;
+        checkWindow(what, window, c.maxLen);
         if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
         const specs = [{ name: 'out', bytes: Math.max(maxTokens, 1) * 4 }, { name: 'count', bytes: 4 },
           { name: 'prompt', bytes: p.length * 4, from: p }];
@@ -354,10 +361,10 @@ export function modelMethods(core) {
       this.#live(what);
       checkKeys(what, opts, ['window', 'sinks', 'recompute']);
       const t = checkTokens(`${what}: tokens`, tokens);
-      const window = opts.window ?? this.config.maxLen, sinks = opts.sinks ?? 0;
-      if (!Number.isInteger(window)) fail(`${what}: window must be an integer, got ${describe(window)}`);
+      const window = opts.window !== undefined ? opts.window : this.config.maxLen, sinks = opts.sinks !== undefined ? opts.sinks : 0;
+      checkWindow(what, window, this.config.maxLen);
       if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
-      const recompute = checkBool(`${what}: recompute`, opts.recompute ?? false);
+      const recompute = checkBool(`${what}: recompute`, opts.recompute !== undefined ? opts.recompute : false);
       if (recompute && opts.sinks) fail(`${what}: recompute reads the last window tokens afresh; it keeps no sinks`);
       const specs = [{ name: 'tokens', bytes: t.length * 4, from: t }, { name: 'losses', bytes: Math.max(t.length - 1, 1) * 4 }];
       return core.withBuffers(what, specs, ([tp, lp]) => {
@@ -407,7 +414,7 @@ export function modelMethods(core) {
       const what = 'save';
       this.#live(what);
       checkKeys(what, opts, ['optimizer']);
-      const optim = checkBool(`${what}: optimizer`, opts.optimizer ?? false) ? 1 : 0;
+      const optim = checkBool(`${what}: optimizer`, opts.optimizer !== undefined ? opts.optimizer : false) ? 1 : 0;
       const bytes = core.withBuffers(what, [{ name: 'size', bytes: 4 }], ([sp]) => {
         core.check(ex.aw_model_save_size(this.handle, optim, sp), what);
         return new Int32Array(core.memory.buffer, sp, 1)[0];
@@ -450,8 +457,8 @@ export function modelMethods(core) {
       };
       const B = int('batchSize', 2), T = int('length', Math.min(6, c.maxLen));
       const S = hasSource(c.arch) ? int('sourceLength', Math.min(5, c.maxLen)) : 0;
-      const seed = checkSeed(`${what}: seed`, opts.seed ?? 77);
-      const mutate = opts.mutate ?? null;
+      const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 77);
+      const mutate = opts.mutate !== undefined ? opts.mutate : null;
       if (mutate !== null) {
         checkKeys(`${what}: mutate`, mutate, ['tensor', 'factor']);
         if (typeof mutate.tensor !== 'string') fail(`${what}: mutate.tensor must be a tensor name, got ${describe(mutate.tensor)}`);

@@ -52,14 +52,14 @@ export function retentionMethods(core) {
       const shapes = checkAttentionShapes(what, opts);
       const { n, m, d, dv, heads } = shapes;
       if (m !== n) fail(`${what}: m (${m}) must equal n (${n}): retention is self-attention over one sequence`);
-      const causal = checkBool(`${what}: causal`, opts.causal ?? true);
-      const mode = checkOneOf(`${what}: mode`, opts.mode ?? 'parallel', MODES);
+      const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : true);
+      const mode = checkOneOf(`${what}: mode`, opts.mode !== undefined ? opts.mode : 'parallel', MODES);
       if (!causal && mode !== 'parallel') fail(`${what}: mode "${mode}" needs causal: true (the recurrent and chunked forms run left to right)`);
       const chunk = opts.chunk === undefined ? 0 : checkSize(`${what}: chunk`, opts.chunk); // C: chunked mode only
       const gamma = opts.gamma === undefined ? null : checkGammas(`${what}: gamma`, opts.gamma, heads);
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [g]) =>
         core.exports.aw_retention(out, w, q, k, v, g, n, d, dv, heads, causal ? 1 : 0, scale, MODES.indexOf(mode), chunk,
           reference ? 1 : 0),
@@ -78,12 +78,12 @@ export function retentionMethods(core) {
       const shapes = checkAttentionShapes(what, opts);
       const { n, m, d, dv, heads } = shapes;
       if (m !== n) fail(`${what}: m (${m}) must equal n (${n}): E and F project the one sequence's keys and values`);
-      const causal = checkBool(`${what}: causal`, opts.causal ?? false);
-      const proj = checkSize(`${what}: proj`, opts.proj ?? 8);
-      const maxLen = checkSize(`${what}: maxLen`, opts.maxLen ?? n);
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : false);
+      const proj = checkSize(`${what}: proj`, opts.proj !== undefined ? opts.proj : 8);
+      const maxLen = checkSize(`${what}: maxLen`, opts.maxLen !== undefined ? opts.maxLen : n);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
       let { E, F } = opts;
       if ((E === undefined) !== (F === undefined)) fail(`${what}: give both E and F, or neither`);
       const seed = checkSeed(`${what}: seed`, opts.seed === undefined ? 1 : opts.seed);

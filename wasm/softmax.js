@@ -11,10 +11,10 @@ const OPTIONS = ['q', 'k', 'v', 'n', 'm', 'd', 'dv', 'heads', 'causal', 'keyMask
  */
 export function checkAttentionShapes(what, opts) {
   const n = checkSize(`${what}: n`, opts.n);
-  const m = checkSize(`${what}: m`, opts.m ?? n);
+  const m = checkSize(`${what}: m`, opts.m !== undefined ? opts.m : n);
   const d = checkSize(`${what}: d`, opts.d);
-  const dv = checkSize(`${what}: dv`, opts.dv ?? d);
-  const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
+  const dv = checkSize(`${what}: dv`, opts.dv !== undefined ? opts.dv : d);
+  const heads = checkSize(`${what}: heads`, opts.heads !== undefined ? opts.heads : 1);
   if (d % heads) fail(`${what}: d (${d}) must be divisible by heads (${heads})`);
   if (dv % heads) fail(`${what}: dv (${dv}) must be divisible by heads (${heads})`);
   // values are checked in wasm after the copy: pass q, k, v to withBuffers with finite: true
@@ -59,10 +59,10 @@ export function softmaxMethods(core) {
       checkKeys(what, opts, OPTIONS);
       const shapes = checkAttentionShapes(what, opts);
       const { n, m, d, dv, heads } = shapes;
-      const causal = checkBool(`${what}: causal`, opts.causal ?? false);
-      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${what}: reference`, opts.reference ?? false);
-      const scale = checkFiniteNumber(`${what}: scale`, opts.scale ?? 1 / Math.sqrt(d / heads));
+      const causal = checkBool(`${what}: causal`, opts.causal !== undefined ? opts.causal : false);
+      const returnWeights = checkBool(`${what}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${what}: reference`, opts.reference !== undefined ? opts.reference : false);
+      const scale = checkFiniteNumber(`${what}: scale`, opts.scale !== undefined ? opts.scale : 1 / Math.sqrt(d / heads));
       const mask = opts.keyMask === undefined ? null : checkMask(`${what}: keyMask`, opts.keyMask, m);
       return runAttention(core, what, shapes, opts, returnWeights, (out, w, q, k, v, [km]) =>
         core.exports.aw_softmax_attention(out, w, q, k, v, km, n, m, d, dv, heads, causal ? 1 : 0, scale, reference ? 1 : 0),

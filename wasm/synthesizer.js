@@ -43,8 +43,8 @@ function checkConfig(opts) {
   const variant = checkOneOf(`${what}: variant`, opts.variant, VARIANTS);
   const d = checkSize(`${what}: d`, opts.d);
   const maxLen = checkSize(`${what}: maxLen`, opts.maxLen);
-  const heads = checkSize(`${what}: heads`, opts.heads ?? 1);
-  const seed = checkSeed(`${what}: seed`, opts.seed ?? 0);
+  const heads = checkSize(`${what}: heads`, opts.heads !== undefined ? opts.heads : 1);
+  const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 0);
   let components = [variant];
   if (variant === 'mixture') {
     const c = opts.components;
@@ -80,7 +80,7 @@ function checkConfig(opts) {
     if (opts.k === undefined) fail(`${what}: factorized-random needs k (a positive integer: the rank of R1 R2^T)`);
     k = checkSize(`${what}: k`, opts.k);
   }
-  const trainable = checkBool(`${what}: trainable`, opts.trainable ?? true);
+  const trainable = checkBool(`${what}: trainable`, opts.trainable !== undefined ? opts.trainable : true);
   const cfg = { variant, d, maxLen, heads, seed, components, a, b, k, trainable };
   let floats = components.reduce((s, kind) => s + kindFloats(kind, cfg), 0);
   if (variant === 'mixture') floats += heads * components.length;
@@ -164,9 +164,9 @@ export function synthesizerMethods(core) {
         checkF32(`${fw}: q`, opts.q, n * dqk, `n*dqk = ${n}*${dqk}`);
         checkF32(`${fw}: k`, opts.k, n * dqk, `n*dqk = ${n}*${dqk}`);
       }
-      const causal = checkBool(`${fw}: causal`, opts.causal ?? false);
-      const returnWeights = checkBool(`${fw}: returnWeights`, opts.returnWeights ?? false);
-      const reference = checkBool(`${fw}: reference`, opts.reference ?? false);
+      const causal = checkBool(`${fw}: causal`, opts.causal !== undefined ? opts.causal : false);
+      const returnWeights = checkBool(`${fw}: returnWeights`, opts.returnWeights !== undefined ? opts.returnWeights : false);
+      const reference = checkBool(`${fw}: reference`, opts.reference !== undefined ? opts.reference : false);
       const use = (name) => (name === 'x' ? needsX : hasDot) && opts[name] !== undefined;
       const specs = [
         { name: 'output', bytes: n * dv * 4 },

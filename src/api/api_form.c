@@ -22,6 +22,7 @@ typedef struct {
     float *saved;          // what the last forward saved for the backward (saved_floats(T, Tk))
     size_t saved_T, saved_Tk;
     float *state;          // generation: step_floats(L) floats
+    size_t next_pos;       // generation: the position step takes next (0 always starts a new sequence)
 } aw_form_layer;
 
 AW_API int aw_form_layer_new(aw_form_layer **out, int32_t form, int32_t C, int32_t H, int32_t L, int32_t causal,
@@ -154,7 +155,9 @@ AW_API int aw_form_layer_backward(aw_form_layer *l, float *dx, float *dq, float 
 }
 
 // Generation, one token at a time: position pos's output row (C) from its x, q, k, v rows; pos 0
-// starts a new sequence. AW_ERR_STATE for a form without a step (flag AW_FORM_STEP unset).
+// starts a new sequence, and after it positions come in order (1, 2, ...): a step reads the state
+// the steps before it left, so any other position is refused. AW_ERR_STATE for a form without a
+// step (flag AW_FORM_STEP unset).
 AW_API int aw_form_layer_step(aw_form_layer *l, float *out, const float *x, const float *q, const float *k,
                               const float *v, int32_t pos) {
     if (!l->ready) return aw_fail(AW_ERR_STATE, "the layer is not set up");
@@ -162,10 +165,15 @@ AW_API int aw_form_layer_step(aw_form_layer *l, float *out, const float *x, cons
         return aw_fail(AW_ERR_STATE, "attention \"%s\" has no step (generation re-runs its full forward)", l->form->name);
     if (!l->causal) return aw_fail(AW_ERR_STATE, "step needs a causal layer (causal: true)");
     if (pos < 0 || (size_t)pos >= l->L) return aw_fail(AW_ERR_ARG, "pos must be in [0, maxLen = %zu), got %d", l->L, (int)pos);
+    if (pos != 0 && (size_t)pos != l->next_pos)
+        return aw_fail(AW_ERR_ARG, "pos %d is out of order: the next position is %zu (steps run 0, 1, 2, ... in order; "
+                                   "pos 0 starts a new sequence)", (int)pos, l->next_pos);
     if (!l->state) {
         const size_t n = l->form->step_floats(&l->f, l->L);
         if (n == AW_SIZE_INVALID || !(l->state = aw_alloc_floats(n ? n : 1)))
             return aw_fail(AW_ERR_NOMEM, "out of memory for the generation state");
     }
-    return api_done(l->form->step(&l->f, l->state, l->L, out, x, q, k, v, (size_t)pos));
+    const int st = l->form->step(&l->f, l->state, l->L, out, x, q, k, v, (size_t)pos);
+    l->next_pos = st ? 0 : (size_t)pos + 1; // after a failed step only a new sequence is safe
+    return api_done(st);
 }

@@ -219,12 +219,29 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
     return AW_OK;
 }
 
+// topK keeps the k likeliest tokens: at most the vocabulary (0 keeps them all).
+static int check_top_k(const aw_model *m, int32_t top_k) {
+    if (top_k < 0 || top_k > m->cfg.vocab)
+        return aw_fail(AW_ERR_ARG, "topK must be an integer in [0, vocab = %d] (0 = all), got %d", (int)m->cfg.vocab,
+                       (int)top_k);
+    return AW_OK;
+}
+
+// A rolling cache's sizes, named, before they become size_t (the rest: model_stream_check).
+static int check_window(const aw_model *m, int32_t window, int32_t sinks) {
+    if (window < 1)
+        return aw_fail(AW_ERR_ARG, "window must be an integer in [1, maxLen = %d], got %d", (int)m->cfg.max_len, (int)window);
+    if (sinks < 0) return aw_fail(AW_ERR_ARG, "sinks must be an integer >= 0, got %d", (int)sinks);
+    return AW_OK;
+}
+
 // Generation (see model_generate): out (max_new), *n_out tokens written.
 AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t max_new, const int32_t *prompt,
                              int32_t np, const int32_t *src, int32_t ns, float temperature, int32_t top_k, uint32_t seed,
                              int32_t stop_token, int32_t use_cache) {
     aw_clear_error();
-    if (max_new < 0 || np <= 0 || ns < 0 || top_k < 0) return aw_fail(AW_ERR_ARG, "generate: bad sizes");
+    if (max_new < 0 || np <= 0 || ns < 0) return aw_fail(AW_ERR_ARG, "generate: bad sizes");
+    if (check_top_k(m, top_k)) return AW_ERR_ARG;
     size_t n = 0;
     const int st = model_generate(m, out, &n, (size_t)max_new, prompt, (size_t)np, src, (size_t)ns, temperature, top_k,
                                   seed, stop_token, use_cache);
@@ -237,7 +254,8 @@ AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t 
 AW_API int aw_model_stream_losses(aw_model *m, const int32_t *tokens, int32_t n, int32_t window, int32_t sinks,
                                   int32_t recompute, float *losses) {
     aw_clear_error();
-    if (n < 0 || window < 0 || sinks < 0) return aw_fail(AW_ERR_ARG, "streamLosses: bad sizes");
+    if (n < 0) return aw_fail(AW_ERR_ARG, "streamLosses: bad sizes");
+    if (check_window(m, window, sinks)) return AW_ERR_ARG;
     return api_done(model_stream_losses(m, tokens, (size_t)n, (size_t)window, (size_t)sinks, recompute != 0, losses));
 }
 
@@ -245,7 +263,8 @@ AW_API int aw_model_stream_generate(aw_model *m, int32_t *out, int32_t *n_out, i
                                     int32_t np, int32_t window, int32_t sinks, float temperature, int32_t top_k,
                                     uint32_t seed, int32_t stop_token) {
     aw_clear_error();
-    if (max_new < 0 || np <= 0 || window < 0 || sinks < 0 || top_k < 0) return aw_fail(AW_ERR_ARG, "generate: bad sizes");
+    if (max_new < 0 || np <= 0) return aw_fail(AW_ERR_ARG, "generate: bad sizes");
+    if (check_window(m, window, sinks) || check_top_k(m, top_k)) return AW_ERR_ARG;
     size_t n = 0;
     const int st = model_stream_generate(m, out, &n, (size_t)max_new, prompt, (size_t)np, (size_t)window, (size_t)sinks,
                                          temperature, top_k, seed, stop_token);

@@ -13,8 +13,9 @@ AW_API int aw_retention(float *out, float *weights, const float *q, const float 
                         int32_t n, int32_t d, int32_t dv, int32_t heads, int32_t causal, float scale, int32_t mode,
                         int32_t chunk, int32_t path) {
     aw_clear_error();
-    if (n <= 0 || d <= 0 || dv <= 0 || heads <= 0 || chunk < 0)
-        return aw_fail(AW_ERR_ARG, "retention: sizes must be positive");
+    if (n <= 0 || d <= 0 || dv <= 0 || heads <= 0) return aw_fail(AW_ERR_ARG, "retention: sizes must be positive");
+    if (chunk < 0 || chunk > AW_CHUNK_MAX)
+        return aw_fail(AW_ERR_ARG, "retention: chunk must be an integer in [1, %d], got %d", AW_CHUNK_MAX, (int)chunk);
     if (chunk != 0 && mode != 2)
         return aw_fail(AW_ERR_ARG, "retention: chunk = %d applies to mode 'chunked' only (mode is '%s')", (int)chunk,
                        mode == 0 ? "parallel" : mode == 1 ? "recurrent" : "unknown");

@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+// The longest chunk a chunked form takes (its scratch grows with chunk^2 per head): the range
+// [1, AW_CHUNK_MAX] of the forms' chunk option and of the gated functions' chunk argument.
+enum { AW_CHUNK_MAX = 4096 };
+
 // *r = a * b; returns 1 when it does not fit (then *r = SIZE_MAX).
 static inline int aw_mul_overflows(size_t *r, size_t a, size_t b) {
     if (__builtin_mul_overflow(a, b, r)) {

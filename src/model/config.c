@@ -156,6 +156,17 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     // dModel rounded up to a multiple of 8 (dModel <= 4096, so at most 16384)
     if (!(b->given & (1u << F_D_FF))) c.d_ff = c.ffn == AW_FFN_SWIGLU ? (8 * c.d_model / 3 + 7) / 8 * 8 : 4 * c.d_model;
     if (!(b->given & (1u << F_KV_HEADS))) c.kv_heads = c.heads;
+    // ropeTheta is the rotary positions' base: with other positions it would be kept and never read
+    if ((b->given & (1u << F_ROPE_THETA)) && c.positional != AW_POS_ROPE)
+        return aw_fail(AW_ERR_ARG, "ropeTheta applies to positional \"rope\" only, and this model's positions are "
+                                   "\"%s\"; leave ropeTheta out or set positional: \"rope\"",
+                       AW_POSITIONAL_NAMES[c.positional]);
+    // grouped-query attention shares key and value heads between query heads; a form that reads no
+    // keys would only shrink its value projection, which is no scheme of any paper: refused
+    if (c.kv_heads != c.heads && !(form->flags & AW_FORM_USES_QK))
+        return aw_fail(AW_ERR_ARG, "kvHeads (%d) applies to forms that read queries and keys (grouped-query "
+                                   "attention shares K/V heads between query heads); attention \"%s\" reads no keys: "
+                                   "leave kvHeads out", (int)c.kv_heads, form->name);
     if (c.rope_theta == 0.0f) c.rope_theta = 10000.0f;
     // the GRU archs have one layer each: the default (2) becomes 1, a given layers must be 1
     if (aw_arch_is_rnn(c.arch) && !(b->given & (1u << F_LAYERS))) c.layers = 1;
