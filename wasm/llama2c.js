@@ -183,49 +183,49 @@ const NO_MERGE = -1e10;
  * (score, then the left token's original index, which stays in list order as merges keep the
  * left token), and a candidate is dropped when popped if either token changed since it was pushed.
  */
-function mergePairs(tokens, pieces, scores, ids) {
+function mergePairs(tokens, scores, pair) {
   const n = tokens.length;
   if (n < 2) return tokens;
   const tok = Int32Array.from(tokens), next = new Int32Array(n), prev = new Int32Array(n), ver = new Int32Array(n);
   for (let i = 0; i < n; i++) next[i] = i + 1 < n ? i + 1 : -1, prev[i] = i - 1;
   // the candidates: every pair pushed at most once per version of its two tokens, so at most
-  // n - 1 at the start and two per merge
+  // n - 1 at the start and two per merge. The heap holds each candidate's score and left index
+  // beside it (hScore, hLeft), so sifting reads neighbouring memory only.
   const cap = 3 * n;
-  const cScore = new Float32Array(cap), cLeft = new Int32Array(cap), cRight = new Int32Array(cap);
-  const cVerL = new Int32Array(cap), cVerR = new Int32Array(cap), cId = new Int32Array(cap), heap = new Int32Array(cap);
+  const cRight = new Int32Array(cap), cVerL = new Int32Array(cap), cVerR = new Int32Array(cap), cId = new Int32Array(cap);
+  const hScore = new Float64Array(cap), hLeft = new Int32Array(cap), hC = new Int32Array(cap);
   let used = 0, size = 0;
-  const above = (a, b) => cScore[a] > cScore[b] || (cScore[a] === cScore[b] && cLeft[a] < cLeft[b]);
   const push = (l) => {
     const r = next[l];
     if (r < 0) return;
-    const id = ids.get(pieces[tok[l]] + pieces[tok[r]]);
-    if (id === undefined || !(scores[id] > NO_MERGE)) return;
-    const c = used++;
-    cScore[c] = scores[id], cLeft[c] = l, cRight[c] = r, cVerL[c] = ver[l], cVerR[c] = ver[r], cId[c] = id;
+    const id = pair(tok[l], tok[r]);
+    if (id < 0 || !(scores[id] > NO_MERGE)) return;
+    const c = used++, score = scores[id];
+    cRight[c] = r, cVerL[c] = ver[l], cVerR[c] = ver[r], cId[c] = id;
     let i = size++;
-    while (i > 0) { // sift up
+    while (i > 0) { // sift up: higher score first, then the leftmost
       const p = (i - 1) >> 1;
-      if (!above(c, heap[p])) break;
-      heap[i] = heap[p], i = p;
+      if (!(score > hScore[p] || (score === hScore[p] && l < hLeft[p]))) break;
+      hScore[i] = hScore[p], hLeft[i] = hLeft[p], hC[i] = hC[p], i = p;
     }
-    heap[i] = c;
+    hScore[i] = score, hLeft[i] = l, hC[i] = c;
   };
-  const pop = () => {
-    const top = heap[0], last = heap[--size];
+  const pop = () => { // removes the top; the caller has read hLeft[0] and hC[0]
+    const last = --size, score = hScore[last], l = hLeft[last];
     let i = 0;
     for (;;) { // sift down
       let k = 2 * i + 1;
       if (k >= size) break;
-      if (k + 1 < size && above(heap[k + 1], heap[k])) k++;
-      if (!above(heap[k], last)) break;
-      heap[i] = heap[k], i = k;
+      if (k + 1 < size && (hScore[k + 1] > hScore[k] || (hScore[k + 1] === hScore[k] && hLeft[k + 1] < hLeft[k]))) k++;
+      if (!(hScore[k] > score || (hScore[k] === score && hLeft[k] < l))) break;
+      hScore[i] = hScore[k], hLeft[i] = hLeft[k], hC[i] = hC[k], i = k;
     }
-    if (size > 0) heap[i] = last;
-    return top;
+    hScore[i] = score, hLeft[i] = l, hC[i] = hC[last];
   };
   for (let i = 0; i + 1 < n; i++) push(i);
   while (size > 0) {
-    const c = pop(), l = cLeft[c], r = cRight[c];
+    const l = hLeft[0], c = hC[0], r = cRight[c];
+    pop();
     if (ver[l] !== cVerL[c] || ver[r] !== cVerR[c]) continue; // a token of this pair changed or merged away
     tok[l] = cId[c];
     ver[l]++, ver[r]++; // r is gone: every candidate naming it is stale
@@ -283,6 +283,20 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
   const ids = new Map();
   for (let i = vocab - 1; i >= 0; i--) ids.set(pieces[i], i); // the first id of a piece wins
   const space = ids.get(' ');
+  const ascii = Array.from({ length: 128 }, (_, c) => ids.get(String.fromCharCode(c)));
+  // the id of two tokens' joined piece, or -1: cached under a * vocab + b (exact below 2^53), as
+  // joining and hashing strings is most of encode's time; the cache is dropped when it grows large
+  const cache = new Map();
+  const pair = (a, b) => {
+    if (vocab > 2 ** 26) return ids.get(pieces[a] + pieces[b]) ?? -1;
+    const key = a * vocab + b;
+    let id = cache.get(key);
+    if (id === undefined) {
+      if (cache.size >= 1 << 20) cache.clear();
+      cache.set(key, id = ids.get(pieces[a] + pieces[b]) ?? -1);
+    }
+    return id;
+  };
   const utf8 = new TextEncoder();
   const encode = (text, opts = {}) => {
     if (typeof text !== 'string') fail(`tokenizer.encode: text must be a string, got ${describe(text)}`);
@@ -299,7 +313,7 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
     for (let i = 0; i < b.length;) {
       let j = i + 1;
       while (j < b.length && (b[j] & 0xc0) === 0x80 && j - i < 4) j++; // one UTF-8 character (at most 4 bytes)
-      const id = ids.get(latin1(b.subarray(i, j)));
+      const id = j === i + 1 && b[i] < 128 ? ascii[b[i]] : ids.get(latin1(b.subarray(i, j)));
       if (id !== undefined) tokens.push(id);
       else { // byte fallback: <0xXX> is token XX + 3
         if (vocab < 259)
@@ -309,7 +323,7 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
       }
       i = j;
     }
-    const merged = mergePairs(tokens, pieces, scores, ids);
+    const merged = mergePairs(tokens, scores, pair);
     if (eos) merged.push(2);
     return Int32Array.from(merged);
   };
