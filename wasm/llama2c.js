@@ -65,6 +65,16 @@ function layout(h) {
 
 const count = (shape) => shape.reduce((a, b) => a * b, 1);
 
+// The bytes a header asks for, exact (BigInt): need = 28 + fixed + n_layers * perLayer, where
+// fixed covers the embedding, the final norm, the rotary tables and the classifier; layout()'s order.
+function fileBytes(h) {
+  const [dim, hidden, layers, vocab, seqLen] = [h.dim, h.hidden, h.layers, h.vocab, h.seqLen].map(BigInt);
+  const hs = dim / BigInt(h.heads), kvDim = hs * BigInt(h.kvHeads);
+  const perLayer = 4n * (2n * dim + 2n * dim * dim + 2n * kvDim * dim + 3n * hidden * dim);
+  const fixed = 4n * (vocab * dim * (h.shared ? 1n : 2n) + dim + seqLen * hs);
+  return { need: 28n + fixed + layers * perLayer, fixed, perLayer };
+}
+
 // The library's checkpoint metadata for a llama2.c model (docs/model.md).
 function metadata(h) {
   const meta = {
@@ -83,13 +93,20 @@ export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
   const u8 = asBytes(`${what}: bytes`, bytes);
   const h = llama2cHeader(u8, what);
   if (h.seqLen > 4096) fail(`${what}: seq_len ${h.seqLen} is more than this library's maxLen limit of 4096`);
-  const parts = layout(h);
-  const floats = parts.reduce((n, p) => n + count(p[2]), 0);
-  const need = 28 + 4 * floats;
-  if (u8.length !== need)
+  // the file's size against the header's before anything grows with a header field (a flipped
+  // bit in n_layers must not build a billion-entry tensor list first); BigInt, as products of
+  // int32 fields pass 2^53
+  const { need, fixed, perLayer } = fileBytes(h);
+  if (BigInt(u8.length) !== need) {
+    const len = BigInt(u8.length), room = len - 28n - fixed;
+    const fits = room < 0n ? 'not even the tensors outside the layers' : `${room / perLayer} layers of these sizes`;
     fail(`${what}: the header (dim ${h.dim}, hidden_dim ${h.hidden}, ${h.layers} layers, ${h.heads} heads, ` +
       `${h.kvHeads} kv heads, vocab ${h.vocab}${h.shared ? '' : ' unshared'}, seq_len ${h.seqLen}) needs ${need} bytes ` +
-      `and the file has ${u8.length}${u8.length < need ? ': it is cut short' : ''}`);
+      `and the file has ${u8.length}${len < need ? ': it is cut short' : ''}; the header's n_layers is ${h.layers} ` +
+      `(${perLayer} bytes each) and the file holds ${fits}`);
+  }
+  const parts = layout(h);
+  const floats = Number((need - 28n) / 4n);
   // float32 views where the bytes are 4-aligned, else one aligned copy
   const src = (u8.byteOffset % 4) ? u8.slice() : u8;
   const all = new Float32Array(src.buffer, src.byteOffset + 28, floats);
@@ -155,6 +172,73 @@ export function safetensorsToLlama2c(checkpoint, config, what = 'saveLlama2c') {
 
 const latin1 = (u8) => { let s = ''; for (const b of u8) s += String.fromCharCode(b); return s; };
 
+// No merge scores at or below this one happen (run.c's best_score starts here).
+const NO_MERGE = -1e10;
+
+/**
+ * run.c's merges, in O(n log n): repeatedly merge the adjacent pair whose joined piece has the
+ * highest score, ties to the leftmost pair; the same tokens as rescanning all pairs each time
+ * (tests/node/llama2c-safety.test.js keeps that rescan as the reference). As sentencepiece does:
+ * the tokens are a doubly linked list, candidate pairs sit in a binary max-heap ordered by
+ * (score, then the left token's original index, which stays in list order as merges keep the
+ * left token), and a candidate is dropped when popped if either token changed since it was pushed.
+ */
+function mergePairs(tokens, scores, pair) {
+  const n = tokens.length;
+  if (n < 2) return tokens;
+  const tok = Int32Array.from(tokens), next = new Int32Array(n), prev = new Int32Array(n), ver = new Int32Array(n);
+  for (let i = 0; i < n; i++) next[i] = i + 1 < n ? i + 1 : -1, prev[i] = i - 1;
+  // the candidates: every pair pushed at most once per version of its two tokens, so at most
+  // n - 1 at the start and two per merge. The heap holds each candidate's score and left index
+  // beside it (hScore, hLeft), so sifting reads neighbouring memory only.
+  const cap = 3 * n;
+  const cRight = new Int32Array(cap), cVerL = new Int32Array(cap), cVerR = new Int32Array(cap), cId = new Int32Array(cap);
+  const hScore = new Float64Array(cap), hLeft = new Int32Array(cap), hC = new Int32Array(cap);
+  let used = 0, size = 0;
+  const push = (l) => {
+    const r = next[l];
+    if (r < 0) return;
+    const id = pair(tok[l], tok[r]);
+    if (id < 0 || !(scores[id] > NO_MERGE)) return;
+    const c = used++, score = scores[id];
+    cRight[c] = r, cVerL[c] = ver[l], cVerR[c] = ver[r], cId[c] = id;
+    let i = size++;
+    while (i > 0) { // sift up: higher score first, then the leftmost
+      const p = (i - 1) >> 1;
+      if (!(score > hScore[p] || (score === hScore[p] && l < hLeft[p]))) break;
+      hScore[i] = hScore[p], hLeft[i] = hLeft[p], hC[i] = hC[p], i = p;
+    }
+    hScore[i] = score, hLeft[i] = l, hC[i] = c;
+  };
+  const pop = () => { // removes the top; the caller has read hLeft[0] and hC[0]
+    const last = --size, score = hScore[last], l = hLeft[last];
+    let i = 0;
+    for (;;) { // sift down
+      let k = 2 * i + 1;
+      if (k >= size) break;
+      if (k + 1 < size && (hScore[k + 1] > hScore[k] || (hScore[k + 1] === hScore[k] && hLeft[k + 1] < hLeft[k]))) k++;
+      if (!(hScore[k] > score || (hScore[k] === score && hLeft[k] < l))) break;
+      hScore[i] = hScore[k], hLeft[i] = hLeft[k], hC[i] = hC[k], i = k;
+    }
+    hScore[i] = score, hLeft[i] = l, hC[i] = hC[last];
+  };
+  for (let i = 0; i + 1 < n; i++) push(i);
+  while (size > 0) {
+    const l = hLeft[0], c = hC[0], r = cRight[c];
+    pop();
+    if (ver[l] !== cVerL[c] || ver[r] !== cVerR[c]) continue; // a token of this pair changed or merged away
+    tok[l] = cId[c];
+    ver[l]++, ver[r]++; // r is gone: every candidate naming it is stale
+    next[l] = next[r];
+    if (next[r] >= 0) prev[next[r]] = l;
+    if (prev[l] >= 0) push(prev[l]);
+    push(l);
+  }
+  const out = [];
+  for (let i = 0; i >= 0; i = next[i]) out.push(tok[i]);
+  return out;
+}
+
 /**
  * llama2.c's tokenizer.bin for a model of `vocab` tokens: { vocab, maxTokenLength, pieces
  * (strings, one char per byte), scores, encode(text, { bos, eos }), decode(ids), piece(id) }.
@@ -169,19 +253,50 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
   if (u8.length < 4) fail(`${what}: ${u8.length} bytes is too short for llama2.c's tokenizer.bin`);
   const maxTokenLength = dv.getInt32(0, true);
   const pieces = new Array(vocab), scores = new Float32Array(vocab);
-  let at = 4;
+  let at = 4, longest = 0;
   for (let i = 0; i < vocab; i++) {
     if (at + 8 > u8.length)
       fail(`${what}: the file ends after ${i} of the model's ${vocab} tokens (is it the tokenizer of this model?)`);
     scores[i] = dv.getFloat32(at, true);
     const len = dv.getInt32(at + 4, true);
     if (len < 0 || at + 8 + len > u8.length) fail(`${what}: token ${i} has length ${len}, past the end of the file`);
+    if (!Number.isFinite(scores[i])) fail(`${what}: token ${i}'s score is ${scores[i]}; merge scores must be finite numbers`);
     pieces[i] = latin1(u8.subarray(at + 8, at + 8 + len));
+    longest = Math.max(longest, len);
     at += 8 + len;
   }
+  if (at < u8.length) { // more pieces than the model has tokens, or bytes that are no piece at all
+    let more = 0, end = at;
+    while (end + 8 <= u8.length) {
+      const len = dv.getInt32(end + 4, true);
+      if (len < 0 || end + 8 + len > u8.length) break;
+      end += 8 + len, more++;
+    }
+    if (end === u8.length)
+      fail(`${what}: the file holds ${vocab + more} pieces and the model's vocab_size is ${vocab}; ` +
+        'expected exactly one piece per token (is it the tokenizer of this model?)');
+    fail(`${what}: ${u8.length - at} trailing bytes after the model's ${vocab} tokens; expected the file to end there`);
+  }
+  if (!(maxTokenLength >= Math.max(1, longest)))
+    fail(`${what}: the header's max_token_length is ${maxTokenLength}; expected at least ${Math.max(1, longest)}, ` +
+      'the byte length of the longest piece (and at least 1)');
   const ids = new Map();
   for (let i = vocab - 1; i >= 0; i--) ids.set(pieces[i], i); // the first id of a piece wins
   const space = ids.get(' ');
+  const ascii = Array.from({ length: 128 }, (_, c) => ids.get(String.fromCharCode(c)));
+  // the id of two tokens' joined piece, or -1: cached under a * vocab + b (exact below 2^53), as
+  // joining and hashing strings is most of encode's time; the cache is dropped when it grows large
+  const cache = new Map();
+  const pair = (a, b) => {
+    if (vocab > 2 ** 26) return ids.get(pieces[a] + pieces[b]) ?? -1;
+    const key = a * vocab + b;
+    let id = cache.get(key);
+    if (id === undefined) {
+      if (cache.size >= 1 << 20) cache.clear();
+      cache.set(key, id = ids.get(pieces[a] + pieces[b]) ?? -1);
+    }
+    return id;
+  };
   const utf8 = new TextEncoder();
   const encode = (text, opts = {}) => {
     if (typeof text !== 'string') fail(`tokenizer.encode: text must be a string, got ${describe(text)}`);
@@ -198,7 +313,7 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
     for (let i = 0; i < b.length;) {
       let j = i + 1;
       while (j < b.length && (b[j] & 0xc0) === 0x80 && j - i < 4) j++; // one UTF-8 character (at most 4 bytes)
-      const id = ids.get(latin1(b.subarray(i, j)));
+      const id = j === i + 1 && b[i] < 128 ? ascii[b[i]] : ids.get(latin1(b.subarray(i, j)));
       if (id !== undefined) tokens.push(id);
       else { // byte fallback: <0xXX> is token XX + 3
         if (vocab < 259)
@@ -208,17 +323,9 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
       }
       i = j;
     }
-    for (;;) { // merge the best-scoring neighbours until no pair is a piece
-      let best = -1e10, bestId = -1, bestAt = -1;
-      for (let i = 0; i + 1 < tokens.length; i++) {
-        const id = ids.get(pieces[tokens[i]] + pieces[tokens[i + 1]]);
-        if (id !== undefined && scores[id] > best) best = scores[id], bestId = id, bestAt = i;
-      }
-      if (bestAt < 0) break;
-      tokens.splice(bestAt, 2, bestId);
-    }
-    if (eos) tokens.push(2);
-    return Int32Array.from(tokens);
+    const merged = mergePairs(tokens, scores, pair);
+    if (eos) merged.push(2);
+    return Int32Array.from(merged);
   };
   const pieceBytes = (id, prev) => {
     let p = pieces[id];
