@@ -89,11 +89,12 @@ for (const { name, lib } of builds) {
       const bin = tinyModel(lib, 20);
       const bad = bin.slice();
       new DataView(bad.buffer).setInt32(8, layers, true);
-      const t0 = performance.now();
+      // process CPU time, not wall time: the bound holds on a busy machine (other test files run beside this one)
+      const c0 = process.cpuUsage();
       expectError(() => lib.loadLlama2c(bad),
         new RegExp(`needs \\d+ bytes and the file has ${bin.length}: it is cut short; the header's n_layers is ${layers} .*the file holds 2 layers of these sizes`));
-      const ms = performance.now() - t0;
-      assert.ok(ms < 50, `${label} layers took ${ms.toFixed(1)} ms before the Error (bound 50 ms)`);
+      const c = process.cpuUsage(c0), ms = (c.user + c.system) / 1000;
+      assert.ok(ms < 50, `${label} layers took ${ms.toFixed(1)} ms of CPU before the Error (bound 50 ms)`);
       const m = lib.loadLlama2c(bin); // still usable
       assert.equal(m.config.layers, 2);
       m.dispose();
@@ -133,18 +134,19 @@ test('llama2c safety: encode of 200K characters takes under 1 s and gives run.c\
     for (let i = 0; big.length < 200000; i++) big += CHARS + randomText(i + 1, 500);
     big = big.slice(0, 200000);
     tok.encode(big.slice(0, 20000)); // warm up: the bound is for the compiled encode
-    // the best of three runs, as this machine's cores are shared; CPU time printed beside it
+    // the bound is on process CPU time (the best of up to three runs), so it holds while other test
+    // files share the cores; wall time is printed beside it
     let ids, ms = Infinity, cpuMs = Infinity;
-    for (let r = 0; r < 3 && ms >= 1000; r++) {
+    for (let r = 0; r < 3 && cpuMs >= 1000; r++) {
       const c0 = process.cpuUsage(), t0 = performance.now();
       ids = tok.encode(big);
       ms = Math.min(ms, performance.now() - t0);
       const c = process.cpuUsage(c0);
       cpuMs = Math.min(cpuMs, (c.user + c.system) / 1000);
     }
-    t.diagnostic(`${ranked ? 'ranked' : 'tied'} scores: 200000 characters -> ${ids.length} tokens in ${ms.toFixed(0)} ms ` +
-      `(bound 1000 ms; process CPU ${cpuMs.toFixed(0)} ms)`);
-    assert.ok(ms < 1000, `200K characters took ${ms.toFixed(0)} ms (bound 1000 ms)`);
+    t.diagnostic(`${ranked ? 'ranked' : 'tied'} scores: 200000 characters -> ${ids.length} tokens in ${cpuMs.toFixed(0)} ms ` +
+      `of CPU (bound 1000 ms; wall ${ms.toFixed(0)} ms)`);
+    assert.ok(cpuMs < 1000, `200K characters took ${cpuMs.toFixed(0)} ms of CPU (bound 1000 ms)`);
     assert.ok(ids.length < big.length / 2, 'merges happened');
     const texts = [CHARS.slice(0, 3000), big.slice(40000, 42000), '', ' ', 'the the  thethe', '中文 🐍 é ж', 'zzzzzzz'];
     for (let s = 1; s <= 150; s++) texts.push(randomText(s, 1 + (s * 37) % 400));
