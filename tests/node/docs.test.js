@@ -248,11 +248,12 @@ test('the commands run in the checkout exit 0 as written', async (t) => {
     // a training command runs as written but for its budget: every flag is parsed and checked, the
     // model trains and the checkpoint is written in 20 steps as in 1500 (its accuracy is not asserted
     // here; tests/node/trainer.test.js and the model suites hold what training reaches)
-    const r = await sh(c.replace(/--steps \d+/, '--steps 20'), ROOT);
+    const run = c.replace(/--steps \d+/, '--steps 20');
+    const r = await sh(run, ROOT);
     assert.equal(r.code, 0, `\`${c}\` failed:\n${r.out.slice(-3000)}`);
     if (c.endsWith('--help')) assert.match(r.out, /--task/, 'the trainer lists its flags');
     if (c.includes('--out reverse.safetensors')) assert.ok(existsSync(join(ROOT, 'reverse.safetensors')), 'the checkpoint was written');
-    t.diagnostic(`ran: ${c}: ${r.out.trim().split('\n').at(-1)}`);
+    t.diagnostic(`ran: ${run}: ${r.out.trim().split('\n').at(-1)}`);
   }
 });
 
