@@ -36,6 +36,26 @@ const spread = (xs) => { const s = stats(xs); return xs.length > 1 ? `${pct(s.me
 console.log(`# experiment-claims: ${PARTS.join(', ')}; ${STEPS} steps of ${BATCH}, lr ${LR} (warmup ${WARMUP}, cosine), seeds ${SEEDS.join(',')}`);
 console.log(`# model: ${JSON.stringify(SIZE)}, pre-norm, sinusoidal; ${lib.simd ? 'SIMD' : 'scalar'} wasm, Node ${process.version}, one thread, CPU ${cpus()[0]?.model ?? '?'}`);
 
+// Before anything long starts: how long the run will take, from the training steps it plans and the
+// time of a few steps of the softmax model measured here (the forms differ by up to 2x either way).
+{
+  const count = (list, all) => (list ?? all).split(',').length;
+  const curveRuns = PARTS.includes('curves') ? count(args.forms, 'softmax,local,linear:elu+1,retention,synth:dense,synth:random,synth:mixture') * count(args.tasks, 'reverse,recall') : 0;
+  const distanceRuns = PARTS.includes('distance') ? 3 * 2 : 0;
+  const lengthRuns = PARTS.includes('lengths') ? 3 * count(args.lengths, '4,8,16,24') : 0;
+  const steps = (curveRuns + distanceRuns + lengthRuns) * SEEDS.length * STEPS;
+  const m = lib.createModel({ ...SIZE, vocab: 11, attention: 'softmax', seed: 1 });
+  m.trainStep({ task: 'reverse', length: 16, symbols: 10, batchSize: BATCH, lr: LR });
+  const t0 = performance.now();
+  for (let s = 0; s < 5; s++) m.trainStep({ task: 'reverse', length: 16, symbols: 10, batchSize: BATCH, lr: LR });
+  const msPerStep = (performance.now() - t0) / 5;
+  m.dispose();
+  const timed = ['timing', 'decoding'].filter((p) => PARTS.includes(p)).length; // each about a minute
+  const minutes = Math.max(1, Math.round((steps * msPerStep) / 60000 + timed));
+  console.log(`# estimate: about ${minutes} minute${minutes === 1 ? '' : 's'} (${steps} training steps at ${msPerStep.toFixed(1)} ms per step measured now` +
+    `${timed ? `, plus about a minute for each of ${PARTS.filter((p) => p === 'timing' || p === 'decoding').join(' and ')}` : ''})`);
+}
+
 // ---- curves ----------------------------------------------------------------------------------
 if (PARTS.includes('curves')) {
   const FORMS = (args.forms ?? 'softmax,local,linear:elu+1,retention,synth:dense,synth:random,synth:mixture').split(',');

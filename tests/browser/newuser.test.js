@@ -181,7 +181,7 @@ test('fix 7: the experiment panel says how its setup differs from the README tab
   assert.match(script, new RegExp(`recall: \\{ length: ${r.recallPairs},`));
   assert.match(script, new RegExp(`STEPS = Number\\(args.steps \\?\\? ${r.steps}\\)`));
   assert.match(script, new RegExp(`BATCH = Number\\(args.batch \\?\\? ${r.batch}\\)`));
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../docs/experiments.md', import.meta.url), 'utf8');
   assert.match(readme, new RegExp(`\\| linear:elu\\+1 \\| [\\d.]+% \\| [\\d.]+% \\| ${r.linearRecall.replace('.', '\\.')} \\|`));
   const pairs = EXPERIMENT.tasks.find((x) => x.task === 'recall').mlen;
   assert.match(text, new RegExp(`recall with ${r.recallPairs} pairs.*recall with ${pairs} pairs`));

@@ -83,8 +83,8 @@ test('induction heads form: a previous-token head in layer 1, an induction head 
   m.dispose();
 });
 
-test('the induction panel\'s table of forms is the README\'s (form, formed, steps, best score)', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+test('the induction panel\'s table of forms is docs/real-text.md\'s (form, formed, steps, best score)', () => {
+  const readme = readFileSync(new URL('../../docs/real-text.md', import.meta.url), 'utf8');
   const section = readme.slice(readme.indexOf('## Induction heads: which forms build one'));
   const fromReadme = section.split('\n').filter((l) => /^\| [a-z]/.test(l) && !/^\| form /.test(l))
     .slice(0, 10).map((l) => l.split('|').slice(1, 5).map((c) => c.trim().replace(/\*\*/g, '')));
