@@ -72,7 +72,7 @@ int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *se
         return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
     f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->L = setup->L;
     f->uses_qk = (form->flags & AW_FORM_USES_QK) != 0;
-    f->alibi = (form->flags & AW_FORM_ALIBI) ? setup->alibi : NULL;
+    f->score_slopes = (form->flags & AW_FORM_SCORE_BIAS) ? setup->score_slopes : NULL;
     // the options a form reads are its own: a setup without them takes the defaults
     aw_form_values defaults;
     aw_form_setup su = *setup;

@@ -25,7 +25,7 @@ enum aw_form_flag {
     AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
-    AW_FORM_ALIBI = 1u << 9,         // takes ALiBi's distance bias on its scores (aw_attn_form.alibi)
+    AW_FORM_SCORE_BIAS = 1u << 9,    // takes a score bias by distance (aw_attn_form.score_slopes: ALiBi's)
 };
 
 typedef struct aw_form aw_form;
@@ -82,8 +82,8 @@ typedef struct {
     float *params, *grads; // the form's parameters: its own block until bind, then the model's
                            // arena (grads NULL until bind)
     int owns_params;
-    const float *alibi;    // (H) ALiBi's slopes for this sublayer (positional "alibi", self-attention
-                           // of a form with AW_FORM_ALIBI), or NULL
+    const float *score_slopes; // (H) the score bias' slopes for this sublayer (a positional row's
+                               // score_bias, self-attention of a form with AW_FORM_SCORE_BIAS), or NULL
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, its options'
@@ -93,7 +93,7 @@ typedef struct {
     int causal;
     const aw_form_values *opts;
     uint32_t seed;
-    const float *alibi;     // (H) ALiBi's slopes, or NULL
+    const float *score_slopes; // (H) the score bias' slopes (positional.h score_bias), or NULL
 } aw_form_setup;
 
 // What a form says about itself: lib.forms carries it, the playground shows it.
