@@ -5,6 +5,7 @@
 // channels of each head from fast to slow forgetting (alpha from 0.5 to 0.97), W as nn.Linear
 // initialises it. Training runs the mode the options say (chunked by default) and the parallel
 // form's gradient; generation keeps the constant-size state S per head. Causal only.
+#include "form_layer.h"
 #include "forms.h"
 #include "layers.h"
 

@@ -3,6 +3,8 @@
 // the attention forms plug in through attention_forms.c.
 #include "transformer.h"
 
+#include "form_layer.h"
+
 #include "../kernels/parallel.h"
 
 #include "../kernels/kernels.h"
