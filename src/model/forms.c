@@ -5,8 +5,9 @@
 
 #include <string.h>
 
-// The rows, each defined in its form's file (form_<family>.c). A new form: its file, one line
-// here and one in the table, and its tests.
+// The rows, each defined in its form's file (form_<family>.c; one file may hold several rows). A
+// new form: its row (in a file of its own, or beside the forms it varies), its declaration below
+// and its line in the table, then its PyTorch module and reference (forms.h says where).
 extern const aw_form AW_FORM_SOFTMAX_DESC, AW_FORM_LOCAL_DESC, AW_FORM_STRIDED_DESC;
 extern const aw_form AW_FORM_LINEAR_ELU1_DESC, AW_FORM_LINEAR_RELU_DESC, AW_FORM_LINEAR_EFFICIENT_DESC,
     AW_FORM_LINEAR_TAYLOR_DESC;

@@ -1,10 +1,12 @@
 // forms.h: the registry of attention forms. Every consumer (the model, generation, checkpoints,
 // the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over the
 // table in forms.c (aw_form_at, aw_form_find) instead of switching on a family. A new form is a
-// descriptor in its own file (form_<family>.c: its flags, options, words and functions), its
-// kernel in src/attention/, one line in forms.c, its module in scripts/torch_model.py and its
-// reference in tests/node/reference.js (tests/node/conformance.test.js then checks it with every
-// other form); docs/attention-forms.md describes every form.
+// descriptor in its own file (form_<family>.c: its flags, options, words and functions), or one
+// more row in the file of a form it varies (form_linear.c holds four, form_gated.c two); its
+// kernel in src/attention/; its declaration and its line in the table in forms.c; its module in
+// scripts/torch_model.py and its reference in tests/node/reference.js (tests/node/conformance.test.js
+// then checks it with every other form); docs/attention-forms.md describes every form. The
+// sublayer's lifecycle around a form is form_layer.h.
 //
 // A form turns one sequence's projections into the attention output: q (T, C), k, v (Tk, C),
 // x (T, C) the sublayer input (for forms that read it), out (T, C), att (H, T, Tk) or NULL.
@@ -111,14 +113,16 @@ typedef struct {
 struct aw_form {
     const char *name;    // "linear:elu+1": what users write, what checkpoints store
     const char *family;  // its kernel's family: "softmax", "local", "linear", "synthesizer",
-                         // "retention", "linformer" (for grouping only: no code branches on it)
+                         // "retention", "gated", "gla", "delta", "linformer" (for grouping only: no
+                         // code branches on it)
     aw_form_words words;
     const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
     const char *decoder; // a form without a causal form: the decoder's self-attention in an
                          // encoder-decoder built with it (NULL: it cannot serve such a model)
     const char *why_not_causal; // a form without a causal form: the reason, for the error message
     unsigned flags;      // enum aw_form_flag
-    int variant;         // the family's own id: linear feature map, synthesizer variant
+    int variant;         // the file's own id for its rows: linear feature map, synthesizer variant,
+                         // gate width (form_gated.c), delta rule with or without a gate
     const aw_form_option *options; // its attentionOptions (n_options of them)
     size_t n_options;
     // Derives the defaults that depend on other values (maxLen included) and checks values that
