@@ -36,11 +36,12 @@ static void usage(void) {
            "              --fixed is --trainable false\n"
            "  --length N --symbols N   task size (task defaults)\n"
            "  --vocab N --d-model N --heads N --layers N --d-ff N --max-len N   (model: 64 64 4 2 128 64)\n"
-           "  --positional sinusoidal|learned  --norm pre|post  --arch decoder|encoder-decoder|gru|gru-attention\n"
+           "  --positional NAME     (sinusoidal) one of the positional encodings below\n"
+           "  --norm pre|post  --arch decoder|encoder-decoder|gru|gru-attention\n"
            "              (gru archs: a GRU encoder-decoder, src/model/rnn.h; --layers defaults to 1 and must be 1)\n"
            "  --steps N (1000) --batch N (32) --lr X (2e-3) --warmup N (100) --weight-decay X (0.01) --clip X (1)\n"
            "  --block classic|llama --kv-heads N --norm-type layernorm|rmsnorm --ffn relu|swiglu --bias true|false\n"
-           "  --tie-embeddings true|false --rope-theta X   (the block's switches; --positional also takes none|rope)\n"
+           "  --tie-embeddings true|false --rope-theta X   (the block's switches; block llama: --positional rope)\n"
            "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
            "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
            "  --bos                 with --text: windows start at a document's start, after a token 0\n"
@@ -65,6 +66,8 @@ static void usage(void) {
             printf("      --%-12s (%s) %s\n", f->options[o].name, f->options[o].def ? f->options[o].def : "derived",
                    f->options[o].help);
     }
+    printf("positional encodings (the table, src/model/positional.c):\n");
+    for (int i = 0; i < AW_POSITIONAL_COUNT; i++) printf("  %-26s %s\n", AW_POSITIONALS[i].name, AW_POSITIONALS[i].label);
 }
 
 // The registry name of --attention: a full name, or the part after its ':' (elu+1, taylor, dense).

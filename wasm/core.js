@@ -283,3 +283,14 @@ export function readForms(core) {
   formsCache.set(core, frozen);
   return frozen;
 }
+
+/**
+ * The positional encodings as the loaded module's table has them (src/model/positional.c), in
+ * order: [{ name, label, words, paper }], frozen. createModel's positional takes the names.
+ */
+export function readPositionals(core) {
+  const ex = core.exports;
+  const fields = ['name', 'label', 'words', 'paper'];
+  return Object.freeze(Array.from({ length: ex.aw_positional_count() }, (_, i) =>
+    Object.freeze(Object.fromEntries(fields.map((f, k) => [f, core.cString(ex.aw_positional_info(i, k))])))));
+}

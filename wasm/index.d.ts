@@ -99,6 +99,18 @@ export interface AttentionLayer<N extends AttentionName = AttentionName> {
   dispose(): void;
 }
 
+/** One row of the positional encodings' table (lib.positionals). */
+export interface PositionalInfo {
+  /** what createModel's positional takes: 'sinusoidal' | 'learned' | 'rope' | 'alibi' | 'none' */
+  readonly name: string;
+  /** a short name for a list, e.g. 'rotary (RoPE)' */
+  readonly label: string;
+  /** what it does, in a sentence or two */
+  readonly words: string;
+  /** where it comes from */
+  readonly paper: string;
+}
+
 export interface AttentionApi {
   /**
    * Runs the registry form `name` standalone, through the same C descriptor the model runs:
@@ -124,6 +136,8 @@ export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedA
   heapInUse(): number;
   /** the attention forms of the C registry, in order */
   readonly forms: readonly FormInfo[];
+  /** the positional encodings of the C table (src/model/positional.h), in order: createModel's positional takes their names */
+  readonly positionals: readonly PositionalInfo[];
   /** threads each call runs on (1: the single-thread build, or the threaded build set to 1) */
   readonly threads: number;
   /** why only one thread runs, in one line; null when threads run */

@@ -1,7 +1,7 @@
 // attention-wasm: the ES-module loader. Works unchanged in Node 20+ and in browsers with no
 // bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
 // (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
-import { Core, checkKeys, checkOneOf, describe, fail, isPositiveInt, readForms } from './core.js';
+import { Core, checkKeys, checkOneOf, describe, fail, isPositiveInt, readForms, readPositionals } from './core.js';
 import { THREAD_BUILD, THREAD_BUILD_RELAXED, autoThreads, startThreads, threadImports, whyNoThreads } from './threads.js';
 import { kernelMethods } from './kernels.js';
 import { softmaxMethods } from './softmax.js';
@@ -286,6 +286,8 @@ export async function loadAttention(options = {}) {
     heapInUse: () => core.exports.aw_heap_in_use(),
     /** the attention forms of the C registry (src/model/forms.h), in order */
     forms: readForms(core),
+    /** the positional encodings of the C table (src/model/positional.h), in order */
+    positionals: readPositionals(core),
   };
   for (const family of FAMILIES) Object.assign(lib, family(core, lib));
   // the raw exports, for the benchmarks' copy-free kernel timings (bench/peers/threads-child.mjs);

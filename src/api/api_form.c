@@ -4,6 +4,7 @@
 #include "api.h"
 
 #include "../kernels/size.h"
+#include "../model/form_layer.h"
 #include "../model/forms.h"
 
 #include <stdlib.h>

@@ -185,8 +185,8 @@ static void stream_block(void *ctx, size_t item) {
         const int needs_mask = ds->key_mask != NULL || (ds->causal && j0 + bc - 1 > i0);
         for (size_t r = 0; r < br; r++) {
             float *sr = s + r * BC;
-            if (ds->slopes) // ALiBi, in base 2 as the logits are
-                for (size_t jj = 0; jj < bc; jj++) sr[jj] += aw_alibi_bias(ds, hd, i0 + r, j0 + jj) * LOG2E;
+            if (ds->slopes) // the score bias (ALiBi), in base 2 as the logits are
+                for (size_t jj = 0; jj < bc; jj++) sr[jj] += aw_score_bias(ds, hd, i0 + r, j0 + jj) * LOG2E;
             if (needs_mask)
                 for (size_t jj = 0; jj < bc; jj++)
                     if (!key_allowed(ds, i0 + r, j0 + jj)) sr[jj] = -INFINITY;
@@ -259,7 +259,7 @@ static void weights_block(void *ctx, size_t item) {
     aw_matmul_nt(w, qs, j->k + hd * dh, br, m, dh, dh, d, m, 0);
     if (ds->slopes)
         for (size_t r = 0; r < br; r++)
-            for (size_t c = 0; c < m; c++) w[r * m + c] += aw_alibi_bias(ds, hd, i0 + r, c);
+            for (size_t c = 0; c < m; c++) w[r * m + c] += aw_score_bias(ds, hd, i0 + r, c);
     if (ds->causal || ds->key_mask)
         for (size_t r = 0; r < br; r++)
             for (size_t c = 0; c < m; c++)
@@ -291,7 +291,7 @@ static int forward_ref(float *out, float *weights, float *lse, const float *q, c
             for (size_t j = 0; j < m; j++) {
                 double s = 0.0;
                 for (size_t c = 0; c < dh; c++) s += (double)q[i * d + hd * dh + c] * k[j * d + hd * dh + c];
-                p[j] = key_allowed(ds, i, j) ? s * ds->scale + aw_alibi_bias(ds, hd, i, j) : -INFINITY;
+                p[j] = key_allowed(ds, i, j) ? s * ds->scale + aw_score_bias(ds, hd, i, j) : -INFINITY;
                 if (p[j] > mx) mx = p[j];
             }
             for (size_t j = 0; j < m; j++) {

@@ -14,13 +14,14 @@ typedef struct {
     int causal;                // 1: j <= i only
     float scale;               // logit scale, usually 1 / sqrt(d / heads)
     const uint8_t *key_mask;   // (m) or NULL
-    const float *slopes;       // (heads) ALiBi: each logit of head h gets -slopes[h] |q_offset + i - j|
-                               // added after the scale; NULL: none
-    size_t q_offset;           // the position of query row 0 (for ALiBi; a decoding step's is m - 1)
+    const float *slopes;       // (heads) a score bias by distance: each logit of head h gets
+                               // -slopes[h] |q_offset + i - j| added after the scale (a positional
+                               // encoding's score_bias, e.g. ALiBi's, src/model/positional.h); NULL: none
+    size_t q_offset;           // the position of query row 0 (for the bias; a decoding step's is m - 1)
 } aw_softmax_attention_desc;
 
-// ALiBi's bias of head h for query row i and key j (0 without slopes).
-static inline float aw_alibi_bias(const aw_softmax_attention_desc *ds, size_t h, size_t i, size_t j) {
+// The score bias of head h for query row i and key j: -slopes[h] |distance| (0 without slopes).
+static inline float aw_score_bias(const aw_softmax_attention_desc *ds, size_t h, size_t i, size_t j) {
     if (!ds->slopes) return 0.0f;
     const size_t qi = ds->q_offset + i;
     return -ds->slopes[h] * (float)(qi > j ? qi - j : j - qi);

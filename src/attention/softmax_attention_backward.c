@@ -74,7 +74,7 @@ int softmax_attention_backward_flash(float *dq, float *dk, float *dv, float *scr
                         memset(pr, 0, bk * sizeof(float));
                         continue;
                     }
-                    for (size_t c = 0; c < bk; c++) pr[c] = pr[c] * scale + aw_alibi_bias(ds, hd, i0 + r, j0 + c) - L[r];
+                    for (size_t c = 0; c < bk; c++) pr[c] = pr[c] * scale + aw_score_bias(ds, hd, i0 + r, j0 + c) - L[r];
                     aw_exp(pr, pr, bk);
                     for (size_t c = 0; c < bk; c++)
                         if ((ds->causal && j0 + c > i0 + r) || (ds->key_mask && !ds->key_mask[j0 + c])) pr[c] = 0.0f;
@@ -108,7 +108,7 @@ int softmax_attention_backward_ref(float *dq, float *dk, float *dv, const float 
                 const int allowed = !(ds->causal && j > i) && !(ds->key_mask && !ds->key_mask[j]);
                 double s = 0.0;
                 for (size_t c = 0; c < dh; c++) s += (double)q[i * d + hd * dh + c] * k[j * d + hd * dh + c];
-                p[j] = allowed ? s * ds->scale + aw_alibi_bias(ds, hd, i, j) : -INFINITY;
+                p[j] = allowed ? s * ds->scale + aw_score_bias(ds, hd, i, j) : -INFINITY;
                 if (p[j] > mx) mx = p[j];
             }
             for (size_t j = 0; j < m; j++) sum += p[j] = mx == -INFINITY ? 0.0 : exp(p[j] - mx);

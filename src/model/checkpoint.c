@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POSITIONALS AW_POSITIONAL_NAMES
 #define NORMS AW_NORM_NAMES
 #define ARCHS AW_ARCH_NAMES
 
@@ -68,7 +67,7 @@ static int build_header(const aw_model *m, int optim, text *t) {
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
     const aw_form *form = aw_form_at((size_t)c->form);
     put(t, ",\"attention\":\"%s\",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":\"%u\",\"step\":\"%ld\"",
-        form->name, POSITIONALS[c->positional], NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
+        form->name, AW_POSITIONALS[c->positional].name, NORMS[c->norm], ARCHS[c->arch], (unsigned)c->seed, m->step);
     // the block's switches, where they differ from the 2017 block (older readers see none)
     if (c->block) put(t, ",\"block\":\"%s\"", AW_BLOCK_NAMES[c->block]);
     if (c->norm_type) put(t, ",\"norm_type\":\"%s\"", AW_NORM_TYPE_NAMES[c->norm_type]);
@@ -76,7 +75,7 @@ static int build_header(const aw_model *m, int optim, text *t) {
     if (c->no_bias) put(t, ",\"bias\":\"0\"");
     if (c->tie) put(t, ",\"tie_embeddings\":\"1\"");
     if (c->kv_heads != c->heads) put(t, ",\"kv_heads\":\"%d\"", (int)c->kv_heads);
-    if (c->positional == AW_POS_ROPE) put(t, ",\"rope_theta\":\"%.9g\"", (double)c->rope_theta);
+    if (AW_POSITIONALS[c->positional].rotate_qk) put(t, ",\"rope_theta\":\"%.9g\"", (double)c->rope_theta); // the rotation's base
     // the form's options under their own keys, as text; an unset one (it does not apply to this
     // form's settings) is left out; booleans as 1 and 0
     for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
@@ -354,7 +353,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         return 0;
     c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
     c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
-    if (!meta_enum(ps, "positional", POSITIONALS, AW_POS_COUNT, &c->positional) ||
+    if (!meta(ps, "positional") || !aw_positional_find(meta(ps, "positional"), &c->positional) ||
         !meta_enum(ps, "norm", NORMS, 2, &c->norm) || !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
         return 0;
     // the block's switches: absent = the 2017 block's

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT] = {"sinusoidal", "learned", "none", "rope", "alibi"};
 const char *const AW_NORM_TYPE_NAMES[2] = {"layernorm", "rmsnorm"};
 const char *const AW_FFN_NAMES[2] = {"relu", "swiglu"};
 const char *const AW_BLOCK_NAMES[2] = {"classic", "llama"};
@@ -111,7 +110,13 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         c->form = aw_form_index(form);
         break;
     }
-    case F_POSITIONAL: st = parse_name(key, value, AW_POSITIONAL_NAMES, AW_POS_COUNT, &c->positional); break;
+    case F_POSITIONAL:
+        if (!aw_positional_find(value, &c->positional)) {
+            char list[128];
+            aw_positional_names(list, sizeof list, 0, 0);
+            return aw_fail(AW_ERR_ARG, "%s must be one of %s, got \"%.40s\"", key, list, value);
+        }
+        break;
     case F_BLOCK: st = parse_name(key, value, AW_BLOCK_NAMES, 2, &c->block); break;
     case F_NORM_TYPE: st = parse_name(key, value, AW_NORM_TYPE_NAMES, 2, &c->norm_type); break;
     case F_FFN: st = parse_name(key, value, AW_FFN_NAMES, 2, &c->ffn); break;
@@ -157,10 +162,10 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     if (!(b->given & (1u << F_D_FF))) c.d_ff = c.ffn == AW_FFN_SWIGLU ? (8 * c.d_model / 3 + 7) / 8 * 8 : 4 * c.d_model;
     if (!(b->given & (1u << F_KV_HEADS))) c.kv_heads = c.heads;
     // ropeTheta is the rotary positions' base: with other positions it would be kept and never read
-    if ((b->given & (1u << F_ROPE_THETA)) && c.positional != AW_POS_ROPE)
+    if ((b->given & (1u << F_ROPE_THETA)) && !AW_POSITIONALS[c.positional].rotate_qk)
         return aw_fail(AW_ERR_ARG, "ropeTheta applies to positional \"rope\" only, and this model's positions are "
                                    "\"%s\"; leave ropeTheta out or set positional: \"rope\"",
-                       AW_POSITIONAL_NAMES[c.positional]);
+                       AW_POSITIONALS[c.positional].name);
     // grouped-query attention shares key and value heads between query heads; a form that reads no
     // keys would only shrink its value projection, which is no scheme of any paper: refused
     if (c.kv_heads != c.heads && !(form->flags & AW_FORM_USES_QK))
@@ -206,7 +211,7 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
     const aw_form *form = aw_form_at((size_t)c->form);
     PUT("{\"vocab\":%d,\"dModel\":%d,\"heads\":%d,\"layers\":%d,\"dFF\":%d,\"maxLen\":%d,\"attention\":\"%s\"",
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len, form->name);
-    PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONAL_NAMES[c->positional],
+    PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONALS[c->positional].name,
         AW_NORM_NAMES[c->norm], AW_ARCH_NAMES[c->arch], (unsigned)c->seed);
     if (!aw_arch_is_rnn(c->arch))
         PUT(",\"block\":\"%s\",\"normType\":\"%s\",\"ffn\":\"%s\",\"bias\":%s,\"tieEmbeddings\":%s,\"kvHeads\":%d,"

@@ -23,8 +23,8 @@ typedef struct {
     size_t n_pending;
 } aw_config_builder;
 
-// The names users write for the config's enums, and a name's index (-1 when absent).
-extern const char *const AW_POSITIONAL_NAMES[AW_POS_COUNT];
+// The names users write for the config's enums, and a name's index (-1 when absent); the
+// positional encodings' names are their table's (positional.h).
 extern const char *const AW_NORM_TYPE_NAMES[2];
 extern const char *const AW_FFN_NAMES[2];
 extern const char *const AW_BLOCK_NAMES[2];

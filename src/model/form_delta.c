@@ -5,6 +5,7 @@
 // started from fast to slow forgetting as the gated form. The forward runs the mode the options say
 // (the chunked WY form by default, or the recurrence: the same numbers); the backward and
 // generation run the recurrence (src/attention/delta_rule.c). Causal only.
+#include "form_layer.h"
 #include "forms.h"
 #include "layers.h"
 

@@ -2,6 +2,7 @@
 // owns E and F (k, maxLen), trained with the model, shared by its heads. It has no causal form,
 // so it serves an encoder-decoder's encoder (and any non-causal use); the decoder's
 // self-attention and the cross-attention are softmax. The backward recomputes the forward.
+#include "form_layer.h"
 #include "forms.h"
 
 #include "../attention/linformer.h"

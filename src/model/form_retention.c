@@ -5,6 +5,7 @@
 // (attentionOptions.decay), or learned ("learned": a logit per head, gamma = sigmoid(logit),
 // starting from the schedule). Cross-attention stays softmax: a decay across two different
 // sequences has no meaning.
+#include "form_layer.h"
 #include "forms.h"
 #include "layers.h"
 

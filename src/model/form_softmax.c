@@ -14,7 +14,7 @@
 
 static aw_softmax_attention_desc desc(const aw_attn_form *f, size_t T, size_t Tk, int causal) {
     return (aw_softmax_attention_desc){T, Tk, f->C, f->C, f->H, causal, 1.0f / sqrtf((float)(f->C / f->H)), NULL,
-                                       f->alibi, 0};
+                                       f->score_slopes, 0};
 }
 
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
@@ -65,7 +65,7 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     memcpy(vc + pos * C, v, C * sizeof(float));
     // the cache holds positions 0..pos only, so no causal mask is needed
     aw_softmax_attention_desc ds = desc(f, 1, pos + 1, 0);
-    ds.q_offset = pos; // ALiBi: the query is at position pos
+    ds.q_offset = pos; // the score bias: the query is at position pos
     return softmax_attention_forward(out, NULL, q, kc, vc, &ds);
 }
 
@@ -100,7 +100,7 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     },
     .family = "softmax",
     .cross = "softmax",
-    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_ALIBI,
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SCORE_BIAS,
     .work_floats = work_floats,
     .saved_floats = saved_floats,
     .forward = forward,

@@ -1,10 +1,12 @@
 // forms.h: the registry of attention forms. Every consumer (the model, generation, checkpoints,
 // the native trainer, the exported C ABI, hence the JS wrapper and the playground) loops over the
 // table in forms.c (aw_form_at, aw_form_find) instead of switching on a family. A new form is a
-// descriptor in its own file (form_<family>.c: its flags, options, words and functions), its
-// kernel in src/attention/, one line in forms.c, its module in scripts/torch_model.py and its
-// reference in tests/node/reference.js (tests/node/conformance.test.js then checks it with every
-// other form); docs/attention-forms.md describes every form.
+// descriptor in its own file (form_<family>.c: its flags, options, words and functions), or one
+// more row in the file of a form it varies (form_linear.c holds four, form_gated.c two); its
+// kernel in src/attention/; its declaration and its line in the table in forms.c; its module in
+// scripts/torch_model.py and its reference in tests/node/reference.js (tests/node/conformance.test.js
+// then checks it with every other form); docs/attention-forms.md describes every form. The
+// sublayer's lifecycle around a form is form_layer.h.
 //
 // A form turns one sequence's projections into the attention output: q (T, C), k, v (Tk, C),
 // x (T, C) the sublayer input (for forms that read it), out (T, C), att (H, T, Tk) or NULL.
@@ -25,7 +27,7 @@ enum aw_form_flag {
     AW_FORM_PARAMS = 1u << 5,        // has parameters of its own (in the model's arena)
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
-    AW_FORM_ALIBI = 1u << 9,         // takes ALiBi's distance bias on its scores (aw_attn_form.alibi)
+    AW_FORM_SCORE_BIAS = 1u << 9,    // takes a score bias by distance (aw_attn_form.score_slopes: ALiBi's)
 };
 
 typedef struct aw_form aw_form;
@@ -82,8 +84,8 @@ typedef struct {
     float *params, *grads; // the form's parameters: its own block until bind, then the model's
                            // arena (grads NULL until bind)
     int owns_params;
-    const float *alibi;    // (H) ALiBi's slopes for this sublayer (positional "alibi", self-attention
-                           // of a form with AW_FORM_ALIBI), or NULL
+    const float *score_slopes; // (H) the score bias' slopes for this sublayer (a positional row's
+                               // score_bias, self-attention of a form with AW_FORM_SCORE_BIAS), or NULL
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, its options'
@@ -93,7 +95,7 @@ typedef struct {
     int causal;
     const aw_form_values *opts;
     uint32_t seed;
-    const float *alibi;     // (H) ALiBi's slopes, or NULL
+    const float *score_slopes; // (H) the score bias' slopes (positional.h score_bias), or NULL
 } aw_form_setup;
 
 // What a form says about itself: lib.forms carries it, the playground shows it.
@@ -111,14 +113,16 @@ typedef struct {
 struct aw_form {
     const char *name;    // "linear:elu+1": what users write, what checkpoints store
     const char *family;  // its kernel's family: "softmax", "local", "linear", "synthesizer",
-                         // "retention", "linformer" (for grouping only: no code branches on it)
+                         // "retention", "gated", "gla", "delta", "linformer" (for grouping only: no
+                         // code branches on it)
     aw_form_words words;
     const char *cross;   // the form of cross-attention in an encoder-decoder built with this one
     const char *decoder; // a form without a causal form: the decoder's self-attention in an
                          // encoder-decoder built with it (NULL: it cannot serve such a model)
     const char *why_not_causal; // a form without a causal form: the reason, for the error message
     unsigned flags;      // enum aw_form_flag
-    int variant;         // the family's own id: linear feature map, synthesizer variant
+    int variant;         // the file's own id for its rows: linear feature map, synthesizer variant,
+                         // gate width (form_gated.c), delta rule with or without a gate
     const aw_form_option *options; // its attentionOptions (n_options of them)
     size_t n_options;
     // Derives the defaults that depend on other values (maxLen included) and checks values that
@@ -193,23 +197,6 @@ size_t aw_option_json(const aw_form *form, const aw_form_values *v, char *buf, s
 // whyNotCausal, flags, words and options. Returns the length it would write (snprintf's contract).
 size_t aw_forms_json(char *buf, size_t cap);
 
-// For forms whose parameters are one block of their own until the model's arena takes them:
-// bind copies the n floats into params, zeroes grads and frees the form's block; release frees the
-// block (if still owned) and the form's own state.
-void attn_form_bind_params(aw_attn_form *f, float *params, float *grads, size_t n);
-void attn_form_release_params(aw_attn_form *f);
-
-// For forms whose gates come from the sublayer input through a per-head projection, W (H, C) as
-// nn.Linear(C, H) keeps it and b (H): z (T, H) = x W^T + b; and its backward, dx += dz W and, when
-// dW is not NULL, dW += dz^T x, db += the column sums of dz.
-void attn_form_project(float *z, const float *x, const float *W, const float *b, size_t T, size_t C, size_t H);
-void attn_form_project_backward(float *dx, float *dW, float *db, const float *dz, const float *x, const float *W,
-                                size_t T, size_t C, size_t H);
-
-// The sublayer's lifecycle (forms.c): checks the form can serve (causal needs AW_FORM_CAUSAL,
-// with a message naming the form), then calls its init.
-int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *setup);
-void attn_form_free(aw_attn_form *f);
 // The error for a causal use of a form without a causal form: why, and where it can serve.
 int attn_form_refuse_causal(const aw_form *form);
 

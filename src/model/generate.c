@@ -129,7 +129,7 @@ static void state_free(decode_state *s) { free(s->mem); }
 // One attention sublayer for one position. Self: the form's step adds this position's k, v (and
 // x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).
 void decode_attend(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n, size_t H,
-                   size_t KH, size_t hd, const float *alibi) {
+                   size_t KH, size_t hd, const float *slopes) {
     const size_t KC = KH * hd, group = H / KH;
     const float scale = 1.0f / sqrtf((float)hd);
     for (size_t h = 0; h < H; h++) {
@@ -137,7 +137,7 @@ void decode_attend(float *out, float *scores, const float *q, const float *kc, c
         const size_t off = (h / group) * hd;
         float mx = -INFINITY;
         for (size_t j = 0; j < n; j++) {
-            scores[j] = aw_dot(qh, kc + j * KC + off, hd) * scale - (alibi ? alibi[h] * (float)(n - 1 - j) : 0.0f);
+            scores[j] = aw_dot(qh, kc + j * KC + off, hd) * scale - (slopes ? slopes[h] * (float)(n - 1 - j) : 0.0f);
             mx = scores[j] > mx ? scores[j] : mx;
         }
         double sum = 0.0;
@@ -162,16 +162,16 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
     } else {
         if (w->wk) linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
         linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
-        if (m->rope_cos && w->wq) { // rotary positions: the query and the key at this position
-            rope_apply(s->q, m->rope_cos, m->rope_sin, 1, 1, pos, C, hd, 0);
-            rope_apply(s->kv, m->rope_cos, m->rope_sin, 1, 1, pos, KC, hd, 0);
+        if (m->pos->rotate_qk && w->wq) { // rotary positions: the query and the key at this position
+            m->pos->rotate_qk(m, s->q, 1, 1, pos, C, 0);
+            m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);
         }
         if (own_cache(m)) { // the cache holds the K/V heads only
             if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             memcpy(kc + pos * KC, s->kv, KC * sizeof(float));
             memcpy(vc + pos * KC, s->kv + KC, KC * sizeof(float));
-            decode_attend(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->alibi);
+            decode_attend(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->score_slopes);
             st = AW_OK;
         } else {
             kv_expand(s->kx, s->kv, 1, H, KH, hd);

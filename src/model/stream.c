@@ -28,10 +28,12 @@ int model_stream_check(const aw_model *m, size_t window, size_t sinks) {
     if (c->arch != AW_ARCH_DECODER || strcmp(m->self_form[0].form->name, "softmax") != 0)
         return aw_fail(AW_ERR_ARG, "streaming past maxLen keeps a KV cache of softmax attention: it needs a decoder-only "
                                    "model with attention \"softmax\"");
-    if (c->positional != AW_POS_ROPE && c->positional != AW_POS_NONE && c->positional != AW_POS_ALIBI)
-        return aw_fail(AW_ERR_ARG, "streaming past maxLen numbers positions by cache slot: it needs positional \"rope\", "
-                                   "\"alibi\" or \"none\" (this model adds %s positions to its embeddings, which end at maxLen)",
-                       c->positional == AW_POS_LEARNED ? "learned" : "sinusoidal");
+    if (!(m->pos->flags & AW_POSITIONAL_BY_SLOT)) {
+        char list[128];
+        aw_positional_names(list, sizeof list, AW_POSITIONAL_BY_SLOT, 1);
+        return aw_fail(AW_ERR_ARG, "streaming past maxLen numbers positions by cache slot: it needs positional %s (this "
+                                   "model adds %s positions to its embeddings, which end at maxLen)", list, m->pos->name);
+    }
     if (window < 1 || window > (size_t)c->max_len)
         return aw_fail(AW_ERR_ARG, "window must be an integer in [1, maxLen = %d], got %zu", (int)c->max_len, window);
     if (sinks >= window) return aw_fail(AW_ERR_ARG, "sinks must be below window (%zu), got %zu", window, sinks);
@@ -107,11 +109,11 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             memcpy(s->vr + n * KC, s->v[l] + sl * KC, KC * sizeof(float));
             n++;
         }
-        if (m->rope_cos) {
-            rope_apply(s->kr, m->rope_cos, m->rope_sin, 1, n, 0, KC, hd, 0);
-            rope_apply(s->q, m->rope_cos, m->rope_sin, 1, 1, n - 1, C, hd, 0);
+        if (m->pos->rotate_qk) { // positions by cache slot
+            m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
+            m->pos->rotate_qk(m, s->q, 1, 1, n - 1, C, 0);
         }
-        decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->alibi); // ALiBi by cache slot
+        decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
         linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
         aw_axpy(s->res, 1.0f, s->x, C);
         if (pre) memcpy(s->x, s->res, C * sizeof(float));

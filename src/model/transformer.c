@@ -3,6 +3,8 @@
 // the attention forms plug in through attention_forms.c.
 #include "transformer.h"
 
+#include "form_layer.h"
+
 #include "../kernels/parallel.h"
 
 #include "../kernels/kernels.h"
@@ -45,13 +47,14 @@ int model_check_config(const aw_model_config *c) {
     if (!(f->flags & AW_FORM_CAUSAL) && !(c->arch == AW_ARCH_ENCODER_DECODER && f->decoder))
         return attn_form_refuse_causal(f);
     aw_form_values opts = c->attn; // the form checks its own options (model_create keeps them finished)
-    const int st = aw_option_finish(f, &opts, (size_t)c->max_len);
+    int st = aw_option_finish(f, &opts, (size_t)c->max_len);
     if (st) return st;
-    if (c->positional < 0 || c->positional >= AW_POS_COUNT)
-        return aw_fail(AW_ERR_ARG, "positional must be \"sinusoidal\", \"learned\", \"none\", \"rope\" or \"alibi\"");
-    if (c->positional == AW_POS_ALIBI && !(f->flags & AW_FORM_ALIBI))
-        return aw_fail(AW_ERR_ARG, "positional \"alibi\" adds a distance bias to softmax scores, and attention \"%s\" "
-                                   "has none to bias: use attention \"softmax\" with it, or positional \"rope\"", f->name);
+    const aw_positional *pos = aw_positional_at(c->positional);
+    if (!pos) {
+        char list[128];
+        aw_positional_names(list, sizeof list, 0, 1);
+        return aw_fail(AW_ERR_ARG, "positional must be %s", list);
+    }
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
     if (c->norm_type != AW_NORMTYPE_LAYER && c->norm_type != AW_NORMTYPE_RMS)
         return aw_fail(AW_ERR_ARG, "normType must be \"layernorm\" or \"rmsnorm\"");
@@ -62,15 +65,7 @@ int model_check_config(const aw_model_config *c) {
                                    "is multi-query attention; got %d", (int)c->heads, (int)c->heads, (int)c->kv_heads);
     if (c->rope_theta != 0.0f && !(c->rope_theta > 1.0f && c->rope_theta <= 1e9f))
         return aw_fail(AW_ERR_ARG, "ropeTheta must be a number in (1, 1e9] (10000 by default), got %g", (double)c->rope_theta);
-    if (c->positional == AW_POS_ROPE) {
-        if ((c->d_model / c->heads) % 2)
-            return aw_fail(AW_ERR_ARG, "positional \"rope\" turns pairs of a head's columns: the head width dModel / "
-                                       "heads must be even, got %d / %d = %d", (int)c->d_model, (int)c->heads,
-                           (int)(c->d_model / c->heads));
-        if (!(f->flags & AW_FORM_USES_QK))
-            return aw_fail(AW_ERR_ARG, "positional \"rope\" rotates queries and keys, and attention \"%s\" reads "
-                                       "neither: use positional \"sinusoidal\", \"learned\" or \"none\" with it", f->name);
-    }
+    if (pos->check && (st = pos->check(c, f))) return st; // the encoding's own bounds (rope, alibi)
     // parameters and AdamW state (4 floats and a decay byte each) must fit in size_t: counted in
     // model_create, where the forms' tensors are known
     return AW_OK;
@@ -215,7 +210,7 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
         w->b_out = take(&wk, "out.b", V, 0);
         return wk.overflow ? AW_SIZE_INVALID : wk.off;
     }
-    if (c->positional == AW_POS_LEARNED) w->wpe = take(&wk, "wpe", L, C);
+    if (AW_POSITIONALS[c->positional].flags & AW_POSITIONAL_PARAMS) w->wpe = take(&wk, "wpe", L, C);
     for (int l = 0; encdec && l < c->layers; l++) {
         snprintf(prefix, sizeof prefix, "enc.%d.self", l);
         walk_attn(&wk, &w->enc[l].self, prefix, C, &m->enc_form[l], &m->form_offset[0][l]);
@@ -308,7 +303,7 @@ void model_destroy(aw_model *m) {
     free(m->pe_sin);
     free(m->rope_cos);
     free(m->rope_sin);
-    free(m->alibi);
+    free(m->score_slopes);
     free(m->act_mem);
     free(m->dact_mem);
     free(m->tokens);
@@ -326,10 +321,10 @@ static int init_forms(aw_model *m) {
     const aw_form *self = aw_form_at((size_t)cfg->form), *cross = aw_form_find(self->cross), *dec = self;
     const int encdec = cfg->arch == AW_ARCH_ENCODER_DECODER;
     if (encdec && !(self->flags & AW_FORM_CAUSAL) && self->decoder) dec = aw_form_find(self->decoder);
-    if (cfg->positional == AW_POS_ALIBI) { // slopes 2^(-8h/H), h = 1..H (Press, Smith, Lewis 2022)
-        m->alibi = aw_alloc_floats((size_t)cfg->heads);
-        if (!m->alibi) return AW_ERR_NOMEM;
-        for (int h = 0; h < cfg->heads; h++) m->alibi[h] = (float)pow(2.0, -8.0 * (h + 1) / cfg->heads);
+    if (m->pos->score_bias) { // a bias by distance on the self-attentions' scores (ALiBi's slopes)
+        m->score_slopes = aw_alloc_floats((size_t)cfg->heads);
+        if (!m->score_slopes) return AW_ERR_NOMEM;
+        m->pos->score_bias(m->score_slopes, (size_t)cfg->heads);
     }
     const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
                                .opts = &cfg->attn};
@@ -338,11 +333,11 @@ static int init_forms(aw_model *m) {
     for (int l = 0; l < cfg->layers && !st; l++) {
         const uint32_t s = cfg->seed * 131u + (uint32_t)l * 7u;
         // the options are the chosen form's: a decoder or cross form that differs takes its defaults;
-        // ALiBi's slopes go to the self-attentions only
-        su.alibi = m->alibi;
+        // the score bias goes to the self-attentions only
+        su.score_slopes = m->score_slopes;
         if (encdec) su.causal = 0, su.seed = s + 1, su.opts = &cfg->attn, st = attn_form_init(&m->enc_form[l], self, &su);
         if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
-        su.alibi = NULL;
+        su.score_slopes = NULL;
         if (!st && encdec) su.causal = 0, su.seed = s + 3, su.opts = cross == self ? &cfg->attn : NULL, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
     return st;
@@ -357,6 +352,8 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     aw_model *m = calloc(1, sizeof *m);
     if (!m) return aw_fail(AW_ERR_NOMEM, "out of memory for the model");
     m->cfg = *cfg;
+    m->pos = aw_positional_at(cfg->positional); // the GRU archs read no positions, nor check them
+    if (!m->pos) m->pos = &AW_POSITIONALS[AW_POS_NONE];
     if (!m->cfg.kv_heads) m->cfg.kv_heads = cfg->heads;           // 0: a K/V head per query head
     if (m->cfg.rope_theta == 0.0f) m->cfg.rope_theta = 10000.0f; // 0: the usual base
     // the form's options with their defaults and derived values filled in (as config_json and
@@ -368,7 +365,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     }
     m->n_params = walk_params(m, NULL, &m->w);
     // params, grads, AdamW m and v: one allocation carved in four, then the decay mask (1 byte each)
-    const size_t P = m->n_params, L = (size_t)cfg->max_len, C = (size_t)cfg->d_model;
+    const size_t P = m->n_params;
     // inference only: the parameters alone (a form with parameters of its own binds gradients too,
     // so such a model keeps them all)
     int forms_own = 0;
@@ -384,8 +381,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
                                      "set its size)", (unsigned)(sizeof(size_t) * 8));
     }
     m->params = aw_alloc_zero(bytes, 1);
-    m->pe_sin = aw_alloc_floats(aw_size_mul(L, C));
-    if (!m->params || !m->pe_sin) {
+    if (!m->params) {
         model_destroy(m);
         return aw_fail(AW_ERR_NOMEM, "out of memory: the model needs %.1f MiB for its parameters and optimizer "
                                      "state", (double)bytes / 1048576.0);
@@ -405,18 +401,11 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
         for (int l = 0; l < cfg->layers; l++)
             if (kinds[g][l].form && kinds[g][l].form->bind)
                 kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
-    sinusoidal_encoding(m->pe_sin, L, C);
-    m->pe = cfg->positional == AW_POS_LEARNED ? m->w.wpe : cfg->positional == AW_POS_SINUSOIDAL ? m->pe_sin : NULL;
-    if (cfg->positional == AW_POS_ROPE) {
-        const size_t half = C / (size_t)cfg->heads / 2;
-        m->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
-        m->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
-        if (!m->rope_cos || !m->rope_sin) {
-            model_destroy(m);
-            return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
-        }
-        rope_table(m->rope_cos, m->rope_sin, L, C / (size_t)cfg->heads, (double)m->cfg.rope_theta);
+    if (m->pos->tables && (st = m->pos->tables(m))) { // the encoding's tables: the sinusoid, rotary angles
+        model_destroy(m);
+        return st;
     }
+    m->pe = m->pos->embed ? m->pos->embed(m) : NULL;
     init_params(m);
     aw_rng_seed(&m->data_rng, ((uint64_t)cfg->seed << 32) ^ 0xDA7Au);
     *out = m;
@@ -666,10 +655,9 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
         if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
         linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
     }
-    if (m->rope_cos && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
-        const size_t hd = C / (size_t)m->cfg.heads;
-        rope_apply(a->q, m->rope_cos, m->rope_sin, B, T, 0, C, hd, 0);
-        rope_apply(a->k, m->rope_cos, m->rope_sin, B, Tk, 0, C, hd, 0);
+    if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
+        m->pos->rotate_qk(m, a->q, B, T, 0, C, 0);
+        m->pos->rotate_qk(m, a->k, B, Tk, 0, C, 0);
     }
     const int keep = m->keep_attention && a->att != NULL;
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
@@ -698,10 +686,9 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     seq_job j = {m, f, (aw_attn_acts *)a, da, xq, dxq, T, Tk, aw_threads_built() ? m->scratch_cap / B : 0, 1, AW_OK};
     run_sequences(&j, B, seq_backward);
     if (j.status) return j.status;
-    if (m->rope_cos && !kv_src && w->wq) { // q, k were rotated: turn their gradients back
-        const size_t hd = C / (size_t)m->cfg.heads;
-        rope_apply(da->q, m->rope_cos, m->rope_sin, B, T, 0, C, hd, 1);
-        rope_apply(da->k, m->rope_cos, m->rope_sin, B, Tk, 0, C, hd, 1);
+    if (m->pos->rotate_qk && !kv_src && w->wq) { // q, k were rotated: turn their gradients back
+        m->pos->rotate_qk(m, da->q, B, T, 0, C, 1);
+        m->pos->rotate_qk(m, da->k, B, Tk, 0, C, 1);
     }
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
     if (a->kv) { // grouped-query: each K/V head gathers the gradients of the query heads it served

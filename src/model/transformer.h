@@ -12,17 +12,13 @@
 #include "../attention/synthesizer.h"
 #include "forms.h"
 #include "layers.h"
+#include "positional.h"
 #include "rnn.h"
 #include "tasks.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-// none: no positions at all (a causal model still tells them apart through its mask); rope:
-// rotary positions on every self-attention's queries and keys (llama_layers.c)
-// alibi: a bias -m_h |i - j| on every self-attention score, m_h = 2^(-8h/H) for heads h = 1..H
-enum aw_positional { AW_POS_SINUSOIDAL = 0, AW_POS_LEARNED = 1, AW_POS_NONE = 2, AW_POS_ROPE = 3, AW_POS_ALIBI = 4,
-                     AW_POS_COUNT = 5 };
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
 enum aw_norm_type { AW_NORMTYPE_LAYER = 0, AW_NORMTYPE_RMS = 1 };
 enum aw_ffn { AW_FFN_RELU = 0, AW_FFN_SWIGLU = 1 };
@@ -37,12 +33,12 @@ static inline int aw_arch_has_source(int arch) { return arch != AW_ARCH_DECODER;
 static inline int aw_arch_is_rnn(int arch) { return arch == AW_ARCH_GRU || arch == AW_ARCH_GRU_ATTENTION; }
 enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
 
-typedef struct {
+typedef struct aw_model_config {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
     int32_t form;       // the attention form of every self-attention: an index into the registry
                         // (forms.h; aw_form_find(name) gives it)
     aw_form_values attn; // the form's attentionOptions, by its own option list (forms.h)
-    int32_t positional; // enum aw_positional
+    int32_t positional; // a row of AW_POSITIONALS (positional.h)
     int32_t norm;       // enum aw_norm
     int32_t norm_type;  // enum aw_norm_type: LayerNorm or RMSNorm
     int32_t ffn;        // enum aw_ffn: relu(x W1 + b1) W2 + b2, or (silu(x W1) * x W3) W2
@@ -157,10 +153,11 @@ typedef struct aw_model {
                                 // quarter of the memory); backward and training are Errors
     uint8_t *decay;             // (n_params) 1 where weight decay applies
     aw_weights w, g;            // pointers into params and grads
-    float *pe;                  // (L, C) the positional table in use (wpe or the sinusoid)
-    float *pe_sin;              // (L, C) the sinusoid (owned)
+    const aw_positional *pos;   // the positional encoding's row (positional.h)
+    const float *pe;            // (L, C) the table added to the embeddings (pos->embed: wpe, the sinusoid), or NULL
+    float *pe_sin;              // (L, C) the sinusoid (owned), or NULL
     float *rope_cos, *rope_sin; // (L, hd / 2) each: rotary positions' table (owned), or NULL
-    float *alibi;               // (H) ALiBi's slopes (owned), or NULL
+    float *score_slopes;        // (H) the score bias' slopes (pos->score_bias: ALiBi's; owned), or NULL
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena
     int keep_attention;         // 1: forward stores every form's weights in acts.att (for display;
@@ -248,11 +245,11 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
 
 // One position through generation's pieces (generate.c), shared with streaming (stream.c):
 // decode_attend: softmax over n cached positions, keys kc and values vc (n, KH hd), head h reading
-// K/V head h / (H / KH), with ALiBi's bias by distance from the last position when alibi (H) is
-// given; scores has n floats of scratch. decode_ffn: the feed-forward sublayer of one row x (C),
+// K/V head h / (H / KH), with the score bias -slopes[h] (distance from the last position) when
+// slopes (H, a positional row's score_bias: ALiBi's) is given; scores has n floats of scratch. decode_ffn: the feed-forward sublayer of one row x (C),
 // in place (ln, res: C floats; h, u, r: F). decode_logits: the final norm and the classifier.
 void decode_attend(float *out, float *scores, const float *q, const float *kc, const float *vc, size_t n, size_t H,
-                   size_t KH, size_t hd, const float *alibi);
+                   size_t KH, size_t hd, const float *slopes);
 void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln, float *h, float *u, float *r,
                 float *res);
 void decode_logits(const aw_model *m, float *logits, const float *x, float *ln);

@@ -262,7 +262,7 @@ static void test_softmax_attention_backward_flash(void) {
                     if ((ds.causal && j > i) || (ds.key_mask && !ds.key_mask[j])) continue;
                     double sc = 0.0;
                     for (size_t c = 0; c < d / h; c++) sc += (double)q[i * d + hd * (d / h) + c] * k[j * d + hd * (d / h) + c];
-                    sc = sc * ds.scale + aw_alibi_bias(&ds, hd, i, j);
+                    sc = sc * ds.scale + aw_score_bias(&ds, hd, i, j);
                     if (sc > mx) sum = sum * exp(mx - sc) + 1.0, mx = sc;
                     else sum += exp(sc - mx);
                 }
