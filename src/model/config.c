@@ -214,10 +214,12 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
     PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONALS[c->positional].name,
         AW_NORM_NAMES[c->norm], AW_ARCH_NAMES[c->arch], (unsigned)c->seed);
     if (!aw_arch_is_rnn(c->arch))
-        PUT(",\"block\":\"%s\",\"normType\":\"%s\",\"ffn\":\"%s\",\"bias\":%s,\"tieEmbeddings\":%s,\"kvHeads\":%d,"
-            "\"ropeTheta\":%.9g", AW_BLOCK_NAMES[c->block], AW_NORM_TYPE_NAMES[c->norm_type], AW_FFN_NAMES[c->ffn],
-            c->no_bias ? "false" : "true", c->tie ? "true" : "false", (int)(c->kv_heads ? c->kv_heads : c->heads),
-            c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);
+        PUT(",\"block\":\"%s\",\"normType\":\"%s\",\"ffn\":\"%s\",\"bias\":%s,\"tieEmbeddings\":%s,\"kvHeads\":%d",
+            AW_BLOCK_NAMES[c->block], AW_NORM_TYPE_NAMES[c->norm_type], AW_FFN_NAMES[c->ffn],
+            c->no_bias ? "false" : "true", c->tie ? "true" : "false", (int)(c->kv_heads ? c->kv_heads : c->heads));
+    // ropeTheta only where it is read, so that createModel(model.config) makes the same model
+    if (!aw_arch_is_rnn(c->arch) && AW_POSITIONALS[c->positional].rotate_qk)
+        PUT(",\"ropeTheta\":%.9g", c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);
     // the options the form reads, in the order of its list
     if (!aw_arch_is_rnn(c->arch) && form->n_options) {
         char opts[1024];
