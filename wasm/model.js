@@ -169,13 +169,13 @@ export function modelMethods(core) {
       if (this.handle === 0) fail(`${what}: this model was disposed`);
     }
 
-    /** AdamW steps taken (restored by loadModel). */
     /** false for a model loaded with { training: false } (parameters only: it runs, it does not train) */
     get training() {
       this.#live('training');
       return !ex.aw_model_inference(this.handle);
     }
 
+    /** AdamW steps taken (restored by loadModel). */
     get steps() {
       this.#live('steps');
       return ex.aw_model_step_count(this.handle);
