@@ -22,8 +22,13 @@ for (const simd of [true, false]) {
   const libs = { base: await loadBase({ simd }), this: await loadAttention({ simd }) };
   const q1024 = rand(1024 * 64, 1), k1024 = rand(1024 * 64, 2), v1024 = rand(1024 * 64, 3);
   const q256 = rand(256 * 64, 4);
-  const models = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, Object.fromEntries(
-    ['softmax', 'linear:elu+1', 'synth:dense'].map((attention) => [attention, lib.createModel({ vocab: 16, dModel: 64, heads: 4, layers: 2, maxLen: 40, attention })]))]));
+  const models = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, {
+    ...Object.fromEntries(['softmax', 'linear:elu+1', 'synth:dense'].map((attention) =>
+      [attention, lib.createModel({ vocab: 16, dModel: 64, heads: 4, layers: 2, maxLen: 40, attention })])),
+    // the positional encodings' paths: rotary (the llama block) and ALiBi's score bias
+    llama: lib.createModel({ vocab: 16, dModel: 64, heads: 4, kvHeads: 2, layers: 2, maxLen: 40, block: 'llama' }),
+    alibi: lib.createModel({ vocab: 16, dModel: 64, heads: 4, layers: 2, maxLen: 40, positional: 'alibi' }),
+  }]));
   const layers = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, lib.createSynthesizer({ variant: 'dense', d: 64, maxLen: 256, heads: 4 })]));
   const work = {
     'softmax streaming n=1024 d=64': (lib) => lib.softmaxAttention({ q: q1024, k: k1024, v: v1024, n: 1024, d: 64 }),
@@ -34,7 +39,10 @@ for (const simd of [true, false]) {
   };
   for (const attention of ['softmax', 'linear:elu+1', 'synth:dense'])
     work[`trainStep ${attention} reverse 16, batch 32`] = (lib, k) => models[k][attention].trainStep({ task: 'reverse' });
+  work['trainStep llama (rope) reverse 16, batch 32'] = (lib, k) => models[k].llama.trainStep({ task: 'reverse' });
+  work['trainStep softmax + alibi reverse 16, batch 32'] = (lib, k) => models[k].alibi.trainStep({ task: 'reverse' });
   work['generate softmax 24 tokens'] = (lib, k) => models[k].softmax.generate([1, 2, 3], { maxTokens: 24 });
+  work['generate llama (rope) 24 tokens'] = (lib, k) => models[k].llama.generate([1, 2, 3], { maxTokens: 24 });
   work['generate synth:dense 24 tokens'] = (lib, k) => models[k]['synth:dense'].generate([1, 2, 3], { maxTokens: 24 });
   console.log(`\n## ${simd ? 'SIMD' : 'scalar'} build: ms per call, median of 9 interleaved rounds\n`);
   console.log('| workload | base | this | base / this |\n|---|---|---|---|');
