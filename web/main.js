@@ -7,7 +7,7 @@
 // feature test, as the model panel is (`typeof lib.createModel === 'function'`).
 import { loadAttention } from '../wasm/index.js';
 import { GLOSSARY } from './about.js';
-import { probeForms } from './forms.js';
+import { probeForms } from '../lab/forms.js';
 import { makeInputs } from './inputs.js';
 import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
 import { createControls } from './views/controls.js';

@@ -175,7 +175,7 @@ test('fix 6: every form gets its own colour and marker in the timings chart; the
 test('fix 7: the experiment panel says how its setup differs from the README table\'s, and the two agree on it', async () => {
   const { page, problems } = await open('');
   const text = await page.textContent('#ecompare');
-  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../web/tasks.js');
+  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../lab/tasks.js');
   // The description matches what scripts/experiment.mjs and the README really say.
   const script = readFileSync(new URL('../../scripts/experiment.mjs', import.meta.url), 'utf8');
   assert.match(script, new RegExp(`recall: \\{ length: ${r.recallPairs},`));
