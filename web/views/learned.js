@@ -258,7 +258,7 @@ export function createLearnedView(el, { lib, onChange }) {
     listModels(list, entry);
     el.probe.textContent = view === 'probe' ? 'Back to your text' : 'Show the heads on a probe';
     const max = entry.length;
-    el.label.textContent = `Your text (lower case letters, digits and punctuation; the first ${max} characters)`;
+    el.label.textContent = `Text the trained model reads (lower case letters, digits and punctuation; the first ${max} characters)`;
     let chars, dropped = [], kept;
     if (view === 'probe') { // random letters, then the same letters again (heads.js)
       chars = [...probeLetters()];
