@@ -113,6 +113,7 @@ function makeAppliesLine(section) {
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'secondary small';
+  button.textContent = 'Switch to a form it applies to'; // named even while hidden
   button.addEventListener('click', () => setState({ form: button.dataset.form }));
   note.append(text, ' ', button);
   section.querySelector('h2').after(note);
