@@ -104,7 +104,8 @@ function makeContents() {
   });
 }
 
-// Each section gets its line for "does not apply" (hidden while it applies), right under its title.
+// Each section gets its line for "does not apply" (hidden while it applies), under its title and
+// its "What you are looking at" line.
 function makeAppliesLine(section) {
   const note = document.createElement('p');
   note.className = 'applies';
@@ -116,7 +117,7 @@ function makeAppliesLine(section) {
   button.textContent = 'Switch to a form it applies to'; // named even while hidden
   button.addEventListener('click', () => setState({ form: button.dataset.form }));
   note.append(text, ' ', button);
-  section.querySelector('h2').after(note);
+  (section.querySelector(':scope > h2 + p.what') ?? section.querySelector(':scope > h2')).after(note);
 }
 
 // The glossary in the header: a definition list from about.js.

@@ -90,9 +90,9 @@ test('fix 3: a form the decoder cannot use clears the panel, says why in words a
 test('fix 4 and live controls: resuming goes on along the schedule; One step; the rate changes mid-run', async (t) => {
   const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=fresh&msteps=1000&mlr=0.002&msched=decay',
     { model: true });
-  const panelLr = await page.evaluate(async () => (await import('/tasks.js')).panelLr.toString());
+  const panelLr = await page.evaluate(async () => (await import('/lab/tasks.js')).panelLr.toString());
   t.diagnostic(panelLr.split('\n')[0]);
-  const lrAt = (step) => page.evaluate(async (s) => (await import('/tasks.js')).panelLr(2e-3, s, 'decay'), step);
+  const lrAt = (step) => page.evaluate(async (s) => (await import('/lab/tasks.js')).panelLr(2e-3, s, 'decay'), step);
   await page.click('#mtrain');
   await page.waitForSelector('#model[data-training="0"]', { timeout: 900000 });
   const lossBefore = Number(await data(page, 'eval-loss'));
@@ -124,7 +124,7 @@ test('fix 4 and live controls: resuming goes on along the schedule; One step; th
   assert.match(page.url(), /mlr=0\.0003/);
   await page.waitForFunction(async () => {
     const m = document.querySelector('#model');
-    const { panelLr: f } = await import('/tasks.js');
+    const { panelLr: f } = await import('/lab/tasks.js');
     return Math.abs(Number(m.dataset.lr) - f(3e-4, Number(m.dataset.step) - 1, 'decay')) < 1e-9;
   });
   // One step while training: the run stops, then one step is taken.
