@@ -446,6 +446,7 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   await page.selectOption('#form', 'softmax');
   await page.waitForFunction((f) => document.querySelector('#learned').dataset.file === f, softmaxFile);
   const canvas = page.locator('#lheatmaps canvas').first();
+  await canvas.scrollIntoViewIfNeeded(); // the panel comes after the attention matrix
   const box = await canvas.boundingBox();
   const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
   await page.mouse.move(box.x + Number(ds.left) + 0.5 * Number(ds.cell), box.y + Number(ds.top) + 3.5 * Number(ds.cell));
@@ -507,7 +508,7 @@ test('learned attention: every head named by what it does on the text, the probe
   // heads.js on model.forward's weights of a text, computed in the page apart from the panel
   const headsOn = (text) => page.evaluate(async ([f, x]) => {
     const lib = await (await import('/wasm/index.js')).loadAttention();
-    const { scoreHeads } = await import('/heads.js');
+    const { scoreHeads } = await import('/lab/heads.js');
     const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
     const tokens = lib.charsTokenizer.encode(x);
     const heads = scoreHeads(m.forward(tokens).attention, [...tokens]);
@@ -545,7 +546,7 @@ test('learned attention: every head named by what it does on the text, the probe
   // heads.js's jumpBack on model.forward's weights of the phrase twice, computed in the page apart from the panel
   const best = await page.evaluate(async ([f, x]) => {
     const lib = await (await import('/wasm/index.js')).loadAttention();
-    const { jumpBack, phrasePeriod } = await import('/heads.js');
+    const { jumpBack, phrasePeriod } = await import('/lab/heads.js');
     const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
     const { attention } = m.forward(lib.charsTokenizer.encode(x));
     m.dispose();
