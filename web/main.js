@@ -34,29 +34,20 @@ function setState(patch) {
   render();
 }
 
-// Whether a panel applies, as true or a one-line reason (what the library lacks, or the chosen form).
-function appliesTo(panel, s, form) {
-  const need = panel.needs?.(lib) ?? true;
-  return need !== true ? need : panel.applies(lib, s, form);
-}
-
-// The panel's line under its title: hidden when it applies, else the reason and (when some form
-// makes it apply) a button that switches to that form.
+// The panel's line under its title: hidden when it applies, else the reason (what the library lacks,
+// or why not this form) and, when some form makes it apply, a button that switches to that form.
 function showApplies(panel, section, form) {
-  const why = appliesTo(panel, state, form);
+  const need = panel.needs?.(lib) ?? true;
+  const why = need !== true ? need : panel.applies(lib, state, form);
   const note = section.querySelector(':scope > .applies');
   section.dataset.applies = why === true ? 'yes' : 'no';
   note.hidden = why === true;
   if (why === true) return;
-  note.querySelector('span').textContent = `Not for this form: ${why}`;
+  const other = need === true ? forms.find((f) => panel.applies(lib, { ...state, form: f.id }, f) === true) : null;
+  note.querySelector('span').textContent = `${other ? 'Not for this form' : 'Not available'}: ${why}`;
   const button = note.querySelector('button');
-  const other = panel.needs?.(lib) !== undefined && panel.needs(lib) !== true ? null
-    : forms.find((f) => appliesTo(panel, { ...state, form: f.id }, f) === true);
   button.hidden = !other;
-  if (!other) {
-    note.querySelector('span').textContent = `Not available: ${why}`;
-    return;
-  }
+  if (!other) return;
   button.textContent = `Switch to ${other.label}`;
   button.dataset.form = other.id;
 }
