@@ -14,7 +14,7 @@
 //   node scripts/experiment-claims.mjs --parts curves --steps 1500 --seeds 1,2,3 [--tasks recall] [--forms delta,softmax]
 //     [--recall-length 24 --recall-symbols 40]
 import { loadAttention } from '../wasm/index.js';
-import { probeForms } from '../web/forms.js';
+import { probeForms } from '../lab/forms.js';
 import { cpus } from 'node:os';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
@@ -165,7 +165,7 @@ if (PARTS.includes('lengths')) {
 }
 
 // ---- timing --------------------------------------------------------------------------------------
-// Every form's forward (the playground's own callers, web/forms.js) at d = 64, 4 heads, causal where
+// Every form's forward (the playground's own callers, lab/forms.js) at d = 64, 4 heads, causal where
 // the form has a causal form; the median of 5 calls after a warm-up, forms in turn within each round.
 if (PARTS.includes('timing')) {
   const forms = probeForms(lib).forms.filter((f) => !FORMS_ONLY || FORMS_ONLY.includes(f.id));

@@ -5,7 +5,7 @@
 // accuracy on the first 32768 characters of the held-out documents in windows of maxLen
 // (scripts/fortunes.mjs heldOutBits: what tests/node/fortunes.test.js recomputes from the
 // checkpoint), each model's strongest induction and previous-token heads on the page's probe
-// (web/heads.js), the bits per character of a held-out passage read once and then again (copy), the
+// (lab/heads.js), the bits per character of a held-out passage read once and then again (copy), the
 // corpus's split, and the bounds the tests hold the claims to (measured: README).
 //   LOGS=/tmp/train node scripts/fortunes-catalog.mjs
 // Which models: `sinks` ones are the attention-sinks experiment's (scripts/sinks.mjs); `panel` ones
@@ -13,7 +13,7 @@
 // forms trained alike on this text.
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
-import { LETTER_PROBE, probeLetters, scoreHeads, strongestHead } from '../web/heads.js';
+import { LETTER_PROBE, probeLetters, scoreHeads, strongestHead } from '../lab/heads.js';
 import { copyBits, ensureFortunes, fortunesDocuments, heldOutBits } from './fortunes.mjs';
 
 const why = ensureFortunes();

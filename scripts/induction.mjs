@@ -1,14 +1,14 @@
 // induction.mjs: which attention forms can make an induction head (Olsson et al. 2022). The same
-// 2-layer model (web/induction.js: dModel 32, 2 heads, the llama-style block with rotary
+// 2-layer model (lab/induction.js: dModel 32, 2 heads, the llama-style block with rotary
 // positions, so no position is added to the stream and a fixed-offset shortcut is closed) learns
 // the repeat task (k random symbols then the same k again, k from 6 to 12) with every attention
 // form a decoder can use, for 3 seeds; every 50 steps each head's induction score is measured on
-// probes of the same kind (web/heads.js). A form that reads no queries and keys (the dense and
+// probes of the same kind (lab/heads.js). A form that reads no queries and keys (the dense and
 // random Synthesizers) cannot take rotary positions and runs with positional 'none'.
 //   node scripts/induction.mjs [--steps 1000] [--seeds 3] [--forms softmax,local]
 import { loadAttention } from '../wasm/index.js';
-import { cpuName } from '../bench/timing.js';
-import { MODEL, SETUP, formInduction, formedAt } from '../web/induction.js';
+import { cpuName } from '../lab/cpu.js';
+import { MODEL, SETUP, formInduction, formedAt } from '../lab/induction.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);

@@ -1,6 +1,6 @@
 // pretrain.mjs: trains the checkpoints the playground loads instantly (web/models/), with the
 // native trainer (build/trainer), one per task x attention form, in the playground's own model
-// shape (web/tasks.js: SIZES.tiny, MAX_LEN 64, vocab = symbols + 1 or the chars vocabulary), and
+// shape (lab/tasks.js: SIZES.tiny, MAX_LEN 64, vocab = symbols + 1 or the chars vocabulary), and
 // writes web/models/index.json describing them (task, form, config, seed, steps, held-out accuracy and,
 // for chars, bits per character, and the command that made each). The character model (task chars,
 // which the page's first panel runs on typed text) is trained with every form a model can use; the
@@ -22,7 +22,7 @@ const { loadAttention } = await import(new URL('../wasm/index.js', import.meta.u
 const CHARS_FORMS = (await loadAttention()).forms.filter((f) => f.causal).map((f) => f.name);
 const SEED = 1;
 const CHARS_VOCAB = 50; // lib.charsTokenizer.vocab (1 + the charset of src/model/tasks.c)
-// length and symbols as the playground sets them (web/tasks.js TASKS[...].maxLength / symbols)
+// length and symbols as the playground sets them (lab/tasks.js TASKS[...].maxLength / symbols)
 const TASKS = {
   copy: { length: 16, symbols: 10, steps: 1500 },
   reverse: { length: 16, symbols: 10, steps: 800 },

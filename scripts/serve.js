@@ -1,4 +1,4 @@
-// serve.js: the playground's static server. Serves web/ at / and the package's own wasm/ at /wasm/
+// serve.js: the playground's static server. Serves web/ at /, the package's own wasm/ at /wasm/ and lab/ at /lab/
 // (the page imports the package itself, no copy), on 127.0.0.1, with correct MIME types and the
 // cross-origin isolation headers (COOP same-origin + COEP require-corp). No server logic beyond files.
 //   node scripts/serve.js            (PORT env, default 8080; HOST env, default 127.0.0.1)
@@ -38,7 +38,8 @@ const ISOLATED = {
 };
 
 /**
- * Maps a URL path to a file: /wasm/... -> <root>/wasm/..., anything else -> <root>/web/...;
+ * Maps a URL path to a file: /wasm/... -> <root>/wasm/..., /lab/... -> <root>/lab/... (the page's
+ * shared logic), anything else -> <root>/web/...;
  * mounts may override that (e.g. { '/': someDir } serves only someDir). Returns null for a
  * path that would leave its mount (.., encoded separators, NUL).
  */
@@ -100,13 +101,13 @@ async function handle(mounts, req, res, isolate) {
 
 /**
  * Starts the server. port 0 picks a free port. mounts maps URL prefixes to directories; the default
- * serves <root>/web at / and <root>/wasm at /wasm/ (root = this package).
+ * serves <root>/web at /, <root>/wasm at /wasm/ and <root>/lab at /lab/ (root = this package).
  * isolate: false leaves out the cross-origin isolation headers (a page then has no SharedArrayBuffer,
  * so no threads: what tests of the fallback need).
  * Resolves to { server, url, close } where close() also drops keep-alive connections.
  */
 export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts, isolate = true } = {}) {
-  const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm') };
+  const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/lab/': join(root, 'lab') };
   const server = createServer((req, res) => {
     handle(table, req, res, isolate).catch(() => {
       if (!res.headersSent) res.writeHead(500);

@@ -32,7 +32,7 @@ if (why) {
   process.exit(1);
 }
 const lib = await loadAttention();
-const cpu = (await import('../bench/timing.js')).cpuName();
+const cpu = (await import('../lab/cpu.js')).cpuName();
 for (const [file, bos] of MODELS) {
 const model = lib.loadModel(readFileSync(file), { training: false });
 const text = (args.text ? readFileSync(args.text, 'utf8') : heldOutText()).slice(0, N);
@@ -40,7 +40,7 @@ const tokens = Int32Array.from([...(bos ? [0] : []), ...lib.charsTokenizer.encod
 console.log(`\n# ${file.split('/').pop()}${bos ? ' (trained from document starts after a token 0; the stream starts with one)' : ' (trained on windows cut anywhere)'}: ${JSON.stringify(model.config)}`);
 console.log(`# ${tokens.length} tokens of ${args.text ? args.text : 'held-out fortunes (every 10th document, never trained on)'}; window ${W} ` +
   `(the model was trained on ${model.config.maxLen}), sinks ${S}; ${cpu}`);
-const first = (await import('../web/heads.js')).scoreHeads(model.forward(tokens.subarray(0, model.config.maxLen)).attention,
+const first = (await import('../lab/heads.js')).scoreHeads(model.forward(tokens.subarray(0, model.config.maxLen)).attention,
   [...tokens.subarray(0, model.config.maxLen)]).map((h) => h.scores['first token']);
 console.log(`# weight on the first position, per head (the first ${model.config.maxLen} tokens): mean ${(first.reduce((a, b) => a + b, 0) / first.length).toFixed(3)}, largest ${Math.max(...first).toFixed(3)}`);
 const modes = [['window', { window: W }], [`window + ${S} sinks`, { window: W, sinks: S }], ['recompute', { window: W, recompute: true }]];

@@ -1,40 +1,22 @@
 // main.js: the playground's wiring. One state object (state.js) lives in the URL; every edit goes
-// through setState(), which writes the URL and redraws the views. The views know nothing of each
-// other; the library knows nothing of the page.
-//
-// A panel is a web/views/<panel>.js module with a create function like the ones below, a section in
-// index.html and its settings in state.js; one that needs a part of the library is created behind a
-// feature test, as the model panel is (`typeof lib.createModel === 'function'`).
+// through setState(), which writes the URL and tells every panel (a settings change is an event the
+// panels subscribe to; nothing is made again). The panels are the rows of panels.js, each made once
+// at start-up inside its own <section>; the views know nothing of each other, the library knows
+// nothing of the page. A new panel is its view file, its section and one row in panels.js.
 import { loadAttention } from '../wasm/index.js';
 import { GLOSSARY } from './about.js';
-import { probeForms } from './forms.js';
-import { makeInputs } from './inputs.js';
-import { LIMITS, normalise, parseState, stateToSearch } from './state.js';
-import { createControls } from './views/controls.js';
-import { createFormulaView } from './views/formula.js';
-import { createHeatmapView } from './views/heatmap.js';
-import { createCompareView } from './views/compare.js';
-import { createExperimentView } from './views/experiment.js';
-import { createOverwriteView } from './views/overwrite.js';
-import { createLlama2cView } from './views/llama2c.js';
-import { createSinksView } from './views/sinks.js';
-import { createInductionView } from './views/induction.js';
-import { createLearnedView } from './views/learned.js';
-import { createModelView } from './views/model.js';
-import { createOwnTextView } from './views/owntext.js';
-import { createTimingsView } from './views/timings.js';
+import { probeForms } from '../lab/forms.js';
+import { normalise, parseState, stateToSearch } from './state.js';
+import { PANELS, PROPS, libLoader } from './panels.js';
 
 const $ = (id) => document.getElementById(id);
-const HEATMAP_MAX_LEN = LIMITS.n.max; // forms with a fixed length (lib.forms' fixedLength) are made with L = 128 and show the top-left n x n block
 
-let state = parseState(location.search);
+let state = parseState(location.search, PROPS);
 let lib = null;
 let forms = [];
 let renders = 0;
-let modelView = null; // the model panel, when the library has lib.createModel
-let experimentView = null; // the experiment panel, likewise
-let compareView = null; // the compare panel (lib.createModel)
-let learnedView = null; // the learned-attention panel, likewise (lib.loadModel)
+const settings = new EventTarget(); // 'change': the state changed
+const made = new Map(); // panel id -> what its create returned
 
 function showError(message) {
   const el = $('error');
@@ -46,88 +28,87 @@ function currentForm() {
   return forms.find((f) => f.id === state.form) ?? forms[0];
 }
 
-const controls = createControls({
-  form: $('form'), input: document.querySelectorAll('input[name="input"]'), text: $('text'), n: $('n'),
-  d: $('d'), heads: $('heads'), seed: $('seed'), causal: $('causal'), scale: $('scale'), causalNote: $('causal-note'),
-  textField: $('text-field'), nField: $('n-field'),
-}, (patch) => setState(patch));
-const formula = createFormulaView({ formula: $('formula'), title: $('formula-title'), note: $('form-note'), about: $('form-about') });
-const heatmaps = createHeatmapView({
-  grid: $('heatmaps'), legend: $('legend'), readout: $('readout'), exports: $('exports'), name: 'attention-sandbox',
-});
-const timings = createTimingsView({
-  panel: $('timings'), form: $('timing-settings'), build: $('build'), tmin: $('tmin'), tmax: $('tmax'), td: $('td'), trounds: $('trounds'), csv: $('tcsv'),
-  tforms: $('tforms'), run: $('trun'), stop: $('tstop'), progress: $('tprogress'), status: $('tstatus'), hint: $('thint'),
-  chart: $('tchart'), legend: $('tlegend'), table: $('ttable'),
-}, { onChange: (patch) => setState(patch), onError: showError });
-
 function setState(patch) {
   state = normalise({ ...state, ...patch });
-  if (typeof lib.loadLlama2c === 'function') {
-    $('llama2c').hidden = false;
-    createLlama2cView({
-      panel: $('llama2c'), input: $('l2files'), drop: $('l2drop'), files: $('l2names'), status: $('l2status'),
-      form: $('l2form'), text: $('l2text'), count: $('l2count'), layer: $('l2layer'), generate: $('l2generate'),
-      output: $('l2output'), grid: $('l2heatmaps'), legend: $('l2legend'), readout: $('l2readout'), exports: $('l2exports'),
-      probe: $('l2probe'), names: $('l2names'),
-    }, { lib });
-  }
-  if (typeof lib.createModel === 'function') {
-    $('induction').hidden = false;
-    const libs = new Map([[1, Promise.resolve(lib)]]);
-    const loadLib = (threads) => {
-      if (!libs.has(threads)) libs.set(threads, loadAttention({ threads }));
-      return libs.get(threads);
-    };
-    $('iform').replaceChildren(...lib.forms.filter((f) => f.causal).map((f) => new Option(f.label, f.name)));
-    createInductionView({
-      panel: $('induction'), formEl: $('induction-settings'), form: $('iform'), steps: $('isteps'), threads: $('ithreads'),
-      seed: $('iseed'), run: $('irun'), stop: $('istop'), status: $('istatus'), scores: $('ischart'), loss: $('ilchart'),
-      legend: $('ilegend'), summary: $('isummary'), names: $('inames'),
-    }, { loadLib });
-    $('sinks').hidden = false;
-    createSinksView({
-      panel: $('sinks'), form: $('sinks-settings'), text: $('stext'), window: $('swindow'), sinks: $('ssinks'),
-      run: $('srun'), reset: $('sreset'), status: $('sstatus'), chart: $('schart'), legend: $('slegend'), summary: $('ssummary'),
-    }, { lib });
-  }
-  history.replaceState(null, '', stateToSearch(state));
+  history.replaceState(null, '', stateToSearch(state, PROPS) + location.hash);
   render();
 }
 
-// Runs the chosen form on the current input and splits its weights into one map per head.
-function computeMaps(form) {
-  const inputs = makeInputs(state, LIMITS.tokens);
-  const { n, d } = inputs;
-  const causal = form.nonCausal === false || (state.causal && form.causal); // a causal-only form runs causal
-  const result = form.run({ ...inputs, heads: state.heads, causal, weights: true, seed: state.seed, maxLen: HEATMAP_MAX_LEN });
-  const maps = [];
-  for (let h = 0; h < state.heads; h++) {
-    maps.push({ title: `Head ${h + 1} of ${state.heads}`, weights: result.weights.subarray(h * n * n, (h + 1) * n * n) });
-  }
-  return { maps, n, m: n, rowLabels: inputs.labels, colLabels: inputs.labels, scale: state.scale, alphas: result.alphas, components: result.components,
-    maxLen: HEATMAP_MAX_LEN };
+// The panel's line under its title: hidden when it applies, else the reason (what the library lacks,
+// or why not this form) and, when some form makes it apply, a button that switches to that form.
+function showApplies(panel, section, form) {
+  const need = panel.needs?.(lib) ?? true;
+  const why = need !== true ? need : panel.applies(lib, state, form);
+  const note = section.querySelector(':scope > .applies');
+  section.dataset.applies = why === true ? 'yes' : 'no';
+  note.hidden = why === true;
+  if (why === true) return;
+  const other = need === true ? forms.find((f) => panel.applies(lib, { ...state, form: f.id }, f) === true) : null;
+  note.querySelector('span').textContent = `${other ? 'Not for this form' : 'Not available'}: ${why}`;
+  const button = note.querySelector('button');
+  button.hidden = !other;
+  if (!other) return;
+  button.textContent = `Switch to ${other.label}`;
+  button.dataset.form = other.id;
 }
 
 function render() {
   const form = currentForm();
-  controls.update(state, forms, form);
-  timings.update(state, forms);
-  modelView?.update(state, form);
-  learnedView?.update(state, form);
-  compareView?.update(state, forms);
-  experimentView?.update(state, forms);
-  $('permalink').href = stateToSearch(state);
-  try {
-    const view = computeMaps(form);
-    heatmaps.render(view);
-    formula.render(form, state, view);
-    showError(null);
-  } catch (e) {
-    formula.render(form, state, {});
-    showError(`${form.label}: ${e.message}`);
-  }
+  settings.dispatchEvent(new CustomEvent('change', { detail: { state, forms, form } }));
+  for (const panel of PANELS) showApplies(panel, $(panel.id), form);
+  $('permalink').href = stateToSearch(state, PROPS);
   document.body.dataset.renders = String(++renders);
+}
+
+// A select named after a prop with values, and no options in the page, gets them from the prop.
+function fillSelects(section, props) {
+  for (const p of props) {
+    const select = section.querySelector(`select[name="${p.name}"]`);
+    if (!select || select.options.length || !p.labels) continue;
+    select.replaceChildren(...p.values.map((v) => new Option(p.labels[v] ?? String(v), String(v))));
+  }
+}
+
+// The table of contents: one link per panel, in the table's order (the sections are put in that
+// order too). On a wide screen it stands at the side, open; on a phone it is a menu that closes
+// when a link is followed.
+function makeContents() {
+  const nav = $('toc');
+  const list = nav.querySelector('ol');
+  const main = document.querySelector('main');
+  list.replaceChildren(...PANELS.map((panel) => {
+    main.append($(panel.id));
+    const a = document.createElement('a');
+    a.href = `#${panel.id}`;
+    a.textContent = panel.title;
+    const li = document.createElement('li');
+    li.append(a);
+    return li;
+  }));
+  const wide = matchMedia('(min-width: 1100px)');
+  const details = nav.querySelector('details');
+  const fit = () => { details.open = wide.matches; };
+  fit();
+  wide.addEventListener('change', fit);
+  list.addEventListener('click', (e) => {
+    if (e.target.closest('a') && !wide.matches) details.open = false;
+  });
+}
+
+// Each section gets its line for "does not apply" (hidden while it applies), under its title and
+// its "What you are looking at" line.
+function makeAppliesLine(section) {
+  const note = document.createElement('p');
+  note.className = 'applies';
+  note.hidden = true;
+  const text = document.createElement('span');
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'secondary small';
+  button.textContent = 'Switch to a form it applies to'; // named even while hidden
+  button.addEventListener('click', () => setState({ form: button.dataset.form }));
+  note.append(text, ' ', button);
+  (section.querySelector(':scope > h2 + p.what') ?? section.querySelector(':scope > h2')).after(note);
 }
 
 // The glossary in the header: a definition list from about.js.
@@ -138,6 +119,7 @@ $('glossary').querySelector('dl').replaceChildren(...GLOSSARY.flatMap(([term, te
   dd.textContent = text;
   return [dt, dd];
 }));
+makeContents();
 
 async function init() {
   try {
@@ -160,61 +142,32 @@ async function init() {
     return li;
   }));
   if (!forms.some((f) => f.id === state.form)) state = { ...state, form: forms[0].id };
-  if (typeof lib.loadModel === 'function' && lib.charsTokenizer) {
-    $('learned').hidden = false;
-    learnedView = createLearnedView({
-      panel: $('learned'), text: $('ltext'), label: $('ltext-label'), model: $('lmodel'), modelField: $('lmodel-field'), probe: $('lprobe'), twice: $('ltwice'), heads: $('lheads'), about: $('labout'), status: $('lstatus'), grid: $('lheatmaps'),
-      legend: $('llegend'), readout: $('lreadout'), exports: $('lexports'), guesses: $('lguesses'),
-    }, { lib, onChange: (patch) => setState(patch) });
+  const ctx = {
+    lib, forms, loadLib: libLoader(lib), setState, showError, currentForm,
+    onSettings: (fn) => settings.addEventListener('change', (e) => fn(e.detail.state, e.detail.forms, e.detail.form)),
+  };
+  for (const panel of PANELS) {
+    const section = $(panel.id);
+    section.hidden = false;
+    makeAppliesLine(section);
+    fillSelects(section, panel.props);
+    if (panel.needs && panel.needs(lib) !== true) continue; // it says why, in its line
+    const view = panel.create(section, ctx) ?? {};
+    made.set(panel.id, view);
+    if (view.update) ctx.onSettings(view.update);
   }
-  if (typeof lib.createModel === 'function' && lib.charsTokenizer) {
-    $('model').hidden = false;
-    modelView = createModelView({
-      panel: $('model'), form: $('model-settings'), task: $('task'), mlen: $('mlen'), mlenNote: $('mlen-note'), msize: $('msize'), march: $('march'),
-      mstart: $('mstart'), mpos: $('mpos'), msteps: $('msteps'), mlr: $('mlr'), msched: $('msched'), mseed: $('mseed'), mtext: $('mtext'),
-      mtextLabel: $('mtext-label'), about: $('task-about'), modelAbout: $('model-about'), title: $('model-title'), train: $('mtrain'), stop: $('mstop'), step: $('mstep'), reset: $('mreset'), progress: $('mprogress'), status: $('mstatus'),
-      output: $('moutput'), loss: $('mloss'), acc: $('macc'), curvesLegend: $('mcurves-legend'), grid: $('mheatmaps'), legend: $('mlegend'),
-      readout: $('mreadout'), exports: $('mexports'),
-    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
-    $('owntext').hidden = false;
-    createOwnTextView({
-      form: $('owntext-settings'), text: $('otext'), steps: $('osteps'), train: $('otrain'), stop: $('ostop'),
-      progress: $('oprogress'), status: $('ostatus'), loss: $('oloss'), sample: $('osample'),
-    }, { lib, formOf: () => currentForm() });
-    $('compare').hidden = false;
-    const side = (x) => ({
-      title: $(`c${x}-title`), grid: $(`c${x}heatmaps`), legend: $(`c${x}legend`), readout: $(`c${x}readout`),
-      exports: $(`c${x}exports`),
-    });
-    compareView = createCompareView({
-      panel: $('compare'), form: $('compare-settings'), a: $('ca'), b: $('cb'), task: $('ctask'), steps: $('csteps'),
-      run: $('crun'), stop: $('cstop'), progress: $('cprogress'), status: $('cstatus'), loss: $('closs'), acc: $('cacc'),
-      legend: $('clegend'), table: $('ctable'), sides: { a: side('a'), b: side('b') },
-    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
-    $('experiment').hidden = false;
-    experimentView = createExperimentView({
-      panel: $('experiment'), form: $('experiment-settings'), budget: $('ebudget'), budgetNote: $('ebudget-note'),
-      verdict: $('everdict'), run: $('erun'), stop: $('estop'),
-      progress: $('eprogress'), status: $('estatus'), table: $('etable'), readout: $('ereadout'), compare: $('ecompare'), csv: $('ecsv'),
-    }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
-  }
-  if (typeof lib.deltaRule === 'function' && typeof lib.gatedLinearAttention === 'function') {
-    $('overwrite').hidden = false;
-    createOverwriteView({
-      panel: $('overwrite'), form: $('overwrite-settings'), width: $('owidth'), chart: $('ochart'), legend: $('olegend'),
-      summary: $('osummary'), overwrite: $('ooverwrite'),
-    }, lib);
-  }
-  history.replaceState(null, '', stateToSearch(state));
+  history.replaceState(null, '', stateToSearch(state, PROPS) + location.hash);
   render();
   let width = window.innerWidth;
   window.addEventListener('resize', () => {
     if (window.innerWidth === width) return;
     width = window.innerWidth;
     render();
-    timings.resize();
+    for (const view of made.values()) view.resize?.();
   });
   document.body.dataset.state = 'ready';
+  // The hash's panel: the page has grown since the browser looked for it, so scroll to it again.
+  if (location.hash.length > 1) document.getElementById(location.hash.slice(1))?.scrollIntoView();
 }
 
 init();

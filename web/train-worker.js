@@ -25,8 +25,8 @@
 //               { type: 'llama2c', bin, tokenizer } | { type: 'llama2cError', message }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
 import { loadAttention } from '../wasm/index.js';
-import { BATCH, TASKS, panelLr, scheduledLr } from './tasks.js';
-import { displayWeights } from './forms.js';
+import { BATCH, TASKS, panelLr, scheduledLr } from '../lab/tasks.js';
+import { displayWeights } from '../lab/forms.js';
 
 // every core where the page is cross-origin isolated (npm start's headers); the results are the same
 // bits as one thread's (src/kernels/parallel.h), only sooner

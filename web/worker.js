@@ -12,7 +12,7 @@
 //               { type: 'done', id } | { type: 'error', id, message }
 // To stop a run, the page terminates the worker.
 import { loadAttention } from '../wasm/index.js';
-import { clearCache, probeForms } from './forms.js';
+import { clearCache, probeForms } from '../lab/forms.js';
 import { randomF32 } from './inputs.js';
 
 const libs = new Map(); // build -> Promise<{ lib, forms }>

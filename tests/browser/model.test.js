@@ -232,7 +232,7 @@ test('a pretrained checkpoint loads at once when the catalogue has one for the t
   const { join } = await import('node:path');
   const { fileURLToPath } = await import('node:url');
   const { loadAttention } = await import('../../wasm/index.js');
-  const { modelConfig, taskOptions } = await import('../../web/tasks.js');
+  const { modelConfig, taskOptions } = await import('../../lab/tasks.js');
   // A catalogue of one checkpoint, trained here as scripts/pretrain.mjs would (reverse, length 5).
   const lib = await loadAttention();
   const config = modelConfig({ task: 'reverse', msize: 'tiny', form: 'softmax' }, lib.charsTokenizer.vocab);
@@ -251,7 +251,7 @@ test('a pretrained checkpoint loads at once when the catalogue has one for the t
   writeFileSync(join(dir, 'fortunes.json'), JSON.stringify({ models: [] }));
   t.diagnostic(`checkpoint: reverse length 5, 400 steps, held-out accuracy ${accuracy.toFixed(3)}`);
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  const other = await startServer({ port: 0, mounts: { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/models/': dir } });
+  const other = await startServer({ port: 0, mounts: { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/lab/': join(root, 'lab'), '/models/': dir } });
   try {
     const { page, problems } = await openPage(browser.context);
     await page.goto(`${other.url}?form=softmax&task=reverse&mlen=9&msize=tiny&mstart=pretrained&mseed=4`);
@@ -276,7 +276,7 @@ test('a pretrained checkpoint loads at once when the catalogue has one for the t
 
 test('the shipped catalogue (web/models/index.json, when present) fits the playground\'s model shapes', async (t) => {
   const { existsSync, readFileSync, statSync } = await import('node:fs');
-  const { modelConfig, TASKS } = await import('../../web/tasks.js');
+  const { modelConfig, TASKS } = await import('../../lab/tasks.js');
   const catalog = new URL('../../web/models/index.json', import.meta.url);
   if (!existsSync(catalog)) return t.skip('no web/models/index.json yet');
   const { models } = JSON.parse(readFileSync(catalog, 'utf8'));

@@ -90,9 +90,9 @@ test('fix 3: a form the decoder cannot use clears the panel, says why in words a
 test('fix 4 and live controls: resuming goes on along the schedule; One step; the rate changes mid-run', async (t) => {
   const { page, problems } = await open('?form=softmax&task=reverse&mlen=6&mstart=fresh&msteps=1000&mlr=0.002&msched=decay',
     { model: true });
-  const panelLr = await page.evaluate(async () => (await import('/tasks.js')).panelLr.toString());
+  const panelLr = await page.evaluate(async () => (await import('/lab/tasks.js')).panelLr.toString());
   t.diagnostic(panelLr.split('\n')[0]);
-  const lrAt = (step) => page.evaluate(async (s) => (await import('/tasks.js')).panelLr(2e-3, s, 'decay'), step);
+  const lrAt = (step) => page.evaluate(async (s) => (await import('/lab/tasks.js')).panelLr(2e-3, s, 'decay'), step);
   await page.click('#mtrain');
   await page.waitForSelector('#model[data-training="0"]', { timeout: 900000 });
   const lossBefore = Number(await data(page, 'eval-loss'));
@@ -124,7 +124,7 @@ test('fix 4 and live controls: resuming goes on along the schedule; One step; th
   assert.match(page.url(), /mlr=0\.0003/);
   await page.waitForFunction(async () => {
     const m = document.querySelector('#model');
-    const { panelLr: f } = await import('/tasks.js');
+    const { panelLr: f } = await import('/lab/tasks.js');
     return Math.abs(Number(m.dataset.lr) - f(3e-4, Number(m.dataset.step) - 1, 'decay')) < 1e-9;
   });
   // One step while training: the run stops, then one step is taken.
@@ -175,7 +175,7 @@ test('fix 6: every form gets its own colour and marker in the timings chart; the
 test('fix 7: the experiment panel says how its setup differs from the README table\'s, and the two agree on it', async () => {
   const { page, problems } = await open('');
   const text = await page.textContent('#ecompare');
-  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../web/tasks.js');
+  const { README_EXPERIMENT: r, EXPERIMENT } = await import('../../lab/tasks.js');
   // The description matches what scripts/experiment.mjs and the README really say.
   const script = readFileSync(new URL('../../scripts/experiment.mjs', import.meta.url), 'utf8');
   assert.match(script, new RegExp(`recall: \\{ length: ${r.recallPairs},`));
@@ -446,6 +446,7 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   await page.selectOption('#form', 'softmax');
   await page.waitForFunction((f) => document.querySelector('#learned').dataset.file === f, softmaxFile);
   const canvas = page.locator('#lheatmaps canvas').first();
+  await canvas.scrollIntoViewIfNeeded(); // the panel comes after the attention matrix
   const box = await canvas.boundingBox();
   const ds = await page.$eval('#lheatmaps canvas', (c) => ({ ...c.dataset }));
   await page.mouse.move(box.x + Number(ds.left) + 0.5 * Number(ds.cell), box.y + Number(ds.top) + 3.5 * Number(ds.cell));
@@ -507,7 +508,7 @@ test('learned attention: every head named by what it does on the text, the probe
   // heads.js on model.forward's weights of a text, computed in the page apart from the panel
   const headsOn = (text) => page.evaluate(async ([f, x]) => {
     const lib = await (await import('/wasm/index.js')).loadAttention();
-    const { scoreHeads } = await import('/heads.js');
+    const { scoreHeads } = await import('/lab/heads.js');
     const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
     const tokens = lib.charsTokenizer.encode(x);
     const heads = scoreHeads(m.forward(tokens).attention, [...tokens]);
@@ -545,7 +546,7 @@ test('learned attention: every head named by what it does on the text, the probe
   // heads.js's jumpBack on model.forward's weights of the phrase twice, computed in the page apart from the panel
   const best = await page.evaluate(async ([f, x]) => {
     const lib = await (await import('/wasm/index.js')).loadAttention();
-    const { jumpBack, phrasePeriod } = await import('/heads.js');
+    const { jumpBack, phrasePeriod } = await import('/lab/heads.js');
     const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
     const { attention } = m.forward(lib.charsTokenizer.encode(x));
     m.dispose();

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { NAMED_AT, describeInduction } from '../../web/heads.js';
+import { NAMED_AT, describeInduction } from '../../lab/heads.js';
 import { SCREENSHOTS, launch, playgroundSuite } from './helpers.js';
 
 const LONG = 300000; // ms: a loaded machine may be slow, never a failure

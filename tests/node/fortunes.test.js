@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
 import { FORTUNES, copyBits, fortunesDocuments, heldOutBits, heldOutText } from '../../scripts/fortunes.mjs';
-import { probeLetters, scoreHeads, strongestHead } from '../../web/heads.js';
+import { probeLetters, scoreHeads, strongestHead } from '../../lab/heads.js';
 
 const why = existsSync(`${FORTUNES}/fortunes`) ? false : "Debian's fortunes is missing: run bash scripts/setup.sh as root, or apt-get install -y fortunes";
 const dir = new URL('../../web/models/', import.meta.url);

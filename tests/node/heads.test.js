@@ -1,4 +1,4 @@
-// heads.test.js: what each head does (web/heads.js) and the repeat task. The scores of hand-made
+// heads.test.js: what each head does (lab/heads.js) and the repeat task. The scores of hand-made
 // weights are what their definitions say; on a model's weights they equal a float64 computation
 // written here apart from heads.js; the repeat task lays out k symbols twice at a varying offset;
 // and a 2-layer model with rotary positions builds a previous-token head and an induction head on it.
@@ -6,8 +6,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
-import { jumpBack, nameHead, phrasePeriod, probeTokens, scoreHead, scoreHeads } from '../../web/heads.js';
-import { MODEL, SETUP, formInduction, formedAt } from '../../web/induction.js';
+import { jumpBack, nameHead, phrasePeriod, probeTokens, scoreHead, scoreHeads } from '../../lab/heads.js';
+import { MODEL, SETUP, formInduction, formedAt } from '../../lab/induction.js';
 
 const shifted = (T, offset) => { // row i puts all its weight on column i - offset (or 0)
   const w = new Float32Array(T * T);

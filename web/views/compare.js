@@ -3,7 +3,7 @@
 // schedule; the panel draws both held-out curves on one chart, both models' heatmaps next to each
 // other, and their accuracy, loss and time per step in a table.
 import { LIMITS } from '../state.js';
-import { COMPARE_TASKS, SIZES, TASKS, modelConfig, taskOptions } from '../tasks.js';
+import { COMPARE_TASKS, SIZES, TASKS, modelConfig, taskOptions } from '../../lab/tasks.js';
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
 

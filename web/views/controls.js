@@ -1,7 +1,7 @@
 // controls.js: the settings form. It shows the state and reports edits as patches; it never
 // computes anything itself. Every control has a label and works from the keyboard.
 import { LIMITS } from '../state.js';
-import { FAMILY_LABELS } from '../forms.js';
+import { FAMILY_LABELS } from '../../lab/forms.js';
 
 function fillSelect(select, values, label = String) {
   select.replaceChildren(...values.map((v) => new Option(label(v), String(v))));

@@ -2,7 +2,7 @@
 // fresh tiny model per (form, task) cell with the same budget, and the table fills in as cells finish.
 import { LIMITS } from '../state.js';
 import { download, toCsv } from './export.js';
-import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../tasks.js';
+import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../../lab/tasks.js';
 
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
 

@@ -1,7 +1,7 @@
 // formula.js: the formula of the chosen form, as text beside the views, with its plain words, cost and
 // paper: all from the library's registry (lib.forms), through forms.js and about.js.
 import { aboutForm } from '../about.js';
-import { formulaOf } from '../forms.js';
+import { formulaOf } from '../../lab/forms.js';
 
 /** elements: { formula, title, note, about (a paragraph for the form's plain words and its paper) }. */
 export function createFormulaView({ formula, title, note, about }) {

@@ -1,11 +1,11 @@
-// induction.js (view): "Induction heads, forming live". A 2-layer model (web/induction.js) learns
+// induction.js (view): "Induction heads, forming live". A 2-layer model (lab/induction.js) learns
 // the repeat task in the page, on 1 thread or every core; every 25 steps each head's induction score
 // is measured on probes, and two charts follow the loss and the scores, so the phase change shows:
 // a previous-token head forms in layer 1, then an induction head in layer 2, and the loss on the
 // repeated half falls with it. At the end every head is named by what it does on a probe.
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
-import { KINDS, scoreHeads } from '../heads.js';
-import { MODEL, SETUP, formInduction, formedAt, probe } from '../induction.js';
+import { KINDS, scoreHeads } from '../../lab/heads.js';
+import { MODEL, SETUP, formInduction, formedAt, probe } from '../../lab/induction.js';
 
 const BOUND = 0.5;
 

@@ -9,10 +9,10 @@
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
 import { download } from './export.js';
-import { makeSampleLlama2c } from '../llama2c-sample.js';
+import { makeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
-import { displayWeights } from '../forms.js';
-import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead } from '../heads.js';
+import { displayWeights } from '../../lab/forms.js';
+import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead } from '../../lab/heads.js';
 
 const TOP = 5;
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
@@ -258,7 +258,7 @@ export function createLearnedView(el, { lib, onChange }) {
     listModels(list, entry);
     el.probe.textContent = view === 'probe' ? 'Back to your text' : 'Show the heads on a probe';
     const max = entry.length;
-    el.label.textContent = `Your text (lower case letters, digits and punctuation; the first ${max} characters)`;
+    el.label.textContent = `Text the trained model reads (lower case letters, digits and punctuation; the first ${max} characters)`;
     let chars, dropped = [], kept;
     if (view === 'probe') { // random letters, then the same letters again (heads.js)
       chars = [...probeLetters()];

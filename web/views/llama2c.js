@@ -6,8 +6,8 @@
 // "Open the sample" makes a pair from the shipped fortunes-llama checkpoint (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
 import { createHeatmapView } from './heatmap.js';
-import { SAMPLE, makeSampleLlama2c } from '../llama2c-sample.js';
-import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../heads.js';
+import { SAMPLE, makeSampleLlama2c } from '../../lab/llama2c-sample.js';
+import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../../lab/heads.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
 

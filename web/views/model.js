@@ -3,7 +3,7 @@
 // training, and draws what comes back: loss and accuracy curves, the model's output on one
 // example, and the attention of every layer and head.
 import { LIMITS } from '../state.js';
-import { MAX_LEN, SCHEDULES, SIZES, TASKS, WARMUP_STEPS, modelConfig, panelLr, taskOptions } from '../tasks.js';
+import { MAX_LEN, SCHEDULES, SIZES, TASKS, WARMUP_STEPS, modelConfig, panelLr, taskOptions } from '../../lab/tasks.js';
 import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
 import { download } from './export.js';
