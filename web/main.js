@@ -11,7 +11,7 @@ import { PANELS, PROPS, libLoader } from './panels.js';
 
 const $ = (id) => document.getElementById(id);
 
-let state = parseState(location.search, PROPS);
+let state = null; // parsed once the library has loaded: some props take their values from it (fromLib)
 let lib = null;
 let forms = [];
 let renders = 0;
@@ -65,7 +65,11 @@ function fillSelects(section, props) {
   for (const p of props) {
     const select = section.querySelector(`select[name="${p.name}"]`);
     if (!select || select.options.length || !p.labels) continue;
-    select.replaceChildren(...p.values.map((v) => new Option(p.labels[v] ?? String(v), String(v))));
+    select.replaceChildren(...p.values.map((v) => {
+      const option = new Option(p.labels[v] ?? String(v), String(v));
+      if (p.titles?.[v]) option.title = p.titles[v];
+      return option;
+    }));
   }
 }
 
@@ -130,6 +134,8 @@ async function init() {
     document.body.dataset.state = 'failed';
     return;
   }
+  for (const p of PROPS) if (p.fromLib) Object.assign(p, p.fromLib(lib)); // values the library lists
+  state = parseState(location.search, PROPS);
   const probe = probeForms(lib);
   forms = probe.forms;
   const families = [...new Set(forms.map((f) => f.family))].length;

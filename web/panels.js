@@ -149,8 +149,13 @@ export const PANELS = [
       { name: 'march', type: 'choice', values: ['transformer', 'llama', 'gru', 'gru-attention'], default: 'transformer',
         labels: { transformer: 'Transformer with the attention form', llama: 'Transformer, llama-style block',
           gru: 'GRU, one context vector', 'gru-attention': 'GRU + additive attention' } },
-      { name: 'mpos', type: 'choice', values: ['sinusoidal', 'rope', 'alibi', 'learned', 'none'], default: 'sinusoidal',
-        labels: { sinusoidal: "block's default", rope: 'rotary (RoPE)', alibi: 'ALiBi (distance bias)', learned: 'learned table', none: 'none' } },
+      // positions: the library's table (lib.positionals, src/model/positional.c), read when it has loaded;
+      // 'sinusoidal' stands for the block's default (rotary for the llama block)
+      { name: 'mpos', type: 'choice', default: 'sinusoidal', fromLib: (lib) => ({
+        values: lib.positionals.map((p) => p.name),
+        labels: Object.fromEntries(lib.positionals.map((p) => [p.name, p.name === 'sinusoidal' ? "block's default" : p.label])),
+        titles: Object.fromEntries(lib.positionals.map((p) => [p.name, `${p.words} (${p.paper})`])),
+      }) },
       { name: 'mseed', type: 'int', ...LIMITS.seed, default: 1 }, // which example of the task to show
       { name: 'mtext', type: 'text', maxLength: 200, default: '' }, // a typed input instead of the example
       { name: 'msteps', type: 'choice', values: LIMITS.trainSteps, default: 500 },

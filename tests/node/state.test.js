@@ -5,6 +5,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PANELS, PROPS } from '../../web/panels.js';
 import { defaultsOf, parseState, stateToSearch } from '../../web/state.js';
+import { loadAttention } from '../../wasm/index.js';
+
+// props whose values the library lists (the positional encodings) take them as the page does
+const lib = await loadAttention();
+for (const p of PROPS) if (p.fromLib) Object.assign(p, p.fromLib(lib));
 
 const KEYS = ['form', 'input', 'text', 'n', 'd', 'heads', 'causal', 'seed', 'scale', 'ltext', 'task', 'mlen', 'msize', 'mstart', 'march',
   'mpos', 'mseed', 'mtext', 'msteps', 'mlr', 'msched', 'ca', 'cb', 'ctask', 'csteps', 'ebudget', 'build', 'tmin', 'tmax', 'td', 'trounds', 'tforms'];
@@ -18,6 +23,12 @@ test('one prop per URL key, the keys of before; panel ids unique; a labelled cho
     if (p.type === 'choice') assert.ok(p.values.includes(p.default), `${p.name}: default ${p.default} is not a value`);
     if (p.labels) assert.deepEqual(Object.keys(p.labels).sort(), p.values.map(String).sort(), `${p.name}: labels`);
   }
+});
+
+test('the positions choice is the library\'s table, in its order', () => {
+  const mpos = PROPS.find((p) => p.name === 'mpos');
+  assert.deepEqual(mpos.values, lib.positionals.map((p) => p.name));
+  assert.deepEqual([...mpos.values].sort(), ['alibi', 'learned', 'none', 'rope', 'sinusoidal']);
 });
 
 test('values parse as before; bad ones take the default; every state reads back the same', () => {
