@@ -53,11 +53,11 @@ export function createExperimentView(el, { onChange, charsVocab }) {
     node.textContent = text;
     node.hidden = !text;
   };
-  // This table and the README's come from different setups: say which, where the numbers stand.
+  // This table and docs/experiments.md's come from different setups: say which, where the numbers stand.
   const size = SIZES[EXPERIMENT.size];
   const recall = EXPERIMENT.tasks.find((t) => t.task === 'recall');
   const r = README_EXPERIMENT;
-  el.compare.textContent = `Why the README's table differs: there (npm run experiment) each model has ${r.model} and `
+  el.compare.textContent = `Why the table in docs/experiments.md differs: there (npm run experiment) each model has ${r.model} and `
     + `trains ${r.steps} steps of ${r.batch} examples on recall with ${r.recallPairs} pairs (reverse of length `
     + `${r.reverseLength}); here each has d = ${size.dModel}, ${size.heads} heads, ${size.layers} layers and trains the `
     + `steps chosen above, in batches of ${BATCH}, on recall with ${recall.mlen} pairs. With ${r.recallPairs} pairs to tell apart, `
