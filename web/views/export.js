@@ -3,6 +3,21 @@
 import { viridisCss } from './colormap.js';
 
 /** Saves a Blob under `name` through a temporary link (no server round trip). */
+/** "Save as llama2.c": a button in a row of its own after `after`, disabled until its panel allows it. */
+export function llama2cSaveButton(after, id) {
+  const row = document.createElement('div');
+  row.className = 'row buttons exports';
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.id = id;
+  button.className = 'secondary small';
+  button.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
+  button.disabled = true;
+  row.append(button);
+  after.after(row);
+  return button;
+}
+
 export function download(name, blob) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');

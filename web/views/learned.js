@@ -8,7 +8,7 @@
 // character after position i. Runs on the page's thread: a forward pass of at most 64 characters
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
-import { download } from './export.js';
+import { download, llama2cSaveButton } from './export.js';
 import { makeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { displayWeights } from '../../lab/forms.js';
@@ -86,16 +86,7 @@ export function createLearnedView(el, { lib, onChange }) {
   });
   // "Save as llama2.c": the model shown, as llama2.c's model.bin and tokenizer.bin (renumbered so
   // that ids 1 and 2 are <s> and </s>: llama2c-sample.js), for "Open a model file" or run.c.
-  const saveRow = document.createElement('div');
-  saveRow.className = 'row buttons exports';
-  const save = document.createElement('button');
-  save.type = 'button';
-  save.id = 'lsave-llama2c';
-  save.className = 'secondary small';
-  save.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
-  save.disabled = true;
-  saveRow.append(save);
-  el.exports.after(saveRow);
+  const save = llama2cSaveButton(el.exports, 'lsave-llama2c');
   let saving = null; // { file, model } of the drawing
   function allowSave(file, m) {
     saving = m ? { file, model: m } : null;

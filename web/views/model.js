@@ -6,7 +6,7 @@ import { LIMITS } from '../state.js';
 import { MAX_LEN, SCHEDULES, SIZES, TASKS, WARMUP_STEPS, modelConfig, panelLr, taskOptions } from '../../lab/tasks.js';
 import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
-import { download } from './export.js';
+import { download, llama2cSaveButton } from './export.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
 
 const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
@@ -158,17 +158,8 @@ export function createModelView(el, { onChange, charsVocab }) {
   let curves = { loss: [], acc: [], evalLoss: [], evalAcc: [] };
   // "Save as llama2.c": the model as llama2.c's two files, for the "Open a model file" panel or run.c;
   // only a model llama2.c can hold (the llama block), else disabled with the reason as its title.
-  const saveRow = document.createElement('div');
-  saveRow.className = 'row buttons exports';
-  const save = document.createElement('button');
-  save.type = 'button';
-  save.id = 'msave-llama2c';
-  save.className = 'secondary small';
-  save.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
-  save.disabled = true;
+  const save = llama2cSaveButton(el.exports, 'msave-llama2c');
   save.title = 'No model yet';
-  saveRow.append(save);
-  el.exports.after(saveRow);
   function allowSave(config) {
     const why = config ? llama2cRefusal(config) : 'no model yet';
     save.disabled = Boolean(why);
