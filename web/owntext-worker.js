@@ -43,7 +43,8 @@ async function train({ id, text, form, steps }, signal) {
       return { inputs, targets };
     };
     const prompt = ids.subarray(0, Math.min(8, ids.length));
-    const sample = () => tok.decode([...prompt, ...model.generate(prompt, { maxTokens: SAMPLE, temperature: 0.7, topK: 8, seed: 3 })]);
+    // the 8 likeliest characters, or every one of a text with fewer (topK past the vocabulary is an Error)
+    const sample = () => tok.decode([...prompt, ...model.generate(prompt, { maxTokens: SAMPLE, temperature: 0.7, topK: Math.min(8, tok.vocab), seed: 3 })]);
     const t0 = performance.now();
     try {
       // train() hands the worker's thread back every YIELD_EVERY steps, which lets a 'stop' message
