@@ -11,7 +11,8 @@
 #   build/native32/*            the same tests as 32-bit x86 binaries (size_t of 32 bits, as in wasm32)
 #   wasm/sources.sha256         the hash of what the wasm is built from (src/, build.sh): npm start
 #                               rebuilds only when it no longer matches (bash build.sh hash prints it)
-# Usage: bash build.sh [wasm|relaxed|native|native32|trainer|hash]   (default: wasm, native and native32)
+# Usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|hash]   (default: wasm, native and native32;
+#   simd: wasm/attention.wasm alone, for the inner loop)
 #   (TRAINER_OUT=path bash build.sh trainer: the trainer at another path, for a test of its own)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -37,12 +38,15 @@ sources_hash() {
   { find src -type f \( -name '*.c' -o -name '*.h' \) | sort; echo build.sh; } | xargs sha256sum | sha256sum | cut -d' ' -f1
 }
 
+# The flags of every emcc build.
+wasm_common=(-std=c11 -O3 -Wall -Wextra -Werror -sSTANDALONE_WASM --no-entry -sALLOW_MEMORY_GROWTH=1
+  -sMAXIMUM_MEMORY=2GB -sINITIAL_MEMORY=4MB -sTOTAL_STACK=512KB -sABORTING_MALLOC=0
+  -sEXPORTED_FUNCTIONS="$exports" -lm)
+
 build_wasm() {
   ensure_emcc
   export NODE_PATH=/usr/share/nodejs
-  local common=(-std=c11 -O3 -Wall -Wextra -Werror -sSTANDALONE_WASM --no-entry -sALLOW_MEMORY_GROWTH=1
-    -sMAXIMUM_MEMORY=2GB -sINITIAL_MEMORY=4MB -sTOTAL_STACK=512KB -sABORTING_MALLOC=0
-    -sEXPORTED_FUNCTIONS="$exports" -lm)
+  local common=("${wasm_common[@]}")
   mkdir -p wasm
   emcc "${common[@]}" -msimd128 $sources -o wasm/attention.wasm
   emcc "${common[@]}" $sources -o wasm/attention-scalar.wasm
@@ -147,11 +151,12 @@ build_native32() {
 
 case "$what" in
   wasm) build_wasm ;;
+  simd) ensure_emcc; NODE_PATH=/usr/share/nodejs emcc "${wasm_common[@]}" -msimd128 $sources -o wasm/attention.wasm && echo "build.sh: wasm/attention.wasm only (the inner loop; sources.sha256 not written)" ;;
   relaxed) sources=$sources; build_relaxed ;;
   native) build_native ;;
   native32) build_native32 ;;
   trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror $sources tools/train.c -o "${TRAINER_OUT:-build/trainer}" -lm && echo "build.sh: ${TRAINER_OUT:-build/trainer} (threads: --threads N, default every core)" ;;
   hash) sources_hash ;;
   all) build_wasm; build_native; build_native32 ;;
-  *) echo "usage: bash build.sh [wasm|native|native32|trainer|hash]" >&2; exit 2 ;;
+  *) echo "usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|hash]" >&2; exit 2 ;;
 esac
