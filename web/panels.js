@@ -173,7 +173,7 @@ export const PANELS = [
         stop: q('mstop'), step: q('mstep'), reset: q('mreset'), progress: q('mprogress'), status: q('mstatus'),
         output: q('moutput'), loss: q('mloss'), acc: q('macc'), curvesLegend: q('mcurves-legend'), grid: q('mheatmaps'), legend: q('mlegend'),
         readout: q('mreadout'), exports: q('mexports'),
-      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
       return { update: (state, forms, form) => view.update(state, form) };
     },
   },
@@ -226,7 +226,7 @@ export const PANELS = [
         panel: section, form: q('compare-settings'), a: q('ca'), b: q('cb'), task: q('ctask'), steps: q('csteps'),
         run: q('crun'), stop: q('cstop'), progress: q('cprogress'), status: q('cstatus'), loss: q('closs'), acc: q('cacc'),
         legend: q('clegend'), table: q('ctable'), sides: { a: side('a'), b: side('b') },
-      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
       return { update: (state, forms) => view.update(state, forms) };
     },
   },
@@ -255,7 +255,7 @@ export const PANELS = [
         panel: section, form: q('experiment-settings'), budget: q('ebudget'), budgetNote: q('ebudget-note'),
         verdict: q('everdict'), run: q('erun'), stop: q('estop'),
         progress: q('eprogress'), status: q('estatus'), table: q('etable'), readout: q('ereadout'), compare: q('ecompare'), csv: q('ecsv'),
-      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab });
+      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
       return { update: (state, forms) => view.update(state, forms) };
     },
   },

@@ -61,13 +61,13 @@ test('one "No heatmap" note at most, none with attention; the status and descrip
   await nextSnapshot(page, () => page.selectOption('#march', 'transformer'));
   assert.equal(await notes(page), 0);
   assert.equal(await page.$$eval('#mheatmaps canvas', (cs) => cs.length), 4);
-  assert.match(await page.textContent('#mstatus'), /\(vocab 11, d = 32, 2 heads, 2 layers, sinusoidal positions, attention softmax\)/);
+  assert.match(await page.textContent('#mstatus'), /\(vocab 11, d = 32, 2 heads, 2 layers, positions: sinusoidal, attention softmax\)/);
   assert.match(await page.textContent('#model-about'), /^A decoder-only Transformer/);
   // the llama-style block, its rotary positions, then ALiBi in its place
   await nextSnapshot(page, () => page.selectOption('#march', 'llama'));
-  assert.match(await page.textContent('#mstatus'), /2 layers, rotary positions, llama-style block \(RMSNorm, SwiGLU, no biases\), attention softmax/);
+  assert.match(await page.textContent('#mstatus'), /2 layers, positions: rotary \(RoPE\), llama-style block \(RMSNorm, SwiGLU, no biases\), attention softmax/);
   await nextSnapshot(page, () => page.selectOption('#mpos', 'alibi'));
-  assert.match(await page.textContent('#mstatus'), /2 layers, ALiBi positions, llama-style block/);
+  assert.match(await page.textContent('#mstatus'), /2 layers, positions: ALiBi, llama-style block/);
   assert.match(page.url(), /mpos=alibi/);
   await nextSnapshot(page, () => page.selectOption('#mpos', 'sinusoidal'));
   await nextSnapshot(page, () => page.selectOption('#march', 'transformer'));
@@ -222,7 +222,7 @@ test('Linformer trains in the model panel, as the encoder of an encoder-decoder'
     { model: true });
   assert.equal(await data(page, 'arch'), 'encoder-decoder');
   const status = await page.textContent('#mstatus');
-  assert.match(status, /^New model: [\d,]+ parameters \(encoder-decoder Transformer, vocab \d+, d = 32, 2 heads, 2 layers in each stack, sinusoidal positions, decoder self-attention softmax, cross-attention softmax, encoder attention linformer\)/);
+  assert.match(status, /^New model: [\d,]+ parameters \(encoder-decoder Transformer, vocab \d+, d = 32, 2 heads, 2 layers in each stack, positions: sinusoidal, decoder self-attention softmax, cross-attention softmax, encoder attention linformer\)/);
   assert.doesNotMatch(status, /has no causal form/);
   assert.match(await page.textContent('#model-about'), /^An encoder-decoder Transformer: Linformer.* has no causal form, so it serves here as the self-attention of the encoder/);
   assert.equal(await page.isEnabled('#mtrain'), true);

@@ -23,16 +23,16 @@ export function panelArch(march, form) {
   return !form.causal && form.decoderForm ? 'encoder-decoder' : 'decoder';
 }
 
-/** The status line's description of a built model (c: model.config; form: the Settings form). */
-export function describeModel(c, form) {
+/** The status line's description of a built model (c: model.config; form: the Settings form;
+ * positionals: lib.positionals, whose label names the model's positions). */
+export function describeModel(c, form, positionals) {
   if (c.arch === 'gru' || c.arch === 'gru-attention') {
     return `GRU encoder-decoder, ${plural(c.layers, 'GRU layer')} in the encoder and in the decoder, hidden size ${c.dModel}, `
       + `vocab ${c.vocab}; ${c.arch === 'gru' ? 'the decoder reads one context vector (the encoder\'s last state), no attention'
         : 'additive (Bahdanau) attention over every encoder state'}`;
   }
   const block = c.block === 'llama' ? ', llama-style block (RMSNorm, SwiGLU, no biases)' : '';
-  const positions = c.positional === 'rope' ? 'rotary positions' : c.positional === 'alibi' ? 'ALiBi positions'
-    : c.positional === 'none' ? 'no positions' : `${c.positional} positions`;
+  const positions = `positions: ${positionals.find((p) => p.name === c.positional)?.label ?? c.positional}`;
   const shape = `vocab ${c.vocab}, d = ${c.dModel}, ${plural(c.heads, 'head')}, ${plural(c.layers, 'layer')}`;
   if (c.arch === 'encoder-decoder') {
     const dec = form?.decoderForm ?? 'softmax', cross = form?.crossForm ?? 'softmax';
@@ -74,7 +74,7 @@ function aboutModel(arch, form) {
       + 'on one example\'s input as it learns. Training runs in a Web Worker, so the page stays usable. Tasks with '
       + 'an input to read: copy, reverse, sort, recall, translate.';
   }
-  return 'A decoder-only Transformer (token embedding plus sinusoidal positions, pre-norm blocks of causal '
+  return 'A decoder-only Transformer (token embedding and the positions chosen below, pre-norm blocks of causal '
     + 'self-attention and a feed-forward layer) whose attention is the form chosen in Settings. It learns a task '
     + 'from seeded examples drawn by the package; training runs in a Web Worker, so the page stays usable. The '
     + 'heatmaps show every layer and head on one example as it learns. Model swaps in the recurrent network '
@@ -96,7 +96,7 @@ function fillSelect(select, values, label = String) {
  * data-correct, data-eval-loss, data-eval-accuracy, data-lr (the rate of the last step) and
  * data-run-max-loss (the largest progress loss of the current run).
  */
-export function createModelView(el, { onChange, charsVocab }) {
+export function createModelView(el, { onChange, charsVocab, positionals }) {
   fillSelect(el.task, LIMITS.tasks, (t) => TASKS[t].label);
   // the sizes in the terms of the model built: a GRU has a hidden size and one layer, no heads
   const sizeLabel = (s, gru) => {
@@ -258,7 +258,7 @@ export function createModelView(el, { onChange, charsVocab }) {
       el.progress.value = 0;
       const c = msg.config;
       const p = msg.pretrained;
-      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (${describeModel(c, form)})`;
+      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (${describeModel(c, form, positionals)})`;
       status(p ? `Pretrained model loaded from models/${p.file}: ${shape}, trained ${p.steps} steps at length ${p.length}. `
         + 'Train to go on.'
         : `New model: ${shape}.${state.mstart === 'pretrained' ? ' (No pretrained checkpoint for this task, form and size.)' : ''} `
