@@ -71,6 +71,23 @@ for (const { name, lib } of builds) {
     }
   });
 
+  test(`hooks [${name}]: every causal form in lib.forms: the cache and a clean patch are forward, the tools run`, () => {
+    for (const f of lib.forms.filter((x) => x.causal)) {
+      const m = lib.createModel({ vocab: 11, dModel: 16, heads: 2, layers: 2, dFF: 16, maxLen: 12, seed: 2, attention: f.name });
+      const ref = m.forward(IDS).logits;
+      const { logits, cache } = m.runWithCache(IDS);
+      exactly(logits, ref, `${f.name} runWithCache`);
+      exactly(m.runWithHooks(IDS, { patch: [{ name: 'blocks.1.hook_resid_pre', from: cache }] }).logits, ref, `${f.name} clean patch`);
+      assert.equal('blocks.0.attn.hook_q' in cache, f.usesQK, `${f.name}: hook_q exactly when the form reads queries`);
+      const ablated = m.runWithHooks(IDS, { ablate: [{ layer: 0, head: 1, mode: 'mean' }] }).logits;
+      assert.ok(ablated.every(Number.isFinite), f.name);
+      const grid = m.ablationGrid(IDS);
+      assert.ok(grid.data.every((x) => x <= 0), `${f.name}: log-probabilities`);
+      exactly(m.logitLens(IDS).data.subarray(IDS.length * 11), ref, `${f.name} lens`);
+      m.dispose();
+    }
+  });
+
   test(`hooks [${name}]: ablation and patching change what they should, and the grid is the single ablations`, () => {
     const m = trained(lib, { block: 'llama' });
     const { layers: L, heads: H, vocab: V } = m.config, n = IDS.length;
