@@ -124,11 +124,7 @@ export function installHooks(core, proto, checkTokens) {
       return { w, name: p.name, positions: indexList(`${w}: positions`, p.positions), heads: indexList(`${w}: heads`, p.heads), data: entry.data };
     });
     return withRun(this, what, tok.length, (r) => {
-      for (const a of ab) {
-        const pos = a.positions;
-        core.withBuffers(a.w, [{ name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos }], ([pp]) =>
-          core.check(ex.aw_hooks_ablate(r, a.layer, a.head, a.mode, pp, pos ? pos.length : -1), a.w));
-      }
+      // patches first: C applies the edits at a point in the order they were added
       for (const p of pa) {
         const { positions: pos, heads } = p;
         const enc = new TextEncoder().encode(`${p.name}\0`);
@@ -137,6 +133,11 @@ export function installHooks(core, proto, checkTokens) {
           { name: 'heads', bytes: heads ? heads.length * 4 : 0, from: heads },
           { name: 'from', bytes: p.data.length * 4, from: p.data }], ([np, pp, hp, fp]) =>
           core.check(ex.aw_hooks_patch(r, np, pp, pos ? pos.length : -1, hp, heads ? heads.length : -1, fp, p.data.length), p.w));
+      }
+      for (const a of ab) {
+        const pos = a.positions;
+        core.withBuffers(a.w, [{ name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos }], ([pp]) =>
+          core.check(ex.aw_hooks_ablate(r, a.layer, a.head, a.mode, pp, pos ? pos.length : -1), a.w));
       }
       return { logits: runForward(this, what, r, tok) };
     });

@@ -103,6 +103,10 @@ for (const { name, lib } of builds) {
     const zeros = { 'blocks.1.attn.hook_z': { data: new Float32Array(clean['blocks.1.attn.hook_z'].data.length), shape: clean['blocks.1.attn.hook_z'].shape } };
     exactly(m.runWithHooks(IDS, { patch: [{ name: 'blocks.1.attn.hook_z', heads: [2], from: zeros }] }).logits,
       m.runWithHooks(IDS, { ablate: [{ layer: 1, head: 2, mode: 'zero' }] }).logits, 'zero patch = zero ablation');
+    // at one point, patches apply before ablations: the ablated head ends at 0 whatever was patched in
+    exactly(m.runWithHooks(IDS, { ablate: [{ layer: 1, head: 2, mode: 'zero' }], patch: [{ name: 'blocks.1.attn.hook_z', from: other }] }).logits,
+      m.runWithHooks(IDS, { ablate: [{ layer: 1, head: 2, mode: 'zero' }], patch: [{ name: 'blocks.1.attn.hook_z', heads: [0, 1, 3], from: other }] }).logits,
+      'patch, then ablate');
     const grid = m.ablationGrid(IDS);
     assert.deepEqual(grid.shape, [2, L, H, n - 1]);
     assert.deepEqual(grid.modes, ['zero', 'mean']);
