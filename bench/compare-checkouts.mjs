@@ -2,13 +2,16 @@
 // side in one process, so a change to the core can show it costs nothing.
 //   git worktree add /tmp/base <commit> && (cd /tmp/base && bash build.sh wasm)
 //   node bench/compare-checkouts.mjs /tmp/base
+//   node bench/compare-checkouts.mjs /tmp/base forward   (only the workloads whose name holds "forward";
+//   SAMPLES=41 for more interleaved rounds: the median of the per-round ratios is printed too)
 // Both libraries run the same public-API calls, interleaved round-robin (bench/timing.js), and
 // the table prints base / this per workload: above 1 means this checkout is faster.
 import { pathToFileURL } from 'node:url';
 import { cpuName, interleave } from './timing.js';
 import { loadAttention } from '../wasm/index.js';
 
-const baseDir = process.argv[2];
+const baseDir = process.argv[2], only = process.argv[3] ?? '';
+const SAMPLES = Number(process.env.SAMPLES ?? 9);
 if (!baseDir) throw new Error('usage: node bench/compare-checkouts.mjs <other checkout with a built wasm/>');
 const { loadAttention: loadBase } = await import(pathToFileURL(`${baseDir}/wasm/index.js`).href);
 console.log(`# this checkout vs ${baseDir}: node ${process.version}, ${cpuName()}`);
@@ -41,14 +44,20 @@ for (const simd of [true, false]) {
     work[`trainStep ${attention} reverse 16, batch 32`] = (lib, k) => models[k][attention].trainStep({ task: 'reverse' });
   work['trainStep llama (rope) reverse 16, batch 32'] = (lib, k) => models[k].llama.trainStep({ task: 'reverse' });
   work['trainStep softmax + alibi reverse 16, batch 32'] = (lib, k) => models[k].alibi.trainStep({ task: 'reverse' });
+  // forward alone (the hook points' cost when unused: src/model/hooks.h), 40 and 8 tokens
+  work['forward softmax 40 tokens'] = (lib, k) => models[k].softmax.forward(Array.from({ length: 40 }, (_, i) => 1 + (i % 15)));
+  work['forward llama (rope) 8 tokens'] = (lib, k) => models[k].llama.forward([1, 2, 3, 4, 5, 6, 7, 8]);
   work['generate softmax 24 tokens'] = (lib, k) => models[k].softmax.generate([1, 2, 3], { maxTokens: 24 });
   work['generate llama (rope) 24 tokens'] = (lib, k) => models[k].llama.generate([1, 2, 3], { maxTokens: 24 });
   work['generate synth:dense 24 tokens'] = (lib, k) => models[k]['synth:dense'].generate([1, 2, 3], { maxTokens: 24 });
-  console.log(`\n## ${simd ? 'SIMD' : 'scalar'} build: ms per call, median of 9 interleaved rounds\n`);
-  console.log('| workload | base | this | base / this |\n|---|---|---|---|');
+  console.log(`\n## ${simd ? 'SIMD' : 'scalar'} build: ms per call, median of ${SAMPLES} interleaved rounds\n`);
+  console.log('| workload | base | this | base / this | median of the rounds\' base / this |\n|---|---|---|---|---|');
   for (const [name, fn] of Object.entries(work)) {
-    const t = interleave({ base: () => fn(libs.base, 'base'), this: () => fn(libs.this, 'this') }, { samples: 9, minMs: 40 });
-    console.log(`| ${name} | ${t.base.median.toFixed(3)} | ${t.this.median.toFixed(3)} | ${(t.base.median / t.this.median).toFixed(2)}x |`);
+    if (!name.includes(only)) continue;
+    const t = interleave({ base: () => fn(libs.base, 'base'), this: () => fn(libs.this, 'this') }, { samples: SAMPLES, minMs: 40 });
+    const ratios = t.base.samples.map((b, i) => b / t.this.samples[i]).sort((a, b) => a - b);
+    console.log(`| ${name} | ${t.base.median.toFixed(3)} | ${t.this.median.toFixed(3)} | ${(t.base.median / t.this.median).toFixed(3)}x | ` +
+      `${ratios[ratios.length >> 1].toFixed(3)}x |`);
   }
   for (const k of Object.keys(libs)) {
     for (const m of Object.values(models[k])) m.dispose();

@@ -14,6 +14,7 @@ SLOW=(
   pack.test.js      # npm pack, installs the tarball, loads it in Chromium
   torch.test.js     # PyTorch (Debian's python3-torch): the round trip of checkpoints and logits
   llama2c.test.js   # PyTorch's llama against ours
+  hooks-torch.test.js # PyTorch's forward hooks against the named points
   native.test.js    # the native C suites under sanitizers (bash build.sh native native32)
   trainer.test.js   # builds the native trainer and trains with it
   fuzz.test.js      # Debian's clang: replays the corpora and fuzzes 20 s per target

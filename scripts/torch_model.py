@@ -16,6 +16,7 @@ weight_ih_l0 etc. (gates r, z, n; (3C, in)). Debian's python3-torch (1.13) is en
   /usr/bin/python3 scripts/torch_model.py logits  model.safetensors tokens.json  [source.json]
   /usr/bin/python3 scripts/torch_model.py train   model.safetensors batch.json out.safetensors --steps 3 --lr 1e-3
   /usr/bin/python3 scripts/torch_model.py check   cases.json   (the round trip tests/node/torch.test.js runs)
+  /usr/bin/python3 scripts/torch_model.py hooks   cases.json   (cache, ablation, patching, logit lens: tests/node/hooks.test.js)
   /usr/bin/python3 scripts/torch_model.py llama2c-make model.bin tokenizer.bin [--dim 32 --hidden 64 --layers 2
                    --heads 4 --kv-heads 4 --seq-len 32 --seed 1 --untied]   (a random llama in llama2.c's format)
   /usr/bin/python3 scripts/torch_model.py llama2c-run  model.bin tokenizer.bin prompt.txt [--steps 8]
@@ -269,6 +270,7 @@ class TinyTransformer(torch.nn.Module):
     def __init__(self, meta, tensors):
         super().__init__()
         self.meta = dict(meta)
+        self.hook = None  # hp(): a forward hook at the named points, for the hooks command
         c = self.meta
         self.V, self.C, self.H, self.layers = int(c['vocab']), int(c['d_model']), int(c['heads']), int(c['layers'])
         self.F, self.L = int(c['d_ff']), int(c['max_len'])
@@ -368,14 +370,23 @@ class TinyTransformer(torch.nn.Module):
             return torch.tensor([1.0 - 2.0 ** (-5 - h) for h in range(self.H)], dtype=torch.float32)
         return torch.full((self.H,), float(decay), dtype=torch.float32)
 
-    def attend(self, prefix, xq, xkv, causal, cross):
+    def hp(self, name, x, shape=None):
+        """A forward hook at the named point (TransformerLens's names, src/model/hooks.h): self.hook
+        (name, x viewed as `shape`) -> the activation to go on with; None: x unchanged."""
+        if self.hook is None or name is None:
+            return x
+        return self.hook(name, x if shape is None else x.reshape(shape)).reshape(x.shape)
+
+    def attend(self, prefix, xq, xkv, causal, cross, layer=None):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
         own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
-        q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
-        k = self.share_kv(self.lin(xkv, prefix, 'wk', 'bk')) if self.has(prefix + '.wk') else None
-        v = self.share_kv(self.lin(xkv, prefix, 'wv', 'bv'))
+        at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
+        n, hd = xq.shape[0], self.C // self.H
+        q = self.hp(at('hook_q'), self.lin(xq, prefix, 'wq', 'bq'), (n, self.H, hd)) if self.has(prefix + '.wq') else None
+        k = self.share_kv(self.hp(at('hook_k'), self.lin(xkv, prefix, 'wk', 'bk'), (n, -1, hd))) if self.has(prefix + '.wk') else None
+        v = self.share_kv(self.hp(at('hook_v'), self.lin(xkv, prefix, 'wv', 'bv'), (n, -1, hd)))
         if self.meta.get('positional') == 'rope' and not cross and q is not None:
             q, k = self.rope(q), self.rope(k)
         if form == 'softmax':
@@ -398,6 +409,7 @@ class TinyTransformer(torch.nn.Module):
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
             o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)
+        o = self.hp(at('hook_z'), o, (n, self.H, hd))
         return self.lin(o, prefix, 'wo', 'bo')
 
     def sublayer(self, x, prefix, fn):
@@ -429,14 +441,21 @@ class TinyTransformer(torch.nn.Module):
                 e = self.sublayer(e, f'enc.{l}.self', lambda y, l=l: self.attend(f'enc.{l}.self', y, y, False, False))
                 e = self.sublayer(e, f'enc.{l}.ffn', lambda y, l=l: self.ffn(y, f'enc.{l}.ffn'))
             enc = self.ln(e, 'enc.lnf') if self.norm == 'pre' else e
-        x = self.embed(tokens)
+        x = self.hp('hook_embed', self.embed(tokens))
         for l in range(self.layers):
-            x = self.sublayer(x, f'dec.{l}.self', lambda y, l=l: self.attend(f'dec.{l}.self', y, y, True, False))
+            b = f'blocks.{l}.'
+            x = self.hp(b + 'hook_resid_pre', x)
+            x = self.sublayer(x, f'dec.{l}.self', lambda y, l=l, b=b: self.hp(b + 'hook_attn_out', self.attend(f'dec.{l}.self', y, y, True, False, l)))
             if enc is not None:
                 x = self.sublayer(x, f'dec.{l}.cross', lambda y, l=l: self.attend(f'dec.{l}.cross', y, enc, False, True))
-            x = self.sublayer(x, f'dec.{l}.ffn', lambda y, l=l: self.ffn(y, f'dec.{l}.ffn'))
+            x = self.hp(b + 'hook_resid_mid', x)
+            x = self.sublayer(x, f'dec.{l}.ffn', lambda y, l=l, b=b: self.hp(b + 'hook_mlp_out', self.ffn(y, f'dec.{l}.ffn')))
+            x = self.hp(b + 'hook_resid_post', x)
         if self.norm == 'pre':
-            x = self.ln(x, 'lnf')
+            x = self.hp('ln_final.hook_normalized', self.ln(x, 'lnf'))
+        return self.classify(x)
+
+    def classify(self, x):
         # tied: the classifier is the embedding (tie_embeddings "1"); out.b only with biases
         return F.linear(x, self.p('wte') if self.meta.get('tie_embeddings') == '1' else self.p('out.w'),
                         self.p('out.b') if self.has('out.b') else None)
@@ -674,6 +693,71 @@ def check(cases_path):
     json.dump(report, sys.stdout)
 
 
+def run_hooked(model, tokens, edits):
+    """logits of tokens with edits: [(name, fn(x) -> x)] applied at their points (x of the point's
+    shape), and the cache {name: activation} after the edits."""
+    cache = {}
+
+    def hook(name, x):
+        for n, fn in edits:
+            if n == name:
+                x = fn(x)
+        cache[name] = x.detach().clone()
+        return x
+    model.hook = hook
+    try:
+        with torch.no_grad():
+            logits = model.forward(torch.tensor(tokens))
+    finally:
+        model.hook = None
+    return logits, cache
+
+
+def hooks(cases_path):
+    """For every case {checkpoint, tokens, corrupted, ablate: [{layer, head, mode, positions?}],
+    patch: [{name, positions?, heads?}] (from the corrupted input's cache)}: the clean cache, the
+    ablated and the patched logits and the logit lens (layers, n, vocab), as the library computes
+    them (src/model/hooks.c)."""
+    out = []
+    for case in json.load(open(cases_path)):
+        model = load(case['checkpoint'])
+        n = len(case['tokens'])
+        logits, cache = run_hooked(model, case['tokens'], [])
+
+        def ablate(a):
+            def fn(z):  # (n, H, hd)
+                z = z.clone()
+                pos = a.get('positions', list(range(n)))
+                fill = torch.zeros_like(z[0, a['head']]) if a['mode'] == 'zero' else z[:, a['head']].mean(0)
+                z[pos, a['head']] = fill
+                return z
+            return (f"blocks.{a['layer']}.attn.hook_z", fn)
+        ablated, _ = run_hooked(model, case['tokens'], [ablate(a) for a in case['ablate']])
+        _, corrupt = run_hooked(model, case['corrupted'], [])
+
+        def patch(p):
+            def fn(x):
+                x = x.clone()
+                pos = p.get('positions', list(range(n)))
+                if 'heads' in p:
+                    for h in p['heads']:
+                        x[pos, h] = corrupt[p['name']][pos, h]
+                else:
+                    x[pos] = corrupt[p['name']][pos]
+                return x
+            return (p['name'], fn)
+        patched, _ = run_hooked(model, case['tokens'], [patch(p) for p in case['patch']])
+        with torch.no_grad():
+            lens = torch.stack([model.classify(model.ln(cache[f'blocks.{l}.hook_resid_post'], 'lnf')
+                                               if model.norm == 'pre' else cache[f'blocks.{l}.hook_resid_post'])
+                                for l in range(model.layers)])
+        out.append({'name': case['name'], 'logits': logits.flatten().tolist(),
+                    'cache': {k: v.flatten().tolist() for k, v in cache.items()},
+                    'ablated': ablated.flatten().tolist(), 'patched': patched.flatten().tolist(),
+                    'lens': lens.flatten().tolist()})
+    json.dump(out, sys.stdout)
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ('-h', '--help'):
         print(__doc__)
@@ -681,6 +765,8 @@ def main(argv):
     cmd = argv[1]
     if cmd == 'check':
         check(argv[2])
+    elif cmd == 'hooks':
+        hooks(argv[2])
     elif cmd == 'logits':
         model = load(argv[2])
         tokens = torch.tensor(json.load(open(argv[3])))

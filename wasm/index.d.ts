@@ -168,7 +168,7 @@ export type {
 export type {
   ModelAttention, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
-  FormInfo, Model, ModelApi,
+  FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution,
 } from './model.js';
 export type {
   AttentionName, CausalAttentionName, NonCausalAttentionName, AttentionFamily, AttentionOptionsByForm,

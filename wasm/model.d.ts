@@ -132,6 +132,52 @@ export interface ForwardResult {
   encoderAttention?: Float32Array[][];
 }
 
+/** A hook point's name (TransformerLens's, layers from 0; docs/interpretability.md). */
+export type HookName =
+  | 'hook_embed'
+  | 'ln_final.hook_normalized'
+  | `blocks.${number}.${'hook_resid_pre' | 'hook_attn_out' | 'hook_resid_mid' | 'hook_mlp_out' | 'hook_resid_post'}`
+  | `blocks.${number}.attn.${'hook_q' | 'hook_k' | 'hook_v' | 'hook_pattern' | 'hook_z'}`;
+
+/** One activation: data row-major in `shape` ((n, dModel), (n, heads, dHead), (heads, n, n), ...). */
+export interface HookTensor {
+  data: Float32Array;
+  shape: number[];
+}
+
+export type HookCache = { [name: string]: HookTensor };
+
+export interface Ablation {
+  layer: number;
+  head: number;
+  /** 'zero': z = 0; 'mean': z = its mean over every position of this input */
+  mode: 'zero' | 'mean';
+  /** default: every position */
+  positions?: ArrayLike<number>;
+}
+
+export interface Patch {
+  name: HookName;
+  positions?: ArrayLike<number>;
+  /** per-head names only (attn.hook_q, hook_k, hook_v, hook_z) */
+  heads?: ArrayLike<number>;
+  /** a runWithCache cache of another input of the same length that kept `name` */
+  from: HookCache;
+}
+
+export interface HeadAttribution {
+  /** (layers, heads, n) */
+  heads: HookTensor;
+  /** (layers, n) */
+  mlp: HookTensor;
+  embed: Float32Array;
+  /** attention output biases, the final norm's shift, the classifier's bias */
+  rest: Float32Array;
+  /** the clean logit of the target, which the parts sum to */
+  logit: Float32Array;
+  target: Int32Array;
+}
+
 export interface GenerateOptions {
   /** default 16; generation also stops when the sequence reaches maxLen (unless window is given) */
   maxTokens?: number;
@@ -198,6 +244,16 @@ export interface Model {
    *  position. Softmax decoders with positional 'rope' or 'none'. tokens.length - 1 values. */
   streamLosses(tokens: ArrayLike<number>, opts?: { window?: number; sinks?: number; recompute?: boolean }): Float32Array;
   saveLlama2c(): Uint8Array;
+  /** forward's logits and the activations at every hook point (or `names`); decoder-only models */
+  runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[] }): { logits: Float32Array; cache: HookCache };
+  /** the logits with heads ablated and activations patched from another input's cache */
+  runWithHooks(ids: ArrayLike<number>, opts?: { ablate?: Ablation[]; patch?: Patch[] }): { logits: Float32Array };
+  /** each layer's resid_post through the final norm and the classifier: shape [layers, n, vocab] */
+  logitLens(ids: ArrayLike<number>): HookTensor;
+  /** direct logit attribution of target (default: the next token) per head, MLP and the embeddings */
+  headAttribution(ids: ArrayLike<number>, opts?: { target?: number | ArrayLike<number> }): HeadAttribution;
+  /** log p(ids[p + 1]) with each head ablated alone: shape [modes, layers, heads, n - 1]; clean: none ablated */
+  ablationGrid(ids: ArrayLike<number>, opts?: { modes?: ('zero' | 'mean')[] }): HookTensor & { modes: ('zero' | 'mean')[]; clean: Float32Array };
   /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
   gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;
   /** frees the wasm memory; later calls throw */

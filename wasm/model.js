@@ -4,6 +4,7 @@
 // Errors that say what to change.
 import { checkBool, checkFiniteNumber, checkKeys, checkSeed, describe, fail, formOptionText, readForms } from './core.js';
 import { safetensorsToLlama2c } from './llama2c.js';
+import { installHooks } from './hooks.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
 // enums, every range and every rule between fields are C's (src/model/config.c), which says
@@ -516,6 +517,9 @@ export function modelMethods(core) {
       this.handle = 0;
     }
   }
+
+  // runWithCache, runWithHooks, logitLens, headAttribution, ablationGrid (hooks.js)
+  installHooks(core, Model.prototype, checkTokens);
 
   function fromHandle(what, status, handlePtr) {
     core.check(status, what);

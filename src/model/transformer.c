@@ -4,6 +4,7 @@
 #include "transformer.h"
 
 #include "form_layer.h"
+#include "hooks.h"
 
 #include "../kernels/parallel.h"
 
@@ -579,6 +580,14 @@ void norm_backward(const aw_model *m, float *dx, float *dw, float *db, const flo
     else layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
 }
 
+// A named point of the decoder (hooks.h): layer -1 for the points outside the blocks, AW_NO_HOOK
+// for the encoder's and the cross-attention's sublayers. Unhooked, a point costs one test.
+#define AW_NO_HOOK (-2)
+#define HOOK(point, layer, x)                                                                                      \
+    do {                                                                                                           \
+        if (m->hooks && (layer) != AW_NO_HOOK) m->hooks->fn(m->hooks, (point), (layer), (float *)(x));               \
+    } while (0)
+
 static const float *attn_out(const aw_model *m, const aw_attn_acts *a) {
     return m->cfg.norm == AW_NORM_PRE ? a->res : a->ln;
 }
@@ -640,20 +649,30 @@ static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
 // pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
 // encoder output (B*Tk, C), or NULL for self-attention.
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
-                                 const float *in, const float *kv_src, size_t B, size_t T, size_t Tk) {
+                                 const float *in, const float *kv_src, size_t B, size_t T, size_t Tk, int layer) {
     const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
+    if (w->wq) HOOK(AW_HOOK_Q, layer, a->q);
     if (a->kv) { // grouped-query: the K/V heads' projections, shared out to the query heads
         const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H, KC = KH * hd;
-        if (w->wk) linear_forward(a->kv, xkv, w->wk, w->bk, Nk, C, KC), kv_expand(a->k, a->kv, Nk, H, KH, hd);
+        if (w->wk) {
+            linear_forward(a->kv, xkv, w->wk, w->bk, Nk, C, KC);
+            HOOK(AW_HOOK_K, layer, a->kv);
+            kv_expand(a->k, a->kv, Nk, H, KH, hd);
+        }
         linear_forward(a->kv + Nk * KC, xkv, w->wv, w->bv, Nk, C, KC);
+        HOOK(AW_HOOK_V, layer, a->kv + Nk * KC);
         kv_expand(a->v, a->kv + Nk * KC, Nk, H, KH, hd);
     } else {
-        if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
+        if (w->wk) {
+            linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
+            HOOK(AW_HOOK_K, layer, a->k);
+        }
         linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+        HOOK(AW_HOOK_V, layer, a->v);
     }
     if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
         m->pos->rotate_qk(m, a->q, B, T, 0, C, 0);
@@ -663,9 +682,13 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
     run_sequences(&j, B, seq_forward);
     if (j.status) return j.status;
+    if (keep) HOOK(AW_HOOK_PATTERN, layer, a->att);
+    HOOK(AW_HOOK_Z, layer, a->o);
     linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
+    HOOK(AW_HOOK_ATTN_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
     if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
+    HOOK(AW_HOOK_RESID_MID, layer, attn_out(m, a));
     return AW_OK;
 }
 
@@ -710,7 +733,8 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
 }
 
 // pre:  out = in + FFN(LN(in));   post: out = LN(in + FFN(in));   FFN(x) = relu(x W1 + b1) W2 + b2.
-static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_acts *a, const float *in, size_t N) {
+static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_acts *a, const float *in, size_t N,
+                                 int layer) {
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
@@ -720,8 +744,10 @@ static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_ac
         swiglu_forward(a->r, a->h, a->u, N * F);
     } else relu_forward(a->r, a->h, N * F);
     linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
+    HOOK(AW_HOOK_MLP_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
     if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
+    HOOK(AW_HOOK_RESID_POST, layer, ffn_out(m, a));
 }
 
 static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_weights *g, const aw_ffn_acts *a,
@@ -805,30 +831,35 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         embedding_forward(a->e0, m->src, m->w.wte, m->pe, B, S, C);
         const float *x = a->e0;
         for (int l = 0; l < c->layers; l++) {
-            if ((st = attn_sublayer_forward(m, &m->enc_form[l], &m->w.enc[l].self, &a->enc_attn[l], x, NULL, B, S, S)))
+            if ((st = attn_sublayer_forward(m, &m->enc_form[l], &m->w.enc[l].self, &a->enc_attn[l], x, NULL, B, S, S,
+                                            AW_NO_HOOK)))
                 return st;
             x = attn_out(m, &a->enc_attn[l]);
-            ffn_sublayer_forward(m, &m->w.enc[l].ffn, &a->enc_ffn[l], x, B * S);
+            ffn_sublayer_forward(m, &m->w.enc[l].ffn, &a->enc_ffn[l], x, B * S, AW_NO_HOOK);
             x = ffn_out(m, &a->enc_ffn[l]);
         }
         if (pre) norm_forward(m, a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S);
         enc = encoder_out(m, a);
     }
     embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
+    HOOK(AW_HOOK_EMBED, -1, a->x0);
     const float *x = a->x0;
     for (int l = 0; l < c->layers; l++) {
-        if ((st = attn_sublayer_forward(m, &m->self_form[l], &m->w.dec[l].self, &a->dec_self[l], x, NULL, B, T, T)))
+        HOOK(AW_HOOK_RESID_PRE, l, x);
+        if ((st = attn_sublayer_forward(m, &m->self_form[l], &m->w.dec[l].self, &a->dec_self[l], x, NULL, B, T, T, l)))
             return st;
         x = attn_out(m, &a->dec_self[l]);
         if (encdec) {
-            if ((st = attn_sublayer_forward(m, &m->cross_form[l], &m->w.dec[l].cross, &a->dec_cross[l], x, enc, B, T, S)))
+            if ((st = attn_sublayer_forward(m, &m->cross_form[l], &m->w.dec[l].cross, &a->dec_cross[l], x, enc, B, T, S,
+                                            AW_NO_HOOK)))
                 return st;
             x = attn_out(m, &a->dec_cross[l]);
         }
-        ffn_sublayer_forward(m, &m->w.dec[l].ffn, &a->dec_ffn[l], x, N);
+        ffn_sublayer_forward(m, &m->w.dec[l].ffn, &a->dec_ffn[l], x, N, l);
         x = ffn_out(m, &a->dec_ffn[l]);
     }
     if (pre) norm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N), x = a->lnf;
+    if (pre) HOOK(AW_HOOK_LN_FINAL, -1, a->lnf);
     return output_forward(m, x, metrics);
 }
 

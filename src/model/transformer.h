@@ -142,6 +142,8 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay, clip; // clip <= 0: none
 } aw_train_config;
 
+struct aw_hooks; // hooks.h
+
 typedef struct aw_model {
     aw_model_config cfg;
     size_t n_tensors;
@@ -165,6 +167,8 @@ typedef struct aw_model {
                                 // backward follows such a forward, so the forms save nothing);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
+    struct aw_hooks *hooks;     // NULL, or the named points' callback for one hooked forward (hooks.h;
+                                // set by hook_run_forward around model_forward only)
     int last_logits_only;       // 1: forward computes the logits of each sequence's last position
                                 // only (no probabilities or loss): generation's prefill
     long step;                  // AdamW steps taken

@@ -26,6 +26,17 @@ await model.train({ steps: 2, task: 'copy', lr: (s: number) => 1e-3 / (1 + s), o
 const causalForms: string[] = lib.forms.filter((f) => f.causal).map((f) => f.name);
 const inUse: number = lib.heapInUse();
 lib.loadModel(bytes).dispose();
+// hooks (docs/interpretability.md)
+const run = model.runWithCache([1, 2, 3], { names: ['blocks.0.hook_resid_pre', 'blocks.0.attn.hook_z'] });
+const z: Float32Array = run.cache['blocks.0.attn.hook_z'].data;
+model.runWithHooks([1, 2, 3], { ablate: [{ layer: 0, head: 1, mode: 'mean', positions: [2] }], patch: [{ name: 'blocks.0.hook_resid_pre', from: run.cache }] });
+// @ts-expect-error: modes are 'zero' and 'mean'
+model.runWithHooks([1, 2, 3], { ablate: [{ layer: 0, head: 1, mode: 'resample' }] });
+// @ts-expect-error: not a hook name
+model.runWithCache([1, 2, 3], { names: ['blocks.0.resid'] });
+const lensShape: number[] = model.logitLens([1, 2, 3]).shape;
+const dla: Float32Array = model.headAttribution([1, 2, 3], { target: 4 }).heads.data;
+const grid: Float32Array = model.ablationGrid([1, 2, 3], { modes: ['zero'] }).clean;
 model.dispose();
 lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
 

@@ -1,0 +1,112 @@
+// api_hooks.c: the exported C ABI of hooked runs (src/model/hooks.h): model.runWithCache,
+// runWithHooks, logitLens, headAttribution and ablationGrid in wasm/model.js.
+#include "api.h"
+
+#include "../kernels/kernels.h"
+#include "../kernels/size.h"
+#include "../model/hooks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// A hooked run of one sequence of n tokens on model m (keeps a pointer to m: destroy it first).
+AW_API int aw_hooks_create(aw_hook_run **out, aw_model *m, int32_t n) {
+    aw_clear_error();
+    *out = NULL;
+    if (n <= 0) return aw_fail(AW_ERR_ARG, "ids must not be empty");
+    aw_hook_run *r = calloc(1, sizeof *r);
+    if (!r) return api_done(AW_ERR_NOMEM);
+    int st = hook_run_init(r, m, (size_t)n);
+    if (st) return free(r), api_done(st);
+    *out = r;
+    return AW_OK;
+}
+
+AW_API void aw_hooks_destroy(aw_hook_run *r) {
+    if (!r) return;
+    hook_run_free(r);
+    free(r);
+}
+
+// Caches the activation `name` (NULL or "": every point of the model).
+AW_API int aw_hooks_keep(aw_hook_run *r, const char *name) {
+    aw_clear_error();
+    int point = -1, layer = -1, st;
+    if (name && name[0] && (st = hook_parse(r->m, name, &point, &layer))) return api_done(st);
+    return api_done(hook_run_keep(r, point, layer));
+}
+
+// mode: 0 zero, 1 mean; positions: np indices (np < 0: every position).
+AW_API int aw_hooks_ablate(aw_hook_run *r, int32_t layer, int32_t head, int32_t mode, const int32_t *positions,
+                           int32_t np) {
+    aw_clear_error();
+    return api_done(hook_run_ablate(r, layer, head, mode, positions, np));
+}
+
+// from: nfrom floats of the activation `name` of another run of n tokens; positions (np), heads (nh):
+// indices, < 0 for all.
+AW_API int aw_hooks_patch(aw_hook_run *r, const char *name, const int32_t *positions, int32_t np, const int32_t *heads,
+                          int32_t nh, const float *from, int32_t nfrom) {
+    aw_clear_error();
+    int point, layer;
+    int st = hook_parse(r->m, name, &point, &layer);
+    if (st) return api_done(st);
+    if (nfrom < 0) return aw_fail(AW_ERR_ARG, "from has a negative length");
+    if (aw_find_nonfinite(from, (size_t)nfrom) != (size_t)nfrom)
+        return aw_fail(AW_ERR_ARG, "from's %s holds NaN or Infinity", name);
+    return api_done(hook_run_patch(r, point, layer, positions, np, heads, nh, from, (size_t)nfrom));
+}
+
+// The forward with every edit and cache request; logits (n, V).
+AW_API int aw_hooks_run(aw_hook_run *r, const int32_t *ids, float *logits) {
+    aw_clear_error();
+    return api_done(hook_run_forward(r, ids, logits));
+}
+
+// The cache as JSON: [{"name":..., "ptr":..., "shape":[...]}, ...] (snprintf's contract).
+AW_API int32_t aw_hooks_cache_json(const aw_hook_run *r, char *buf, int32_t cap) {
+    size_t len = 0, c = cap > 0 ? (size_t)cap : 0;
+#define PUT(...) len += (size_t)snprintf(len < c ? buf + len : NULL, len < c ? c - len : 0, __VA_ARGS__)
+    PUT("[");
+    int first = 1;
+    for (int p = 0; p < AW_HOOK_COUNT; p++)
+        for (int l = -1; l < r->m->cfg.layers; l++) {
+            if (!r->cache[p][l + 1]) continue;
+            char name[64];
+            size_t dims[3], floats;
+            hook_name(name, sizeof name, p, l);
+            const int rank = hook_shape(r->m, p, r->n, dims, &floats);
+            PUT("%s{\"name\":\"%s\",\"ptr\":%lu,\"shape\":[%zu,%zu", first ? "" : ",", name,
+                (unsigned long)(uintptr_t)r->cache[p][l + 1], dims[0], dims[1]);
+            if (rank == 3) PUT(",%zu", dims[2]);
+            PUT("]}");
+            first = 0;
+        }
+    PUT("]");
+#undef PUT
+    return (int32_t)len;
+}
+
+// Each layer's resid_post through the final norm and the classifier: out (layers, n, V).
+AW_API int aw_hooks_logit_lens(aw_model *m, const int32_t *ids, int32_t n, float *out) {
+    aw_clear_error();
+    if (n <= 0) return aw_fail(AW_ERR_ARG, "ids must not be empty");
+    return api_done(hook_logit_lens(m, ids, (size_t)n, out));
+}
+
+// Direct logit attribution (hooks.h hook_attribution): heads (layers, H, n), mlp (layers, n),
+// embed, rest, logit (n).
+AW_API int aw_hooks_attribution(aw_model *m, const int32_t *ids, int32_t n, const int32_t *targets, float *heads,
+                                float *mlp, float *embed, float *rest, float *logit) {
+    aw_clear_error();
+    if (n <= 0) return aw_fail(AW_ERR_ARG, "ids must not be empty");
+    return api_done(hook_attribution(m, ids, (size_t)n, targets, heads, mlp, embed, rest, logit));
+}
+
+// The ablation grid (hooks.h hook_ablation_grid): out (modes, layers, H, n - 1), clean (n - 1).
+AW_API int aw_hooks_ablation_grid(aw_model *m, const int32_t *ids, int32_t n, int32_t modes, float *out, float *clean) {
+    aw_clear_error();
+    if (n < 2) return aw_fail(AW_ERR_ARG, "ablationGrid needs at least 2 tokens (a next token to predict), got %d", (int)n);
+    return api_done(hook_ablation_grid(m, ids, (size_t)n, modes, out, clean));
+}

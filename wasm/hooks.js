@@ -1,0 +1,227 @@
+// hooks.js: a model's interpretability calls (docs/interpretability.md): runWithCache,
+// runWithHooks, logitLens, headAttribution and ablationGrid, over the named points of
+// src/model/hooks.h (TransformerLens's names, layers from 0). Types are checked here; names,
+// layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
+import { checkKeys, describe, fail } from './core.js';
+
+const MODES = ['zero', 'mean'];
+
+/** An optional array of integer indices (positions, heads) as an Int32Array; undefined stays so. */
+function indexList(what, list) {
+  if (list === undefined) return undefined;
+  const ok = Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView));
+  if (!ok) fail(`${what} must be an array of integer indices, got ${describe(list)}`);
+  const out = new Int32Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    if (!Number.isInteger(list[i]) || Math.abs(list[i]) >= 2 ** 31) fail(`${what}[${i}] is ${describe(list[i])}; expected an integer`);
+    out[i] = list[i];
+  }
+  return out;
+}
+
+function intArg(what, x) {
+  if (!Number.isInteger(x) || Math.abs(x) >= 2 ** 31) fail(`${what} must be an integer, got ${describe(x)}`);
+  return x;
+}
+
+/**
+ * Adds the calls to Model.prototype. checkTokens(what, ids) -> Int32Array is model.js's.
+ */
+export function installHooks(core, proto, checkTokens) {
+  const ex = core.exports;
+
+  function live(model, what) {
+    if (model.handle === 0) fail(`${what}: this model was disposed`);
+  }
+
+  // fn(run handle) with a hooked run of ids.length tokens; the run is freed whatever happens.
+  function withRun(model, what, n, fn) {
+    const r = core.withBuffers(what, [{ name: 'handle', bytes: 4 }], ([hp]) => {
+      core.check(ex.aw_hooks_create(hp, model.handle, n), what);
+      return new Uint32Array(core.memory.buffer, hp, 1)[0];
+    });
+    try {
+      return fn(r);
+    } finally {
+      ex.aw_hooks_destroy(r);
+    }
+  }
+
+  // The run's forward over tok; returns the logits (n * V).
+  function runForward(model, what, r, tok) {
+    const V = model.config.vocab;
+    return core.withBuffers(what, [{ name: 'ids', bytes: tok.length * 4, from: tok }, { name: 'logits', bytes: tok.length * V * 4 }],
+      ([ip, lp]) => {
+        core.check(ex.aw_hooks_run(r, ip, lp), what);
+        return core.readF32(lp, tok.length * V);
+      });
+  }
+
+  function readCache(what, r) {
+    const need = ex.aw_hooks_cache_json(r, 0, 0);
+    const list = core.withBuffers(what, [{ name: 'cache list', bytes: need + 1 }], ([p]) => {
+      ex.aw_hooks_cache_json(r, p, need + 1);
+      return JSON.parse(core.cString(p));
+    });
+    const cache = {};
+    for (const { name, ptr, shape } of list)
+      cache[name] = { data: core.readF32(ptr, shape.reduce((a, b) => a * b, 1)), shape };
+    return cache;
+  }
+
+  /**
+   * One forward pass of ids that keeps the activations at the named points: { logits (n * V, as
+   * forward gives them), cache: { [name]: { data: Float32Array, shape } } }. names (default: every
+   * point of the model) limits what is kept.
+   */
+  proto.runWithCache = function runWithCache(ids, opts = {}) {
+    const what = 'runWithCache';
+    live(this, what);
+    checkKeys(what, opts, ['names']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const { names } = opts;
+    if (names !== undefined && (!Array.isArray(names) || !names.every((x) => typeof x === 'string')))
+      fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);
+    return withRun(this, what, tok.length, (r) => {
+      if (names === undefined) core.check(ex.aw_hooks_keep(r, 0), what);
+      else for (const name of names) core.withStrings(what, [name], ([np]) => core.check(ex.aw_hooks_keep(r, np), what));
+      const logits = runForward(this, what, r, tok);
+      return { logits, cache: readCache(what, r) };
+    });
+  };
+
+  /**
+   * One forward pass with interventions: ablate [{ layer, head, mode: 'zero' | 'mean', positions? }]
+   * sets the head's attn.hook_z to 0 or to its mean over every position of this input, at
+   * `positions` (default all); patch [{ name, positions?, heads?, from }] replaces the activation
+   * `name` (at those positions and, for per-head names, heads) by from[name], a runWithCache cache
+   * of another input of the same length. Patches apply before ablations at the same point.
+   * Returns { logits }.
+   */
+  proto.runWithHooks = function runWithHooks(ids, opts = {}) {
+    const what = 'runWithHooks';
+    live(this, what);
+    checkKeys(what, opts, ['ablate', 'patch']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const ablate = opts.ablate ?? [], patch = opts.patch ?? [];
+    if (!Array.isArray(ablate)) fail(`${what}: ablate must be an array of { layer, head, mode, positions? }, got ${describe(ablate)}`);
+    if (!Array.isArray(patch)) fail(`${what}: patch must be an array of { name, positions?, heads?, from }, got ${describe(patch)}`);
+    const ab = ablate.map((a, i) => {
+      const w = `${what}: ablate[${i}]`;
+      checkKeys(w, a, ['layer', 'head', 'mode', 'positions']);
+      if (!MODES.includes(a.mode)) fail(`${w}: mode must be one of "zero", "mean", got ${describe(a.mode)}`);
+      return { w, layer: intArg(`${w}: layer`, a.layer), head: intArg(`${w}: head`, a.head), mode: MODES.indexOf(a.mode),
+        positions: indexList(`${w}: positions`, a.positions) };
+    });
+    const pa = patch.map((p, i) => {
+      const w = `${what}: patch[${i}]`;
+      checkKeys(w, p, ['name', 'positions', 'heads', 'from']);
+      if (typeof p.name !== 'string') fail(`${w}: name must be a hook name (a string), got ${describe(p.name)}`);
+      if (p.from === null || typeof p.from !== 'object') fail(`${w}: from must be a cache from runWithCache, got ${describe(p.from)}`);
+      const entry = p.from[p.name];
+      if (!entry || !(entry.data instanceof Float32Array))
+        fail(`${w}: from has no "${p.name}": give the cache of a runWithCache that kept it`);
+      return { w, name: p.name, positions: indexList(`${w}: positions`, p.positions), heads: indexList(`${w}: heads`, p.heads), data: entry.data };
+    });
+    return withRun(this, what, tok.length, (r) => {
+      // patches first: C applies the edits at a point in the order they were added
+      for (const p of pa) {
+        const { positions: pos, heads } = p;
+        const enc = new TextEncoder().encode(`${p.name}\0`);
+        core.withBuffers(p.w, [{ name: 'name', bytes: enc.length, from: enc },
+          { name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos },
+          { name: 'heads', bytes: heads ? heads.length * 4 : 0, from: heads },
+          { name: 'from', bytes: p.data.length * 4, from: p.data }], ([np, pp, hp, fp]) =>
+          core.check(ex.aw_hooks_patch(r, np, pp, pos ? pos.length : -1, hp, heads ? heads.length : -1, fp, p.data.length), p.w));
+      }
+      for (const a of ab) {
+        const pos = a.positions;
+        core.withBuffers(a.w, [{ name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos }], ([pp]) =>
+          core.check(ex.aw_hooks_ablate(r, a.layer, a.head, a.mode, pp, pos ? pos.length : -1), a.w));
+      }
+      return { logits: runForward(this, what, r, tok) };
+    });
+  };
+
+  /**
+   * The logit lens (nostalgebraist 2020): each layer's blocks.{l}.hook_resid_post through the final
+   * norm and the classifier: { data, shape: [layers, n, vocab] } (logits; the last layer's are
+   * forward's).
+   */
+  proto.logitLens = function logitLens(ids) {
+    const what = 'logitLens';
+    live(this, what);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const { layers: L, vocab: V } = this.config, n = Math.min(tok.length, this.config.maxLen);
+    return core.withBuffers(what, [{ name: 'ids', bytes: tok.length * 4, from: tok }, { name: 'lens', bytes: L * n * V * 4 }],
+      ([ip, op]) => {
+        core.check(ex.aw_hooks_logit_lens(this.handle, ip, tok.length, op), what);
+        return { data: core.readF32(op, L * n * V), shape: [L, n, V] };
+      });
+  };
+
+  /**
+   * Direct logit attribution of the logit of target[p] at each position p: heads { data, shape:
+   * [layers, heads, n] } (each head's z through its slice of W_O, times the final norm's scale of
+   * the clean run, dotted with the classifier's column of the target), mlp [layers, n], embed (n),
+   * rest (n: attention output biases, the final norm's shift, the classifier's bias) and logit (n,
+   * the clean logit they sum to). target: one token id, n of them, or by default the next token
+   * (at the last position, the model's own top guess).
+   */
+  proto.headAttribution = function headAttribution(ids, opts = {}) {
+    const what = 'headAttribution';
+    live(this, what);
+    checkKeys(what, opts, ['target']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const n = tok.length, { layers: L, heads: H, vocab: V } = this.config;
+    let target;
+    if (opts.target === undefined) {
+      if (n > this.config.maxLen) fail(`${what}: ids has ${n} tokens; this model takes 1 to maxLen = ${this.config.maxLen}`);
+      target = new Int32Array(n);
+      for (let p = 0; p + 1 < n; p++) target[p] = tok[p + 1];
+      const logits = withRun(this, what, n, (r) => runForward(this, what, r, tok));
+      let best = 0;
+      for (let v = 1; v < V; v++) if (logits[(n - 1) * V + v] > logits[(n - 1) * V + best]) best = v;
+      target[n - 1] = best;
+    } else if (typeof opts.target === 'number') target = new Int32Array(n).fill(intArg(`${what}: target`, opts.target));
+    else {
+      target = indexList(`${what}: target`, opts.target);
+      if (target.length !== n) fail(`${what}: target has ${target.length} ids, expected one per position (${n})`);
+    }
+    const f = (name, count) => ({ name, bytes: Math.max(0, count) * 4 });
+    const m = Math.min(n, this.config.maxLen);
+    return core.withBuffers(what, [{ name: 'ids', bytes: n * 4, from: tok }, { name: 'target', bytes: n * 4, from: target },
+      f('heads', L * H * m), f('mlp', L * m), f('embed', m), f('rest', m), f('logit', m)], ([ip, tp, hp, mp, ep, rp, gp]) => {
+      core.check(ex.aw_hooks_attribution(this.handle, ip, n, tp, hp, mp, ep, rp, gp), what);
+      return {
+        heads: { data: core.readF32(hp, L * H * n), shape: [L, H, n] },
+        mlp: { data: core.readF32(mp, L * n), shape: [L, n] },
+        embed: core.readF32(ep, n), rest: core.readF32(rp, n), logit: core.readF32(gp, n), target,
+      };
+    });
+  };
+
+  /**
+   * The whole ablation grid in one call: for each mode, layer and head, the log-probability (nats)
+   * of ids[p + 1] at every position p < n - 1 with that head's attn.hook_z ablated at every
+   * position: { data, shape: [modes.length, layers, heads, n - 1], modes, clean (n - 1: no
+   * ablation) }. modes: default ['zero', 'mean'].
+   */
+  proto.ablationGrid = function ablationGrid(ids, opts = {}) {
+    const what = 'ablationGrid';
+    live(this, what);
+    checkKeys(what, opts, ['modes']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const modes = opts.modes ?? MODES;
+    if (!Array.isArray(modes) || modes.length === 0 || !modes.every((x) => MODES.includes(x)) || new Set(modes).size !== modes.length)
+      fail(`${what}: modes must be a non-empty array of distinct "zero", "mean", got ${describe(modes)}`);
+    const ordered = MODES.filter((x) => modes.includes(x)); // the order of the grid's first axis
+    const bits = ordered.reduce((b, x) => b | (1 << MODES.indexOf(x)), 0);
+    const { layers: L, heads: H } = this.config, k = Math.max(0, Math.min(tok.length, this.config.maxLen) - 1);
+    return core.withBuffers(what, [{ name: 'ids', bytes: tok.length * 4, from: tok },
+      { name: 'grid', bytes: ordered.length * L * H * k * 4 }, { name: 'clean', bytes: k * 4 }], ([ip, op, cp]) => {
+      core.check(ex.aw_hooks_ablation_grid(this.handle, ip, tok.length, bits, op, cp), what);
+      return { data: core.readF32(op, ordered.length * L * H * k), shape: [ordered.length, L, H, k], modes: ordered, clean: core.readF32(cp, k) };
+    });
+  };
+}
