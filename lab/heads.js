@@ -98,6 +98,15 @@ export function jumpBack(weights, T, period) {
   return sum / (T - period);
 }
 
+/** A phrase for the guided step (the learned panel's) and the interventions' text: the user's text cut to fit twice in `max` characters, then twice. */
+export function phraseTwice(text, max) {
+  let phrase = text.trim().replace(/\s+/g, ' ');
+  const room = Math.floor((max - 2) / 2);
+  if (phrase.length > room) phrase = phrase.slice(0, room).replace(/\s+\S*$/, '') || phrase.slice(0, room);
+  if (phrase.length < 4) phrase = 'the old lamp';
+  return `${phrase}. ${phrase}`;
+}
+
 /** The period of a text that is a phrase, ". ", and the phrase again (the guided step's), else 0. */
 export function phrasePeriod(chars) {
   const T = chars.length, L = (T - 2) / 2;

@@ -28,6 +28,7 @@ import { createLlama2cView } from './views/llama2c.js';
 import { createSinksView } from './views/sinks.js';
 import { createInductionView } from './views/induction.js';
 import { createLearnedView } from './views/learned.js';
+import { createCircuitsView } from './views/circuits.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
@@ -121,6 +122,22 @@ export const PANELS = [
         twice: q('ltwice'), heads: q('lheads'), about: q('labout'), status: q('lstatus'), grid: q('lheatmaps'),
         legend: q('llegend'), readout: q('lreadout'), exports: q('lexports'), guesses: q('lguesses'),
       }, { lib, onChange: (patch) => setState(patch) });
+      return { update: (state, forms, form) => view.update(state, form) };
+    },
+  },
+  {
+    id: 'circuits', title: 'What does this head do?', file: 'views/circuits.js',
+    props: [],
+    needs: has('loadModel', 'charsTokenizer'),
+    applies: causalOnly('a trained character model'),
+    create(section, { lib }) {
+      const q = finder(section);
+      const view = createCircuitsView({
+        panel: section, model: q('hdmodel'), modelField: q('hdmodel-field'), texts: q('hdtexts'), status: q('hdstatus'),
+        progress: q('hdprogress'), mode: q('hdmode'), grid: q('hdgrid'), table: q('hdtable'), headTitle: q('hdhead-title'),
+        pattern: q('hdpattern'), patternLegend: q('hdlegend'), patternReadout: q('hdreadout'), promoted: q('hdpromoted'),
+        resid: q('hdresid'), z: q('hdz'), lens: q('hdlens'), claim: q('hdclaim'),
+      }, { lib });
       return { update: (state, forms, form) => view.update(state, form) };
     },
   },

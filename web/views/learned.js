@@ -12,7 +12,7 @@ import { download, llama2cSaveButton } from './export.js';
 import { makeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { displayWeights } from '../../lab/forms.js';
-import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, probeLetters, scoreHead } from '../../lab/heads.js';
+import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, phraseTwice, probeLetters, scoreHead } from '../../lab/heads.js';
 
 const TOP = 5;
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
@@ -53,14 +53,14 @@ export function panelModels(fortunes, index) {
   return out;
 }
 
-/** A phrase for the guided step: the user's text cut to fit twice in `max` characters, then twice. */
-export function phraseTwice(text, max) {
-  let phrase = text.trim().replace(/\s+/g, ' ');
-  const room = Math.floor((max - 2) / 2);
-  if (phrase.length > room) phrase = phrase.slice(0, room).replace(/\s+\S*$/, '') || phrase.slice(0, room);
-  if (phrase.length < 4) phrase = 'the old lamp';
-  return `${phrase}. ${phrase}`;
+let catalog = null; // Promise<[panelModels]>, fetched once for every panel that reads it
+/** The page's trained character models (panelModels of web/models/fortunes.json and index.json). */
+export function modelCatalog() {
+  const get = (name) => fetch(new URL(`../models/${name}`, import.meta.url)).then((r) => (r.ok ? r.json() : null), () => null);
+  catalog ??= Promise.all([get('fortunes.json'), get('index.json')]).then(([f, i]) => panelModels(f, i));
+  return catalog;
 }
+
 
 /**
  * el: { panel, text, label, about, status, grid, legend, readout, exports, guesses, probe, twice, heads, model?,
@@ -72,7 +72,6 @@ export function phraseTwice(text, max) {
 export function createLearnedView(el, { lib, onChange }) {
   let state = null;
   let form = null;
-  let catalog = null; // Promise<[panelModels]>
   const models = new Map(); // file -> Promise<Model>
   let shown = ''; // file + text of the last drawing
   let current = null; // { chars, logits, vocab } of the drawing, for the guesses
@@ -151,11 +150,7 @@ export function createLearnedView(el, { lib, onChange }) {
     el.model.value = entry.file;
   }
 
-  function entries() {
-    const get = (name) => fetch(new URL(`../models/${name}`, import.meta.url)).then((r) => (r.ok ? r.json() : null), () => null);
-    catalog ??= Promise.all([get('fortunes.json'), get('index.json')]).then(([f, i]) => panelModels(f, i));
-    return catalog;
-  }
+  const entries = modelCatalog;
 
   function model(file) {
     if (!models.has(file)) {

@@ -1,0 +1,192 @@
+// circuits.js: what a head does, by intervention (docs/interpretability.md). Pure functions over a
+// loaded model's runWithCache / runWithHooks / logitLens / headAttribution, shared by the page's
+// "What does this head do?" panel (web/circuits-worker.js), the ablation claim
+// (scripts/ablation-claim.mjs) and the tests. Bits are log2; a "copy" is a span of target positions.
+//   loss of a span     mean over targets t in [from, to) of -log2 p(ids[t] | ids[0..t-1]), read
+//                      from logits row t - 1
+//   ablation           Olsson et al. 2022: a head's output (hook_z) set to 0 or to its mean over
+//                      this input's positions; the cost is the span's loss after minus before
+//   patching           Meng et al. 2022: the run on the corrupted text with one activation (a
+//                      layer's resid_pre at one position, or one head's z at every position) taken
+//                      from the clean run; restored = (patched - corrupted) / (clean - corrupted) of
+//                      the clean next token's log-probability at the last position
+//   logit lens         nostalgebraist 2020: every layer's residual stream read by the final norm
+//                      and the classifier
+
+const LOG2E = Math.LOG2E;
+
+/** log p(target) under the softmax of row (natural log), in double precision. */
+export function logProb(row, target) {
+  let max = -Infinity;
+  for (const x of row) if (x > max) max = x;
+  let sum = 0;
+  for (const x of row) sum += Math.exp(x - max);
+  return row[target] - max - Math.log(sum);
+}
+
+/** The mean loss in bits of the targets ids[from..to-1], each predicted by logits row t - 1 (vocab wide). */
+export function spanBits(logits, ids, vocab, from, to) {
+  from = Math.max(1, from);
+  if (!(to > from)) return NaN;
+  let bits = 0;
+  for (let t = from; t < to; t++) bits -= logProb(logits.subarray((t - 1) * vocab, t * vocab), ids[t]) * LOG2E;
+  return bits / (to - from);
+}
+
+/**
+ * The two copies of a text that is a phrase read twice with `period` tokens between the starts:
+ * first = targets [1, period), second = targets [period, n). (A first token has no prediction.)
+ */
+export function copies(n, period) {
+  if (!(period >= 2 && period < n)) throw new Error(`copies: period must be an integer in [2, n = ${n}), got ${period}`);
+  return { first: [1, period], second: [period, n] };
+}
+
+/**
+ * Zero- and mean-ablation of every head, from the model's ablationGrid (one C call: each head
+ * switched off alone): { clean: { first, second }, rows: [{ layer, head, mode, first, second }] }
+ * where first and second are the change in bits per character of each copy (positive: the model
+ * reads worse without the head there).
+ */
+export function ablationGrid(model, ids, period, { modes = ['zero', 'mean'] } = {}) {
+  const span = copies(ids.length, period);
+  const grid = model.ablationGrid(ids, { modes });
+  const [, layers, heads, P] = grid.shape; // P = n - 1: entry p is log p(ids[p + 1])
+  const bits = (lp, [from, to]) => {
+    let s = 0;
+    for (let t = from; t < to; t++) s -= lp[t - 1];
+    return (s / (to - from)) * LOG2E;
+  };
+  const clean = { first: bits(grid.clean, span.first), second: bits(grid.clean, span.second) };
+  const rows = [];
+  grid.modes.forEach((mode, k) => {
+    for (let layer = 0; layer < layers; layer++) {
+      for (let head = 0; head < heads; head++) {
+        const lp = grid.data.subarray(((k * layers + layer) * heads + head) * P, ((k * layers + layer) * heads + head + 1) * P);
+        rows.push({ layer, head, mode, first: bits(lp, span.first) - clean.first, second: bits(lp, span.second) - clean.second });
+      }
+    }
+  });
+  return { clean, rows };
+}
+
+/**
+ * A text with its first copy changed: every letter of the phrase's first copy (positions
+ * [0, period - 2)) shifted by `shift` places in the alphabet, so the second copy no longer repeats
+ * it; spaces and punctuation stay. Same length, so patching can line the two runs up.
+ */
+export function corruptFirstCopy(text, period, shift = 7) {
+  const chars = [...text];
+  for (let i = 0; i < Math.min(period - 2, chars.length); i++) {
+    const c = chars[i].charCodeAt(0);
+    if (c >= 97 && c <= 122) chars[i] = String.fromCharCode(97 + ((c - 97 + shift) % 26));
+  }
+  return chars.join('');
+}
+
+/**
+ * Where the corruption matters most: the position i of the second copy (i >= period - 1, i < n - 1)
+ * at which the clean next token ids[i + 1] loses the most log-probability when the text is the
+ * corrupted one. Patching is scored there: { pos, target, clean, corrupted } (natural logs).
+ */
+export function patchTarget(model, ids, badIds, period, vocab) {
+  const a = model.forward(ids).logits, b = model.forward(badIds).logits;
+  let best = null;
+  for (let i = period - 1; i + 1 < ids.length; i++) {
+    const row = (l) => l.subarray(i * vocab, (i + 1) * vocab);
+    const clean = logProb(row(a), ids[i + 1]), corrupted = logProb(row(b), ids[i + 1]);
+    if (!best || clean - corrupted > best.clean - best.corrupted) best = { pos: i, target: ids[i + 1], clean, corrupted };
+  }
+  return best;
+}
+
+/**
+ * Activation patching from the clean run into the corrupted one, scored at the last position by
+ * the clean next token (target) log-probability:
+ *   resid[layer][pos]  blocks.{layer}.hook_resid_pre at that one position
+ *   z[layer][head]     blocks.{layer}.attn.hook_z of that head at every position
+ * Each entry: (patched - corrupted) / (clean - corrupted), 1 = fully restored, 0 = no effect.
+ * Returns { clean, corrupted, resid, z } (clean and corrupted: the log-probabilities, natural log).
+ */
+export async function patchingGrids(model, cleanIds, corruptIds, target, { layers, heads, vocab, onProgress } = {}) {
+  const n = cleanIds.length;
+  if (corruptIds.length !== n) throw new Error(`patchingGrids: the corrupted text has ${corruptIds.length} tokens, the clean one ${n}`);
+  const last = (logits) => logProb(logits.subarray((n - 1) * vocab, n * vocab), target);
+  const names = [];
+  for (let l = 0; l < layers; l++) names.push(`blocks.${l}.hook_resid_pre`, `blocks.${l}.attn.hook_z`);
+  const { logits: cl, cache } = model.runWithCache(cleanIds, { names });
+  const clean = last(cl);
+  const corrupted = last(model.runWithHooks(corruptIds, { patch: [] }).logits);
+  const gap = clean - corrupted;
+  const restored = (lp) => (gap === 0 ? 0 : (lp - corrupted) / gap);
+  const total = layers * (n + heads);
+  let done = 0;
+  const resid = [], z = [];
+  for (let layer = 0; layer < layers; layer++) {
+    const row = new Float64Array(n);
+    for (let pos = 0; pos < n; pos++) {
+      const { logits } = model.runWithHooks(corruptIds, { patch: [{ name: `blocks.${layer}.hook_resid_pre`, positions: [pos], from: cache }] });
+      row[pos] = restored(last(logits));
+      await onProgress?.(++done, total);
+    }
+    resid.push(row);
+    const hrow = new Float64Array(heads);
+    for (let head = 0; head < heads; head++) {
+      const { logits } = model.runWithHooks(corruptIds, { patch: [{ name: `blocks.${layer}.attn.hook_z`, heads: [head], from: cache }] });
+      hrow[head] = restored(last(logits));
+      await onProgress?.(++done, total);
+    }
+    z.push(hrow);
+  }
+  return { clean, corrupted, resid, z };
+}
+
+/**
+ * The logit lens as a table: for each layer and position, the top guess (token id) and its
+ * probability, and the probability of the actual next token (NaN at the last position).
+ */
+export function lensTable(lens, ids) {
+  const [layers, n, vocab] = lens.shape;
+  const out = [];
+  for (let l = 0; l < layers; l++) {
+    const row = [];
+    for (let i = 0; i < n; i++) {
+      const r = lens.data.subarray((l * n + i) * vocab, (l * n + i + 1) * vocab);
+      let top = 0;
+      for (let v = 1; v < vocab; v++) if (r[v] > r[top]) top = v;
+      row.push({ top, pTop: Math.exp(logProb(r, top)), pNext: i + 1 < n ? Math.exp(logProb(r, ids[i + 1])) : NaN });
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+/**
+ * The k tokens each head's output promotes most at each position: its direct logit attribution
+ * (headAttribution) to every token of the vocabulary below `limit`, one call per token.
+ * Returns top[layer][head][pos] = [{ token, logit }] (largest first).
+ */
+export function promotedTokens(model, ids, { layers, heads, limit, k = 5 }) {
+  const n = ids.length;
+  const all = new Float32Array(layers * heads * n * limit); // (layers, heads, n, limit)
+  const target = new Int32Array(n);
+  for (let v = 0; v < limit; v++) {
+    target.fill(v);
+    const h = model.headAttribution(ids, { target }).heads.data; // (layers, heads, n)
+    for (let i = 0; i < layers * heads * n; i++) all[i * limit + v] = h[i];
+  }
+  const top = [];
+  for (let l = 0; l < layers; l++) {
+    const byHead = [];
+    for (let h = 0; h < heads; h++) {
+      const byPos = [];
+      for (let p = 0; p < n; p++) {
+        const r = all.subarray(((l * heads + h) * n + p) * limit, ((l * heads + h) * n + p + 1) * limit);
+        byPos.push(Array.from(r, (logit, token) => ({ token, logit })).sort((a, b) => b.logit - a.logit).slice(0, k));
+      }
+      byHead.push(byPos);
+    }
+    top.push(byHead);
+  }
+  return top;
+}

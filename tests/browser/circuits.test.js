@@ -1,0 +1,79 @@
+// circuits.test.js: the "What does this head do?" panel (issue 33) as a learner meets it. On the
+// softmax model with induction heads and the learned panel's text read twice, the worker's
+// ablation grid names the head the second copy needs most; a click shows that head's pattern and
+// what it promotes; the patching and logit-lens tables are drawn; typing another text runs the
+// interventions again on it; a form without a model that has read real text says so. Screenshots
+// of the panel at 1280 x 800 and 390 x 844 go to tests/browser/screenshots/circuits-*.png.
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { SCREENSHOTS, launch, playgroundSuite } from './helpers.js';
+
+const LONG = 300000; // ms: a loaded machine may be slow, never a failure
+const suite = playgroundSuite({ before, after });
+const ready = (page, previous = '') => page.waitForFunction((prev) => {
+  const s = document.querySelector('#circuits');
+  return s.dataset.state === 'ready' && s.dataset.result !== prev;
+}, previous, { timeout: LONG });
+
+test('the interventions run on the trained model and the phrase twice, and follow the text', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  const result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  assert.equal(result.file, 'fortunes-induction.safetensors');
+  const zero = result.rows.filter((r) => r.mode === 'zero');
+  assert.equal(zero.length, 12); // 3 layers x 4 heads
+  const top = zero.reduce((a, b) => (b.second > a.second ? b : a));
+  assert.ok(top.second > 1, `some head costs the second copy over a bit: ${JSON.stringify(top)}`);
+  assert.ok(result.clean.second < result.clean.first, 'the second copy reads better than the first');
+  // the grid: a button per head, the strongest pressed; its pattern and what it promotes beside
+  assert.equal(await page.$$eval('#hdgrid .grid-cell', (b) => b.length), 12);
+  assert.equal(await page.$$eval('#hdgrid .grid-cell[aria-pressed="true"]', (b) => b.length), 1);
+  assert.match(await page.textContent('#hdhead-title'), new RegExp(`^Layer ${top.layer + 1}, head ${top.head + 1} \\(`));
+  assert.equal(await page.$$eval('#hdpattern canvas', (c) => c.length), 1);
+  assert.equal(await page.$$eval('#hdpromoted li', (l) => l.length), 5);
+  // another head, clicked
+  const cells = await page.$$('#hdgrid .grid-cell');
+  await cells[0].click();
+  assert.match(await page.textContent('#hdhead-title'), /^Layer 1, head 1 \(/);
+  assert.equal(await page.$eval('#hdgrid .grid-cell', (b) => b.getAttribute('aria-pressed')), 'true'); // the grid is drawn anew
+  // the sortable table: every head, sorted by a click on a column
+  await page.click('#circuits details summary');
+  assert.equal(await page.$$eval('#hdtable tr[data-head]', (r) => r.length), 12);
+  await page.click('#hdtable th:nth-child(3) button');
+  const sorted = await page.$$eval('#hdtable tr[data-head] td:nth-child(3)', (t) => t.map((x) => Number(x.textContent)));
+  assert.deepEqual(sorted, [...sorted].sort((a, b) => a - b), 'a second click sorts ascending');
+  // patching and the lens: layers x positions tables
+  assert.equal(await page.$$eval('#hdresid tr', (r) => r.length), 4);
+  assert.equal(await page.$$eval('#hdz tr', (r) => r.length), 4);
+  assert.equal(await page.$$eval('#hdlens tr', (r) => r.length), 4);
+  assert.match(await page.textContent('#hdstatus'), /ablations in [\d.]+ s/);
+  // the claim, on this text: the probe's induction heads off together
+  assert.match(await page.textContent('#hdclaim'), /^The probe names 3 induction heads \(L3 H1, L3 H2, L3 H4\)\. Switched off together, the second copy costs \+\d\.\d\d bits/);
+
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await (await page.$('#circuits')).screenshot({ path: `${SCREENSHOTS}circuits-desktop.png` });
+
+  // the text changes: the interventions run again on it
+  await page.fill('#ltext', 'a quiet river by the bridge');
+  await ready(page, JSON.stringify(result));
+  assert.match(await page.textContent('#hdtexts'), /a quiet river by the bridge\. a quiet river by the bridge/);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('a form with no model that has read real text says so; on a phone the panel fits', async () => {
+  const { page, problems } = await suite.open('?form=linear:relu#circuits');
+  await page.waitForSelector('#circuits[data-state="none"]', { timeout: LONG });
+  assert.match(await page.textContent('#hdstatus'), /No model of .* here has read real text/);
+  await page.close();
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
+  await ready(p2.page);
+  const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  await (await p2.page.$('#circuits')).screenshot({ path: `${SCREENSHOTS}circuits-phone.png` });
+  assert.deepEqual(problems(), []);
+  assert.deepEqual(p2.problems(), []);
+  await phone.close();
+});

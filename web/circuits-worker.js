@@ -1,0 +1,89 @@
+// circuits-worker.js: the "What does this head do?" panel's interventions, in a Web Worker so the
+// page never waits on the few hundred forward passes they take (views/circuits.js is the view,
+// lab/circuits.js the measures). It loads the package and the model file itself, and runs one
+// request at a time: a newer request stops an older one between two passes.
+// Messages in:  { type: 'run', id, file, text, corrupt, names? }   the model web/models/<file>, the
+//                 text (a phrase read twice) and its corrupted twin (same length)
+// Messages out (each with its request's id; the page drops those of older requests):
+//               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
+//               { type: 'result', id, ... }   see run() below; every array is a plain one
+//               { type: 'error', id, message }
+import { loadAttention } from '../wasm/index.js';
+import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
+import { NAMED_AT, phrasePeriod, probeLetters, scoreHeads } from '../lab/heads.js';
+
+const libPromise = loadAttention();
+libPromise.catch(() => {}); // reported by the request that awaits it
+const models = new Map(); // file -> Promise<Model>
+let latest = 0; // the newest request's id: an older one stops at its next pass
+
+function model(lib, file) {
+  if (!models.has(file)) {
+    models.set(file, fetch(new URL(`./models/${file}`, import.meta.url)).then(async (r) => {
+      if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
+      return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
+    }));
+    models.get(file).catch(() => models.delete(file));
+  }
+  return models.get(file);
+}
+
+class Superseded extends Error {}
+
+async function run({ id, file, text, corrupt }) {
+  const lib = await libPromise;
+  const m = await model(lib, file);
+  const tok = lib.charsTokenizer;
+  const { layers, heads, vocab } = m.config;
+  const ids = tok.encode(text), bad = tok.encode(corrupt);
+  const period = phrasePeriod([...text]);
+  if (!period) throw new Error('the text is not a phrase read twice ("phrase. phrase")');
+  let passes = 0;
+  // every few passes, let a newer request in; stop when there is one
+  const tick = async (stage, done, total) => {
+    if (++passes % 8) return;
+    postMessage({ type: 'progress', id, stage, done, total });
+    await new Promise((r) => setTimeout(r));
+    if (latest !== id) throw new Superseded();
+  };
+  const t0 = performance.now();
+  // the ablation grid: every head alone, zero and mean, in one C call
+  const grid = ablationGrid(m, ids, period);
+  const ablationMs = performance.now() - t0;
+  postMessage({ type: 'progress', id, stage: 'ablation', done: 1, total: 1 });
+  // the patch grids, at the position where the corruption costs the clean next character most
+  const at = patchTarget(m, ids, bad, period, vocab);
+  const target = at.target;
+  const cleanIds = ids.subarray(0, at.pos + 1), corruptIds = bad.subarray(0, at.pos + 1);
+  const t1 = performance.now();
+  const patch = await patchingGrids(m, cleanIds, corruptIds, target, { layers, heads, vocab, onProgress: (d, t) => tick('patching', d, t) });
+  const patchingMs = performance.now() - t1;
+  // the claim (Olsson et al. 2022): the heads the standard probe names "induction", off together
+  const probe = tok.encode(probeLetters());
+  const named = scoreHeads(m.forward(probe).attention, [...probe]).filter((h) => h.scores.induction >= NAMED_AT);
+  const span = copies(ids.length, period);
+  const together = (mode) => {
+    const l = m.runWithHooks(ids, { ablate: named.map((h) => ({ layer: h.layer, head: h.head, mode })) }).logits;
+    return { first: spanBits(l, ids, vocab, ...span.first), second: spanBits(l, ids, vocab, ...span.second) };
+  };
+  const claim = { heads: named.map((h) => ({ layer: h.layer, head: h.head, score: h.scores.induction })),
+    zero: named.length ? together('zero') : null, mean: named.length ? together('mean') : null };
+  const lens = lensTable(m.logitLens(ids), ids);
+  const promoted = promotedTokens(m, ids, { layers, heads, limit: tok.vocab });
+  const { cache } = m.runWithCache(ids, { names: Array.from({ length: layers }, (_, l) => `blocks.${l}.attn.hook_pattern`) });
+  const patterns = Array.from({ length: layers }, (_, l) => cache[`blocks.${l}.attn.hook_pattern`].data);
+  postMessage({
+    type: 'result', id, file, text, corrupt, period, layers, heads, vocab, ids: Array.from(ids), span, claim,
+    ablation: grid, patchAt: at.pos, patch: { ...patch, resid: patch.resid.map((r) => Array.from(r)), z: patch.z.map((r) => Array.from(r)) },
+    lens, promoted, patterns, ms: { ablation: ablationMs, patching: patchingMs },
+  });
+}
+
+onmessage = (e) => {
+  const msg = e.data;
+  if (msg.type !== 'run') return;
+  latest = msg.id;
+  run(msg).catch((err) => {
+    if (!(err instanceof Superseded)) postMessage({ type: 'error', id: msg.id, message: err.message });
+  });
+};

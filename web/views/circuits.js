@@ -1,0 +1,332 @@
+// circuits.js (view): "What does this head do?". On the trained model of "A trained model on your
+// text" and its text read twice, the heads are tested by intervention (lab/circuits.js, run in
+// web/circuits-worker.js): what zero- and mean-ablating each head costs on each copy, what patching
+// the clean run into a corrupted one restores (by layer and position, and by head), the logit lens
+// (each layer's guess), and for a picked head its pattern beside the characters its output promotes
+// (direct logit attribution). Layers and heads are labelled from 1 here; the API counts from 0.
+import { createHeatmapView } from './heatmap.js';
+import { viridisCss } from './colormap.js';
+import { corruptFirstCopy } from '../../lab/circuits.js';
+import { modelCatalog } from './learned.js';
+import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
+
+const SHOWN = 64; // characters at most: the learned panel's
+const charLabel = (ch) => (ch === ' ' ? '␣' : ch === '\n' ? '↵' : ch);
+const headName = (l, h) => `L${l + 1} H${h + 1}`;
+
+// A diverging colour for x in [-1, 1]: blue below 0, white at 0, red above.
+function diverging(x) {
+  const t = Math.max(-1, Math.min(1, x));
+  const a = Math.round(255 * (1 - Math.abs(t)));
+  return t >= 0 ? `rgb(255, ${a}, ${a})` : `rgb(${a}, ${a}, 255)`;
+}
+
+function cell(tag, text, title, className) {
+  const c = document.createElement(tag);
+  if (className) c.className = className;
+  c.textContent = text;
+  if (title) c.title = title;
+  return c;
+}
+
+/**
+ * el: { panel, model, modelField, about, texts, status, progress, mode, grid, table, pattern, patternLegend,
+ *   patternReadout, promoted, headTitle, resid, z, lens, claim }
+ * ctx: { lib }. The panel gets data-state: 'running' | 'ready' |
+ * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids).
+ */
+export function createCircuitsView(el, { lib }) {
+  let worker = null;
+  let id = 0;
+  let result = null;
+  let picked = null; // { layer, head }
+  let sortBy = { key: 'zero2', dir: -1 };
+  let form = null;
+  let text = '';
+  const chosen = new Map(); // form id -> file
+  let pending = 0; // the timer of a run waiting for typing to pause
+
+  const heatmap = createHeatmapView({ grid: el.pattern, legend: el.patternLegend, readout: el.patternReadout, name: 'head-pattern',
+    onCursor: ([i]) => showPromoted(i) });
+
+  function ensureWorker() {
+    if (!worker) {
+      worker = new Worker(new URL('../circuits-worker.js', import.meta.url), { type: 'module' });
+      worker.onmessage = (e) => receive(e.data);
+      worker.onerror = (e) => fail(e.message || 'the worker failed to start');
+    }
+    return worker;
+  }
+
+  function fail(message) {
+    el.panel.dataset.state = 'error';
+    el.status.textContent = `Could not run: ${message}`;
+  }
+
+  const optionsOf = (list) => list.filter((e) => e.attention === form?.id && e.source === 'fortunes');
+  // The form's model: the one picked, else the one with induction heads, else the first.
+  function pick(list) {
+    const options = optionsOf(list);
+    return options.find((e) => e.file === chosen.get(form?.id))
+      ?? options.find((e) => e.entry.induction?.score >= 0.3) ?? options[0];
+  }
+
+  el.model.addEventListener('change', () => {
+    chosen.set(form.id, el.model.value);
+    start();
+  });
+  el.mode.addEventListener('change', () => draw());
+
+  async function start() {
+    const list = await modelCatalog();
+    const entry = pick(list);
+    const options = optionsOf(list);
+    el.modelField.hidden = options.length < 2;
+    el.model.replaceChildren(...options.map((e) => new Option(e.file.replace(/\.safetensors$/, ''), e.file)));
+    if (!entry) {
+      el.panel.dataset.state = 'none';
+      el.status.textContent = `No model of ${form.label} here has read real text; pick Softmax in Settings to see its heads tested.`;
+      return;
+    }
+    el.model.value = entry.file;
+    // the text: the learned panel's, as a phrase read twice (the copies' losses need the repeat)
+    const chars = [...text.toLowerCase()].slice(0, SHOWN);
+    const twice = phrasePeriod(chars) ? chars.join('') : phraseTwice(text.toLowerCase(), Math.min(SHOWN, entry.length));
+    const period = phrasePeriod([...twice]);
+    const corrupt = corruptFirstCopy(twice, period);
+    el.texts.replaceChildren(
+      cell('span', 'Clean: '), cell('code', twice), document.createElement('br'),
+      cell('span', 'Corrupted (the first copy\'s letters shifted): '), cell('code', corrupt));
+    el.panel.dataset.state = 'running';
+    el.panel.dataset.file = entry.file;
+    el.status.textContent = `Testing the heads of ${entry.file.replace(/\.safetensors$/, '')}…`;
+    el.progress.value = 0;
+    ensureWorker().postMessage({ type: 'run', id: ++id, file: entry.file, text: twice, corrupt });
+  }
+
+  function receive(msg) {
+    if (msg.id !== id) return; // an older request's
+    if (msg.type === 'progress') {
+      el.progress.value = (msg.stage === 'ablation' ? 0 : 0.5) + 0.5 * (msg.done / msg.total);
+      el.status.textContent = `${msg.stage === 'ablation' ? 'Ablating' : 'Patching'}: ${msg.done} of ${msg.total} runs…`;
+    } else if (msg.type === 'error') {
+      fail(msg.message);
+    } else if (msg.type === 'result') {
+      result = msg;
+      el.progress.value = 1;
+      // the heads named on this text by their pattern (lab/heads.js)
+      const n = msg.ids.length;
+      result.names = msg.patterns.map((p) => Array.from({ length: msg.heads }, (_, h) =>
+        nameHead(scoreHead(p.subarray(h * n * n, (h + 1) * n * n), msg.ids)).name));
+      if (!picked || picked.layer >= msg.layers || picked.head >= msg.heads) picked = strongest();
+      el.panel.dataset.state = 'ready';
+      el.panel.dataset.result = JSON.stringify({ file: msg.file, clean: msg.ablation.clean, rows: msg.ablation.rows,
+        resid: msg.patch.resid, z: msg.patch.z });
+      el.status.textContent = `${msg.layers} layers x ${msg.heads} heads, ${2 * msg.layers * msg.heads} ablations in `
+        + `${(msg.ms.ablation / 1000).toFixed(2)} s and ${msg.layers * (msg.patchAt + 1 + msg.heads)} patched runs in `
+        + `${(msg.ms.patching / 1000).toFixed(2)} s, in a worker on this device. Without any change the model reads the `
+        + `first copy at ${msg.ablation.clean.first.toFixed(2)} bits per character and the second at `
+        + `${msg.ablation.clean.second.toFixed(2)}.`;
+      drawClaim();
+      draw();
+    }
+  }
+
+  // Olsson et al. 2022's ablation argument, on this text: the probe's induction heads off together
+  function drawClaim() {
+    const { claim, ablation: { clean } } = result;
+    if (!claim.heads.length) {
+      el.claim.textContent = 'No head of this model is an induction head on the standard probe (random letters read twice), '
+        + 'so there is no copying circuit to switch off: compare the cost of each head on the two copies below.';
+      return;
+    }
+    const names = claim.heads.map((h) => headName(h.layer, h.head)).join(', ');
+    const d = (k, c) => claim[k][c] - clean[c];
+    const f = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
+    el.claim.textContent = `The probe names ${claim.heads.length === 1 ? 'one induction head' : `${claim.heads.length} induction heads`} `
+      + `(${names}). Switched off together, the second copy costs ${f(d('zero', 'second'))} bits per character (zero) and `
+      + `${f(d('mean', 'second'))} (mean), the first copy ${f(d('zero', 'first'))} and ${f(d('mean', 'first'))}: `
+      + `${d('mean', 'second') > 4 * Math.abs(d('mean', 'first')) ? 'the model needs them to copy, and barely to read.' : 'on this text the difference is not clear-cut.'}`;
+  }
+
+  // The head whose zero-ablation costs the second copy most.
+  function strongest() {
+    const rows = result.ablation.rows.filter((r) => r.mode === 'zero');
+    const top = rows.reduce((a, b) => (b.second > a.second ? b : a));
+    return { layer: top.layer, head: top.head };
+  }
+
+  function draw() {
+    if (!result) return;
+    drawGrid();
+    drawTable();
+    drawHead();
+    drawPatching();
+    drawLens();
+  }
+
+  // layers x heads, coloured by the cost on the second copy of the mode chosen
+  function drawGrid() {
+    const mode = el.mode.value;
+    const rows = result.ablation.rows.filter((r) => r.mode === mode);
+    const max = Math.max(1e-9, ...rows.map((r) => Math.abs(r.second)), ...rows.map((r) => Math.abs(r.first)));
+    const table = document.createElement('table');
+    table.className = 'grid-table';
+    const head = document.createElement('tr');
+    head.append(cell('th', ''), ...Array.from({ length: result.heads }, (_, h) => cell('th', `head ${h + 1}`)));
+    table.append(head);
+    for (let l = 0; l < result.layers; l++) {
+      const tr = document.createElement('tr');
+      tr.append(cell('th', `layer ${l + 1}`));
+      for (let h = 0; h < result.heads; h++) {
+        const r = rows.find((x) => x.layer === l && x.head === h);
+        const td = document.createElement('td');
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'grid-cell';
+        b.style.background = diverging(r.second / max);
+        b.append(cell('strong', `${r.second >= 0 ? '+' : ''}${r.second.toFixed(2)}`), cell('small', `1st ${r.first >= 0 ? '+' : ''}${r.first.toFixed(2)}`));
+        b.title = `${headName(l, h)} (${result.names[l][h]}), ${mode}-ablated: ${r.second.toFixed(3)} bits per character on the second copy, `
+          + `${r.first.toFixed(3)} on the first. Click to see its pattern and what it promotes.`;
+        b.setAttribute('aria-pressed', String(picked.layer === l && picked.head === h));
+        b.addEventListener('click', () => { picked = { layer: l, head: h }; draw(); });
+        td.append(b);
+        tr.append(td);
+      }
+      table.append(tr);
+    }
+    el.grid.replaceChildren(table);
+  }
+
+  // every head, sortable by any column
+  function drawTable() {
+    const by = (mode) => new Map(result.ablation.rows.filter((r) => r.mode === mode).map((r) => [`${r.layer},${r.head}`, r]));
+    const zero = by('zero'), mean = by('mean');
+    const rows = [];
+    for (let l = 0; l < result.layers; l++) {
+      for (let h = 0; h < result.heads; h++) {
+        const k = `${l},${h}`;
+        rows.push({ l, h, name: result.names[l][h], zero2: zero.get(k).second, zero1: zero.get(k).first, mean2: mean.get(k).second, mean1: mean.get(k).first });
+      }
+    }
+    const cols = [['head', 'Head'], ['name', 'Pattern'], ['zero2', 'zero: 2nd copy'], ['zero1', 'zero: 1st'], ['mean2', 'mean: 2nd copy'], ['mean1', 'mean: 1st']];
+    const key = sortBy.key;
+    rows.sort((a, b) => (key === 'head' ? (a.l - b.l || a.h - b.h) : key === 'name' ? a.name.localeCompare(b.name) : a[key] - b[key]) * sortBy.dir);
+    const table = document.createElement('table');
+    const tr = document.createElement('tr');
+    for (const [k, label] of cols) {
+      const th = document.createElement('th');
+      const b = cell('button', label + (k === key ? (sortBy.dir < 0 ? ' ▾' : ' ▴') : ''));
+      b.type = 'button';
+      b.className = 'link';
+      b.addEventListener('click', () => { sortBy = { key: k, dir: k === key ? -sortBy.dir : -1 }; drawTable(); });
+      th.setAttribute('aria-sort', k === key ? (sortBy.dir < 0 ? 'descending' : 'ascending') : 'none');
+      th.append(b);
+      tr.append(th);
+    }
+    table.append(tr);
+    const fmt = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(3)}`;
+    for (const r of rows) {
+      const row = document.createElement('tr');
+      row.append(cell('td', headName(r.l, r.h)), cell('td', r.name), cell('td', fmt(r.zero2)), cell('td', fmt(r.zero1)),
+        cell('td', fmt(r.mean2)), cell('td', fmt(r.mean1)));
+      row.dataset.head = `${r.l},${r.h}`;
+      table.append(row);
+    }
+    el.table.replaceChildren(table);
+  }
+
+  // the picked head: its pattern, and the characters its output promotes at a row
+  function drawHead() {
+    const { layer, head } = picked;
+    const n = result.ids.length;
+    const labels = result.ids.map((t) => charLabel(lib.charsTokenizer.decode([t])));
+    el.headTitle.textContent = `Layer ${layer + 1}, head ${head + 1} (${result.names[layer][head]}): its pattern on the clean text; `
+      + 'hover over or tap a row to see what its output adds to the guess there.';
+    heatmap.render({ maps: [{ title: headName(layer, head), weights: result.patterns[layer].subarray(head * n * n, (head + 1) * n * n) }],
+      n, m: n, rowLabels: labels, colLabels: labels, scale: 'row' });
+    showPromoted(n - 2);
+  }
+
+  function showPromoted(i) {
+    if (!result || i === undefined || i < 0 || i >= result.ids.length) return;
+    const { layer, head } = picked;
+    const top = result.promoted[layer][head][i];
+    const list = document.createElement('ol');
+    for (const { token, logit } of top) list.append(cell('li', `“${charLabel(lib.charsTokenizer.decode([token]))}” ${logit >= 0 ? '+' : ''}${logit.toFixed(2)}`));
+    const next = result.ids[i + 1];
+    el.promoted.replaceChildren(cell('p', `At row ${i} (“${charLabel(lib.charsTokenizer.decode([result.ids[i]]))}”), this head's output `
+      + 'raises the logits of (direct logit attribution):'), list,
+    cell('p', next === undefined ? '' : `The next character is “${charLabel(lib.charsTokenizer.decode([next]))}”.`));
+  }
+
+  function heatTable(grid, rowLabel, colLabels, title) {
+    const table = document.createElement('table');
+    table.className = 'heat-table';
+    const head = document.createElement('tr');
+    head.append(cell('th', ''), ...colLabels.map((c) => cell('th', c)));
+    table.append(head);
+    grid.forEach((row, r) => {
+      const tr = document.createElement('tr');
+      tr.append(cell('th', rowLabel(r)));
+      row.forEach((x, c) => {
+        const td = cell('td', '', title(r, c, x));
+        td.style.background = diverging(x);
+        tr.append(td);
+      });
+      table.append(tr);
+    });
+    return table;
+  }
+
+  function drawPatching() {
+    const { resid, z, clean, corrupted } = result.patch;
+    const at = result.patchAt;
+    const chars = result.ids.slice(0, at + 1).map((t) => charLabel(lib.charsTokenizer.decode([t])));
+    const next = charLabel(lib.charsTokenizer.decode([result.ids[at + 1]]));
+    el.resid.replaceChildren(
+      cell('p', `Scored where the corruption hurts most: the guess of “${next}” after “…${chars.slice(Math.max(0, at - 11)).join('')}” `
+        + `(position ${at}; log-probability ${clean.toFixed(2)} on the clean text, ${corrupted.toFixed(2)} on the corrupted one). `
+        + 'Each cell: how much of that gap comes back when one layer\'s input at one position is taken from the clean run '
+        + '(1, red: all of it; 0: none).', undefined, 'note'),
+      heatTable(resid, (l) => `layer ${l + 1}`, chars, (l, p, x) => `layer ${l + 1}, position ${p} (“${chars[p]}”): ${x.toFixed(3)}`));
+    el.z.replaceChildren(heatTable(z, (l) => `layer ${l + 1}`, Array.from({ length: result.heads }, (_, h) => `head ${h + 1}`),
+      (l, h, x) => `${headName(l, h)}: its output patched from the clean run restores ${x.toFixed(3)}`));
+  }
+
+  function drawLens() {
+    const n = result.ids.length;
+    const chars = result.ids.map((t) => charLabel(lib.charsTokenizer.decode([t])));
+    const table = document.createElement('table');
+    table.className = 'heat-table lens-table';
+    const head = document.createElement('tr');
+    head.append(cell('th', 'after'), ...chars.map((c) => cell('th', c)));
+    table.append(head);
+    result.lens.forEach((row, l) => {
+      const tr = document.createElement('tr');
+      tr.append(cell('th', l + 1 === result.layers ? `layer ${l + 1} (the output)` : `layer ${l + 1}`));
+      row.forEach((x, i) => {
+        const guess = charLabel(lib.charsTokenizer.decode([x.top]));
+        const td = cell('td', guess, `layer ${l + 1}, after “${chars[i]}” (position ${i}): top guess “${guess}” `
+          + `${(100 * x.pTop).toFixed(1)}%; the actual next character${i + 1 < n ? ` “${chars[i + 1]}”: ${(100 * x.pNext).toFixed(1)}%` : ': none'}`);
+        if (Number.isFinite(x.pNext)) td.style.background = viridisCss(x.pNext);
+        if (Number.isFinite(x.pNext) && x.pNext > 0.55) td.style.color = '#000';
+        else td.style.color = '#fff';
+        tr.append(td);
+      });
+      table.append(tr);
+    });
+    el.lens.replaceChildren(table);
+  }
+
+  return {
+    update(state, f) {
+      const changed = f?.id !== form?.id || state.ltext !== text;
+      form = f;
+      text = state.ltext;
+      if (!changed) return;
+      clearTimeout(pending); // typing: one run after the last key
+      pending = setTimeout(start, 300);
+    },
+  };
+}
