@@ -2,7 +2,8 @@
 // induction heads (web/models/fortunes-induction.safetensors: 3 layers, 4 heads, dModel 64) over a
 // 32-character phrase read twice (64 characters), on 1 thread: forward, runWithCache, the full zero
 // + mean ablation grid in one C call (ablationGrid) and as 24 runWithHooks calls, a layers x
-// positions grid of patching blocks.{l}.hook_resid_pre from a corrupted input, the logit lens and
+// positions grid of patching blocks.{l}.hook_resid_pre from a clean input into a corrupted one (one
+// C call, patchingGrid, and as 192 runWithHooks calls), the logit lens and
 // direct logit attribution. Targets (issue 33): the grid <= 100 ms, the patching grid <= 1 s.
 // Also what zero-ablating each head costs in bits per character on the second copy and the first.
 //   node bench/run.js hooks
@@ -39,7 +40,8 @@ export default async function run({ cpuName, interleave, fmt, table }) {
     runWithCache: () => m.runWithCache(ids),
     [`ablationGrid (zero + mean, ${2 * L * H} ablations + the clean run, one C call)`]: () => m.ablationGrid(ids),
     [`the same grid as ${2 * L * H} runWithHooks calls`]: jsGrid,
-    [`patching grid hook_resid_pre (${L} layers x ${n} positions = ${L * n} runWithHooks)`]: patchGrid,
+    [`patching grid hook_resid_pre (${L} layers x ${n} positions, one C call: patchingGrid)`]: () => m.patchingGrid(corrupted, { from: clean, targets: ids.subarray(1) }),
+    [`the same patching grid as ${L * n} runWithHooks calls`]: patchGrid,
     logitLens: () => m.logitLens(ids),
     headAttribution: () => m.headAttribution(ids),
   }, { samples: 5, minMs: 50 });

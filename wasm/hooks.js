@@ -224,4 +224,46 @@ export function installHooks(core, proto, checkTokens) {
       return { data: core.readF32(op, ordered.length * L * H * k), shape: [ordered.length, L, H, k], modes: ordered, clean: core.readF32(cp, k) };
     });
   };
+
+  /**
+   * Activation patching over layers x positions in one call (the runs of ids with block l's
+   * activation `name` at position p taken from `from`, a runWithCache cache of another input of the
+   * same length): { data, shape: [layers, n, n - 1], clean }, the log-probability (nats) of
+   * targets[q] (default ids[q + 1]) at every position q < n - 1 for each (l, p), and without patching.
+   * name: 'hook_resid_pre' (default), 'hook_attn_out', 'hook_resid_mid', 'hook_mlp_out' or 'hook_resid_post'.
+   */
+  proto.patchingGrid = function patchingGrid(ids, opts = {}) {
+    const what = 'patchingGrid';
+    live(this, what);
+    checkKeys(what, opts, ['from', 'name', 'targets']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const name = opts.name ?? 'hook_resid_pre';
+    if (typeof name !== 'string') fail(`${what}: name must be a block's point name such as "hook_resid_pre", got ${describe(name)}`);
+    const { from } = opts;
+    if (from === null || typeof from !== 'object') fail(`${what}: from must be a cache from runWithCache, got ${describe(from)}`);
+    const { layers: L, dModel: C } = this.config, n = tok.length;
+    const stacked = new Float32Array(L * n * C);
+    for (let l = 0; l < L; l++) {
+      const entry = from[`blocks.${l}.${name}`];
+      if (!entry || !(entry.data instanceof Float32Array))
+        fail(`${what}: from has no "blocks.${l}.${name}": give the cache of a runWithCache that kept every layer's ${name}`);
+      if (entry.data.length !== n * C)
+        fail(`${what}: from's blocks.${l}.${name} has ${entry.data.length} values, expected (n, dModel) = (${n}, ${C}) = ${n * C}: a cache of an input of the same length`);
+      stacked.set(entry.data, l * n * C);
+    }
+    let targets;
+    if (opts.targets === undefined) targets = tok.subarray(1);
+    else {
+      targets = indexList(`${what}: targets`, opts.targets);
+      if (targets.length !== n - 1) fail(`${what}: targets has ${targets.length} ids, expected n - 1 = ${n - 1} (the token each position predicts)`);
+    }
+    const k = Math.max(0, Math.min(n, this.config.maxLen) - 1);
+    const enc = new TextEncoder().encode(`blocks.0.${name}\0`);
+    return core.withBuffers(what, [{ name: 'ids', bytes: n * 4, from: tok }, { name: 'name', bytes: enc.length, from: enc },
+      { name: 'from', bytes: stacked.length * 4, from: stacked }, { name: 'targets', bytes: Math.max(1, targets.length) * 4, from: targets },
+      { name: 'grid', bytes: L * n * k * 4 }, { name: 'clean', bytes: k * 4 }], ([ip, np, fp, tp, op, cp]) => {
+      core.check(ex.aw_hooks_patching_grid(this.handle, ip, n, np, fp, stacked.length, tp, op, cp), what);
+      return { data: core.readF32(op, L * n * k), shape: [L, n, k], clean: core.readF32(cp, k) };
+    });
+  };
 }

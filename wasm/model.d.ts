@@ -254,6 +254,8 @@ export interface Model {
   headAttribution(ids: ArrayLike<number>, opts?: { target?: number | ArrayLike<number> }): HeadAttribution;
   /** log p(ids[p + 1]) with each head ablated alone: shape [modes, layers, heads, n - 1]; clean: none ablated */
   ablationGrid(ids: ArrayLike<number>, opts?: { modes?: ('zero' | 'mean')[] }): HookTensor & { modes: ('zero' | 'mean')[]; clean: Float32Array };
+  /** activation patching over layers x positions: log p(targets[q]) for each (layer, patched position, q); shape [layers, n, n - 1] */
+  patchingGrid(ids: ArrayLike<number>, opts: { from: HookCache; name?: 'hook_resid_pre' | 'hook_attn_out' | 'hook_resid_mid' | 'hook_mlp_out' | 'hook_resid_post'; targets?: ArrayLike<number> }): HookTensor & { clean: Float32Array };
   /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
   gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;
   /** frees the wasm memory; later calls throw */

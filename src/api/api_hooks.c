@@ -110,3 +110,21 @@ AW_API int aw_hooks_ablation_grid(aw_model *m, const int32_t *ids, int32_t n, in
     if (n < 2) return aw_fail(AW_ERR_ARG, "ablationGrid needs at least 2 tokens (a next token to predict), got %d", (int)n);
     return api_done(hook_ablation_grid(m, ids, (size_t)n, modes, out, clean));
 }
+
+// The patching grid (hooks.h hook_patching_grid): name a whole-row point of block 0
+// ("blocks.0.hook_resid_pre"); from (layers, n, C); targets (n - 1); out (layers, n, n - 1), clean (n - 1).
+AW_API int aw_hooks_patching_grid(aw_model *m, const int32_t *ids, int32_t n, const char *name, const float *from,
+                                  int32_t nfrom, const int32_t *targets, float *out, float *clean) {
+    aw_clear_error();
+    if (n < 2) return aw_fail(AW_ERR_ARG, "patchingGrid needs at least 2 tokens (a next token to predict), got %d", (int)n);
+    int point, layer;
+    int st = hook_parse(m, name, &point, &layer);
+    if (st) return api_done(st);
+    const size_t want = (size_t)m->cfg.layers * (size_t)n * (size_t)m->cfg.d_model;
+    if (nfrom < 0 || (size_t)nfrom != want)
+        return aw_fail(AW_ERR_ARG, "from holds %d values for the layers, expected (layers, n, dModel) = (%d, %d, %d) = %zu: "
+                                   "a cache of an input of the same length", (int)nfrom, (int)m->cfg.layers, (int)n,
+                       (int)m->cfg.d_model, want);
+    if (aw_find_nonfinite(from, want) != want) return aw_fail(AW_ERR_ARG, "from holds NaN or Infinity");
+    return api_done(hook_patching_grid(m, ids, (size_t)n, point, from, targets, out, clean));
+}

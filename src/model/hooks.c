@@ -406,8 +406,8 @@ int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *t
     return st;
 }
 
-// log p(ids[p + 1]) at each p < n - 1 from the last run's logits (m->a.logits, one sequence).
-static void next_logprobs(const aw_model *m, float *out, const int32_t *ids, size_t n) {
+// log p(next[p]) at each p < n - 1 from the last run's logits (m->a.logits, one sequence).
+static void target_logprobs(const aw_model *m, float *out, const int32_t *next, size_t n) {
     const size_t V = (size_t)m->cfg.vocab;
     for (size_t p = 0; p + 1 < n; p++) {
         const float *row = m->a.logits + p * V;
@@ -415,7 +415,7 @@ static void next_logprobs(const aw_model *m, float *out, const int32_t *ids, siz
         for (size_t v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
         double z = 0.0;
         for (size_t v = 0; v < V; v++) z += exp((double)(row[v] - mx));
-        out[p] = (float)((double)(row[ids[p + 1]] - mx) - log(z));
+        out[p] = (float)((double)(row[next[p]] - mx) - log(z));
     }
 }
 
@@ -424,18 +424,72 @@ int hook_ablation_grid(aw_model *m, const int32_t *ids, size_t n, int modes, flo
     aw_hook_run r;
     int st = hook_run_init(&r, m, n);
     if (!st) st = hook_run_forward(&r, ids, NULL);
-    if (!st) next_logprobs(m, clean, ids, n);
+    if (!st) target_logprobs(m, clean, ids + 1, n);
     const int L = m->cfg.layers, H = m->cfg.heads;
-    size_t k = 0;
-    for (int mode = 0; mode < 2 && !st; mode++) {
-        if (!(modes & (1 << mode))) continue;
-        for (int l = 0; l < L && !st; l++)
-            for (int h = 0; h < H && !st; h++, k++) {
+    // An ablation in block l changes blocks l and later only: each run starts at block l
+    // (first_layer) and reads the blocks before it from the previous run. Going from the last
+    // block to the first, those are always the clean run's (a run at l rewrites blocks >= l only).
+    for (int l = L - 1; l >= 0 && !st; l--) {
+        size_t k = 0; // the grid's mode index
+        for (int mode = 0; mode < 2 && !st; mode++) {
+            if (!(modes & (1 << mode))) continue;
+            for (int h = 0; h < H && !st; h++) {
                 hook_run_clear_edits(&r);
+                r.base.first_layer = l;
                 if (!(st = hook_run_ablate(&r, l, h, mode, NULL, -1)) && !(st = hook_run_forward(&r, ids, NULL)))
-                    next_logprobs(m, out + k * (n - 1), ids, n);
+                    target_logprobs(m, out + ((k * (size_t)L + (size_t)l) * (size_t)H + (size_t)h) * (n - 1), ids + 1, n);
             }
+            k++;
+        }
     }
+    hook_run_free(&r);
+    return st;
+}
+
+int hook_patching_grid(aw_model *m, const int32_t *ids, size_t n, int point, const float *from,
+                       const int32_t *targets, float *out, float *clean) {
+    size_t G;
+    if (point == AW_HOOK_EMBED || point == AW_HOOK_LN_FINAL || point == AW_HOOK_PATTERN || hook_has_heads(m, point, &G))
+        return aw_fail(AW_ERR_ARG, "name must be a block's whole-row point: hook_resid_pre, hook_attn_out, "
+                                   "hook_resid_mid, hook_mlp_out or hook_resid_post (per-head points: runWithHooks "
+                                   "with heads)");
+    for (size_t p = 0; p + 1 < n; p++)
+        if (targets[p] < 0 || targets[p] >= m->cfg.vocab)
+            return aw_fail(AW_ERR_ARG, "targets[%zu] is %d, outside the vocabulary [0, %d)", p, (int)targets[p],
+                           (int)m->cfg.vocab);
+    const size_t C = (size_t)m->cfg.d_model, L = (size_t)m->cfg.layers;
+    aw_hook_run r;
+    int st = hook_run_init(&r, m, n);
+    // resid_pre of block l is block l - 1's output buffer, which a patch overwrites in place: the
+    // unpatched rows are kept here (from the clean run) and each run first puts back the row the
+    // previous run patched
+    float *unpatched = NULL;
+    for (size_t l = 0; point == AW_HOOK_RESID_PRE && l < L && !st; l++) st = hook_run_keep(&r, AW_HOOK_RESID_PRE, (int)l);
+    if (!st) st = hook_run_forward(&r, ids, NULL);
+    if (!st) target_logprobs(m, clean, targets, n);
+    if (!st && point == AW_HOOK_RESID_PRE) {
+        unpatched = aw_alloc_floats(aw_size_mul3(L, n, C));
+        if (!unpatched) st = aw_fail(AW_ERR_NOMEM, "out of memory for the patching grid");
+        for (size_t l = 0; l < L && !st; l++) {
+            memcpy(unpatched + l * n * C, r.cache[AW_HOOK_RESID_PRE][l + 1], n * C * sizeof(float));
+            free(r.cache[AW_HOOK_RESID_PRE][l + 1]); // no longer kept
+            r.cache[AW_HOOK_RESID_PRE][l + 1] = NULL, r.keep[AW_HOOK_RESID_PRE][l + 1] = 0;
+        }
+    }
+    // as the ablation grid: block l onwards only (first_layer), from the last block to the first
+    for (size_t l = L; l-- > 0 && !st;)
+        for (size_t p = 0; p < n && !st; p++) {
+            const int32_t pos = (int32_t)p, prev = (int32_t)p - 1;
+            hook_run_clear_edits(&r);
+            r.base.first_layer = (int)l;
+            if (unpatched && p > 0) st = hook_run_patch(&r, point, (int)l, &prev, 1, NULL, -1, unpatched + l * n * C, n * C);
+            if (!st && !(st = hook_run_patch(&r, point, (int)l, &pos, 1, NULL, -1, from + l * n * C, n * C)) &&
+                !(st = hook_run_forward(&r, ids, NULL)))
+                target_logprobs(m, out + (l * n + p) * (n - 1), targets, n);
+            // (the last row of block l stays patched: the runs at l - 1 start at block l - 1 and
+            // rewrite its output)
+        }
+    free(unpatched);
     hook_run_free(&r);
     return st;
 }

@@ -36,6 +36,9 @@ enum aw_hook_point {
 // activation of the point's shape, writable.
 struct aw_hooks {
     void (*fn)(struct aw_hooks *h, int point, int layer, float *x);
+    int first_layer; // > 0: model_forward starts at this block and reads the blocks before it from
+                     // the previous forward of the same ids (the grids order their runs so that
+                     // those are the clean run's); 0: the whole forward
 };
 
 enum aw_hook_mode { AW_HOOK_ZERO = 0, AW_HOOK_MEAN = 1, AW_HOOK_PATCH = 2 };
@@ -99,5 +102,11 @@ int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *t
 // probability (nats) of ids[p + 1] at each position p < n - 1 with that head's z ablated at every
 // position: out (modes set, layers, H, n - 1); clean (n - 1) the unablated run's.
 int hook_ablation_grid(aw_model *m, const int32_t *ids, size_t n, int modes, float *out, float *clean);
+// The patching grid: for each layer l and position p, a run of ids with the activation `point`
+// (a whole-row point: resid_pre, attn_out, resid_mid, mlp_out, resid_post) of block l at position p
+// replaced by from's (layers, n, C); out (layers, n, n - 1): the log probability (nats) of
+// targets[q] at each position q < n - 1; clean (n - 1) the unpatched run's.
+int hook_patching_grid(aw_model *m, const int32_t *ids, size_t n, int point, const float *from,
+                       const int32_t *targets, float *out, float *clean);
 
 #endif

@@ -841,10 +841,12 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         if (pre) norm_forward(m, a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S);
         enc = encoder_out(m, a);
     }
-    embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
-    HOOK(AW_HOOK_EMBED, -1, a->x0);
-    const float *x = a->x0;
-    for (int l = 0; l < c->layers; l++) {
+    // a hooked run may start at a later block, the earlier ones kept from the last forward (hooks.h)
+    const int l0 = m->hooks && !encdec ? m->hooks->first_layer : 0;
+    if (l0 == 0) embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
+    if (l0 == 0) HOOK(AW_HOOK_EMBED, -1, a->x0);
+    const float *x = l0 ? ffn_out(m, &a->dec_ffn[l0 - 1]) : a->x0;
+    for (int l = l0; l < c->layers; l++) {
         HOOK(AW_HOOK_RESID_PRE, l, x);
         if ((st = attn_sublayer_forward(m, &m->self_form[l], &m->w.dec[l].self, &a->dec_self[l], x, NULL, B, T, T, l)))
             return st;

@@ -20,6 +20,19 @@ static aw_model_config config(const char *form, int norm, int kv_heads, int tie)
 
 static const int32_t IDS[6] = {1, 4, 2, 7, 1, 4};
 
+// log p(next[p]) at each p < n - 1 from the last run's logits, as hooks.c reads them
+static void target_logprobs(const aw_model *m, float *out, const int32_t *next, size_t n) {
+    const size_t V = (size_t)m->cfg.vocab;
+    for (size_t p = 0; p + 1 < n; p++) {
+        const float *row = m->a.logits + p * V;
+        float mx = row[0];
+        for (size_t v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        double z = 0.0;
+        for (size_t v = 0; v < V; v++) z += exp((double)(row[v] - mx));
+        out[p] = (float)((double)(row[next[p]] - mx) - log(z));
+    }
+}
+
 // model_forward's logits of IDS (as the API's forward runs it: keep_attention on)
 static void clean_logits(aw_model *m, float *out) {
     m->keep_attention = 1;
@@ -109,6 +122,33 @@ static void one_model(const char *label, aw_model_config cfg) {
     float grid[2 * 2 * 2 * 5], clean[5];
     CHECK(hook_ablation_grid(m, IDS, n, 3, grid, clean) == AW_OK, "%s: grid", label);
     for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) CHECK(grid[i] <= 0.0f && isfinite(grid[i]), "%s: grid[%zu] a log-probability", label, i);
+    // the patching grid of resid_pre (the other input's stream into IDS) against single runs, bit for bit
+    {
+        static const int32_t OTHER[6] = {1, 5, 2, 7, 3, 4};
+        aw_hook_run o;
+        CHECK(hook_run_init(&o, m, n) == AW_OK, "%s: other init", label);
+        for (size_t l = 0; l < L; l++) CHECK(hook_run_keep(&o, AW_HOOK_RESID_PRE, (int)l) == AW_OK, "%s: keep", label);
+        CHECK(hook_run_forward(&o, OTHER, NULL) == AW_OK, "%s: other run", label);
+        float *from = malloc(L * n * (size_t)cfg.d_model * sizeof(float));
+        for (size_t l = 0; l < L; l++)
+            memcpy(from + l * n * (size_t)cfg.d_model, o.cache[AW_HOOK_RESID_PRE][l + 1], n * (size_t)cfg.d_model * sizeof(float));
+        hook_run_free(&o);
+        float pgrid[2 * 6 * 5], pclean[5], single[5];
+        CHECK(hook_patching_grid(m, IDS, n, AW_HOOK_RESID_PRE, from, IDS + 1, pgrid, pclean) == AW_OK, "%s: patching grid", label);
+        for (size_t l = 0; l < L; l++)
+            for (size_t q = 0; q < n; q++) {
+                aw_hook_run one;
+                const int32_t pos = (int32_t)q;
+                CHECK(hook_run_init(&one, m, n) == AW_OK, "%s: one", label);
+                CHECK(hook_run_patch(&one, AW_HOOK_RESID_PRE, (int)l, &pos, 1, NULL, -1, from + l * n * (size_t)cfg.d_model,
+                                     n * (size_t)cfg.d_model) == AW_OK, "%s: one patch", label);
+                CHECK(hook_run_forward(&one, IDS, NULL) == AW_OK, "%s: one run", label);
+                target_logprobs(m, single, IDS + 1, n);
+                CHECK(memcmp(single, pgrid + (l * n + q) * 5, sizeof single) == 0, "%s: patching grid cell (%zu, %zu)", label, l, q);
+                hook_run_free(&one);
+            }
+        free(from);
+    }
     CHECK(memcmp(params, m->params, m->n_params * sizeof(float)) == 0, "%s: the parameters are untouched", label);
     clean_logits(m, logits);
     CHECK(memcmp(logits, ref, sizeof ref) == 0, "%s: forward after the hooked runs", label);

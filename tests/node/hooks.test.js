@@ -120,6 +120,21 @@ for (const { name, lib } of builds) {
             assert.ok(Math.abs(got - logSoftmaxAt(lg, V, p, IDS[p + 1])) < 1e-5, `${mode} ${l} ${h} ${p}`);
           }
         }
+    // the patching grid is the single patches (here: the other input run with the clean stream at one (layer, position))
+    for (const name of ['hook_resid_pre', 'hook_mlp_out']) {
+      const pg = m.patchingGrid(OTHER, { from: clean, name, targets: IDS.slice(1) });
+      assert.deepEqual(pg.shape, [L, n, n - 1]);
+      const base = m.forward(OTHER).logits;
+      for (let p = 0; p + 1 < n; p++) assert.ok(Math.abs(pg.clean[p] - logSoftmaxAt(base, V, p, IDS[p + 1])) < 1e-5);
+      for (let l = 0; l < L; l++)
+        for (let q = 0; q < n; q++) {
+          const lg = m.runWithHooks(OTHER, { patch: [{ name: `blocks.${l}.${name}`, positions: [q], from: clean }] }).logits;
+          for (let p = 0; p + 1 < n; p++)
+            assert.ok(Math.abs(pg.data[(l * n + q) * (n - 1) + p] - logSoftmaxAt(lg, V, p, IDS[p + 1])) < 1e-5, `${name} ${l} ${q} ${p}`);
+        }
+    }
+    const own = m.patchingGrid(IDS, { from: other });
+    for (let p = 0; p + 1 < n; p++) assert.ok(Math.abs(own.clean[p] - logSoftmaxAt(ref, V, p, IDS[p + 1])) < 1e-5, 'default targets: the next ids');
     const meanOnly = m.ablationGrid(IDS, { modes: ['mean'] });
     exactly(meanOnly.data, grid.data.subarray(L * H * (n - 1)), 'mean-only grid');
     // ablating at position 6 only (mean over every position) leaves positions 0..5 exactly as they were
@@ -190,6 +205,11 @@ for (const { name, lib } of builds) {
     expectError(() => m.logitLens(new Array(13).fill(1)), /maxLen = 12/);
     expectError(() => m.headAttribution(IDS, { target: 11 }), /target\[0\] is 11, outside the vocabulary \[0, 11\)/);
     expectError(() => m.headAttribution(IDS, { target: [1, 2] }), /target has 2 ids, expected one per position \(10\)/);
+    expectError(() => m.patchingGrid(IDS, { from: cache, name: 'hook_nothing' }), /from has no "blocks.0.hook_nothing"/);
+    expectError(() => m.patchingGrid(IDS, { from: { 'blocks.0.attn.hook_z': cache['blocks.0.attn.hook_z'], 'blocks.1.attn.hook_z': cache['blocks.1.attn.hook_z'] }, name: 'attn.hook_z' }), /name must be a block's whole-row point/);
+    expectError(() => m.patchingGrid(IDS.slice(1), { from: cache }), /from's blocks.0.hook_resid_pre has 160 values, expected \(n, dModel\) = \(9, 16\) = 144/);
+    expectError(() => m.patchingGrid(IDS, { from: cache, targets: [1, 2] }), /targets has 2 ids, expected n - 1 = 9/);
+    expectError(() => m.patchingGrid(IDS, { from: cache, targets: IDS.map(() => 11).slice(1) }), /targets\[0\] is 11, outside the vocabulary \[0, 11\)/);
     expectError(() => m.ablationGrid([3]), /at least 2 tokens/);
     expectError(() => m.ablationGrid(IDS, { modes: ['zero', 'zero'] }), /modes must be a non-empty array of distinct/);
     // nothing changed: the same logits, training still runs

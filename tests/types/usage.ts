@@ -37,6 +37,7 @@ model.runWithCache([1, 2, 3], { names: ['blocks.0.resid'] });
 const lensShape: number[] = model.logitLens([1, 2, 3]).shape;
 const dla: Float32Array = model.headAttribution([1, 2, 3], { target: 4 }).heads.data;
 const grid: Float32Array = model.ablationGrid([1, 2, 3], { modes: ['zero'] }).clean;
+const patchGrid: number[] = model.patchingGrid([1, 2, 3], { from: run.cache }).shape;
 model.dispose();
 lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
 
