@@ -428,8 +428,11 @@ int main(int argc, char **argv) {
         }
     }
     const double ms = (now_ms() - t0) / (double)steps;
-    printf("final: eval loss %.4f (%.3f bits/token%s), accuracy %.4f, %.3f ms/step, %.1f s\n", ev.loss, ev.loss / log(2.0),
-           bits_note(task, ev.loss, chars_per_token), ev.accuracy, ms, ms * (double)steps / 1e3);
+    printf("final: eval loss %.4f (%.3f bits/token), accuracy %.4f, %.3f ms/step, %.1f s\n", ev.loss, ev.loss / log(2.0),
+           ev.accuracy, ms, ms * (double)steps / 1e3);
+    if (task == AW_TASK_CHARS) // one scale for characters and sub-word tokens (scripts read the line above as it was)
+        printf("final: held out %.4f bits/char (%.4f bits/token, %.4f characters a token)\n",
+               ev.loss / log(2.0) / chars_per_token, ev.loss / log(2.0), chars_per_token);
     if (out) {
         size_t bytes = 0;
         uint8_t *buf = NULL;
