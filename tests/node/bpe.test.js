@@ -16,6 +16,22 @@ import { llama2cTokenizer } from '../../wasm/llama2c.js';
 import { FORTUNES, fortunesDocuments } from '../../scripts/fortunes.mjs';
 
 const { lib } = builds[0];
+
+// Hugging Face's JavaScript tokenizer: the package, or HF_TOKENIZERS (a folder where it is installed,
+// e.g. npm install --prefix /tmp/hf @huggingface/tokenizers gives HF_TOKENIZERS=/tmp/hf).
+async function loadHF() {
+  const where = process.env.HF_TOKENIZERS;
+  try {
+    const req = createRequire(where ? join(where, 'node_modules', 'x.js') : import.meta.url);
+    const path = req.resolve('@huggingface/tokenizers').replace(/tokenizers\.cjs$/, 'tokenizers.mjs');
+    return await import(pathToFileURL(path).href);
+  } catch {
+    return null;
+  }
+}
+const hf = await loadHF();
+const hfWhy = hf ? false : '@huggingface/tokenizers is not installed (npm install --prefix /tmp/hf @huggingface/tokenizers; HF_TOKENIZERS=/tmp/hf)';
+
 const CHARS = readFileSync(new URL('../../data/chars.txt', import.meta.url), 'utf8');
 const haveFortunes = existsSync(join(FORTUNES, 'fortunes'));
 const fortunes = haveFortunes ? fortunesDocuments() : null;
@@ -117,6 +133,18 @@ test("bpe: merges never cross the pre-tokens of GPT-2's pattern (this Node's Reg
   assert.ok(checked > 1000);
 });
 
+test('bpe: a text without spaces (one long pre-token, as Chinese is) trains and round-trips', () => {
+  let seed = 7;
+  const next = () => { seed ^= seed << 13; seed >>>= 0; seed ^= seed >>> 17; seed ^= seed << 5; seed >>>= 0; return seed / 2 ** 32; };
+  const text = Array.from({ length: 60000 }, () => String.fromCodePoint(0x4e00 + Math.floor(-300 * Math.log(1 - next())) % 5000)).join('');
+  const tok = lib.trainTokenizer(text, { vocabSize: 2048 });
+  assert.equal(tok.vocabSize, 2048);
+  const ids = tok.encode(text);
+  assert.equal(tok.decode(ids), text);
+  assert.ok(ids.length < text.length, `${ids.length} tokens for ${text.length} characters`);
+  if (hf) assert.deepEqual(new hf.Tokenizer(tok.toJSON(), {}).encode(text.slice(0, 5000), { add_special_tokens: false }).ids, [...tok.encode(text.slice(0, 5000))]);
+});
+
 test('bpe: training is deterministic, the same in both builds, and each piece has one id', () => {
   const again = builds[1].lib.trainTokenizer(TRAIN, { vocabSize: 1024 });
   assert.deepEqual(again.merges, tok1024.merges, 'scalar build and a second run: the same merges');
@@ -192,21 +220,6 @@ test('bpe: bad inputs are Errors naming the argument and the range', () => {
     /piece 258 should be the single byte 0xff/);
   assert.equal(lib.loadTokenizer(writeBin([...specials, ...bytes, Uint8Array.of(97, 98)])).vocabSize, 260);
 });
-
-// Hugging Face's JavaScript tokenizer: the package, or HF_TOKENIZERS (a folder where it is installed,
-// e.g. npm install --prefix /tmp/hf @huggingface/tokenizers gives HF_TOKENIZERS=/tmp/hf).
-async function loadHF() {
-  const where = process.env.HF_TOKENIZERS;
-  try {
-    const req = createRequire(where ? join(where, 'node_modules', 'x.js') : import.meta.url);
-    const path = req.resolve('@huggingface/tokenizers').replace(/tokenizers\.cjs$/, 'tokenizers.mjs');
-    return await import(pathToFileURL(path).href);
-  } catch {
-    return null;
-  }
-}
-const hf = await loadHF();
-const hfWhy = hf ? false : '@huggingface/tokenizers is not installed (npm install --prefix /tmp/hf @huggingface/tokenizers; HF_TOKENIZERS=/tmp/hf)';
 
 test("bpe: Hugging Face's tokenizer reads toJSON() and gives the same ids", { skip: hfWhy }, (t) => {
   for (const tok of [tok1024, lib.trainTokenizer(TRAIN, { vocabSize: 4096 }), lib.trainTokenizer(VARIED.join('\n'), { vocabSize: 400 })]) {
