@@ -236,6 +236,34 @@ test("bpe: Hugging Face's tokenizer reads toJSON() and gives the same ids", { sk
   }
 });
 
+test('bpe: corrupted files are an Error or a tokenizer, never a trap, and the library keeps working', () => {
+  const small = lib.trainTokenizer(VARIED.join('\n'), { vocabSize: 320 });
+  const bin = small.toLlama2c(), json = JSON.stringify(small.toJSON());
+  let loaded = 0, refused = 0;
+  for (let seed = 1; seed <= 300; seed++) {
+    const r = randomBytes(8, seed);
+    let input;
+    if (seed % 2) { // a few bytes of the .bin changed
+      input = bin.slice();
+      for (let k = 0; k < 1 + (r[0] & 3); k++) input[(r[1 + k] * 65537 + seed * 7919) % input.length] = r[5 + (k & 1)];
+    } else { // a piece of the JSON's text changed
+      const at = (r[0] * 256 + r[1]) * 7 % json.length;
+      input = json.slice(0, at) + String.fromCharCode(32 + (r[2] % 90)) + json.slice(at + 1 + (r[3] & 1));
+    }
+    try {
+      const t = lib.loadTokenizer(input);
+      assert.equal(t.decode(t.encode('a test, 42!')), 'a test, 42!');
+      loaded++;
+    } catch (e) {
+      assert.ok(e instanceof Error && !(e instanceof WebAssembly.RuntimeError), String(e));
+      assert.match(e.message, /^attention-wasm: loadTokenizer/);
+      refused++;
+    }
+  }
+  assert.ok(loaded > 0 && refused > 0, `${loaded} loaded, ${refused} refused`);
+  assert.deepEqual(lib.loadTokenizer(bin).encode('a test'), small.encode('a test'));
+});
+
 // A contraction followed by more letters ("saw'st", "'tis", "C'mon"): GPT-2's pattern cuts the letters
 // there and run.c does not, the one case where the two encoders may differ (docs/tokenizers.md).
 const CONTRACTION_THEN_LETTER = /'(?:s|t|re|ve|m|ll|d)\p{L}/u;
