@@ -6,6 +6,7 @@
 #include "../src/model/checkpoint.h"
 #include "../src/model/config.h"
 #include "../src/model/transformer.h"
+#include "tokenizer_files.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +45,11 @@ static void usage(void) {
            "  --tie-embeddings true|false --rope-theta X   (the block's switches; block llama: --positional rope)\n"
            "  --text PATH           chars: this text instead of the built-in corpus: a file or a directory of files\n"
            "              (fortune's format: documents between lines of \"%%\"); every 10th document is held out\n"
-           "  --bos                 with --text: windows start at a document's start, after a token 0\n"
+           "  --tokenizer FILE      with --text: read sub-word tokens of this byte-level BPE (tokenizer.json or\n"
+           "              llama2.c's tokenizer.bin, as lib.trainTokenizer writes them) instead of characters\n"
+           "  --vocab-size N        with --text: train such a BPE of N pieces (259..8192) on the training documents,\n"
+           "              and write it beside --out as NAME.tokenizer.json; --vocab defaults to its size\n"
+           "  --bos                 with --text: windows start at a document's start, after a token 0 (<s>: 1 with a BPE)\n"
            "  --repeats N           with --text: one training window in N repeats a passage of itself (12 to a\n"
            "              quarter of the window), text to learn induction from; held-out windows are left as they are\n"
            "  --twice N             with --text: one training window in N starts with a passage of 16 characters to\n"
@@ -68,6 +73,15 @@ static void usage(void) {
     }
     printf("positional encodings (the table, src/model/positional.c):\n");
     for (int i = 0; i < AW_POSITIONAL_COUNT; i++) printf("  %-26s %s\n", AW_POSITIONALS[i].name, AW_POSITIONALS[i].label);
+}
+
+// ", 2.345 bits/char" for the chars task: per token for characters, scaled by the held-out text's
+// characters per token for sub-word tokens; "" for the other tasks.
+static const char *bits_note(int task, double loss, double chars_per_token) {
+    static char buf[64];
+    if (task != AW_TASK_CHARS) return "";
+    snprintf(buf, sizeof buf, ", %.3f bits/char", loss / log(2.0) / chars_per_token);
+    return buf;
 }
 
 // The registry name of --attention: a full name, or the part after its ':' (elu+1, taylor, dense).
@@ -230,7 +244,9 @@ int main(int argc, char **argv) {
         {"--max-len", "maxLen"}, {"--positional", "positional"}, {"--norm", "norm"}, {"--arch", "arch"},
         {"--seed", "seed"}, {"--block", "block"}, {"--kv-heads", "kvHeads"}, {"--norm-type", "normType"},
         {"--ffn", "ffn"}, {"--bias", "bias"}, {"--tie-embeddings", "tieEmbeddings"}, {"--rope-theta", "ropeTheta"}};
-    const char *text_path = NULL;
+    const char *text_path = NULL, *tok_path = NULL;
+    long vocab_size = 0; // --vocab-size: train a BPE of this many pieces
+    int vocab_given = 0;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     int bos = 0;
     long repeats = 0, twice = 0, letters = 0;
@@ -244,7 +260,8 @@ int main(int argc, char **argv) {
         int model_flag = 0;
         for (size_t f = 0; f < sizeof MODEL_FLAGS / sizeof MODEL_FLAGS[0] && v; f++)
             if (strcmp(a, MODEL_FLAGS[f][0]) == 0)
-                st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, model_flags++, i++;
+                st = config_builder_set(&cb, MODEL_FLAGS[f][1], v), model_flag = 1, model_flags++, i++,
+                vocab_given |= f == 0;
         if (model_flag) continue;
         if (v && a[0] == '-' && a[1] == '-' && is_form_option(a + 2)) { // a form's option
             char key[64];
@@ -272,6 +289,8 @@ int main(int argc, char **argv) {
         else if (FLAG("--out")) out = v;
         else if (FLAG("--init")) init = v;
         else if (FLAG("--text")) text_path = v;
+        else if (FLAG("--tokenizer")) tok_path = v;
+        else if (FLAG("--vocab-size")) bad = parse_long(a, v, AW_BPE_VOCAB_MIN, AW_BPE_VOCAB_MAX, &vocab_size);
         else if (FLAG("--threads")) bad = parse_long(a, v, 1, 64, &threads);
         else if (strcmp(a, "--bos") == 0) bos = 1;
         else if (FLAG("--repeats")) bad = parse_long(a, v, 0, 1000000, &repeats);
@@ -280,6 +299,53 @@ int main(int argc, char **argv) {
         else return fprintf(stderr, "trainer: unknown or incomplete flag %s (see --help)\n", a), 2;
 #undef FLAG
         if (bad) return bad;
+    }
+    // --tokenizer / --vocab-size: the text as a byte-level BPE's ids (src/model/bpe.h), read or trained on
+    // the training documents before the model, whose vocab defaults to the tokenizer's size
+    text_corpus corpus = {0};
+    bpe_vocab bpe = {0};
+    int32_t *train_ids = NULL, *held_ids = NULL;
+    size_t n_train_ids = 0, n_held_ids = 0;
+    double chars_per_token = 1.0; // held-out characters per held-out token: bits/char = bits/token / this
+    if (tok_path || vocab_size) {
+        char why[512];
+        if (tok_path && vocab_size) return fprintf(stderr, "trainer: give --tokenizer FILE or --vocab-size N, not both\n"), 2;
+        if (!text_path || task != AW_TASK_CHARS)
+            return fprintf(stderr, "trainer: --tokenizer and --vocab-size tokenize --text; add --task chars --text PATH\n"), 2;
+        if (read_corpus(&corpus, text_path)) return 1;
+        const double tb = now_ms();
+        if (tok_path && bpe_vocab_read(&bpe, tok_path, why, sizeof why))
+            return fprintf(stderr, "trainer: --tokenizer %s: %s\n", tok_path, why), 1;
+        if (vocab_size) {
+            int32_t *pairs = malloc(2 * sizeof *pairs * (size_t)vocab_size);
+            size_t n_merges = 0;
+            if (!pairs || aw_bpe_train(pairs, &n_merges, (const uint8_t *)corpus.train, corpus.n_train, (size_t)vocab_size) ||
+                bpe_vocab_from_merges(&bpe, pairs, n_merges))
+                return fprintf(stderr, "trainer: --vocab-size: %s\n", pairs ? aw_error_message() : "out of memory"), 1;
+            free(pairs);
+        }
+        aw_bpe_encoder enc;
+        int32_t byte_id[256];
+        for (int b = 0; b < 256; b++) byte_id[b] = AW_BPE_FIRST_BYTE + b;
+        train_ids = malloc(sizeof *train_ids * (corpus.n_train + 1));
+        held_ids = malloc(sizeof *held_ids * (corpus.n_held + 1));
+        if (!train_ids || !held_ids || aw_bpe_encoder_init(&enc, byte_id, bpe.merges, bpe.n - AW_BPE_FIRST_MERGE, bpe.n))
+            return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
+        st = aw_bpe_encode(train_ids, &n_train_ids, (const uint8_t *)corpus.train, corpus.n_train, &enc);
+        if (!st) st = aw_bpe_encode(held_ids, &n_held_ids, (const uint8_t *)corpus.held, corpus.n_held, &enc);
+        aw_bpe_encoder_free(&enc);
+        if (st) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
+        size_t held_chars = 0; // UTF-8 characters: the bytes that start one
+        for (size_t i = 0; i < corpus.n_held; i++) held_chars += ((unsigned char)corpus.held[i] & 0xc0) != 0x80;
+        chars_per_token = (double)held_chars / (double)n_held_ids;
+        printf("tokenizer %s: %zu pieces (%.1f ms); training %zu tokens, held out %zu tokens for %zu characters "
+               "(%.3f characters a token)\n", tok_path ? tok_path : "trained (--vocab-size)", bpe.n, now_ms() - tb,
+               n_train_ids, n_held_ids, held_chars, chars_per_token);
+        if (!vocab_given && !init) {
+            char num[32];
+            snprintf(num, sizeof num, "%zu", bpe.n);
+            st = config_builder_set(&cb, "vocab", num);
+        }
     }
     aw_model_config c;
     if (st || (st = config_builder_finish(&cb, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 2;
@@ -314,13 +380,14 @@ int main(int argc, char **argv) {
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;
     if (threads > 64) threads = 64; // the default, every core
     threads = start_threads(threads);
-    text_corpus corpus = {0};
     if ((repeats || twice || letters) && !text_path)
         return fprintf(stderr, "trainer: --repeats, --twice and --letters go with --text\n"), 2;
     if (text_path) {
         if (task != AW_TASK_CHARS) return fprintf(stderr, "trainer: --text is the chars task's text; add --task chars\n"), 2;
-        if (read_corpus(&corpus, text_path)) return 1;
-        if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held))
+        if (!corpus.train && read_corpus(&corpus, text_path)) return 1;
+        if (task_set_text(corpus.train, corpus.n_train, corpus.held, corpus.n_held) ||
+            (train_ids && task_set_text_tokens(train_ids, n_train_ids, held_ids, n_held_ids, (int32_t)bpe.n,
+                                               AW_BPE_FIRST_BYTE + '\n', 1, AW_BPE_FIRST_BYTE + 'a')))
             return fprintf(stderr, "trainer: %s\n", aw_error_message()), 1;
         task_set_text_bos(bos);
         task_set_text_repeats((uint32_t)repeats);
@@ -357,12 +424,15 @@ int main(int argc, char **argv) {
             model_evaluate(m, &spec, 64, (size_t)eval_batches, 12345, &ev);
             if (!quiet)
                 printf("step %5ld  loss %.4f  acc %.4f  | eval loss %.4f acc %.4f%s  | %.2f ms/step\n", s, ema, acc_ema,
-                       ev.loss, ev.accuracy, task == AW_TASK_CHARS ? "" : "", (now_ms() - t0) / (double)s);
+                       ev.loss, ev.accuracy, bits_note(task, ev.loss, chars_per_token), (now_ms() - t0) / (double)s);
         }
     }
     const double ms = (now_ms() - t0) / (double)steps;
     printf("final: eval loss %.4f (%.3f bits/token), accuracy %.4f, %.3f ms/step, %.1f s\n", ev.loss, ev.loss / log(2.0),
            ev.accuracy, ms, ms * (double)steps / 1e3);
+    if (task == AW_TASK_CHARS) // one scale for characters and sub-word tokens (scripts read the line above as it was)
+        printf("final: held out %.4f bits/char (%.4f bits/token, %.4f characters a token)\n",
+               ev.loss / log(2.0) / chars_per_token, ev.loss / log(2.0), chars_per_token);
     if (out) {
         size_t bytes = 0;
         uint8_t *buf = NULL;
@@ -377,7 +447,17 @@ int main(int argc, char **argv) {
         fclose(f);
         free(buf);
         printf("wrote %s (%zu bytes)\n", out, bytes);
+        if (vocab_size) { // the trained tokenizer beside the model: NAME.safetensors -> NAME.tokenizer.json
+            char path[4096];
+            size_t len = strlen(out);
+            if (len > 12 && strcmp(out + len - 12, ".safetensors") == 0) len -= 12;
+            snprintf(path, sizeof path, "%.*s.tokenizer.json", (int)len, out);
+            if (bpe_vocab_write_json(&bpe, path)) fprintf(stderr, "trainer: could not write %s\n", path);
+            else printf("wrote %s (%zu pieces)\n", path, bpe.n);
+        }
     }
     model_destroy(m);
+    bpe_vocab_free(&bpe);
+    free(train_ids), free(held_ids);
     return 0;
 }

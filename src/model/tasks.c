@@ -39,7 +39,27 @@ static struct {
     uint32_t repeats; // > 0: one training window in this many repeats a passage of itself (task_set_text_repeats)
     uint32_t twice;   // > 0: one training window in this many starts with a passage read twice (task_set_text_twice)
     uint32_t letters; // > 0: one training window in this many starts with random letters read twice (task_set_text_letters)
+    const int32_t *train_ids, *held_ids; // sub-word tokens instead of characters (task_set_text_tokens)
+    size_t n_train_ids, n_held_ids;
+    int32_t vocab, newline, bos_id, letter_a;
 } text;
+
+int task_set_text_tokens(const int32_t *train, size_t n_train, const int32_t *held, size_t n_held, int32_t vocab,
+                         int32_t newline, int32_t bos, int32_t letter_a) {
+    if (!train) return text.train_ids = text.held_ids = NULL, AW_OK;
+    if (n_train < 64 || n_held < 64 || n_train > UINT32_MAX || n_held > UINT32_MAX || vocab < 1)
+        return aw_fail(AW_ERR_ARG, "the chars task's tokens need 64 to 2^32 tokens of training and of held-out text, "
+                                   "got %zu and %zu", n_train, n_held);
+    text.train_ids = train, text.n_train_ids = n_train, text.held_ids = held, text.n_held_ids = n_held;
+    text.vocab = vocab, text.newline = newline, text.bos_id = bos, text.letter_a = letter_a;
+    return AW_OK;
+}
+
+// Token i of a window's text: its character's token, or the sub-word id (task_set_text_tokens).
+static int32_t text_token(const char *t, const int32_t *ids, size_t i) {
+    return ids ? ids[i] : char_to_token((unsigned char)t[i]);
+}
+static int text_newline(const char *t, const int32_t *ids, size_t i) { return ids ? ids[i] == text.newline : t[i] == '\n'; }
 
 void task_set_text_bos(int bos) { text.bos = bos != 0; }
 void task_set_text_repeats(uint32_t every) { text.repeats = every; }
@@ -78,7 +98,8 @@ static void read_twice(int32_t *tgt, size_t n, aw_rng *rng, int letters) {
             abc[i] = abc[j], abc[j] = t;
         }
         memmove(tgt + first + 2 * span, tgt + first, (len - 2 * span) * sizeof *tgt);
-        for (size_t i = 0; i < span; i++) tgt[first + i] = char_to_token((unsigned char)abc[i]);
+        for (size_t i = 0; i < span; i++)
+            tgt[first + i] = text.train_ids ? text.letter_a + (abc[i] - 'a') : char_to_token((unsigned char)abc[i]);
     } else {
         memmove(tgt + first + 2 * span, tgt + first + span, (len - 2 * span) * sizeof *tgt);
     }
@@ -173,6 +194,7 @@ int task_uses_separator(const aw_task_spec *s) {
 }
 
 int32_t task_min_vocab(const aw_task_spec *s) {
+    if (s->task == AW_TASK_CHARS && text.train && text.train_ids) return text.vocab;
     if (s->task == AW_TASK_TRANSLATE || s->task == AW_TASK_CHARS) return (int32_t)chars_vocab();
     return (int32_t)s->symbols + 1;
 }
@@ -243,15 +265,16 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
     case AW_TASK_CHARS: {
         if (text.train) { // a corpus of its own (task_set_text): the training or the held-out documents
             const char *t = s->heldout ? text.held : text.train;
-            const size_t len = s->heldout ? text.n_held : text.n_train;
+            const int32_t *ids = text.train_ids ? (s->heldout ? text.held_ids : text.train_ids) : NULL;
+            const size_t len = ids ? (s->heldout ? text.n_held_ids : text.n_train_ids) : s->heldout ? text.n_held : text.n_train;
             size_t start = aw_rng_below(rng, (uint32_t)(len - (n + 1)));
             if (text.bos) { // the next document's start (documents end with a blank line), after token 0
-                while (start > 0 && start + n + 1 < len && !(t[start - 1] == '\n' && start >= 2 && t[start - 2] == '\n')) start++;
+                while (start > 0 && start + n + 1 < len && !(text_newline(t, ids, start - 1) && start >= 2 && text_newline(t, ids, start - 2))) start++;
                 if (start + n + 1 >= len) start = 0;
-                tgt[0] = 0;
-                for (size_t i = 1; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i - 1]);
+                tgt[0] = ids ? text.bos_id : 0;
+                for (size_t i = 1; i <= n; i++) tgt[i] = text_token(t, ids, start + i - 1);
             } else {
-                for (size_t i = 0; i <= n; i++) tgt[i] = char_to_token((unsigned char)t[start + i]);
+                for (size_t i = 0; i <= n; i++) tgt[i] = text_token(t, ids, start + i);
             }
             if (text.letters && !s->heldout && aw_rng_below(rng, text.letters) == 0) read_twice(tgt, n, rng, 1);
             else if (text.twice && !s->heldout && aw_rng_below(rng, text.twice) == 0) read_twice(tgt, n, rng, 0);

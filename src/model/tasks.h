@@ -80,6 +80,13 @@ void task_set_text_twice(uint32_t every);
 // 0 (the default): none; N: one training window in N starts with 8 to 24 distinct random lowercase
 // letters read twice, then the text (the repeat task in letters: only a copy predicts the second reading).
 void task_set_text_letters(uint32_t every);
+// The chars task on sub-word tokens (a BPE's ids, src/model/bpe.h) instead of characters: windows of
+// these ids (after task_set_text, whose text they encode; the caller keeps them alive). vocab: the
+// tokenizer's size (the model's vocab must reach it); newline: the id of "\n" (a document starts
+// after two); bos: the id that starts a window with task_set_text_bos; letter_a: the id of "a" (the
+// letters of task_set_text_letters are letter_a + 0..25). NULL goes back to characters.
+int task_set_text_tokens(const int32_t *train, size_t n_train, const int32_t *held, size_t n_held, int32_t vocab,
+                         int32_t newline, int32_t bos, int32_t letter_a);
 extern const char aw_chars_corpus[];
 extern const size_t aw_chars_corpus_len;
 

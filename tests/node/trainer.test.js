@@ -1,13 +1,15 @@
 // The native trainer's command line (tools/train.c, `npm run train`): every numeric flag is read
 // whole and checked (a word where a number goes is an error that names the flag, never a silent 0),
-// and --init fine-tunes a checkpoint: its model, its weights, fresh optimizer moments.
+// and --init fine-tunes a checkpoint: its model, its weights, fresh optimizer moments; --vocab-size
+// and --tokenizer train on a byte-level BPE's ids and report bits per character.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { builds } from './helpers.js';
+import { fortunesDocuments } from '../../scripts/fortunes.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 // a binary of its own: docs.test.js builds and runs build/trainer at the same time
@@ -57,6 +59,61 @@ test('trainer: --init fine-tunes a checkpoint (its model and weights) and refuse
     assert.deepEqual(mb.config, ma.config, 'the fine-tune keeps the model');
     assert.equal(mb.steps, 50, 'the step count restarts with the fresh moments');
     ma.dispose(), mb.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('trainer: --vocab-size trains a BPE (written beside the model), --tokenizer reads one, bits/char = bits/token / characters a token', () => {
+  assert.equal(build.status, 0, build.stderr);
+  const dir = mkdtempSync(join(tmpdir(), 'aw-trainer-bpe-'));
+  try {
+    // data/chars.txt's paragraphs as fortune(6)'s documents, one file
+    const text = readFileSync(join(ROOT, 'data/chars.txt'), 'utf8').split(/\n\n+/).join('\n%\n');
+    mkdirSync(join(dir, 'text'));
+    writeFileSync(join(dir, 'text', 'doc'), text);
+    const { train, held } = fortunesDocuments(join(dir, 'text')); // the trainer's split, read the same way
+    const model = ['--task', 'chars', '--text', join(dir, 'text'), '--d-model', '16', '--heads', '2', '--layers', '1',
+      '--d-ff', '32', '--max-len', '32', '--batch', '8', '--eval-every', '10', '--threads', '1'];
+    const out = join(dir, 'm.safetensors');
+    const r = trainer(...model, '--vocab-size', '300', '--steps', '20', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    const { lib } = builds[0];
+    const tok = lib.loadTokenizer(readFileSync(join(dir, 'm.tokenizer.json')));
+    const same = lib.trainTokenizer(train.map((d) => `${d}\n\n`).join(''), { vocabSize: 300 });
+    assert.deepEqual(tok.merges, same.merges, 'the trainer\'s tokenizer is trainTokenizer\'s on the training documents');
+    const m = lib.loadModel(readFileSync(out));
+    assert.equal(m.config.vocab, tok.vocabSize, 'the model\'s vocab defaults to the tokenizer\'s size');
+    m.dispose();
+    const heldText = held.map((d) => `${d}\n\n`).join('');
+    const perToken = [...heldText].length / tok.encode(heldText).length;
+    const f = /final: held out ([\d.]+) bits\/char \(([\d.]+) bits\/token, ([\d.]+) characters a token\)/.exec(r.stdout);
+    assert.ok(f, r.stdout);
+    assert.ok(Math.abs(Number(f[3]) - perToken) < 1e-4, `characters a token: ${f[3]} vs ${perToken}`);
+    assert.ok(Math.abs(Number(f[1]) - Number(f[2]) / Number(f[3])) < 1e-3, f[0]);
+    assert.match(r.stdout, /final: eval loss [\d.]+ \([\d.]+ bits\/token\), accuracy/, 'the line scripts read keeps its form');
+    // --tokenizer: the file back, as tokenizer.json and as llama2.c's tokenizer.bin
+    writeFileSync(join(dir, 't.bin'), tok.toLlama2c());
+    const held1 = /held out (\d+) tokens/.exec(r.stdout)[1];
+    for (const file of ['m.tokenizer.json', 't.bin']) {
+      const again = trainer(...model, '--tokenizer', join(dir, file), '--steps', '2');
+      assert.equal(again.status, 0, again.stderr);
+      assert.match(again.stdout, new RegExp(`tokenizer .*${file}: ${tok.vocabSize} pieces .* held out ${held1} tokens`));
+    }
+    const errors = [
+      [['--vocab-size', '100'], 2, /--vocab-size must be an integer in \[259, 8192\]/],
+      [['--vocab-size', '300', '--tokenizer', join(dir, 't.bin')], 2, /give --tokenizer FILE or --vocab-size N, not both/],
+      [['--tokenizer', join(dir, 'none.json')], 1, /--tokenizer .*none\.json: cannot read the file/],
+      [['--tokenizer', join(dir, 'text', 'doc')], 1, /--tokenizer .*doc: not a llama2.c tokenizer.bin/],
+    ];
+    for (const [args, status, words] of errors) {
+      const e = trainer(...model, ...args, '--steps', '1');
+      assert.equal(e.status, status, `${args.join(' ')}: ${e.stdout}${e.stderr}`);
+      assert.match(e.stderr, words);
+    }
+    const noText = trainer('--task', 'reverse', '--vocab-size', '300', '--steps', '1');
+    assert.equal(noText.status, 2);
+    assert.match(noText.stderr, /--tokenizer and --vocab-size tokenize --text/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,6 +3,7 @@
 import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
 import type {
   Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo, AttentionName, AttentionLayer, ModelAttention, FormOption,
+  BpeTokenizer, BpeTokenizerJSON,
 } from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
@@ -110,7 +111,20 @@ lib.createModel({ attention: 'linear' });
 // @ts-expect-error createModel's attentionOptions are the forms' options
 lib.createModel({ attention: 'local', attentionOptions: { width: 4 } });
 
+// the byte-level BPE (wasm/bpe.d.ts)
+const bpe: BpeTokenizer = lib.trainTokenizer('some text to learn pieces from', { vocabSize: 300 });
+const bpeIds: Int32Array = bpe.encode('some text');
+const bpeBack: string = bpe.decode(bpeIds) + bpe.pieces[bpeIds[0]] + bpe.merges.length;
+const bpeJson: BpeTokenizerJSON = bpe.toJSON();
+const bpeBin: Uint8Array = lib.loadTokenizer(bpe.toLlama2c()).toLlama2c();
+lib.loadTokenizer(JSON.stringify(bpeJson));
+// @ts-expect-error trainTokenizer's option is vocabSize
+lib.trainTokenizer('text', { vocab: 300 });
+// @ts-expect-error encode takes text or bytes
+bpe.encode(42);
+
 export {
+  bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName,
 };
