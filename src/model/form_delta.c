@@ -1,8 +1,13 @@
-// form_delta.c: DeltaNet and Gated DeltaNet (docs/attention-forms.md section 4c) as registry rows.
+// form_delta.c: DeltaNet, Gated DeltaNet and Kimi Delta Attention (docs/attention-forms.md section
+// 4c) as registry rows.
 // The write strength beta_t = sigmoid(x_t w_h + b_h) per head comes from the token's input through
 // a learned projection (beta.weight (heads, C), beta.bias (heads), as nn.Linear(C, heads)); Gated
 // DeltaNet adds a decay a_t = 1 / (1 + e^(x_t g_h + c_h)) the same way (gate.weight, gate.bias),
-// started from fast to slow forgetting as the gated form. The forward runs the mode the options say
+// started from fast to slow forgetting as the gated form. KDA (Kimi Linear) gives the decay per key
+// channel, as Kimi Linear parameterises it (Mamba-2's dt and A): z_t = x_t W_g^T + dt_bias (C
+// values: gate.weight (C, C), gate.bias (C)) and alpha_t,c = exp(-exp(A_log_h) softplus(z_t,c)) with
+// one A_log per head (gate.a_log (H)); Kimi Linear makes W_g low-rank (C -> dh -> C) and this is the
+// full-rank (C, C) one. The forward runs the mode the options say
 // (the chunked WY form by default, or the recurrence: the same numbers); the backward and
 // generation run the recurrence (src/attention/delta_rule.c). Causal only.
 #include "form_layer.h"
@@ -30,8 +35,16 @@ typedef struct {
     size_t chunk;
 } delta_own;
 
-static int gated(const aw_attn_form *f) { return f->form->variant == 1; }
-static size_t n_params(const aw_attn_form *f) { return (size_t)(gated(f) ? 2 : 1) * (f->H * f->C + f->H); }
+static int gated(const aw_attn_form *f) { return f->form->variant >= 1; }
+static int kda(const aw_attn_form *f) { return f->form->variant == 2; }
+// the decay's width per position: one per head, or one per key channel (KDA)
+static size_t gate_width(const aw_attn_form *f) { return kda(f) ? f->C : f->H; }
+// beta (H, C) + (H), then the gate (gw, C) + (gw), then KDA's A_log (H)
+static size_t gate_off(const aw_attn_form *f) { return f->H * f->C + f->H; }
+static size_t a_log_off(const aw_attn_form *f) { return gate_off(f) + gate_width(f) * f->C + gate_width(f); }
+static size_t n_params(const aw_attn_form *f) {
+    return gated(f) ? a_log_off(f) + (kda(f) ? f->H : 0) : gate_off(f);
+}
 
 
 static int init(aw_attn_form *f, const aw_form_setup *su) {
@@ -51,7 +64,12 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
     if (gated(f)) // a_h = 1 - 2^(-1 - 4 h / (H - 1)) at the start, as the gated form
         for (size_t h = 0; h < H; h++) {
             const double a = H > 1 ? 1.0 - pow(2.0, -1.0 - 4.0 * (double)h / (double)(H - 1)) : 0.9;
-            f->params[2 * H * C + H + h] = (float)log(1.0 / a - 1.0);
+            // Gated DeltaNet: 1 / (1 + e^c) = a; KDA (A_log = 0): exp(-softplus(c)) = 1 / (1 + e^c) = a
+            // for every channel of head h
+            const float c = (float)log(1.0 / a - 1.0);
+            const size_t w = kda(f) ? C / H : 1;
+            for (size_t i = 0; i < w; i++) f->params[gate_off(f) + gate_width(f) * C + h * w + i] = c;
+            if (kda(f)) f->params[a_log_off(f) + h] = 0.0f;
         }
     return AW_OK;
 }
@@ -59,13 +77,14 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
 static void release(aw_attn_form *f) { attn_form_release_params(f); }
 
 static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
-    static const char *const names[4] = {"beta_weight", "beta_bias", "gate_weight", "gate_bias"};
-    const size_t count = gated(f) ? 4 : 2;
+    static const char *const names[5] = {"beta_weight", "beta_bias", "gate_weight", "gate_bias", "gate_a_log"};
+    const size_t count = kda(f) ? 5 : gated(f) ? 4 : 2;
     for (size_t i = 0; i < count && i < cap; i++) {
         memset(&out[i], 0, sizeof out[i]);
         strcpy(out[i].name, names[i]);
-        const int bias = i % 2 == 1;
-        out[i].size = bias ? f->H : f->H * f->C, out[i].dims[0] = f->H, out[i].dims[1] = bias ? 0 : f->C;
+        const int bias = i % 2 == 1 || i == 4;
+        const size_t rows = i == 2 || i == 3 ? gate_width(f) : f->H;
+        out[i].size = bias ? rows : rows * f->C, out[i].dims[0] = rows, out[i].dims[1] = bias ? 0 : f->C;
         out[i].rank = bias ? 1 : 2, out[i].trainable = 1, out[i].no_decay = bias;
     }
     return count;
@@ -80,28 +99,45 @@ static void project(float *z, float *out, const aw_attn_form *f, size_t off, con
     for (size_t i = 0; i < T * f->H; i++) out[i] = decay ? aw_sigmoidf(-z[i]) : aw_sigmoidf(z[i]);
 }
 
-static aw_delta_desc desc(const aw_attn_form *f, size_t T) {
-    const delta_own *o = f->own;
-    return (aw_delta_desc){T, f->C, f->C, f->H, 1.0f / sqrtf((float)(f->C / f->H)), o->mode, o->chunk};
+// softplus(z) = log(1 + e^z), without overflow
+static float softplus(float z) { return z > 0.0f ? z + log1pf(expf(-z)) : log1pf(expf(z)); }
+
+// The decays (T, gate_width) into a, from z (T, gate_width) (written): Gated DeltaNet's
+// 1 / (1 + e^z), or KDA's exp(-exp(A_log_h) softplus(z_c)) for channel c of head h.
+static void decays(float *z, float *a, const aw_attn_form *f, const float *x, size_t T) {
+    if (!kda(f)) {
+        project(z, a, f, gate_off(f), x, T, 1);
+        return;
+    }
+    const size_t C = f->C, dh = C / f->H;
+    attn_form_project(z, x, f->params + gate_off(f), f->params + gate_off(f) + C * C, T, C, C);
+    const float *a_log = f->params + a_log_off(f);
+    for (size_t t = 0; t < T; t++)
+        for (size_t c = 0; c < C; c++) a[t * C + c] = expf(-expf(a_log[c / dh]) * softplus(z[t * C + c]));
 }
 
-// the recurrence's work, then z and beta, z and a, and their gradients: 6 (T, H) blocks
+static aw_delta_desc desc(const aw_attn_form *f, size_t T) {
+    const delta_own *o = f->own;
+    return (aw_delta_desc){T, f->C, f->C, f->H, 1.0f / sqrtf((float)(f->C / f->H)), o->mode, o->chunk, kda(f)};
+}
+
+// the recurrence's work, then z and beta (T, H), z and a (T, gate_width), dbeta (T, H), da (T, gate_width)
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     (void)Tk;
     const aw_delta_desc ds = desc(f, T);
-    return aw_size_add(delta_rule_work_floats(&ds), aw_size_mul3(6, T, f->H));
+    return aw_size_add(delta_rule_work_floats(&ds), aw_size_mul3(3, T, aw_size_add(f->H, gate_width(f))));
 }
 
 static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
                    const float *k, const float *v, size_t T, size_t Tk) {
     (void)saved;
     if (T != Tk) return aw_fail(AW_ERR_ARG, "attention \"%s\" is self-attention only (%zu queries, %zu keys)", f->form->name, T, Tk);
-    const size_t TH = T * f->H;
-    float *z = aw_alloc_floats(aw_size_mul(4, TH));
+    const size_t TH = T * f->H, TG = T * gate_width(f);
+    float *z = aw_alloc_floats(aw_size_mul(2, aw_size_add(TH, TG)));
     if (!z) return aw_fail(AW_ERR_NOMEM, "attention \"%s\": out of memory for its gates", f->form->name);
-    float *beta = z + TH, *za = beta + TH, *a = za + TH;
+    float *beta = z + TH, *za = beta + TH, *a = za + TG;
     project(z, beta, f, 0, x, T, 0);
-    if (gated(f)) project(za, a, f, f->H * f->C + f->H, x, T, 1);
+    if (gated(f)) decays(za, a, f, x, T);
     const aw_delta_desc ds = desc(f, T);
     const int st = delta_rule_forward(out, att, q, k, v, beta, gated(f) ? a : NULL, &ds);
     free(z);
@@ -112,29 +148,41 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
                     const float *saved, const float *x, const float *q, const float *k, const float *v, size_t T,
                     size_t Tk) {
     (void)saved, (void)Tk;
-    const size_t C = f->C, H = f->H, TH = T * H, off2 = H * C + H;
+    const size_t C = f->C, H = f->H, TH = T * H, G = gate_width(f), TG = T * G, off2 = gate_off(f);
     const aw_delta_desc ds = desc(f, T);
-    float *z = work + delta_rule_work_floats(&ds), *beta = z + TH, *za = beta + TH, *a = za + TH, *db = a + TH, *dA = db + TH;
+    float *z = work + delta_rule_work_floats(&ds), *beta = z + TH, *za = beta + TH, *a = za + TG, *db = a + TG, *dA = db + TH;
     project(z, beta, f, 0, x, T, 0);
-    if (gated(f)) project(za, a, f, off2, x, T, 1);
-    memset(db, 0, 2 * TH * sizeof(float));
+    if (gated(f)) decays(za, a, f, x, T);
+    memset(db, 0, (TH + TG) * sizeof(float));
     const int st = delta_rule_backward(dq, dk, dv, db, dA, work, dout, q, k, v, beta, gated(f) ? a : NULL, &ds);
     if (st) return st;
     // through the sigmoids to z: beta' = beta (1 - beta); a = sigmoid(-z): a' = -a (1 - a)
     for (size_t i = 0; i < TH; i++) db[i] *= beta[i] * (1.0f - beta[i]);
-    for (size_t i = 0; gated(f) && i < TH; i++) dA[i] *= -a[i] * (1.0f - a[i]);
-    for (int g = 0; g < (gated(f) ? 2 : 1); g++) {
-        const size_t off = g ? off2 : 0;
-        attn_form_project_backward(dx, f->grads ? f->grads + off : NULL, f->grads ? f->grads + off + H * C : NULL,
-                                   g ? dA : db, x, f->params + off, T, C, H);
-    }
+    if (kda(f)) {
+        // a = exp(-A softplus(z)), A = exp(A_log): da/dz = -a A sigmoid(z); da/dA_log = a log a
+        const size_t dh = C / H;
+        const float *a_log = f->params + a_log_off(f);
+        float *g_a_log = f->grads ? f->grads + a_log_off(f) : NULL;
+        for (size_t i = 0; i < TG; i++) {
+            const size_t h = (i % C) / dh;
+            const float ga = dA[i] * a[i];
+            if (g_a_log) g_a_log[h] += ga * -expf(a_log[h]) * softplus(za[i]);
+            dA[i] = -ga * expf(a_log[h]) * aw_sigmoidf(za[i]);
+        }
+    } else
+        for (size_t i = 0; gated(f) && i < TH; i++) dA[i] *= -a[i] * (1.0f - a[i]);
+    attn_form_project_backward(dx, f->grads ? f->grads : NULL, f->grads ? f->grads + H * C : NULL, db, x, f->params, T, C, H);
+    if (gated(f))
+        attn_form_project_backward(dx, f->grads ? f->grads + off2 : NULL, f->grads ? f->grads + off2 + G * C : NULL, dA, x,
+                                   f->params + off2, T, C, G);
     return AW_OK;
 }
 
-// state: the recurrence's (S per head and its scratch), then this step's z, beta, z, a (H each)
+// state: the recurrence's (S per head and its scratch), then this step's z, beta (H each), z, a
+// (gate_width each)
 static size_t step_floats(const aw_attn_form *f, size_t L) {
     (void)L;
-    return aw_size_add(delta_rule_state_floats(f->C, f->C, f->H), 4 * f->H);
+    return aw_size_add(delta_rule_state_floats(f->C, f->C, f->H), aw_size_mul(2, aw_size_add(f->H, gate_width(f))));
 }
 
 static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q, const float *k,
@@ -142,10 +190,10 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     (void)L;
     const size_t S = delta_rule_state_floats(f->C, f->C, f->H), H = f->H;
     if (pos == 0) memset(state, 0, S * sizeof(float));
-    float *z = state + S, *beta = z + H, *za = beta + H, *a = za + H;
+    float *z = state + S, *beta = z + H, *za = beta + H, *a = za + gate_width(f);
     project(z, beta, f, 0, x, 1, 0);
-    if (gated(f)) project(za, a, f, H * f->C + H, x, 1, 1);
-    delta_rule_step(out, state, q, k, v, beta, gated(f) ? a : NULL, f->C, f->C, H, 1.0f / sqrtf((float)(f->C / H)));
+    if (gated(f)) decays(za, a, f, x, 1);
+    delta_rule_step(out, state, q, k, v, beta, gated(f) ? a : NULL, kda(f), f->C, f->C, H, 1.0f / sqrtf((float)(f->C / H)));
     return AW_OK;
 }
 
@@ -204,5 +252,29 @@ const aw_form AW_FORM_GATED_DELTA_DESC = DELTA_FORM("gated-delta", 1,
         .paper = "Gated Delta Networks: Improving Mamba2 with Delta Rule. Yang, Kautz and Hatamizadeh, 2024.",
         .url = "https://arxiv.org/abs/2412.06464",
         .year = 2024,
+        .signed_scores = 1,
+    });
+
+const aw_form AW_FORM_KDA_DESC = DELTA_FORM("kda", 2,
+    {
+        .label = "Kimi Delta Attention (KDA)",
+        .formula = "k̂_t = k_t / |k_t|,  β_t = σ(x_t·w_h + b_h)\n"
+            "α_t = exp(−e^{A_h} softplus(x_t W_g + b_g))\n"
+            "      (one decay per key channel)\n"
+            "S_t = (I − β_t k̂_tᵀ k̂_t) diag(α_t) S_{t−1}\n"
+            "      + β_t k̂_tᵀ v_t\n"
+            "o_t = s q_t S_t\n"
+            "\n"
+            "Gated DeltaNet with a decay per channel.\n"
+            "Time O(n d²); one d × d state per head.\n"
+            "Shown: |A_ij| with O = A V.",
+        .summary = "Gated DeltaNet whose forgetting is finer: every key channel of the state fades at its own "
+            "rate, chosen by the token (GLA's per-channel gate on the delta rule), so a head can keep some "
+            "features for long and clear others at once. Kimi Linear interleaves three of these layers with "
+            "one of MLA. Linear time and a constant-size state.",
+        .cost = "O(n d²)",
+        .paper = "Kimi Linear: An Expressive, Efficient Attention Architecture. Kimi Team, 2025.",
+        .url = "https://arxiv.org/abs/2510.26692",
+        .year = 2025,
         .signed_scores = 1,
     });
