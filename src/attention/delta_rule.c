@@ -161,7 +161,7 @@ static int forward_chunked_channel(float *out, const float *q, const float *k, c
     aw_plan dplan = {0};
     const size_t oE = aw_plan_take(&dplan, c, dh), oD = aw_plan_take(&dplan, dh, 1);
     float *mem = aw_plan_ok(&plan, sizeof(float)) ? aw_alloc_floats(plan.total) : NULL;
-    double *dmem = aw_plan_ok(&dplan, sizeof(double)) ? malloc(dplan.total * sizeof(double)) : NULL;
+    double *dmem = aw_plan_ok(&dplan, sizeof(double)) ? aw_alloc(dplan.total, sizeof(double)) : NULL;
     if (!mem || !dmem) {
         free(mem), free(dmem);
         return aw_fail(AW_ERR_NOMEM, "delta rule: out of memory for the chunked form");
