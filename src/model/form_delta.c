@@ -258,15 +258,17 @@ const aw_form AW_FORM_GATED_DELTA_DESC = DELTA_FORM("gated-delta", 1,
 const aw_form AW_FORM_KDA_DESC = DELTA_FORM("kda", 2,
     {
         .label = "Kimi Delta Attention (KDA)",
-        .formula = "k̂_t = k_t / |k_t|,  β_t = σ(x_t·w_h + b_h)\n"
-            "α_t = exp(−e^{A_h} softplus(x_t W_g + b_g))\n"
-            "      (one decay per key channel)\n"
-            "S_t = (I − β_t k̂_tᵀ k̂_t) diag(α_t) S_{t−1}\n"
-            "      + β_t k̂_tᵀ v_t\n"
+        .formula = "k̂_t = k_t / |k_t|\n"
+            "β_t = σ(x_t·w_h + b_h)\n"
+            "z_t = x_t W_g + b_g  (per channel)\n"
+            "α_t = exp(−e^(a_h) softplus(z_t))\n"
+            "S′ = diag(α_t) S_{t−1}   (decay)\n"
+            "S_t = S′ + β_t k̂_tᵀ (v_t − k̂_t S′)\n"
             "o_t = s q_t S_t\n"
             "\n"
-            "Gated DeltaNet with a decay per channel.\n"
-            "Time O(n d²); one d × d state per head.\n"
+            "Gated DeltaNet with one decay\n"
+            "per key channel. Time O(n d²);\n"
+            "one d × d state per head.\n"
             "Shown: |A_ij| with O = A V.",
         .summary = "Gated DeltaNet whose forgetting is finer: every key channel of the state fades at its own "
             "rate, chosen by the token (GLA's per-channel gate on the delta rule), so a head can keep some "
