@@ -178,13 +178,15 @@ def delta_rule(x, q, k, v, h, p, gated_):
 def kda(x, q, k, v, h, p):
     """Kimi Delta Attention (src/attention/delta_rule.c, channel gates), from the recurrence: the
     gated delta rule with a decay per key channel, alpha_t = exp(-exp(A_log_h) softplus(x_t Wg^T + bg))
-    (C values; Kimi Linear's gate, Wg full-rank), beta_t = sigmoid(x_t wb_h + bb_h),
+    (C values; Kimi Linear's gate, Wg full-rank or Wup Wdown at gateRank), beta_t = sigmoid(x_t wb_h + bb_h),
     S_t = (I - beta k^^T k^) diag(alpha_t) S_{t-1} + beta k^^T v_t, o_t = q_t S_t / sqrt(C / h)."""
     n, c = q.shape
     dh = c // h
     beta = torch.sigmoid(F.linear(x, p['beta_weight'], p['beta_bias']))  # (n, h)
     rate = torch.exp(p['gate_a_log']).repeat_interleave(dh)  # (c): each channel its head's A
-    alpha = split_heads(torch.exp(-rate * F.softplus(F.linear(x, p['gate_weight'], p['gate_bias']))), h)  # (h, n, dh)
+    # the gate's projection: full rank, or attentionOptions.gateRank's down (r, C) and up (C, r)
+    z = F.linear(F.linear(x, p['gate_down']), p['gate_up'], p['gate_bias']) if 'gate_down' in p else F.linear(x, p['gate_weight'], p['gate_bias'])
+    alpha = split_heads(torch.exp(-rate * F.softplus(z)), h)  # (h, n, dh)
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
     kh = kh / torch.sqrt((kh * kh).sum(-1, keepdim=True) + 1e-6)
     s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []

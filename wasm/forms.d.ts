@@ -174,6 +174,8 @@ export interface AttentionOptionsByForm {
     mode?: 'recurrent' | 'chunked';
     /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
     chunk?: number;
+    /** the rank of the decay gate's projection, C -> rank -> C (Kimi Linear: the head width); 0: full rank, one (C, C) matrix (default 0, integer in [0, 4096]) */
+    gateRank?: number;
   };
   'linformer': {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
@@ -212,6 +214,8 @@ export interface ModelAttentionOptions {
    * gla, delta, gated-delta, kda: the chunked form's chunk length (default 16, integer in [1, 4096])
    */
   chunk?: number;
+  /** kda: the rank of the decay gate's projection, C -> rank -> C (Kimi Linear: the head width); 0: full rank, one (C, C) matrix (default 0, integer in [0, 4096]) */
+  gateRank?: number;
 }
 
 interface FormOptionBase {
