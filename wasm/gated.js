@@ -1,8 +1,8 @@
 // gated.js: lib.gatedLinearAttention and lib.deltaRule, the gated and delta-rule forms of linear
 // attention with their gates and write strengths as inputs (docs/attention-forms.md section 4c;
 // C side: src/attention/gated_linear.c, delta_rule.c). In a model the gates come from the token's
-// input through a learned projection (lib.attention('gated' | 'delta' | 'gated-delta', ...)); here
-// they are given, one value per head and position, so each form can be checked by hand.
+// input through a learned projection (lib.attention('gated' | 'delta' | 'gated-delta' | 'kda', ...)); here
+// they are given, one value per head (or key channel) and position, so each form can be checked by hand.
 import { checkBool, checkFiniteNumber, checkKeys, checkOneOf, checkSize, describe, fail } from './core.js';
 import { checkAttentionShapes, runAttention } from './softmax.js';
 
