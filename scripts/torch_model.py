@@ -4,7 +4,7 @@
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
 docs/model.md lists every tensor), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
-Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet and Gated DeltaNet;
+Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet, Gated DeltaNet and KDA;
 the llama-style block's RMSNorm, SwiGLU, rotary positions, grouped-query heads, no biases and a
 classifier tied to the embedding),
 reproduces the library's logits, trains, and writes checkpoints that `lib.loadModel` loads and
@@ -172,6 +172,30 @@ def delta_rule(x, q, k, v, h, p, gated_):
         kt, vt, bt, at = kh[:, t, :], vh[:, t, :], beta[t][:, None], a[t][:, None]
         u = (kt[:, None, :] @ s)[:, 0, :]  # (h, dh): what the state holds at k^_t
         s = at[:, :, None] * (s - bt[:, :, None] * kt[:, :, None] * u[:, None, :]) + bt[:, :, None] * kt[:, :, None] * vt[:, None, :]
+        out.append((qh[:, t, None, :] @ s)[:, 0, :])
+    return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
+
+
+def kda(x, q, k, v, h, p):
+    """Kimi Delta Attention (src/attention/delta_rule.c, channel gates), from the recurrence: the
+    gated delta rule with a decay per key channel, alpha_t = exp(-exp(A_log_h) softplus(x_t Wg^T + bg))
+    (C values; Kimi Linear's gate, Wg full-rank or Wup Wdown at gateRank), beta_t = sigmoid(x_t wb_h + bb_h),
+    S_t = (I - beta k^^T k^) diag(alpha_t) S_{t-1} + beta k^^T v_t, o_t = q_t S_t / sqrt(C / h)."""
+    n, c = q.shape
+    dh = c // h
+    beta = torch.sigmoid(F.linear(x, p['beta_weight'], p['beta_bias']))  # (n, h)
+    rate = torch.exp(p['gate_a_log']).repeat_interleave(dh)  # (c): each channel its head's A
+    # the gate's projection: full rank, or attentionOptions.gateRank's down (r, C) and up (C, r)
+    z = F.linear(F.linear(x, p['gate_down']), p['gate_up'], p['gate_bias']) if 'gate_down' in p else F.linear(x, p['gate_weight'], p['gate_bias'])
+    alpha = split_heads(torch.exp(-rate * F.softplus(z)), h)  # (h, n, dh)
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
+    kh = kh / torch.sqrt((kh * kh).sum(-1, keepdim=True) + 1e-6)
+    s, out = torch.zeros(h, dh, dh, dtype=q.dtype), []
+    for t in range(n):
+        kt, vt, bt = kh[:, t, :], vh[:, t, :], beta[t][:, None, None]
+        s = alpha[:, t, :, None] * s  # diag(alpha_t) S_{t-1}: row r fades by its channel's decay
+        u = (kt[:, None, :] @ s)[:, 0, :]  # (h, dh): what the decayed state holds at k^_t
+        s = s + bt * kt[:, :, None] * (vt - u)[:, None, :]
         out.append((qh[:, t, None, :] @ s)[:, 0, :])
     return merge_heads(torch.stack(out, 1)) / math.sqrt(dh)
 
@@ -380,7 +404,7 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross, layer=None):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta')
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
         n, hd = xq.shape[0], self.C // self.H
@@ -406,6 +430,9 @@ class TinyTransformer(torch.nn.Module):
         elif form in ('delta', 'gated-delta'):
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
             o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')
+        elif form == 'kda':
+            p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
+            o = kda(xq, q, k, v, self.H, p)
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
             o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)

@@ -21,6 +21,7 @@ export type AttentionName =
   | 'gla'
   | 'delta'
   | 'gated-delta'
+  | 'kda'
   | 'linformer';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
@@ -40,7 +41,8 @@ export type CausalAttentionName =
   | 'gated'
   | 'gla'
   | 'delta'
-  | 'gated-delta';
+  | 'gated-delta'
+  | 'kda';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -167,6 +169,14 @@ export interface AttentionOptionsByForm {
     /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
     chunk?: number;
   };
+  'kda': {
+    /** how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked") */
+    mode?: 'recurrent' | 'chunked';
+    /** the chunked form's chunk length (default 16, integer in [1, 4096]) */
+    chunk?: number;
+    /** the rank of the decay gate's projection, C -> rank -> C (Kimi Linear: the head width); 0: full rank, one (C, C) matrix (default 0, integer in [0, 4096]) */
+    gateRank?: number;
+  };
   'linformer': {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;
@@ -196,14 +206,16 @@ export interface ModelAttentionOptions {
   decay?: 'retnet' | 'learned' | number;
   /**
    * gated, gla: how the forward runs: the parallel form, the recurrence, or chunks (the same numbers) (default "chunked", one of "parallel", "recurrent", "chunked")
-   * delta, gated-delta: how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked")
+   * delta, gated-delta, kda: how the forward runs: the recurrence, or chunks by the WY form (the same numbers) (default "chunked", one of "recurrent", "chunked")
    */
   mode?: 'parallel' | 'recurrent' | 'chunked' | 'recurrent' | 'chunked';
   /**
    * gated: the chunked form's chunk length (default 64, integer in [1, 4096])
-   * gla, delta, gated-delta: the chunked form's chunk length (default 16, integer in [1, 4096])
+   * gla, delta, gated-delta, kda: the chunked form's chunk length (default 16, integer in [1, 4096])
    */
   chunk?: number;
+  /** kda: the rank of the decay gate's projection, C -> rank -> C (Kimi Linear: the head width); 0: full rank, one (C, C) matrix (default 0, integer in [0, 4096]) */
+  gateRank?: number;
 }
 
 interface FormOptionBase {

@@ -39,7 +39,7 @@ export interface GlaOptions extends GatedShapeOptions {
 export interface DeltaRuleOptions extends GatedShapeOptions {
   /** write strengths beta_t in [0, 1]: n * heads values, position-major */
   beta: ArrayLike<number>;
-  /** Gated DeltaNet's decays a_t in (0, 1], n * heads values; omit for DeltaNet */
+  /** decays in (0, 1]: n * heads values (Gated DeltaNet, one per head) or n * d (Kimi Delta Attention, one per key channel), position-major; omit for DeltaNet */
   gates?: ArrayLike<number>;
   /** 'chunked' (default: the WY form, chunks of `chunk`, default 16) or 'recurrent': the same numbers */
   mode?: 'recurrent' | 'chunked';
@@ -52,6 +52,6 @@ export interface GatedApi {
   gatedLinearAttention(options: GatedLinearOptions): AttentionResult;
   /** GLA with the gates given: a decay per key channel, S_t = diag(alpha_t) S_{t-1} + k_tᵀ v_t, causal. */
   gla(options: GlaOptions): AttentionResult;
-  /** The delta rule (DeltaNet, or Gated DeltaNet with gates) with beta given: the state overwrites what a key stored; causal. */
+  /** The delta rule (DeltaNet; Gated DeltaNet or KDA with gates) with beta given: S_t = (I - beta_t k_tᵀ k_t) diag(alpha_t) S_{t-1} + beta_t k_tᵀ v_t; causal. */
   deltaRule(options: DeltaRuleOptions): AttentionResult;
 }

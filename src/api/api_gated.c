@@ -27,16 +27,17 @@ AW_API int aw_gated_linear(float *out, float *weights, const float *q, const flo
     return api_done(gated_linear_forward(out, weights, q, k, v, g, &ds));
 }
 
-// out (n, dv); weights (heads, n, n) or NULL; beta (n, heads) the write strengths; a (n, heads)
-// the decays (Gated DeltaNet) or NULL (DeltaNet). mode: 0 recurrent, 1 chunked (chunk >= 1).
+// out (n, dv); weights (heads, n, n) or NULL; beta (n, heads) the write strengths; a the decays:
+// (n, heads) (Gated DeltaNet; channel_gates 0), (n, d) (KDA, a decay per key channel;
+// channel_gates 1) or NULL (DeltaNet). mode: 0 recurrent, 1 chunked (chunk >= 1).
 AW_API int aw_delta_rule(float *out, float *weights, const float *q, const float *k, const float *v, const float *beta,
-                         const float *a, int32_t n, int32_t d, int32_t dv, int32_t heads, float scale, int32_t mode,
-                         int32_t chunk) {
+                         const float *a, int32_t channel_gates, int32_t n, int32_t d, int32_t dv, int32_t heads,
+                         float scale, int32_t mode, int32_t chunk) {
     aw_clear_error();
     if (n <= 0 || d <= 0 || dv <= 0 || heads <= 0) return aw_fail(AW_ERR_ARG, "deltaRule: sizes must be positive");
     if (check_chunk("deltaRule", chunk)) return AW_ERR_ARG;
     const aw_delta_desc ds = {.n = (size_t)n, .d = (size_t)d, .dv = (size_t)dv, .heads = (size_t)heads, .scale = scale,
-                              .mode = mode, .chunk = (size_t)chunk};
+                              .mode = mode, .chunk = (size_t)chunk, .channel_gates = channel_gates != 0};
     return api_done(delta_rule_forward(out, weights, q, k, v, beta, a, &ds));
 }
 

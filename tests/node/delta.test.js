@@ -1,4 +1,4 @@
-// DeltaNet and Gated DeltaNet (src/attention/delta_rule.c, docs/attention-forms.md 4c): the
+// DeltaNet, Gated DeltaNet and KDA (src/attention/delta_rule.c, docs/attention-forms.md 4c): the
 // weights they show are the implied matrix with O = A V, and the delta rule overwrites a key's
 // value where linear attention adds to it. The registry's conformance suite checks the rest
 // (float64 recurrence, gradients, threads, generation, checkpoints, the PyTorch module).
@@ -9,7 +9,7 @@ import { builds, rand, relMaxErr } from './helpers.js';
 for (const { name, lib } of builds) {
   test(`${name}: delta rule: the weights shown are the A with O = A V, per head`, (t) => {
     let worst = 0;
-    for (const form of ['delta', 'gated-delta'])
+    for (const form of ['delta', 'gated-delta', 'kda'])
       for (const [n, d, heads] of [[1, 4, 1], [9, 8, 2], [40, 16, 4]]) {
         const q = rand(n * d, n + 1), k = rand(n * d, n + 2), v = rand(n * d, n + 3);
         const { output, weights } = lib.attention(form, { q, k, v, n, d, heads, causal: true, returnWeights: true });
@@ -53,7 +53,7 @@ for (const { name, lib } of builds) {
   });
 
   test(`${name}: delta rule: the chunked (WY) and recurrent forwards of a layer agree, gradients too, at chunks that do not divide n`, (t) => {
-    for (const form of ['delta', 'gated-delta'])
+    for (const form of ['delta', 'gated-delta', 'kda'])
       for (const [n, d, heads] of [[1, 8, 2], [37, 16, 2], [130, 32, 4]]) {
         const data = { q: rand(n * d, n + 21), k: rand(n * d, n + 22), v: rand(n * d, n + 23), x: rand(n * d, n + 24) };
         const dout = rand(n * d, n + 25);

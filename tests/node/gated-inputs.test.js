@@ -4,7 +4,7 @@
 // cannot (overwrite, and exact recall of orthogonal keys); and clear Errors for bad inputs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { builds, expectError, rand, relMaxErr } from './helpers.js';
+import { TOL, builds, expectError, rand, relMaxErr } from './helpers.js';
 
 // Float64 recurrences, per head: row state S (dh x dvh).
 function recurrenceF64({ q, k, v, n, d, dv = d, heads = 1, gates, beta, delta }) {
@@ -36,6 +36,32 @@ function recurrenceF64({ q, k, v, n, d, dv = d, heads = 1, gates, beta, delta })
 }
 
 const unit = (len, seed, lo, hi) => Array.from(rand(len, seed, lo, hi));
+
+// Kimi Delta Attention in float64, from its equation with a decay per key channel:
+// S_t = (I - b k^_t^T k^_t) diag(alpha_t) S_{t-1} + b k^_t^T v_t, alpha_t = gates[t * d + h * dh + r].
+function kdaRecurrenceF64({ q, k, v, n, d, heads, gates, beta }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh), out = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++) {
+    let S = Array.from({ length: dh }, () => new Float64Array(dh));
+    for (let t = 0; t < n; t++) {
+      const raw = Array.from({ length: dh }, (_, r) => k[t * d + h * dh + r]);
+      const norm = Math.sqrt(raw.reduce((s, x) => s + x * x, 0) + 1e-6), kt = raw.map((x) => x / norm);
+      const b = beta[t * heads + h];
+      const D = S.map((row, r) => row.map((x) => gates[t * d + h * dh + r] * x)); // diag(alpha) S
+      S = D.map((row, r) => row.map((x, c) => { // (I - b k^T k) D + b k^T v
+        let kd = 0;
+        for (let s = 0; s < dh; s++) kd += kt[s] * D[s][c];
+        return x - b * kt[r] * kd + b * kt[r] * v[t * d + h * dh + c];
+      }));
+      for (let c = 0; c < dh; c++) {
+        let o = 0;
+        for (let r = 0; r < dh; r++) o += q[t * d + h * dh + r] * S[r][c];
+        out[t * d + h * dh + c] = scale * o;
+      }
+    }
+  }
+  return out;
+}
 
 // GLA in float64: row r of head h's state fades by gates[t * d + h * dh + r].
 function glaRecurrenceF64({ q, k, v, n, d, heads, gates }) {
@@ -119,6 +145,50 @@ for (const { name, lib } of builds) {
         assert.ok(e <= 1e-5 && er <= 1e-5, `chunk ${chunk}: ${e} / ${er}`);
       }
     }
+  });
+
+  test(`${name}: deltaRule with a decay per key channel (KDA, gates n * d): chunked = recurrent = float64, weights give O = A V`, (t) => {
+    // gates: [lo, hi] for every channel, or 'mixed': half the channels near 0, half near 1 at once
+    for (const [n, d, heads, bLo, bHi, gLo, gHi] of [[1, 4, 1, 0, 1, 0.5, 1], [37, 16, 2, 0, 1, 0.8, 1],
+      [100, 16, 2, 0.95, 1, 1e-9, 1e-3], [100, 12, 3, 0, 1, 0.999, 1], [64, 8, 2, 0.3, 0.7, 'mixed'], [130, 32, 4, 0, 0.05, 0.05, 1]]) {
+      const q = rand(n * d, n + 51), k = rand(n * d, n + 52), v = rand(n * d, n + 53);
+      const beta = unit(n * heads, n + 54, bLo, bHi);
+      const gates = gLo === 'mixed'
+        ? unit(n * d, n + 55, 0, 1).map((u, i) => (i % 2 ? 1e-6 + 1e-3 * u : 1 - 1e-3 * u))
+        : unit(n * d, n + 55, gLo, gHi);
+      const ref = kdaRecurrenceF64({ q, k, v, n, d, heads, gates, beta });
+      const rec = lib.deltaRule({ q, k, v, n, d, heads, beta, gates, mode: 'recurrent', returnWeights: true });
+      const e0 = relMaxErr(rec.output, ref);
+      assert.ok(e0 <= TOL.delta_rule, `recurrent: ${e0}`);
+      const dh = d / heads, av = new Float64Array(n * d); // A V per head from the returned weights
+      for (let h = 0; h < heads; h++) for (let i = 0; i < n; i++) for (let j = 0; j < n; j++)
+        for (let c = 0; c < dh; c++) av[i * d + h * dh + c] += rec.weights[(h * n + i) * n + j] * v[j * d + h * dh + c];
+      assert.ok(relMaxErr(rec.output, av) <= TOL.delta_rule, 'O = A V');
+      let worst = e0;
+      for (const chunk of [1, 3, 7, 16, 64]) {
+        const r = lib.deltaRule({ q, k, v, n, d, heads, beta, gates, mode: 'chunked', chunk }).output;
+        const e = relMaxErr(r, ref), er = relMaxErr(r, rec.output);
+        worst = Math.max(worst, e);
+        assert.ok(e <= TOL.delta_rule && er <= TOL.delta_rule, `n=${n} chunk ${chunk}: ${e} / ${er}`);
+      }
+      t.diagnostic(`kda n=${n} beta in [${bLo}, ${bHi}] gates ${gLo === 'mixed' ? 'mixed near 0 and 1' : `in [${gLo}, ${gHi}]`}: worst rel err vs float64 over recurrent and chunks 1-64: ${worst.toExponential(2)}`);
+    }
+  });
+
+  test(`${name}: KDA with every channel of a head given the same decay is Gated DeltaNet`, () => {
+    const n = 23, d = 12, heads = 3, dh = d / heads;
+    const q = rand(n * d, 61), k = rand(n * d, 62), v = rand(n * d, 63), beta = unit(n * heads, 64, 0, 1);
+    const perHead = unit(n * heads, 65, 0.3, 1), perChannel = Array.from({ length: n * d }, (_, i) => perHead[Math.floor(i / dh)]);
+    for (const mode of ['recurrent', 'chunked']) {
+      const g = lib.deltaRule({ q, k, v, n, d, heads, beta, gates: perHead, mode }).output;
+      const c = lib.deltaRule({ q, k, v, n, d, heads, beta, gates: perChannel, mode }).output;
+      assert.ok(relMaxErr(c, g) <= TOL.delta_rule, `${mode}: ${relMaxErr(c, g)}`);
+    }
+    expectError(() => lib.deltaRule({ q, k, v, n, d, heads, beta, gates: perHead.slice(1) }),
+      /deltaRule: gates must be 69 numbers \(n \* heads = 23 \* 3: a decay per position and head, Gated DeltaNet\) or 276 \(n \* d = 23 \* 12: per position and key channel, KDA\)/);
+    const bad = perChannel.slice();
+    bad[30] = 0;
+    expectError(() => lib.deltaRule({ q, k, v, n, d, heads, beta, gates: bad }), /deltaRule: gates\[30\] \(position 2, channel 6\) must be in \(0, 1\], got 0/);
   });
 
   test(`${name}: the delta rule overwrites and recalls orthogonal keys exactly; additive linear attention cannot`, () => {

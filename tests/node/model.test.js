@@ -41,6 +41,8 @@ const FORMS = [
   { attention: 'gla', attentionOptions: { mode: 'recurrent' }, norm: 'post' },
   { attention: 'delta' },
   { attention: 'gated-delta', norm: 'post' },
+  { attention: 'kda', attentionOptions: { mode: 'recurrent' } },
+  { attention: 'kda', attentionOptions: { gateRank: 3 }, norm: 'post' },
   { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use

@@ -135,8 +135,25 @@ export function glaF64({ q, k, v, x, n, d, heads, W, b }) {
 // DeltaNet; 1 for DeltaNet), k^ = k / sqrt(|k|^2 + 1e-6), S_t = a_t (S - beta k^^T (k^ S)) +
 // beta k^^T v_t, o_t = scale q_t S_t. The form's tensors: beta_weight (heads, d), beta_bias,
 // gate_weight, gate_bias.
-export function deltaF64({ q, k, v, x, n, d, heads, params, gated }) {
+// KDA (kda: true): a decay per key channel, alpha_t,c = exp(-exp(gate_a_log_h) softplus(x_t .
+// gate_weight_c + gate_bias_c)) (gate_weight (d, d), or gate_down (r, d) and gate_up (d, r) at
+// attentionOptions.gateRank r; gate_bias (d), gate_a_log (heads)), applied to
+// the state's rows before the write: S_t = (I - beta k^^T k^) diag(alpha_t) S + beta k^^T v_t.
+export function deltaF64({ q, k, v, x, n, d, heads, params, gated, kda = false }) {
   const dh = d / heads, scale = 1 / Math.sqrt(dh);
+  const softplus = (z) => (z > 0 ? z + Math.log1p(Math.exp(-z)) : Math.log1p(Math.exp(z)));
+  const rank = params.gate_down ? params.gate_down.length / d : 0; // attentionOptions.gateRank
+  const channelDecay = (t, ch) => {
+    let z = params.gate_bias[ch];
+    if (rank) // gate_down (rank, d), gate_up (d, rank)
+      for (let i = 0; i < rank; i++) {
+        let y = 0;
+        for (let c = 0; c < d; c++) y += x[t * d + c] * params.gate_down[i * d + c];
+        z += params.gate_up[ch * rank + i] * y;
+      }
+    else for (let c = 0; c < d; c++) z += x[t * d + c] * params.gate_weight[ch * d + c];
+    return Math.exp(-Math.exp(params.gate_a_log[Math.floor(ch / dh)]) * softplus(z));
+  };
   const proj = (W, b, t, h) => {
     let z = b[h];
     for (let c = 0; c < d; c++) z += x[t * d + c] * W[h * d + c];
@@ -147,17 +164,18 @@ export function deltaF64({ q, k, v, x, n, d, heads, params, gated }) {
     let S = new Float64Array(dh * dh);
     for (let t = 0; t < n; t++) {
       const beta = 1 / (1 + Math.exp(-proj(params.beta_weight, params.beta_bias, t, h)));
-      const a = gated ? 1 / (1 + Math.exp(proj(params.gate_weight, params.gate_bias, t, h))) : 1;
+      const a = gated && !kda ? 1 / (1 + Math.exp(proj(params.gate_weight, params.gate_bias, t, h))) : 1;
+      const alpha = Array.from({ length: dh }, (_, r) => (kda ? channelDecay(t, h * dh + r) : a));
       let norm = 1e-6;
       for (let r = 0; r < dh; r++) norm += k[t * d + h * dh + r] ** 2;
       norm = Math.sqrt(norm);
       const kh = Array.from({ length: dh }, (_, r) => k[t * d + h * dh + r] / norm);
       const u = new Float64Array(dh);
-      for (let r = 0; r < dh; r++) for (let c = 0; c < dh; c++) u[c] += kh[r] * S[r * dh + c];
+      for (let r = 0; r < dh; r++) for (let c = 0; c < dh; c++) u[c] += kh[r] * alpha[r] * S[r * dh + c]; // k^ diag(alpha) S
       const next = new Float64Array(dh * dh);
       for (let r = 0; r < dh; r++)
         for (let c = 0; c < dh; c++)
-          next[r * dh + c] = a * (S[r * dh + c] - beta * kh[r] * u[c]) + beta * kh[r] * v[t * d + h * dh + c];
+          next[r * dh + c] = alpha[r] * S[r * dh + c] - beta * kh[r] * u[c] + beta * kh[r] * v[t * d + h * dh + c];
       S = next;
       for (let c = 0; c < dh; c++) {
         let o = 0;
@@ -282,6 +300,7 @@ export const REFERENCES = {
   'synth:mixture': synth('mixture'),
   delta: ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: false }),
   'gated-delta': ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: true }),
+  kda: ({ q, k, v, x, n, d, heads, params }) => deltaF64({ q, k, v, x, n, d, heads, params, gated: true, kda: true }),
   gated: ({ q, k, v, x, n, d, heads, params }) => gatedF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
   gla: ({ q, k, v, x, n, d, heads, params }) => glaF64({ q, k, v, x, n, d, heads, W: params.weight, b: params.bias }),
   retention: ({ q, k, v, n, d, heads, causal, options, params }) =>

@@ -35,7 +35,7 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
       // the llama-style block's switches: RMSNorm, SwiGLU, rotary positions, no biases, grouped-
       // query and multi-query heads, the tied classifier, and no positions at all
-      { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' },
+      { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' }, { block: 'llama', attention: 'kda', attentionOptions: { gateRank: 4 } },
       { block: 'llama', arch: 'encoder-decoder', kvHeads: 1 }, { positional: 'rope', ropeTheta: 500 },
       { ffn: 'swiglu', normType: 'rmsnorm', norm: 'post', tieEmbeddings: true }, { positional: 'none', bias: false },
       { positional: 'alibi', kvHeads: 1 }, { positional: 'alibi', arch: 'encoder-decoder', block: 'llama' });
