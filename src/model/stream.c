@@ -28,6 +28,11 @@ int model_stream_check(const aw_model *m, size_t window, size_t sinks) {
     if (c->arch != AW_ARCH_DECODER || strcmp(m->self_form[0].form->name, "softmax") != 0)
         return aw_fail(AW_ERR_ARG, "streaming past maxLen keeps a KV cache of softmax attention: it needs a decoder-only "
                                    "model with attention \"softmax\"");
+    for (int l = 0; l < c->layers; l++)
+        if (m->self_form[l].switches)
+            return aw_fail(AW_ERR_ARG, "streaming past maxLen runs plain softmax attention over its rolling cache: this "
+                                       "model's attentionOptions (window, softcap, learnedSinks, outputGate, qkNorm) are "
+                                       "not built into it; use generate() up to maxLen");
     if (!(m->pos->flags & AW_POSITIONAL_BY_SLOT)) {
         char list[128];
         aw_positional_names(list, sizeof list, AW_POSITIONAL_BY_SLOT, 1);

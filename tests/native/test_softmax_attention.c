@@ -21,7 +21,7 @@ static void run_case(const case_t *c, int idx) {
     for (size_t i = 0; i < n * d; i++) q[i] *= c->logit_gain;
     for (size_t j = 0; j < m; j++) mask[j] = (j % 4) != 2;
     aw_softmax_attention_desc ds = {n, m, d, dv, h, c->causal, 1.0f / sqrtf((float)(d / h)), c->masked ? mask : NULL,
-                                    c->alibi ? SLOPES : NULL, c->alibi > 1 ? (size_t)c->alibi : 0};
+                                    c->alibi ? SLOPES : NULL, c->alibi > 1 ? (size_t)c->alibi : 0, 0, 0.0f, NULL, NULL};
     CHECK(softmax_attention_forward_streaming(o1, q, k, v, &ds) == AW_OK, "streaming status");
     CHECK(softmax_attention_forward_weights(o2, w2, q, k, v, &ds) == AW_OK, "weights status");
     CHECK(softmax_attention_forward_ref(o3, w3, q, k, v, &ds) == AW_OK, "ref status");
@@ -46,7 +46,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], (int)i);
     // bad descriptors return AW_ERR_ARG, never crash
     float x[8] = {0};
-    aw_softmax_attention_desc bad = {2, 2, 4, 4, 3, 0, 1.0f, NULL, NULL, 0};
+    aw_softmax_attention_desc bad = {2, 2, 4, 4, 3, 0, 1.0f, NULL, NULL, 0, 0, 0.0f, NULL, NULL};
     CHECK(softmax_attention_forward_streaming(x, x, x, x, &bad) != AW_OK, "d %% heads != 0 must be rejected");
     printf("%s\n", test_failures ? "FAILED" : "ok");
     return test_failures != 0;
