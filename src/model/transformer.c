@@ -343,6 +343,14 @@ static int init_forms(aw_model *m) {
     return st;
 }
 
+// 1 when a sublayer's form has parameters of its own to bind into the arena (softmax has them only
+// with its switches on: without, an inference-only model keeps no gradients for it).
+static int form_owns(const aw_attn_form *f) {
+    if (!f->form || !f->form->bind) return 0;
+    aw_form_tensor t[AW_SYNTH_MAX_TENSORS];
+    return f->params || !f->form->tensors || f->form->tensors(f, t, AW_SYNTH_MAX_TENSORS) > 0;
+}
+
 int model_create(aw_model **out, const aw_model_config *cfg) { return model_create_ex(out, cfg, 0); }
 
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
@@ -370,9 +378,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     // so such a model keeps them all)
     int forms_own = 0;
     for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
-        forms_own |= (m->self_form[l].form->bind && m->self_form[l].params) ||
-                     (m->enc_form[l].form && m->enc_form[l].form->bind && m->enc_form[l].params) ||
-                     (m->cross_form[l].form && m->cross_form[l].form->bind && m->cross_form[l].params);
+        forms_own |= form_owns(&m->self_form[l]) || form_owns(&m->enc_form[l]) || form_owns(&m->cross_form[l]);
     m->inference = inference && !forms_own;
     const size_t bytes = aw_size_add(aw_size_mul3(m->inference ? 1 : 4, P, sizeof(float)), P);
     if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
@@ -400,7 +406,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     aw_attn_form *kinds[3] = {m->enc_form, m->self_form, m->cross_form};
     for (int g = 0; g < 3; g++) // the forms' parameters move into the arena
         for (int l = 0; l < cfg->layers; l++)
-            if (kinds[g][l].form && kinds[g][l].form->bind && kinds[g][l].params) // (softmax without switches has none)
+            if (kinds[g][l].form && kinds[g][l].form->bind && (!m->inference || form_owns(&kinds[g][l])))
                 kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
     if (m->pos->tables && (st = m->pos->tables(m))) { // the encoding's tables: the sinusoid, rotary angles
         model_destroy(m);
