@@ -195,9 +195,15 @@ static void stream_block(void *ctx, size_t item) {
                 for (size_t jj = 0; jj < bc; jj++) sr[jj] = cap2 * tanhf(sr[jj] / cap2);
             if (ds->slopes) // the score bias (ALiBi), in base 2 as the logits are
                 for (size_t jj = 0; jj < bc; jj++) sr[jj] += aw_score_bias(ds, hd, i0 + r, j0 + jj) * LOG2E;
-            if (needs_mask)
-                for (size_t jj = 0; jj < bc; jj++)
-                    if (!key_allowed(ds, i0 + r, j0 + jj)) sr[jj] = -INFINITY;
+            if (needs_mask) { // keys [lo, hi) of this tile are in the row's band; then the key mask
+                const size_t qi = ds->q_offset + i0 + r, lo = ds->window && qi + 1 > ds->window ? qi + 1 - ds->window : 0;
+                const size_t hi = ds->causal ? i0 + r + 1 : m;
+                for (size_t jj = 0; jj < bc && j0 + jj < lo; jj++) sr[jj] = -INFINITY;
+                for (size_t jj = hi > j0 ? hi - j0 : 0; jj < bc; jj++) sr[jj] = -INFINITY;
+                if (ds->key_mask)
+                    for (size_t jj = 0; jj < bc; jj++)
+                        if (!ds->key_mask[j0 + jj]) sr[jj] = -INFINITY;
+            }
             const float tile_max = row_max_value(sr, bc);
             const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
             if (new_max == -INFINITY) { // nothing allowed yet: this row adds nothing

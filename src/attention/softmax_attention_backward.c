@@ -96,9 +96,16 @@ int softmax_attention_backward_flash(float *dq, float *dk, float *dv, float *scr
                     else
                         for (size_t c = 0; c < bk; c++) pr[c] = pr[c] * scale + aw_score_bias(ds, hd, i0 + r, j0 + c) - L[r];
                     aw_exp(pr, pr, bk);
-                    if (ds->causal || ds->key_mask || ds->window)
-                        for (size_t c = 0; c < bk; c++)
-                            if (masked(ds, i0 + r, j0 + c)) pr[c] = 0.0f;
+                    if (ds->causal || ds->key_mask || ds->window) { // outside [lo, hi), or masked: 0
+                        const size_t qi = ds->q_offset + i0 + r;
+                        const size_t lo = ds->window && qi + 1 > ds->window ? qi + 1 - ds->window : 0;
+                        const size_t hi = ds->causal ? i0 + r + 1 : m;
+                        for (size_t c = 0; c < bk && j0 + c < lo; c++) pr[c] = 0.0f;
+                        for (size_t c = hi > j0 ? hi - j0 : 0; c < bk; c++) pr[c] = 0.0f;
+                        if (ds->key_mask)
+                            for (size_t c = 0; c < bk; c++)
+                                if (!ds->key_mask[j0 + c]) pr[c] = 0.0f;
+                    }
                 }
                 aw_matmul_tn(dvh_ + j0 * dvs, p, doh + i0 * dvs, bk, dvh, bq, BK, dvs, dvs, 1); // dV += P^T dO
                 aw_matmul_nt(dp, doh + i0 * dvs, vh + j0 * dvs, bq, bk, dvh, dvs, dvs, BK, 0);  // dP = dO V^T

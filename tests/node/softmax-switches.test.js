@@ -178,6 +178,28 @@ for (const { name: build, lib } of builds) {
     m.dispose();
   });
 
+  test(`softmax switches [${build}]: streaming past maxLen (rolling cache) reads as a fresh forward of the last window tokens`, () => {
+    // with a sliding window W in each of 2 layers a token's logits read at most 2 (W - 1) + 1 tokens
+    // back: with W <= 4 the rolling cache of 8 evicts nothing they read, so streaming must equal a
+    // fresh forward of the last 8 tokens exactly (without the window, the deeper layers' cached
+    // keys remember evicted tokens, and the two differ by design)
+    for (const c of [MODELS[1], MODELS[2], { block: 'llama', positional: 'alibi', kvHeads: 2, attentionOptions: { learnedSinks: true, softcap: 2, window: 4, outputGate: true } }]) {
+      const m = lib.createModel({ ...small, ...c });
+      m.trainStep({ inputs: [[1, 2, 3, 4, 5, 6, 7, 8]], targets: [[2, 3, 4, 5, 6, 7, 8, 9]], lr: 0.05 });
+      const toks = Array.from({ length: 30 }, (_, i) => 1 + ((i * 7) % 11));
+      const win = m.streamLosses(toks, { window: 8 }), rc = m.streamLosses(toks, { window: 8, recompute: true });
+      const err = Math.max(...rc.map((x, i) => Math.abs(x - win[i])));
+      assert.ok(err < 2e-5, `${label(c)}: streaming vs recompute ${err}`);
+      const plain = lib.createModel({ ...small, ...c, attentionOptions: {} });
+      assert.ok(Math.max(...plain.streamLosses(toks, { window: 8 }).map((x, i) => Math.abs(x - win[i]))) > 1e-3, 'the switches act while streaming');
+      const g = m.generate([1, 2, 3], { maxTokens: 25, window: 8, sinks: 2, temperature: 1, seed: 4 });
+      assert.equal(g.length, 25);
+      assert.deepEqual([...m.generate([1, 2, 3], { maxTokens: 5, window: 10 })], [...m.generate([1, 2, 3], { maxTokens: 5 })],
+        'within the window, streaming generation is the cached generation');
+      plain.dispose(), m.dispose();
+    }
+  });
+
   test(`softmax switches [${build}]: Errors naming the option and the conflict`, () => {
     const mk = (o, extra = {}) => () => lib.createModel({ ...small, ...extra, attentionOptions: o });
     expectError(mk({ window: 11 }), /attentionOptions\.window \(11\) must be at most maxLen \(10\)/);
@@ -191,7 +213,6 @@ for (const { name: build, lib } of builds) {
     expectError(() => lib.attention('softmax', { n: 2, d: 4, q: rand(8), k: rand(8), v: rand(8), attentionOptions: { qkNorm: true } }),
       /attentionOptions\.qkNorm applies to causal self-attention/);
     const m = lib.createModel({ ...small, block: 'llama', attentionOptions: { window: 4 } });
-    expectError(() => m.streamLosses([1, 2, 3, 4, 5, 6], { window: 4 }), /streaming past maxLen runs plain softmax attention.*attentionOptions/);
     expectError(() => m.saveLlama2c(), /llama2\.c cannot run this model: attentionOptions\.window/);
     m.dispose();
     const ok = lib.createModel({ ...small, attentionOptions: { window: 10, softcap: 'off' } }); // the edges are fine
