@@ -239,3 +239,21 @@ test('softmax switches: outputs and gradients are bit-identical at 1, 2 and 4 th
     layer.dispose();
   }
 });
+
+test('softmax switches: a model trains to the same bits at 1 and 4 threads', async () => {
+  const lib = await loadAttention({ threads: 4 });
+  const run = (threads) => {
+    lib.setThreads(threads);
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 4, kvHeads: 2, layers: 2, maxLen: 32, seed: 8, block: 'llama',
+      attentionOptions: { window: 3, softcap: 4, learnedSinks: true, outputGate: true, qkNorm: true } });
+    const losses = [];
+    for (let s = 0; s < 3; s++) losses.push(m.trainStep({ task: 'reverse', batchSize: 4 }).loss);
+    const logits = m.forward([1, 2, 3, 4, 5]).logits;
+    m.dispose();
+    return { losses, logits };
+  };
+  const a = run(1), b = run(4);
+  lib.setThreads(4);
+  assert.deepEqual(b.losses, a.losses);
+  assert.ok(b.logits.every((x, i) => Object.is(x, a.logits[i])), 'logits differ across threads');
+});
