@@ -95,11 +95,20 @@ def merge_heads(x):
     return x.transpose(0, 1).reshape(n, h * dh)
 
 
-def softmax_attention(q, k, v, h, causal, alibi=False):
+def softmax_attention(q, k, v, h, causal, alibi=False, window=0, softcap=0.0, sinks=None):
     """O = softmax(Q K^T / sqrt(C / h) + B + M) V per head; a row with no allowed key is zero. alibi:
-    B = -m_h |i - j| with m_h = 2^(-8 (h + 1) / H) for heads h = 0..H-1 (Press, Smith, Lewis 2022)."""
+    B = -m_h |i - j| with m_h = 2^(-8 (h + 1) / H) for heads h = 0..H-1 (Press, Smith, Lewis 2022).
+    2025's switches (docs/attention-forms.md section 1b): softcap c: logits c tanh(s / c) before the
+    bias and the mask (Gemma 2); window W: keys j > i - W only (Gemma 2/3, gpt-oss); sinks (h): a
+    logit per head as one more softmax column, dropped after it (gpt-oss)."""
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
     s = qh @ kh.transpose(1, 2) / math.sqrt(q.shape[1] // h)
+    if softcap > 0:
+        s = softcap * torch.tanh(s / softcap)
+    if window > 0:
+        n, m = s.shape[1], s.shape[2]
+        far = torch.arange(m)[None, :] <= torch.arange(n)[:, None] - window
+        s = s.masked_fill(far, float('-inf'))
     if alibi:
         n, m = s.shape[1], s.shape[2]
         dist = (torch.arange(n)[:, None] - torch.arange(m)[None, :]).abs().float()
@@ -109,6 +118,9 @@ def softmax_attention(q, k, v, h, causal, alibi=False):
         n, m = s.shape[1], s.shape[2]
         mask = torch.ones(n, m, dtype=torch.bool).triu(1)
         s = s.masked_fill(mask, float('-inf'))
+    if sinks is not None:  # the sink's column, last, then dropped: weight with no value
+        s = torch.cat([s, sinks.reshape(h, 1, 1).expand(h, s.shape[1], 1)], -1)
+        return merge_heads(torch.softmax(s, dim=-1)[..., :-1] @ vh)
     p = torch.softmax(s, dim=-1)
     return merge_heads(torch.nan_to_num(p, nan=0.0) @ vh)
 
@@ -378,6 +390,12 @@ class TinyTransformer(torch.nn.Module):
         c, s = cos[:, None, :], sin[:, None, :]
         return torch.stack([a * c - b * s, a * s + b * c], -1).reshape(n, C)
 
+    def head_rms(self, x, w):
+        """QK-norm: each head's row x / sqrt(mean(x^2) + 1e-5) * w, w (head width) shared by the heads."""
+        n, C = x.shape
+        xh = x.reshape(n, self.H, C // self.H)
+        return (xh * torch.rsqrt((xh * xh).mean(-1, keepdim=True) + 1e-5) * w).reshape(n, C)
+
     def share_kv(self, x):
         """Grouped-query attention: (n, KH hd) -> (n, H hd), query head h reading K/V head h // (H / KH)."""
         n, kc = x.shape
@@ -411,10 +429,18 @@ class TinyTransformer(torch.nn.Module):
         q = self.hp(at('hook_q'), self.lin(xq, prefix, 'wq', 'bq'), (n, self.H, hd)) if self.has(prefix + '.wq') else None
         k = self.share_kv(self.hp(at('hook_k'), self.lin(xkv, prefix, 'wk', 'bk'), (n, -1, hd))) if self.has(prefix + '.wk') else None
         v = self.share_kv(self.hp(at('hook_v'), self.lin(xkv, prefix, 'wv', 'bv'), (n, -1, hd)))
+        sw = self.meta if form == 'softmax' and not cross else {}  # softmax's switches (the decoder's self-attention)
+        if sw.get('qk_norm') in ('1', 'true'):  # RMSNorm of each head's q and k, before the rotation
+            q, k = self.head_rms(q, self.p(prefix + '.attn.q_norm')), self.head_rms(k, self.p(prefix + '.attn.k_norm'))
         if self.meta.get('positional') == 'rope' and not cross and q is not None:
             q, k = self.rope(q), self.rope(k)
         if form == 'softmax':
-            o = softmax_attention(q, k, v, self.H, causal, self.meta.get('positional') == 'alibi' and not cross)
+            cap = sw.get('softcap', 'off')
+            o = softmax_attention(q, k, v, self.H, causal, self.meta.get('positional') == 'alibi' and not cross,
+                                  int(sw.get('window', 0)), 0.0 if cap == 'off' else float(cap),
+                                  self.p(prefix + '.attn.sinks') if sw.get('learned_sinks') in ('1', 'true') else None)
+            if sw.get('output_gate') in ('1', 'true'):  # Y = SDPA(Q, K, V) * sigmoid(x W_g^T), before W_O
+                o = o * torch.sigmoid(F.linear(xq, self.p(prefix + '.attn.gate')))
         elif form in ('local', 'strided'):
             o = local_attention(q, k, v, self.H, int(self.meta['window']), causal, int(self.meta.get('stride', 0)))
         elif form.startswith('linear:'):

@@ -66,7 +66,18 @@ export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | '
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
-  'softmax': { [option: string]: never };
+  'softmax': {
+    /** a sliding window: query i sees keys i - window < j <= i only (Gemma 2/3, gpt-oss); unset: every earlier key (no fixed default, integer in [1, 1048576]) */
+    window?: number;
+    /** soft-capping: each scaled logit s becomes c tanh(s / c) before the mask (Gemma 2 uses 50); off by default (no fixed default, one of "off", or a number in (0, 1000000)) */
+    softcap?: 'off' | number;
+    /** a learned logit per head as one more softmax column with no value (gpt-oss) (no fixed default) */
+    learnedSinks?: boolean;
+    /** Y = SDPA(Q, K, V) * sigmoid(x W_g), elementwise before W_O (Qwen3-Next; Qiu et al. 2025) (no fixed default) */
+    outputGate?: boolean;
+    /** RMSNorm of each head's q and k, learned scales of d_head, before RoPE (OLMo 2, Gemma 3, Qwen3) (no fixed default) */
+    qkNorm?: boolean;
+  };
   'local': {
     /** the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side (default 8, integer in [1, 4096]) */
     window?: number;
@@ -185,8 +196,19 @@ export interface AttentionOptionsByForm {
 
 /** Every form's options in one object (createModel's attentionOptions): each applies to the forms named. */
 export interface ModelAttentionOptions {
-  /** local, strided: the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side (default 8, integer in [1, 4096]) */
+  /**
+   * softmax: a sliding window: query i sees keys i - window < j <= i only (Gemma 2/3, gpt-oss); unset: every earlier key (no fixed default, integer in [1, 1048576])
+   * local, strided: the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side (default 8, integer in [1, 4096])
+   */
   window?: number;
+  /** softmax: soft-capping: each scaled logit s becomes c tanh(s / c) before the mask (Gemma 2 uses 50); off by default (no fixed default, one of "off", or a number in (0, 1000000)) */
+  softcap?: 'off' | number;
+  /** softmax: a learned logit per head as one more softmax column with no value (gpt-oss) (no fixed default) */
+  learnedSinks?: boolean;
+  /** softmax: Y = SDPA(Q, K, V) * sigmoid(x W_g), elementwise before W_O (Qwen3-Next; Qiu et al. 2025) (no fixed default) */
+  outputGate?: boolean;
+  /** softmax: RMSNorm of each head's q and k, learned scales of d_head, before RoPE (OLMo 2, Gemma 3, Qwen3) (no fixed default) */
+  qkNorm?: boolean;
   /** strided: every stride-th key as well as the band (default 8, integer in [1, 4096]) */
   stride?: number;
   /** synth:dense, synth:random, synth:factorized-dense, synth:factorized-random, synth:mixture: false keeps the random tables R (random, factorized-random) fixed at their initial values (default true) */

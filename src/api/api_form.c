@@ -112,6 +112,21 @@ static int check_sizes(const aw_form_layer *l, int32_t T, int32_t Tk) {
     return AW_OK;
 }
 
+// A form that transforms q and k first (qk_forward: softmax's QK-norm; there is no rotation here)
+// runs on copies: *qn, *kn (T, C) and (Tk, C), freed by the caller; q, k themselves when it has none.
+static int qk_copies(aw_form_layer *l, float *saved, const float *q, const float *k, size_t T, size_t Tk,
+                     const float **qn, const float **kn, float **mem) {
+    *qn = q, *kn = k, *mem = NULL;
+    if (!l->form->qk_forward || !l->f.switches) return AW_OK;
+    const size_t nq = aw_size_mul(T, l->C), nk = aw_size_mul(Tk, l->C);
+    float *m = aw_alloc_floats(aw_size_add(nq, nk));
+    if (!m) return aw_fail(AW_ERR_NOMEM, "out of memory for the normalised queries and keys");
+    memcpy(m, q, nq * sizeof(float)), memcpy(m + nq, k, nk * sizeof(float));
+    const int st = l->form->qk_forward(&l->f, saved, m, m + nq, T, Tk, l->C);
+    *qn = m, *kn = m + nq, *mem = m;
+    return st;
+}
+
 // out (T, C); att (H, T, Tk) or NULL; x (T, C) read by forms that read the input. keep: 1 when a
 // backward may follow (the form then saves what it needs), 0 for a forward alone (lib.attention).
 AW_API int aw_form_layer_forward(aw_form_layer *l, float *out, float *att, const float *x, const float *q,
@@ -126,7 +141,11 @@ AW_API int aw_form_layer_forward(aw_form_layer *l, float *out, float *att, const
         if (!(l->saved = aw_alloc_floats(n_saved))) return aw_fail(AW_ERR_NOMEM, "out of memory for the backward's stash");
     }
     if (l->saved && !n_saved) l->saved_T = l->saved_Tk = 0; // a forward alone leaves nothing for a backward
-    st = l->form->forward(&l->f, out, att, n_saved ? l->saved : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
+    const float *qn, *kn;
+    float *mem;
+    st = qk_copies(l, n_saved ? l->saved : NULL, q, k, (size_t)T, (size_t)Tk, &qn, &kn, &mem);
+    if (!st) st = l->form->forward(&l->f, out, att, n_saved ? l->saved : NULL, x, qn, kn, v, (size_t)T, (size_t)Tk);
+    free(mem);
     if (!st && n_saved) l->saved_T = (size_t)T, l->saved_Tk = (size_t)Tk;
     return api_done(st);
 }
@@ -150,7 +169,12 @@ AW_API int aw_form_layer_backward(aw_form_layer *l, float *dx, float *dq, float 
     if (wf == AW_SIZE_INVALID) return aw_fail(AW_ERR_NOMEM, "the backward's scratch does not fit");
     float *work = wf ? aw_alloc_floats(wf) : NULL;
     if (wf && !work) return aw_fail(AW_ERR_NOMEM, "out of memory for the backward's scratch");
-    st = l->form->backward(&l->f, dx, dq, dk, dv, work, dout, saves ? l->saved : NULL, x, q, k, v, (size_t)T, (size_t)Tk);
+    const float *qn, *kn;
+    float *mem;
+    st = qk_copies(l, NULL, q, k, (size_t)T, (size_t)Tk, &qn, &kn, &mem); // the forward's q, k again
+    if (!st) st = l->form->backward(&l->f, dx, dq, dk, dv, work, dout, saves ? l->saved : NULL, x, qn, kn, v, (size_t)T, (size_t)Tk);
+    if (!st && mem) l->form->qk_backward(&l->f, dq, dk, work, l->saved, (size_t)T, (size_t)Tk);
+    free(mem);
     free(work);
     return api_done(st);
 }
@@ -174,7 +198,11 @@ AW_API int aw_form_layer_step(aw_form_layer *l, float *out, const float *x, cons
         if (n == AW_SIZE_INVALID || !(l->state = aw_alloc_floats(n ? n : 1)))
             return aw_fail(AW_ERR_NOMEM, "out of memory for the generation state");
     }
-    const int st = l->form->step(&l->f, l->state, l->L, out, x, q, k, v, (size_t)pos);
+    const float *qn, *kn;
+    float *mem;
+    int st = qk_copies(l, NULL, q, k, 1, 1, &qn, &kn, &mem);
+    if (!st) st = l->form->step(&l->f, l->state, l->L, out, x, qn, kn, v, (size_t)pos);
+    free(mem);
     l->next_pos = st ? 0 : (size_t)pos + 1; // after a failed step only a new sequence is safe
     return api_done(st);
 }

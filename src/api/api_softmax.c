@@ -12,7 +12,7 @@ AW_API int aw_softmax_attention(float *out, float *weights, const float *q, cons
     if (n <= 0 || m <= 0 || d <= 0 || dv <= 0 || heads <= 0 || d % heads || dv % heads)
         return aw_fail(AW_ERR_ARG, "softmax attention: sizes must be positive and heads must divide d and dv");
     aw_softmax_attention_desc desc = {(size_t)n, (size_t)m, (size_t)d, (size_t)dv, (size_t)heads,
-                                      causal != 0, scale, key_mask, NULL, 0};
+                                      causal != 0, scale, key_mask, NULL, 0, 0, 0.0f, NULL, NULL};
     if (path == 1) {
         const int st = softmax_attention_forward_ref(out, weights, q, k, v, &desc);
         return st == AW_ERR_NOMEM ? aw_fail(st, "softmax attention: out of memory") : st;

@@ -24,7 +24,7 @@ int linformer_check(const aw_linformer_desc *ds) {
 }
 
 static aw_softmax_attention_desc inner(const aw_linformer_desc *ds) {
-    return (aw_softmax_attention_desc){ds->n, ds->k, ds->d, ds->dv, ds->heads, 0, ds->scale, NULL, NULL, 0};
+    return (aw_softmax_attention_desc){ds->n, ds->k, ds->d, ds->dv, ds->heads, 0, ds->scale, NULL, NULL, 0, 0, 0.0f, NULL, NULL};
 }
 
 // Kp (k, d) = E[:, :n] K and Vp (k, dv) = F[:, :n] V.

@@ -24,6 +24,7 @@ enum { BR = 64, BC = 256 };
 
 static int key_allowed(const aw_softmax_attention_desc *ds, size_t i, size_t j) {
     if (ds->causal && j > i) return 0;
+    if (ds->window && j + ds->window <= ds->q_offset + i) return 0; // out of the sliding window
     return ds->key_mask == NULL || ds->key_mask[j] != 0;
 }
 
@@ -174,22 +175,35 @@ static void stream_block(void *ctx, size_t item) {
     for (size_t r = 0; r < br; r++) {
         aw_scale(qs + r * dh, j->q + (i0 + r) * d + hd * dh, ds->scale * LOG2E, dh); // base-2 logits
         memset(oh + r * dv, 0, dvh * sizeof(float));
-        row_max[r] = -INFINITY;
-        row_sum[r] = 0.0f;
+        // a learned sink is the row's first column, with no value: the running max and sum start from it
+        row_max[r] = ds->sinks ? ds->sinks[hd] * LOG2E : -INFINITY;
+        row_sum[r] = ds->sinks ? 1.0f : 0.0f;
     }
-    // causal: keys past the block's last row are masked for every row of it
+    // causal: keys past the block's last row are masked for every row of it; a window: keys before
+    // its first row's window are masked for every row (the start stays on a panel of 8 keys)
     const size_t kend = ds->causal ? (m < i0 + br ? m : i0 + br) : m;
-    for (size_t j0 = 0; j0 < kend; j0 += BC) {
+    const size_t first = ds->window && ds->q_offset + i0 + 1 > ds->window ? ds->q_offset + i0 + 1 - ds->window : 0;
+    const size_t kstart = first / 8 * 8;
+    const float cap2 = ds->softcap * LOG2E; // the cap in base 2, as the logits are
+    for (size_t j0 = kstart; j0 < kend; j0 += BC) {
         const size_t bc = kend - j0 < BC ? kend - j0 : BC;
         aw_matmul_packed(s, qs, kp + j0 * dh, br, bc, dh, dh, 8 * dh, BC, 0); // S = Q_s K^T
-        const int needs_mask = ds->key_mask != NULL || (ds->causal && j0 + bc - 1 > i0);
+        const int needs_mask = ds->key_mask != NULL || (ds->causal && j0 + bc - 1 > i0) || ds->window;
         for (size_t r = 0; r < br; r++) {
             float *sr = s + r * BC;
+            if (ds->softcap > 0.0f) // Gemma 2's soft-capping of the scaled logit
+                for (size_t jj = 0; jj < bc; jj++) sr[jj] = cap2 * tanhf(sr[jj] / cap2);
             if (ds->slopes) // the score bias (ALiBi), in base 2 as the logits are
                 for (size_t jj = 0; jj < bc; jj++) sr[jj] += aw_score_bias(ds, hd, i0 + r, j0 + jj) * LOG2E;
-            if (needs_mask)
-                for (size_t jj = 0; jj < bc; jj++)
-                    if (!key_allowed(ds, i0 + r, j0 + jj)) sr[jj] = -INFINITY;
+            if (needs_mask) { // keys [lo, hi) of this tile are in the row's band; then the key mask
+                const size_t qi = ds->q_offset + i0 + r, lo = ds->window && qi + 1 > ds->window ? qi + 1 - ds->window : 0;
+                const size_t hi = ds->causal ? i0 + r + 1 : m;
+                for (size_t jj = 0; jj < bc && j0 + jj < lo; jj++) sr[jj] = -INFINITY;
+                for (size_t jj = hi > j0 ? hi - j0 : 0; jj < bc; jj++) sr[jj] = -INFINITY;
+                if (ds->key_mask)
+                    for (size_t jj = 0; jj < bc; jj++)
+                        if (!ds->key_mask[j0 + jj]) sr[jj] = -INFINITY;
+            }
             const float tile_max = row_max_value(sr, bc);
             const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
             if (new_max == -INFINITY) { // nothing allowed yet: this row adds nothing
@@ -241,6 +255,18 @@ int softmax_attention_forward_streaming(float *out, const float *q, const float 
     return streaming(out, NULL, q, k, v, ds);
 }
 
+// Row softmax with a sink: p_j = exp(w_j) / (exp(sink) + sum_j exp(w_j)), the sink's own share
+// dropped (so a row sums to less than 1).
+static void softmax_rows_sink(float *w, size_t rows, size_t m, float sink) {
+    for (size_t r = 0; r < rows; r++) {
+        float *x = w + r * m;
+        const float mx = fmaxf(row_max_value(x, m), sink);
+        double sum = exp((double)sink - mx);
+        for (size_t c = 0; c < m; c++) sum += x[c] = expf(x[c] - mx);
+        for (size_t c = 0; c < m; c++) x[c] = (float)(x[c] / sum);
+    }
+}
+
 // The weights path cut the same way: one item per (head, block of BR query rows), each with its
 // own scaled queries and its own rows of the weights and of out.
 static void weights_block(void *ctx, size_t item) {
@@ -257,14 +283,17 @@ static void weights_block(void *ctx, size_t item) {
     float *w = j->weights + hd * n * m + i0 * m; // (br, m): this block's rows of the weights
     for (size_t r = 0; r < br; r++) aw_scale(qs + r * dh, j->q + (i0 + r) * d + hd * dh, ds->scale, dh);
     aw_matmul_nt(w, qs, j->k + hd * dh, br, m, dh, dh, d, m, 0);
+    if (ds->softcap > 0.0f)
+        for (size_t c = 0; c < br * m; c++) w[c] = aw_softcap(w[c], ds->softcap);
     if (ds->slopes)
         for (size_t r = 0; r < br; r++)
             for (size_t c = 0; c < m; c++) w[r * m + c] += aw_score_bias(ds, hd, i0 + r, c);
-    if (ds->causal || ds->key_mask)
+    if (ds->causal || ds->key_mask || ds->window)
         for (size_t r = 0; r < br; r++)
             for (size_t c = 0; c < m; c++)
                 if (!key_allowed(ds, i0 + r, c)) w[r * m + c] = -INFINITY;
-    aw_softmax_rows(w, br, m, m);
+    if (ds->sinks) softmax_rows_sink(w, br, m, ds->sinks[hd]);
+    else aw_softmax_rows(w, br, m, m);
     aw_matmul_nn(j->out + i0 * dv + hd * dvh, w, j->v + hd * dvh, br, dvh, m, m, dv, dv, 0);
     free(qs);
 }
@@ -291,9 +320,13 @@ static int forward_ref(float *out, float *weights, float *lse, const float *q, c
             for (size_t j = 0; j < m; j++) {
                 double s = 0.0;
                 for (size_t c = 0; c < dh; c++) s += (double)q[i * d + hd * dh + c] * k[j * d + hd * dh + c];
-                p[j] = key_allowed(ds, i, j) ? s * ds->scale + aw_score_bias(ds, hd, i, j) : -INFINITY;
+                s *= ds->scale;
+                if (ds->softcap > 0.0f) s = ds->softcap * tanh(s / ds->softcap);
+                p[j] = key_allowed(ds, i, j) ? s + aw_score_bias(ds, hd, i, j) : -INFINITY;
                 if (p[j] > mx) mx = p[j];
             }
+            if (ds->sinks && ds->sinks[hd] > mx) mx = ds->sinks[hd];
+            if (ds->sinks) sum = exp(ds->sinks[hd] - mx); // the sink's column: in the sum, not in the output
             for (size_t j = 0; j < m; j++) {
                 p[j] = mx == -INFINITY ? 0.0 : exp(p[j] - mx);
                 sum += p[j];

@@ -6,6 +6,7 @@
 #ifndef AW_SOFTMAX_ATTENTION_H
 #define AW_SOFTMAX_ATTENTION_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,7 +19,18 @@ typedef struct {
                                // -slopes[h] |q_offset + i - j| added after the scale (a positional
                                // encoding's score_bias, e.g. ALiBi's, src/model/positional.h); NULL: none
     size_t q_offset;           // the position of query row 0 (for the bias; a decoding step's is m - 1)
+    // 2025's switches (docs/attention-forms.md section 1b); all 0 / NULL: plain attention
+    size_t window;             // > 0: query row i sees keys j > q_offset + i - window only (a sliding
+                               // window: with causal, the last `window` keys); 0: every key
+    float softcap;             // > 0: each scaled logit s becomes softcap tanh(s / softcap) before the bias
+                               // and the mask (Gemma 2); 0: none
+    const float *sinks;        // (heads) a learned logit per head: one more column of every row's softmax,
+                               // with no value (gpt-oss); NULL: none
+    float *dsinks;             // (heads) backward only: the sinks' gradients accumulate (+=) here, or NULL
 } aw_softmax_attention_desc;
+
+// The logit s (scaled, before bias and mask) soft-capped: c tanh(s / c), or s when c = 0.
+static inline float aw_softcap(float s, float c) { return c > 0.0f ? c * tanhf(s / c) : s; }
 
 // The score bias of head h for query row i and key j: -slopes[h] |distance| (0 without slopes).
 static inline float aw_score_bias(const aw_softmax_attention_desc *ds, size_t h, size_t i, size_t j) {

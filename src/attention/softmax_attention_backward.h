@@ -7,7 +7,9 @@
 
 // Accumulates (+=) dq (n, d), dk (m, d), dv (m, dv) from dout (n, dv), given the forward's
 // probabilities weights (heads, n, m) (softmax_attention_forward_weights). Masked entries have
-// probability 0 and so get no gradient. scratch: n * m floats. Returns an aw_status.
+// probability 0 and so get no gradient. scratch: n * m floats. Returns an aw_status. It reads the
+// window through the weights but not softcap or sinks' gradients: the flash and reference
+// backwards below handle every switch of the desc.
 int softmax_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                                const float *weights, const float *q, const float *k, const float *v,
                                const aw_softmax_attention_desc *desc);

@@ -86,6 +86,9 @@ typedef struct {
     int owns_params;
     const float *score_slopes; // (H) the score bias' slopes for this sublayer (a positional row's
                                // score_bias, self-attention of a form with AW_FORM_SCORE_BIAS), or NULL
+    int switches;          // 1 when its options change what the plain kernel computes (softmax's window,
+                           // sinks, gate, QK-norm, soft-cap): generation's grouped-query cache and
+                           // streaming, which call the plain kernel themselves, must go through the form
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, its options'
@@ -160,6 +163,13 @@ struct aw_form {
     // forward computed, into a fresh step state, as T steps would. NULL: the prompt is stepped
     // through one token at a time.
     void (*prefill)(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T);
+    // Before the positional rotation (NULL: nothing): transforms q (T, C) and k (Tk, kc) in place
+    // (softmax's QK-norm), k of kc columns (the K/V heads' in generation, C otherwise); saved: the
+    // form's saved_floats(T, Tk) of this sequence when a backward follows (kc = C then), else NULL.
+    // qk_backward turns dq (T, C), dk (Tk, C) at its outputs into the gradients at its inputs, in
+    // place, after the rotation's backward; work: the form's work_floats(T, Tk).
+    int (*qk_forward)(aw_attn_form *f, float *saved, float *q, float *k, size_t T, size_t Tk, size_t kc);
+    void (*qk_backward)(aw_attn_form *f, float *dq, float *dk, float *work, const float *saved, size_t T, size_t Tk);
 };
 
 // The registry, in the order users see it.

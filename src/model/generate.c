@@ -29,7 +29,8 @@ typedef struct {
 // 1 when generation keeps its own cache of the K/V heads (grouped-query softmax): KC columns per
 // position instead of the form's C.
 static int own_cache(const aw_model *m) {
-    return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[0].form->name, "softmax") == 0;
+    return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[0].form->name, "softmax") == 0 &&
+           !m->self_form[0].switches; // a switched-on softmax attends through its form's step
 }
 
 // 1 when the prompt can go through one batched forward whose K, V fill the caches: a decoder
@@ -162,6 +163,8 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
     } else {
         if (w->wk) linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
         linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
+        if (f->form->qk_forward && w->wq && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
+            return st; // before the rotation: the form's own (QK-norm), on the K/V heads' key
         if (m->pos->rotate_qk && w->wq) { // rotary positions: the query and the key at this position
             m->pos->rotate_qk(m, s->q, 1, 1, pos, C, 0);
             m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);

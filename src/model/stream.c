@@ -20,6 +20,9 @@ typedef struct {
     size_t C, KC, H, KH, hd, F, V;
     float *k[AW_MAX_LAYERS], *v[AW_MAX_LAYERS]; // (window, KC): slots 0..sinks-1, then a ring
     float *x, *ln, *q, *kv, *o, *res, *h, *u, *r, *kr, *vr, *scores, *logits, mean, rstd;
+    float *sw;                       // softmax with switches: the kept keys and values shared out to
+                                     // every head, (window, C) each, as its step's cache, then one
+                                     // key and value row (C) each; NULL without switches
     float *mem;
 } stream_state;
 
@@ -54,6 +57,7 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     aw_plan_take(&plan, 3, s->F);
     aw_plan_take(&plan, window, 2 * s->KC + 1);
     aw_plan_take(&plan, s->V, 1);
+    const size_t at_sw = aw_plan_take(&plan, m->self_form[0].switches ? window + 1 : 0, 2 * s->C);
     if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the streaming cache");
     for (int l = 0; l < c->layers; l++) s->k[l] = s->mem + at_k[l], s->v[l] = s->mem + at_v[l];
@@ -71,6 +75,7 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     s->vr = p, p += window * s->KC;
     s->scores = p, p += window;
     s->logits = p;
+    s->sw = m->self_form[0].switches ? s->mem + at_sw : NULL;
     return AW_OK;
 }
 
@@ -98,6 +103,8 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
         linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
         linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
+        aw_attn_form *f = &m->self_form[l];
+        if (f->form->qk_forward) f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC); // QK-norm, before rotation
         memcpy(s->k[l] + my_slot * KC, s->kv, KC * sizeof(float)); // unrotated: its position is its place
         memcpy(s->v[l] + my_slot * KC, s->kv + KC, KC * sizeof(float));
         // the keys and values in the order the tokens came, the keys turned by their place in it
@@ -113,7 +120,16 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
             m->pos->rotate_qk(m, s->q, 1, 1, n - 1, C, 0);
         }
-        decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
+        if (s->sw) { // the form's step over the kept keys in slot order, shared out to every head
+            float *kc = s->sw, *vc = kc + s->window * C, *k1 = vc + s->window * C, *v1 = k1 + C;
+            kv_expand(kc, s->kr, n - 1, s->H, s->KH, hd);
+            kv_expand(vc, s->vr, n - 1, s->H, s->KH, hd);
+            kv_expand(k1, s->kr + (n - 1) * KC, 1, s->H, s->KH, hd);
+            kv_expand(v1, s->vr + (n - 1) * KC, 1, s->H, s->KH, hd);
+            f->form->step(f, kc, s->window, s->o, xin, s->q, k1, v1, n - 1); // n <= window, as decode_attend reads
+        } else {
+            decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
+        }
         linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
         aw_axpy(s->res, 1.0f, s->x, C);
         if (pre) memcpy(s->x, s->res, C * sizeof(float));

@@ -344,6 +344,14 @@ static int init_forms(aw_model *m) {
     return st;
 }
 
+// 1 when a sublayer's form has parameters of its own to bind into the arena (softmax has them only
+// with its switches on: without, an inference-only model keeps no gradients for it).
+static int form_owns(const aw_attn_form *f) {
+    if (!f->form || !f->form->bind) return 0;
+    aw_form_tensor t[AW_SYNTH_MAX_TENSORS];
+    return f->params || !f->form->tensors || f->form->tensors(f, t, AW_SYNTH_MAX_TENSORS) > 0;
+}
+
 int model_create(aw_model **out, const aw_model_config *cfg) { return model_create_ex(out, cfg, 0); }
 
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
@@ -371,8 +379,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     // so such a model keeps them all)
     int forms_own = 0;
     for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
-        forms_own |= m->self_form[l].form->bind != NULL || (m->enc_form[l].form && m->enc_form[l].form->bind) ||
-                     (m->cross_form[l].form && m->cross_form[l].form->bind);
+        forms_own |= form_owns(&m->self_form[l]) || form_owns(&m->enc_form[l]) || form_owns(&m->cross_form[l]);
     m->inference = inference && !forms_own;
     const size_t bytes = aw_size_add(aw_size_mul3(m->inference ? 1 : 4, P, sizeof(float)), P);
     if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
@@ -400,7 +407,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     aw_attn_form *kinds[3] = {m->enc_form, m->self_form, m->cross_form};
     for (int g = 0; g < 3; g++) // the forms' parameters move into the arena
         for (int l = 0; l < cfg->layers; l++)
-            if (kinds[g][l].form && kinds[g][l].form->bind)
+            if (kinds[g][l].form && kinds[g][l].form->bind && (!m->inference || form_owns(&kinds[g][l])))
                 kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
     if (m->pos->tables && (st = m->pos->tables(m))) { // the encoding's tables: the sinusoid, rotary angles
         model_destroy(m);
@@ -639,7 +646,7 @@ static void seq_backward(void *ctx, size_t b) {
 }
 
 static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
-    if (!(j->f->form->flags & AW_FORM_PARAMS) && aw_threads_built()) {
+    if (!(j->f->form->flags & AW_FORM_PARAMS) && !j->f->params && aw_threads_built()) {
         aw_parallel_for(B, fn, j);
         return;
     }
@@ -673,6 +680,15 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
         }
         linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
         HOOK(AW_HOOK_V, layer, a->v);
+    }
+    if (f->form->qk_forward && w->wq) { // before the rotation: the form's own (softmax's QK-norm)
+        const int keep_only = m->keep_attention && a->att != NULL; // a display forward saves nothing
+        const size_t sf = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
+        for (size_t b = 0; b < B; b++) {
+            const int st = f->form->qk_forward(f, keep_only || !sf ? NULL : a->saved + b * sf, a->q + b * T * C,
+                                               a->k + b * Tk * C, T, Tk, C);
+            if (st) return st;
+        }
     }
     if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
         m->pos->rotate_qk(m, a->q, B, T, 0, C, 0);
@@ -712,6 +728,11 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     if (m->pos->rotate_qk && !kv_src && w->wq) { // q, k were rotated: turn their gradients back
         m->pos->rotate_qk(m, da->q, B, T, 0, C, 1);
         m->pos->rotate_qk(m, da->k, B, Tk, 0, C, 1);
+    }
+    if (f->form->qk_backward && w->wq) { // the form's own before the rotation (QK-norm), one sequence at a time
+        const size_t sf = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
+        for (size_t b = 0; b < B; b++)
+            f->form->qk_backward(f, da->q + b * T * C, da->k + b * Tk * C, m->scratch, a->saved + b * sf, T, Tk);
     }
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
     if (a->kv) { // grouped-query: each K/V head gathers the gradients of the query heads it served

@@ -210,7 +210,7 @@ static void test_softmax_attention_backward(void) {
         for (size_t i = 0; i < n * d; i++) q[i] *= 2.0f; // sharper weights
         static const float slopes[3] = {0.5f, 0.25f, 0.125f};
         att_case c = {q, k, v, out, w, R, {n, m, d, dv, h, cases[ci].causal, 1.0f / sqrtf((float)(d / h)),
-                                           cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0}};
+                                           cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0, 0, 0.0f, NULL, NULL}};
         att_loss(&c);
         CHECK(softmax_attention_backward(g, g + n * d, g + n * d + m * d, scratch, R, w, q, k, v, &c.ds) == AW_OK, "backward status");
         CHECK(softmax_attention_backward_ref(gr, gr + n * d, gr + n * d + m * d, R, q, k, v, &c.ds) == AW_OK, "ref status");
@@ -252,7 +252,7 @@ static void test_softmax_attention_backward_flash(void) {
         for (size_t i = 0; i < n * d; i++) q[i] *= 3.0f; // sharper weights
         static const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f}; // ALiBi in every other case
         const aw_softmax_attention_desc ds = {n, m, d, dv, h, cases[ci].causal, 1.0f / sqrtf((float)(d / h)),
-                                              cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0};
+                                              cases[ci].masked ? mask : NULL, ci % 2 ? slopes : NULL, 0, 0, 0.0f, NULL, NULL};
         CHECK(softmax_attention_forward_lse(out, lse, q, k, v, &ds) == AW_OK, "forward_lse status");
         // the log-sum-exp against double
         for (size_t hd = 0; hd < h; hd++)

@@ -4,7 +4,7 @@
 // values, params: tensor name -> Float32Array, maxLen: the layer's L) and returns the output
 // (n*d) as a Float64Array. Written from docs/attention-forms.md and the C sources
 // (src/attention/*.c, src/model/form_*.c); shares no code with the C core.
-import { linearAttentionF64, softmaxAttentionF64 } from './helpers.js';
+import { linearAttentionF64 } from './helpers.js';
 import { retnetGammas } from '../../wasm/index.js';
 
 // ---- local / strided (section 4): softmax over the band (plus every stride-th key) ----------
@@ -284,8 +284,54 @@ const linear = (feature) => ({ q, k, v, n, m, d, heads, causal }) =>
   linearAttentionF64({ q, k, v, n, m, d, heads, feature, causal }).output;
 const synth = (variant) => (a) => synthesizerF64(variant, a);
 
+// ---- softmax with 2025's switches (docs/attention-forms.md section 1b) ----------------------
+// qkNorm: q, k per head x / sqrt(mean(x^2) + 1e-5) * scale; softcap: c tanh(s / c); window: keys
+// j > i - window; learnedSinks: exp(z_h) joins each row's denominator; outputGate: O * sigmoid(x W^T).
+function softmaxSwitchesF64({ q, k, v, x, n, m, d, heads, causal, options = {}, params = {} }) {
+  const dh = d / heads, scale = 1 / Math.sqrt(dh);
+  const norm = (a, rows, w) => {
+    if (!options.qkNorm) return a;
+    const out = new Float64Array(a.length);
+    for (let r = 0; r < rows * heads; r++) {
+      let ss = 0;
+      for (let c = 0; c < dh; c++) ss += a[r * dh + c] ** 2;
+      const rs = 1 / Math.sqrt(ss / dh + 1e-5);
+      for (let c = 0; c < dh; c++) out[r * dh + c] = a[r * dh + c] * rs * w[c];
+    }
+    return out;
+  };
+  const qn = norm(q, n, params.q_norm), kn = norm(k, m, params.k_norm);
+  const cap = typeof options.softcap === 'number' ? options.softcap : 0;
+  const out = new Float64Array(n * d), row = new Float64Array(m);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < n; i++) {
+      let mx = options.learnedSinks ? params.sinks[h] : -Infinity;
+      for (let j = 0; j < m; j++) {
+        let s = 0;
+        for (let c = 0; c < dh; c++) s += qn[i * d + h * dh + c] * kn[j * d + h * dh + c];
+        s *= scale;
+        if (cap > 0) s = cap * Math.tanh(s / cap);
+        const allowed = !(causal && j > i) && !(options.window && j <= i - options.window);
+        row[j] = allowed ? s : -Infinity;
+        mx = Math.max(mx, row[j]);
+      }
+      let sum = options.learnedSinks ? Math.exp(params.sinks[h] - mx) : 0;
+      for (let j = 0; j < m; j++) sum += row[j] = mx === -Infinity ? 0 : Math.exp(row[j] - mx);
+      for (let j = 0; j < m; j++)
+        for (let c = 0; c < dh; c++) out[i * d + h * dh + c] += (sum > 0 ? row[j] / sum : 0) * v[j * d + h * dh + c];
+    }
+  if (options.outputGate)
+    for (let i = 0; i < n; i++)
+      for (let c = 0; c < d; c++) {
+        let z = 0;
+        for (let e = 0; e < d; e++) z += x[i * d + e] * params.gate[c * d + e];
+        out[i * d + c] *= 1 / (1 + Math.exp(-z));
+      }
+  return out;
+}
+
 export const REFERENCES = {
-  softmax: ({ q, k, v, n, m, d, heads, causal }) => softmaxAttentionF64({ q, k, v, n, m, d, heads, causal }).output,
+  softmax: softmaxSwitchesF64,
   local: ({ q, k, v, n, m, d, heads, causal, options }) => localF64({ q, k, v, n, m, d, heads, causal, window: options.window }).output,
   strided: ({ q, k, v, n, m, d, heads, causal, options }) =>
     localF64({ q, k, v, n, m, d, heads, causal, window: options.window, stride: options.stride }).output,

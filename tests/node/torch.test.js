@@ -38,7 +38,12 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' }, { block: 'llama', attention: 'kda', attentionOptions: { gateRank: 4 } },
       { block: 'llama', arch: 'encoder-decoder', kvHeads: 1 }, { positional: 'rope', ropeTheta: 500 },
       { ffn: 'swiglu', normType: 'rmsnorm', norm: 'post', tieEmbeddings: true }, { positional: 'none', bias: false },
-      { positional: 'alibi', kvHeads: 1 }, { positional: 'alibi', arch: 'encoder-decoder', block: 'llama' });
+      { positional: 'alibi', kvHeads: 1 }, { positional: 'alibi', arch: 'encoder-decoder', block: 'llama' },
+      // softmax's 2025 switches (docs/attention-forms.md section 1b), alone and together, with GQA and positions
+      { block: 'llama', kvHeads: 1, attentionOptions: { window: 3 } }, { attentionOptions: { softcap: 1.5 } },
+      { positional: 'alibi', attentionOptions: { learnedSinks: true, window: 4 } }, { attentionOptions: { outputGate: true } },
+      { block: 'llama', attentionOptions: { qkNorm: true } },
+      { block: 'llama', kvHeads: 1, attentionOptions: { window: 2, softcap: 2, learnedSinks: true, outputGate: true, qkNorm: true } });
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {

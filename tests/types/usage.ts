@@ -94,8 +94,11 @@ const year: number = first.paper.year;
 
 // @ts-expect-error unknown form name
 lib.attention('sparse', { q, k: q, v: q, n: 2, d: 4 });
-// @ts-expect-error softmax has no options (window is local's)
-lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { window: 4 } });
+// @ts-expect-error softmax has no stride (strided's)
+lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { stride: 4 } });
+lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, causal: true, attentionOptions: { window: 4, softcap: 30, learnedSinks: true, outputGate: true, qkNorm: true } });
+// @ts-expect-error softmax's softcap is 'off' or a number
+lib.attention('softmax', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { softcap: 'on' } });
 // @ts-expect-error retention's decay is 'retnet', 'learned' or a number
 lib.attention('retention', { q, k: q, v: q, n: 2, d: 4, attentionOptions: { decay: 'nope' } });
 // @ts-expect-error synth:mixture's components are from a fixed list
