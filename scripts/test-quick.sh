@@ -16,6 +16,7 @@ SLOW=(
   llama2c.test.js   # PyTorch's llama against ours
   native.test.js    # the native C suites under sanitizers (bash build.sh native native32)
   trainer.test.js   # builds the native trainer and trains with it
+  generate-native.test.js # builds the native generation yardstick (tools/generate.c)
   fuzz.test.js      # Debian's clang: replays the corpora and fuzzes 20 s per target
   fortunes.test.js  # Debian's fortunes: held-out figures over real text
 )
