@@ -218,7 +218,12 @@ export default async function run({ cpuName, simd, relaxed }) {
               '--prompt', String(m.prompt), '--tokens', String(m.tokens), '--reps', String(m.reps)])[0]);
             for (const build of ['simd', 'relaxed']) {
               const mm = loaded[`${build} ${threads}`];
-              if (mm) put(`${m.name} ${build} ${threads}`, measure(mm, prompt, m.tokens, m.reps)), await pause();
+              if (!mm) continue;
+              const lib = libs[`${build} ${threads}`], items = lib.threadWorkItems();
+              put(`${m.name} ${build} ${threads}`, measure(mm, prompt, m.tokens, m.reps));
+              // the worker's items per token (4 + reps (1 + tokens) tokens, prompts included): 0 would mean it never took part
+              put(`${m.name} ${build} ${threads} items`, { perToken: (lib.threadWorkItems() - items) / (4 + m.reps * (1 + m.tokens)) });
+              await pause();
             }
             if (m.torch && torch[threads])
               put(`${m.name} torch ${threads}`, await torch[threads].ask({ op: 'llama', ...m.torch, prompt: m.prompt, tokens: m.tokens }));
@@ -238,6 +243,7 @@ export default async function run({ cpuName, simd, relaxed }) {
       console.log(`\n${m.label}: prompt ${m.prompt} tokens, ${m.tokens} generated; weights read per token ${(m.weightBytes / 2 ** 20).toFixed(2)} MiB`);
       console.log('| decoder | 1 thread tok/s | x native C | 2 threads tok/s | x native C | 2t / 1t | first token 1t / 2t (ms) | weight GB/s at 1t / 2t | share of read bandwidth 1t / 2t |');
       console.log('|---|---|---|---|---|---|---|---|---|');
+      const itemNotes = [];
       for (const [c, label] of contenders) {
         const t1 = med(`${m.name} ${c} 1`, 'tokPerSec'), t2 = med(`${m.name} ${c} 2`, 'tokPerSec');
         if (t1 === null && t2 === null) continue;
@@ -248,9 +254,12 @@ export default async function run({ cpuName, simd, relaxed }) {
         const g = (t) => (t !== null ? (t * m.weightBytes) / 1e9 : null);
         // weights that fit the last-level cache are not streamed from memory: no share of its bandwidth
         const share = (t) => (m.weightBytes < l3 ? 'in cache' : t !== null && limit ? `${((100 * g(t)) / limit.readGBs).toFixed(0)}%` : 'n/a');
+        const items = ['simd', 'relaxed'].includes(c) ? med(`${m.name} ${c} 2 items`, 'perToken') : null;
+        if (items !== null) itemNotes.push(`${label}: ${items.toFixed(1)}`);
         console.log(`| ${label} | ${t1?.toFixed(1) ?? 'n/a'} | ${x(t1, n1)} | ${t2?.toFixed(1) ?? 'n/a'} | ${x(t2, n2)} | ${x(t2, t1)} | ` +
           `${f1?.toFixed(1) ?? 'n/a'} / ${f2?.toFixed(1) ?? 'n/a'} | ${g(t1)?.toFixed(2) ?? 'n/a'} / ${g(t2)?.toFixed(2) ?? 'n/a'} | ${share(t1)} / ${share(t2)} |`);
       }
+      if (itemNotes.length) console.log(`items the worker ran per token at 2 threads (lib.threadWorkItems): ${itemNotes.join('; ')}`);
     }
     if (!web.why) console.log(`\nChromium: loadLlama2c of the ${(models[0].llama2c.length / 2 ** 20).toFixed(1)} MiB file took ${web['mha 1'].loadMs.toFixed(0)} ms`);
   } finally {
