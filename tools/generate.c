@@ -4,7 +4,8 @@
 // (model_generate), built natively (bash build.sh generate: gcc -O3 -march=native, the pool's
 // pthreads), then measures a copy and a read bandwidth: what a decoder that streams every weight
 // once per token is bounded by. Prints one JSON line per measurement, for the benchmark to read:
-//   {"round":r,"ttftMs":..,"tokPerSec":..,"threads":n,"first":[16 tokens]}   per round
+//   {"round":r,"ttftMs":..,"tokPerSec":..,"threads":n,"workerItems":..,"first":[16 tokens]}   per round
+//     (workerItems: items of parallel work the pool's workers, not the caller, ran in the timed calls)
 //   {"copyGBs":..,"readGBs":..,"bytes":..}                              with --copy-mib
 // Timing as the benchmark's measure(): a warm call of 4 tokens, the prompt alone (time to first
 // token), then prompt + tokens, each `reps` times; tokens/s over the tokens after the first.
@@ -152,14 +153,15 @@ int main(int argc, char **argv) {
     for (long r = 0; r < rounds && !st; r++) {
         size_t n = 0;
         if ((st = generate(m, prompt, (size_t)np, 4, out, &n))) break; // warm
+        const size_t items0 = aw_threads_worker_items();
         const double t0 = now_ms();
         for (long i = 0; i < reps && !st; i++) st = generate(m, prompt, (size_t)np, 1, out, &n);
         const double t1 = now_ms();
         for (long i = 0; i < reps && !st; i++) st = generate(m, prompt, (size_t)np, (size_t)tokens, out, &n);
         if (st) break;
         const double t2 = now_ms(), ttft = (t1 - t0) / (double)reps, all = (t2 - t1) / (double)reps;
-        printf("{\"round\":%ld,\"ttftMs\":%.4f,\"tokPerSec\":%.3f,\"threads\":%d,\"first\":[", r, ttft,
-               (double)(tokens - 1) / ((all - ttft) / 1000.0), ran);
+        printf("{\"round\":%ld,\"ttftMs\":%.4f,\"tokPerSec\":%.3f,\"threads\":%d,\"workerItems\":%zu,\"first\":[", r,
+               ttft, (double)(tokens - 1) / ((all - ttft) / 1000.0), ran, aw_threads_worker_items() - items0);
         for (size_t i = 0; i < n && i < 16; i++) printf("%s%d", i ? "," : "", (int)out[i]); // the first 16 tokens
         printf("]}\n");
         fflush(stdout);
