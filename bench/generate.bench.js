@@ -167,7 +167,8 @@ export default async function run({ cpuName, simd, relaxed }) {
   const native = buildNative();
   const dir = mkdtempSync(join(tmpdir(), 'aw-gen-'));
   try {
-    // the models: [label, safetensors bytes, llama2.c bytes (stories shapes), prompt, tokens, torch shape]
+    // the models: { name, label, st (safetensors bytes), llama2c (stories shapes, for Chromium), prompt, tokens, reps,
+    // torch (the shape PyTorch's worker builds; stories shapes only), weightBytes }
     const models = [];
     for (const [name, kvHeads] of [['mha', SHAPE.heads], ['gqa', 2]]) {
       const m = simd.createModel({ vocab: SHAPE.vocab, dModel: SHAPE.dim, heads: SHAPE.heads, kvHeads, layers: SHAPE.layers,
@@ -198,7 +199,7 @@ export default async function run({ cpuName, simd, relaxed }) {
       `last-level cache ${(l3 / 2 ** 20).toFixed(0)} MiB` +
       `${native.ok ? '' : ` (native C: ${native.why})`}`);
 
-    // the contenders: [key, threads, run(model) -> { ttftMs, tokPerSec }]
+    // ours: each build at 1 and 2 threads, loaded once; PyTorch: one worker per thread count
     const libs = {};
     for (const threads of [1, 2]) {
       libs[`simd ${threads}`] = await loadAttention({ threads, simd: true, relaxed: false });
@@ -254,7 +255,8 @@ export default async function run({ cpuName, simd, relaxed }) {
         const g = (t) => (t !== null ? (t * m.weightBytes) / 1e9 : null);
         // weights that fit the last-level cache are not streamed from memory: no share of its bandwidth
         const share = (t) => (m.weightBytes < l3 ? 'in cache' : t !== null && limit ? `${((100 * g(t)) / limit.readGBs).toFixed(0)}%` : 'n/a');
-        const items = ['simd', 'relaxed'].includes(c) ? med(`${m.name} ${c} 2 items`, 'perToken') : null;
+        const items = ['simd', 'relaxed'].includes(c) ? med(`${m.name} ${c} 2 items`, 'perToken')
+          : c === 'native' && results[`${m.name} native 2`] ? med(`${m.name} native 2`, 'workerItems') / (m.reps * (1 + m.tokens)) : null;
         if (items !== null) itemNotes.push(`${label}: ${items.toFixed(1)}`);
         console.log(`| ${label} | ${t1?.toFixed(1) ?? 'n/a'} | ${x(t1, n1)} | ${t2?.toFixed(1) ?? 'n/a'} | ${x(t2, n2)} | ${x(t2, t1)} | ` +
           `${f1?.toFixed(1) ?? 'n/a'} / ${f2?.toFixed(1) ?? 'n/a'} | ${g(t1)?.toFixed(2) ?? 'n/a'} / ${g(t2)?.toFixed(2) ?? 'n/a'} | ${share(t1)} / ${share(t2)} |`);
