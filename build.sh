@@ -11,9 +11,10 @@
 #   build/native32/*            the same tests as 32-bit x86 binaries (size_t of 32 bits, as in wasm32)
 #   wasm/sources.sha256         the hash of what the wasm is built from (src/, build.sh): npm start
 #                               rebuilds only when it no longer matches (bash build.sh hash prints it)
-# Usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|hash]   (default: wasm, native and native32;
+# Usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|generate|hash]   (default: wasm, native and native32;
 #   simd: wasm/attention.wasm alone, for the inner loop)
-#   (TRAINER_OUT=path bash build.sh trainer: the trainer at another path, for a test of its own)
+#   (TRAINER_OUT=path bash build.sh trainer: the trainer at another path, for a test of its own;
+#   generate: build/generate, the native generation yardstick of bench/generate.bench.js)
 set -euo pipefail
 cd "$(dirname "$0")"
 what="${1:-all}"
@@ -156,7 +157,8 @@ case "$what" in
   native) build_native ;;
   native32) build_native32 ;;
   trainer) mkdir -p build && "${CC:-gcc}" -std=c11 -O2 -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror $sources tools/train.c -o "${TRAINER_OUT:-build/trainer}" -lm && echo "build.sh: ${TRAINER_OUT:-build/trainer} (threads: --threads N, default every core)" ;;
+  generate) mkdir -p build && "${CC:-gcc}" -std=c11 -O3 -march=native -D_DEFAULT_SOURCE -DAW_THREADS -pthread -Wall -Wextra -Werror -Wno-format-truncation $sources tools/generate.c -o "${GENERATE_OUT:-build/generate}" -lm && echo "build.sh: ${GENERATE_OUT:-build/generate} (the native generation yardstick: --threads N)" ;;
   hash) sources_hash ;;
   all) build_wasm; build_native; build_native32 ;;
-  *) echo "usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|hash]" >&2; exit 2 ;;
+  *) echo "usage: bash build.sh [wasm|simd|relaxed|native|native32|trainer|generate|hash]" >&2; exit 2 ;;
 esac

@@ -1,13 +1,23 @@
-// generate.bench.js: generation with a model of llama2.c's stories15M shape (dim 288, 6 layers, 6
-// heads, vocab 32000, seq_len 256, SwiGLU 768, tied classifier; random weights), loaded through
-// lib.loadLlama2c (inference only) and generating greedily with the KV cache: time to first token
-// for a 32-token prompt and tokens per second over the next 99, in Node and in headless Chromium
-// at 1 and 2 threads, beside native PyTorch (Debian's python3-torch, eager, a KV cache, the prompt
-// in one batched forward) at the same thread counts, in alternating rounds of one run. Also the
-// same shape with grouped-query attention (2 K/V heads), and the KV cache's bytes per token.
-//   node bench/run.js generate
+// generate.bench.js: greedy generation with the KV cache, ours beside a native yardstick built from
+// the same C sources, for a model of llama2.c's stories15M shape (dim 288, 6 layers, 6 heads, vocab
+// 32000, seq_len 256, SwiGLU 768, tied classifier; random weights: speed does not depend on them)
+// and its grouped-query variant (2 K/V heads), and for the page's text models (web/models/fortunes.json).
+//   native C   tools/generate.c: the library's model_generate built natively (bash build.sh generate:
+//              gcc -O3 -march=native, the pool on pthreads), loading the same weights (safetensors)
+//   ours       wasm in Node: the SIMD128 build and the relaxed-SIMD build, 1 and 2 threads;
+//              headless Chromium (its default build) for the stories15M shapes
+//   PyTorch    Debian's python3-torch, eager, a KV cache, the prompt in one batched forward
+//              (stories15M shapes only)
+// Every contender runs once per round, rounds alternate (a shared machine's drift hits all
+// alike), and the table gives medians: tokens/s after the first token, its ratio to native C at the
+// same thread count, 2 threads over 1, and the time to the first token (the prompt's batched
+// forward). Decoding streams every weight once per token, so the table also gives weight bytes
+// read per second (weights read per token x tokens/s) as a share of a read bandwidth measured in
+// the same run by the same C code natively and in wasm (src/api/api_bench.c aw_bench_stream: a
+// 64 MiB read stream, and a memcpy between two 64 MiB buffers, both well past the last-level cache).
+//   node bench/run.js generate     (BENCH_ROUNDS=N, default 3; BENCH_GEN_PAGE=0 skips the page's models)
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,10 +25,14 @@ import { fileURLToPath } from 'node:url';
 import { loadAttention } from '../wasm/index.js';
 
 const PYTHON = '/usr/bin/python3';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const NATIVE = join(ROOT, 'build', 'generate');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const PROMPT = 32, TOKENS = 100;
+const PROMPT = 32, TOKENS = 100, STREAM_MIB = 64;
+const PAGE_REPS = 20; // the page's models decode 100 tokens in milliseconds: each timed call 20 times
 const SHAPE = { dim: 288, hidden: 768, layers: 6, heads: 6, vocab: 32000, seqLen: 256 };
-const prompt = Array.from({ length: PROMPT }, (_, i) => 1 + ((i * 7919) % (SHAPE.vocab - 1)));
+const promptOf = (vocab, n) => Array.from({ length: n }, (_, i) => (vocab > 1 ? 1 + ((i * 7919) % (vocab - 1)) : 0)); // tools/generate.c's
+const EXPORTS = Symbol.for('attention-wasm.exports');
 
 function torchWorker(threads) {
   const env = { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads) };
@@ -35,29 +49,59 @@ function torchWorker(threads) {
   };
 }
 
-// The model file: a library model of the shape, saved in llama2.c's format (its random init).
-function modelBytes(lib, kvHeads) {
-  const m = lib.createModel({ vocab: SHAPE.vocab, dModel: SHAPE.dim, heads: SHAPE.heads, kvHeads, layers: SHAPE.layers,
-    dFF: SHAPE.hidden, maxLen: SHAPE.seqLen, block: 'llama', tieEmbeddings: true, seed: 1 });
-  const bytes = m.saveLlama2c();
-  m.dispose();
-  return bytes;
-}
-
-// ttft (ms) and tokens/s after the first, as the page measures them too (same code, stringified)
-function measure(model, prompt, tokens) {
+// ttft (ms) and tokens/s after the first, as the page measures them too (same code, stringified;
+// tools/generate.c times the same calls); each `reps` times, for models that decode in microseconds
+function measure(model, prompt, tokens, reps = 1) {
   model.generate(prompt, { maxTokens: 4 }); // warm
   const t0 = performance.now();
-  model.generate(prompt, { maxTokens: 1 });
+  for (let i = 0; i < reps; i++) model.generate(prompt, { maxTokens: 1 });
   const t1 = performance.now();
-  model.generate(prompt, { maxTokens: tokens });
+  for (let i = 0; i < reps; i++) model.generate(prompt, { maxTokens: tokens });
   const t2 = performance.now();
-  const ttft = t1 - t0;
-  return { ttftMs: ttft, tokPerSec: (tokens - 1) / (((t2 - t1) - ttft) / 1000) };
+  const ttft = (t1 - t0) / reps;
+  return { ttftMs: ttft, tokPerSec: (tokens - 1) / (((t2 - t1) / reps - ttft) / 1000) };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const pause = () => new Promise((r) => setTimeout(r, 100));
+const pause = () => new Promise((r) => setTimeout(r, 50));
+
+// The native yardstick, built from this checkout's sources; null and why when it cannot be.
+function buildNative() {
+  if (process.env.BENCH_NO_NATIVE) return { why: 'BENCH_NO_NATIVE set' };
+  const r = spawnSync('bash', [join(ROOT, 'build.sh'), 'generate'], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0 || !existsSync(NATIVE)) return { why: `bash build.sh generate failed: ${(r.stderr || r.stdout).trim().split('\n').pop()}` };
+  return { ok: true };
+}
+
+function runNative(args) {
+  const r = spawnSync(NATIVE, args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`build/generate ${args.join(' ')}: ${r.stderr.trim()}`);
+  return r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+}
+
+// The same bandwidths in wasm: aw_bench_stream on two buffers of STREAM_MIB in the module's memory,
+// best of 5 passes after one that faults the pages in.
+function wasmStream(lib) {
+  const ex = lib[EXPORTS], n = (STREAM_MIB << 20) / 4;
+  const a = ex.malloc(n * 4), b = ex.malloc(n * 4);
+  if (!a || !b) return null;
+  try {
+    new Float32Array(ex.memory.buffer, a, n).fill(1), new Float32Array(ex.memory.buffer, b, n).fill(2);
+    const best = (mode) => {
+      let gbs = 0;
+      ex.aw_bench_stream(b, a, n, mode, 1);
+      for (let r = 0; r < 5; r++) {
+        const t0 = performance.now();
+        ex.aw_bench_stream(b, a, n, mode, 1);
+        gbs = Math.max(gbs, (n * 4) / ((performance.now() - t0) * 1e6));
+      }
+      return gbs;
+    };
+    return { copyGBs: best(0), readGBs: best(1) };
+  } finally {
+    ex.free(a), ex.free(b);
+  }
+}
 
 async function chromium(files, threadsList) {
   let launch;
@@ -67,8 +111,7 @@ async function chromium(files, threadsList) {
     return { why: `no browser (${e.message})` };
   }
   const { startServer } = await import('../scripts/serve.js');
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const server = await startServer({ mounts: { '/': `${root}bench/peers`, '/wasm/': `${root}wasm`, '/m/': files } });
+  const server = await startServer({ mounts: { '/': `${ROOT}bench/peers`, '/wasm/': `${ROOT}wasm`, '/m/': files } });
   const browser = await launch();
   try {
     const page = await browser.context.newPage();
@@ -90,65 +133,137 @@ async function chromium(files, threadsList) {
         }
       }
       return out;
-    }, { threadsList, prompt, tokens: TOKENS, rounds: ROUNDS, measureSrc: measure.toString() });
+    }, { threadsList, prompt: promptOf(SHAPE.vocab, PROMPT), tokens: TOKENS, rounds: ROUNDS, measureSrc: measure.toString() });
   } finally {
     await browser.close();
     await server.close();
   }
 }
 
-export default async function run({ cpuName }) {
-  const haveTorch = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
-  console.log(`A model of stories15M's shape (dim ${SHAPE.dim}, ${SHAPE.layers} layers, ${SHAPE.heads} heads, vocab ${SHAPE.vocab}, ` +
-    `seq_len ${SHAPE.seqLen}, random weights) generating greedily: time to first token for a ${PROMPT}-token prompt, ` +
-    `tokens/s over the next ${TOKENS - 1}; median of ${ROUNDS} rounds, ours and PyTorch alternating; ${cpuName()}`);
-  const hd = SHAPE.dim / SHAPE.heads;
-  const cacheBytes = (kv) => SHAPE.layers * 2 * kv * hd * 4;
-  console.log(`KV cache per token: ${cacheBytes(SHAPE.heads)} B with 6 K/V heads (multi-head), ${cacheBytes(2)} B with 2 ` +
-    `(grouped-query, ${SHAPE.heads / 2} query heads per K/V head), ${cacheBytes(1)} B with 1 (multi-query)\n`);
-  const dir = mkdtempSync(join(tmpdir(), 'aw-gen-'));
-  const rows = [];
+// The last-level cache's bytes (Linux sysfs), 32 MiB when unknown.
+function lastLevelCache() {
   try {
-    const maker = await loadAttention();
-    const files = { mha: modelBytes(maker, SHAPE.heads), gqa: modelBytes(maker, 2) };
-    for (const [k, b] of Object.entries(files)) writeFileSync(join(dir, `${k}.bin`), b);
-    console.log(`model files: ${(files.mha.length / 2 ** 20).toFixed(1)} MiB (multi-head), ${(files.gqa.length / 2 ** 20).toFixed(1)} MiB (grouped-query)`);
-    const node = {}, torch = {};
-    for (const threads of [1, 2]) {
-      const lib = await loadAttention({ threads });
-      const tw = haveTorch ? torchWorker(threads) : null;
-      try {
-        if (tw) await tw.ask({ op: 'threads', n: threads });
-        for (const [name, kv] of [['mha', SHAPE.heads], ['gqa', 2]]) {
-          const m = lib.loadLlama2c(files[name]);
-          const mine = [], theirs = [];
-          for (let r = 0; r < ROUNDS; r++) {
-            mine.push(measure(m, prompt, TOKENS));
-            await pause();
-            if (tw) theirs.push(await tw.ask({ op: 'llama', ...SHAPE, kvHeads: kv, prompt: PROMPT, tokens: TOKENS }));
-            await pause();
-          }
-          node[`${name} ${threads}`] = { runs: mine, threads: lib.threads, build: lib.relaxed ? 'relaxed' : 'simd' };
-          if (tw) torch[`${name} ${threads}`] = { runs: theirs };
-          m.dispose();
-        }
-      } finally {
-        tw?.close();
+    const dir = '/sys/devices/system/cpu/cpu0/cache';
+    const sizes = ['index3', 'index2'].filter((i) => existsSync(`${dir}/${i}/size`)).map((i) => readFileSync(`${dir}/${i}/size`, 'utf8').trim());
+    const m = /^(\d+)([KM])$/.exec(sizes[0] ?? '');
+    if (m) return Number(m[1]) * (m[2] === 'M' ? 2 ** 20 : 2 ** 10);
+  } catch {}
+  return 32 * 2 ** 20;
+}
+
+// Weight bytes a decoding step reads: every parameter, less the embedding rows it does not read (an
+// untied embedding and a learned positional table give one row each per token).
+function weightBytes(config, parameterCount) {
+  let floats = parameterCount;
+  if (!config.tieEmbeddings) floats -= (config.vocab - 1) * config.dModel;
+  if (config.positional === 'learned') floats -= (config.maxLen - 1) * config.dModel;
+  return 4 * floats;
+}
+
+export default async function run({ cpuName, simd, relaxed }) {
+  const haveTorch = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
+  console.log(`Greedy generation with the KV cache: time to first token for the prompt, tokens/s over the ${TOKENS - 1} ` +
+    `tokens after it; median of ${ROUNDS} alternating rounds; ${cpuName()}`);
+  const native = buildNative();
+  const dir = mkdtempSync(join(tmpdir(), 'aw-gen-'));
+  try {
+    // the models: { name, label, st (safetensors bytes), llama2c (stories shapes, for Chromium), prompt, tokens, reps,
+    // torch (the shape PyTorch's worker builds; stories shapes only), weightBytes }
+    const models = [];
+    for (const [name, kvHeads] of [['mha', SHAPE.heads], ['gqa', 2]]) {
+      const m = simd.createModel({ vocab: SHAPE.vocab, dModel: SHAPE.dim, heads: SHAPE.heads, kvHeads, layers: SHAPE.layers,
+        dFF: SHAPE.hidden, maxLen: SHAPE.seqLen, block: 'llama', tieEmbeddings: true, seed: 1 });
+      models.push({ name, label: `stories15M shape, ${kvHeads} K/V heads`, st: m.save(), llama2c: m.saveLlama2c(),
+        prompt: PROMPT, tokens: TOKENS, reps: 1, torch: { ...SHAPE, kvHeads }, weightBytes: weightBytes(m.config, m.parameterCount) });
+      m.dispose();
+    }
+    if (process.env.BENCH_GEN_PAGE !== '0') {
+      const page = JSON.parse(readFileSync(join(ROOT, 'web/models/fortunes.json'), 'utf8'));
+      for (const { file } of page.models) {
+        const st = readFileSync(join(ROOT, 'web/models', file));
+        const m = simd.loadModel(st);
+        const c = m.config, prompt = Math.min(PROMPT, c.maxLen >> 2), tokens = Math.min(TOKENS, c.maxLen - prompt + 1);
+        models.push({ name: file.replace('.safetensors', ''), label: `${file} (${c.attention}, d ${c.dModel}, ${c.layers} layers)`,
+          st, prompt, tokens, reps: PAGE_REPS, weightBytes: weightBytes(c, m.parameterCount) });
+        m.dispose();
       }
     }
-    const web = await chromium(dir, [1, 2]);
-    const fmt = (r) => (r ? `${median(r.runs.map((x) => x.tokPerSec)).toFixed(1)} tok/s, ${median(r.runs.map((x) => x.ttftMs)).toFixed(0)} ms` : 'n/a');
-    console.log('| model, threads | ours, Node (tok/s, first token) | ours, Chromium | PyTorch (native, eager) | Node / PyTorch tok/s |');
-    console.log('|---|---|---|---|---|');
-    for (const name of ['mha', 'gqa'])
-      for (const threads of [1, 2]) {
-        const key = `${name} ${threads}`, n = node[key], t = torch[key], w = web.why ? null : web[key];
-        const ratio = t ? (median(n.runs.map((x) => x.tokPerSec)) / median(t.runs.map((x) => x.tokPerSec))).toFixed(2) + 'x' : 'n/a';
-        rows.push(key);
-        console.log(`| ${name === 'mha' ? '6 K/V heads' : '2 K/V heads'}, ${threads} (${n.build}, ${n.threads}t) | ${fmt(n)} | ` +
-          `${w ? `${fmt(w)} (${w.build}, ${w.threads}t)` : web.why ?? 'n/a'} | ${t ? fmt(t) : 'no PyTorch here'} | ${ratio} |`);
+    for (const m of models) writeFileSync(join(dir, `${m.name}.safetensors`), m.st);
+    for (const m of models) if (m.llama2c) writeFileSync(join(dir, `${m.name}.bin`), m.llama2c);
+
+    // bandwidths, natively and in wasm, before the models (the same C loop)
+    const bw = { native: native.ok ? runNative(['--copy-mib', String(STREAM_MIB)])[0] : null, wasm: wasmStream(simd) };
+    const l3 = lastLevelCache();
+    const gbs = (b) => (b ? `copy ${b.copyGBs.toFixed(1)} GB/s, read ${b.readGBs.toFixed(1)} GB/s` : 'n/a');
+    console.log(`bandwidth (${STREAM_MIB} MiB buffers, best of 5): native ${gbs(bw.native)}; wasm ${gbs(bw.wasm)}; ` +
+      `last-level cache ${(l3 / 2 ** 20).toFixed(0)} MiB` +
+      `${native.ok ? '' : ` (native C: ${native.why})`}`);
+
+    // ours: each build at 1 and 2 threads, loaded once; PyTorch: one worker per thread count
+    const libs = {};
+    for (const threads of [1, 2]) {
+      libs[`simd ${threads}`] = await loadAttention({ threads, simd: true, relaxed: false });
+      if (relaxed) libs[`relaxed ${threads}`] = await loadAttention({ threads, relaxed: true });
+    }
+    const torch = {};
+    if (haveTorch) for (const threads of [1, 2]) (torch[threads] = torchWorker(threads)), await torch[threads].ask({ op: 'threads', n: threads });
+    const results = {}; // `${model} ${contender} ${threads}` -> runs
+    const put = (k, r) => (results[k] ??= []).push(r);
+    try {
+      for (const m of models) {
+        const loaded = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, lib.loadModel(m.st, { training: false })]));
+        const prompt = promptOf(loaded['simd 1'].config.vocab, m.prompt);
+        for (let r = 0; r < ROUNDS; r++)
+          for (const threads of [1, 2]) {
+            if (native.ok) put(`${m.name} native ${threads}`, runNative([join(dir, `${m.name}.safetensors`), '--threads', String(threads),
+              '--prompt', String(m.prompt), '--tokens', String(m.tokens), '--reps', String(m.reps)])[0]);
+            for (const build of ['simd', 'relaxed']) {
+              const mm = loaded[`${build} ${threads}`];
+              if (!mm) continue;
+              const lib = libs[`${build} ${threads}`], items = lib.threadWorkItems();
+              put(`${m.name} ${build} ${threads}`, measure(mm, prompt, m.tokens, m.reps));
+              // the worker's items per token (4 + reps (1 + tokens) tokens, prompts included): 0 would mean it never took part
+              put(`${m.name} ${build} ${threads} items`, { perToken: (lib.threadWorkItems() - items) / (4 + m.reps * (1 + m.tokens)) });
+              await pause();
+            }
+            if (m.torch && torch[threads])
+              put(`${m.name} torch ${threads}`, await torch[threads].ask({ op: 'llama', ...m.torch, prompt: m.prompt, tokens: m.tokens }));
+          }
+        for (const mm of Object.values(loaded)) mm.dispose();
       }
-    if (!web.why) console.log(`\nChromium: loadLlama2c of the ${(files.mha.length / 2 ** 20).toFixed(1)} MiB file took ${web['mha 1'].loadMs.toFixed(0)} ms`);
+    } finally {
+      for (const t of Object.values(torch)) t.close();
+    }
+    const web = await chromium(dir, [1, 2]);
+    if (!web.why) for (const k of Object.keys(web)) results[`${k.split(' ')[0]} chromium ${k.split(' ')[1]}`] = web[k].runs;
+
+    const med = (k, f) => (results[k] ? median(results[k].map((x) => x[f])) : null);
+    const contenders = [['native', 'native C (gcc -O3 -march=native)'], ['simd', 'ours, Node, SIMD128'], ['relaxed', 'ours, Node, relaxed SIMD'],
+      ['chromium', `ours, Chromium (${web.why ? web.why : `${web['mha 1'].build} build`})`], ['torch', 'PyTorch (eager)']];
+    for (const m of models) {
+      console.log(`\n${m.label}: prompt ${m.prompt} tokens, ${m.tokens} generated; weights read per token ${(m.weightBytes / 2 ** 20).toFixed(2)} MiB`);
+      console.log('| decoder | 1 thread tok/s | x native C | 2 threads tok/s | x native C | 2t / 1t | first token 1t / 2t (ms) | weight GB/s at 1t / 2t | share of read bandwidth 1t / 2t |');
+      console.log('|---|---|---|---|---|---|---|---|---|');
+      const itemNotes = [];
+      for (const [c, label] of contenders) {
+        const t1 = med(`${m.name} ${c} 1`, 'tokPerSec'), t2 = med(`${m.name} ${c} 2`, 'tokPerSec');
+        if (t1 === null && t2 === null) continue;
+        const n1 = med(`${m.name} native 1`, 'tokPerSec'), n2 = med(`${m.name} native 2`, 'tokPerSec');
+        const f1 = med(`${m.name} ${c} 1`, 'ttftMs'), f2 = med(`${m.name} ${c} 2`, 'ttftMs');
+        const x = (a, b) => (a !== null && b ? `${(a / b).toFixed(2)}x` : 'n/a');
+        const limit = c === 'native' || c === 'torch' ? bw.native : bw.wasm; // native code against the native stream
+        const g = (t) => (t !== null ? (t * m.weightBytes) / 1e9 : null);
+        // weights that fit the last-level cache are not streamed from memory: no share of its bandwidth
+        const share = (t) => (m.weightBytes < l3 ? 'in cache' : t !== null && limit ? `${((100 * g(t)) / limit.readGBs).toFixed(0)}%` : 'n/a');
+        const items = ['simd', 'relaxed'].includes(c) ? med(`${m.name} ${c} 2 items`, 'perToken')
+          : c === 'native' && results[`${m.name} native 2`] ? med(`${m.name} native 2`, 'workerItems') / (m.reps * (1 + m.tokens)) : null;
+        if (items !== null) itemNotes.push(`${label}: ${items.toFixed(1)}`);
+        console.log(`| ${label} | ${t1?.toFixed(1) ?? 'n/a'} | ${x(t1, n1)} | ${t2?.toFixed(1) ?? 'n/a'} | ${x(t2, n2)} | ${x(t2, t1)} | ` +
+          `${f1?.toFixed(1) ?? 'n/a'} / ${f2?.toFixed(1) ?? 'n/a'} | ${g(t1)?.toFixed(2) ?? 'n/a'} / ${g(t2)?.toFixed(2) ?? 'n/a'} | ${share(t1)} / ${share(t2)} |`);
+      }
+      if (itemNotes.length) console.log(`items the worker ran per token at 2 threads (lib.threadWorkItems): ${itemNotes.join('; ')}`);
+    }
+    if (!web.why) console.log(`\nChromium: loadLlama2c of the ${(models[0].llama2c.length / 2 ** 20).toFixed(1)} MiB file took ${web['mha 1'].loadMs.toFixed(0)} ms`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -17,6 +17,7 @@ SLOW=(
   hooks-torch.test.js # PyTorch's forward hooks against the named points
   native.test.js    # the native C suites under sanitizers (bash build.sh native native32)
   trainer.test.js   # builds the native trainer and trains with it
+  generate-native.test.js # builds the native generation yardstick (tools/generate.c)
   fuzz.test.js      # Debian's clang: replays the corpora and fuzzes 20 s per target
   fortunes.test.js  # Debian's fortunes: held-out figures over real text
 )

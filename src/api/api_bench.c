@@ -7,6 +7,8 @@
 #include "../kernels/kernels.h"
 #include "../kernels/simd.h"
 
+#include <string.h>
+
 // reps times: c (M x N) = a (M x K) b (K x N) (variant 0), a b^T with b (N x K) (variant 1),
 // or a^T b with a (K x M) (variant 2). Dense leading dimensions.
 AW_API int aw_bench_matmul(float *c, const float *a, const float *b, int32_t M, int32_t N, int32_t K,
@@ -47,4 +49,33 @@ AW_API float aw_bench_peak(int32_t iters) {
     (void)iters;
     return 0.0f;
 #endif
+}
+
+// Memory bandwidth, the limit of decoding (which streams every weight once per token), for
+// bench/generate.bench.js and the native tools/generate.c alike: reps passes over n floats, each
+// copying src to dst with memcpy (mode 0) or summing src in 16-float steps (mode 1: a read stream,
+// as a matrix-vector product reads its weights). The caller times the call. Returns the sum (mode 1;
+// so the reads cannot be dropped) or dst's middle element.
+AW_API float aw_bench_stream(float *dst, const float *src, int32_t n, int32_t mode, int32_t reps) {
+    if (n <= 0 || reps <= 0 || mode < 0 || mode > 1) return 0.0f;
+    const size_t len = (size_t)n;
+    float total = 0.0f;
+    for (int32_t r = 0; r < reps; r++) {
+        if (mode == 0) {
+            memcpy(dst, src, len * sizeof(float));
+            total += dst[len / 2];
+            continue;
+        }
+        size_t i = 0;
+#if AW_SIMD
+        aw_f32x4 a0 = aw_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+        for (; i + 16 <= len; i += 16) {
+            a0 = aw_add(a0, aw_load(src + i)), a1 = aw_add(a1, aw_load(src + i + 4));
+            a2 = aw_add(a2, aw_load(src + i + 8)), a3 = aw_add(a3, aw_load(src + i + 12));
+        }
+        total += aw_hsum(aw_add(aw_add(a0, a1), aw_add(a2, a3)));
+#endif
+        for (; i < len; i++) total += src[i];
+    }
+    return total;
 }

@@ -53,9 +53,9 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
     if (st) return st;
     memcpy(m->tokens, prompt, np * sizeof(int32_t));
     for (size_t i = 0; i < np; i++) m->targets[i] = -1;
-    m->last_logits_only = 1;
+    m->last_logits_only = 1, m->params_checked = 1; // model_generate checked them: one pass over the weights less
     st = model_forward(m, NULL);
-    m->last_logits_only = 0;
+    m->last_logits_only = 0, m->params_checked = 0;
     if (st) return st;
     for (int l = 0; l < c->layers; l++) {
         const aw_attn_acts *a = &m->a.dec_self[l];

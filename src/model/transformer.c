@@ -834,7 +834,7 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     // weights that are already NaN or infinite (a diverged run, or a checkpoint holding them)
     // are named as such, not met later as a NaN inside some sublayer (one pass over P floats,
     // against the forward's B T P multiply-adds)
-    int st = model_check_params(m);
+    int st = m->params_checked ? AW_OK : model_check_params(m);
     if (st) return st;
     for (size_t i = 0; i < N; i++)
         if (m->targets[i] >= c->vocab || m->targets[i] < -1)

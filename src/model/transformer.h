@@ -171,6 +171,8 @@ typedef struct aw_model {
                                 // set by hook_run_forward around model_forward only)
     int last_logits_only;       // 1: forward computes the logits of each sequence's last position
                                 // only (no probabilities or loss): generation's prefill
+    int params_checked;         // 1: the caller has just checked the parameters are finite (generation's
+                                // prefill): forward skips its own pass over them
     long step;                  // AdamW steps taken
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk

@@ -6,7 +6,10 @@
 #include <string.h>
 
 static void test_matmul(void) {
-    const size_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {4, 8, 16}, {17, 33, 9}, {64, 64, 64}, {37, 300, 70}, {5, 9, 600}};
+    // M = 1: generation's matrix-vector products (matmul.c gemv): pieces of rows of B with partial
+    // sums (288 x 288, 770 x 300), blocks of columns past 1024, one piece below 2^15 multiply-adds
+    const size_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {4, 8, 16}, {17, 33, 9}, {64, 64, 64}, {37, 300, 70}, {5, 9, 600},
+                                {1, 288, 288}, {1, 300, 770}, {1, 1100, 40}, {1, 37, 5}};
     double worst[3] = {0, 0, 0};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         size_t M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -26,7 +29,7 @@ static void test_matmul(void) {
         }
         free(a), free(b), free(c), free(r);
     }
-    REPORT("matmul NN vs ref (7 shapes, = and +=)", worst[0], TOL_MATMUL);
+    REPORT("matmul NN vs ref (11 shapes, = and +=)", worst[0], TOL_MATMUL);
     REPORT("matmul NT vs ref", worst[1], TOL_MATMUL);
     REPORT("matmul TN vs ref", worst[2], TOL_MATMUL);
 }

@@ -51,7 +51,8 @@ test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread bui
     const mask = Uint8Array.from({ length: n }, (_, j) => (j % 7 === 3 ? 0 : 1));
     cases.push([`softmax keyMask n=${n}`, (L) => L.softmaxAttention({ q, k, v, n, d, heads, keyMask: mask }).output]);
   }
-  for (const [M, N, K] of [[300, 200, 100], [513, 64, 513]]) {
+  // one row of A (generation's matrix-vector products): pieces of rows of B, and blocks of columns past 1024
+  for (const [M, N, K] of [[300, 200, 100], [513, 64, 513], [1, 288, 288], [1, 300, 770], [1, 1100, 40], [1, 37, 5]]) {
     const a = rand(M * K, 9), b = rand(K * N, 10);
     cases.push([`matmul ${M}x${N}x${K}`, (L) => L.kernels.matmul(a, b, { M, N, K })]);
   }
@@ -63,6 +64,25 @@ test('outputs are bit-identical for 1, 2 and 4 threads and the single-thread bui
   // the worker took part (how many items it ran depends on how busy the machine is: the caller runs
   // the items it finds first, so only 'some' holds under load)
   assert.ok(two.threadWorkItems() > before, 'the worker ran no items');
+});
+
+test('one token through a model (every matrix-vector product of a generation step) is bit-identical at every thread count', () => {
+  // dModel 288, dFF 768: each projection is cut for threads (pieces of rows of B); the tied
+  // classifier by blocks of rows; an untied classifier of 1500 columns by blocks of columns
+  for (const opts of [{ vocab: 2000, dModel: 288, heads: 6, dFF: 768, block: 'llama', tieEmbeddings: true },
+    { vocab: 1500, dModel: 64, heads: 4, dFF: 128, tieEmbeddings: false }]) {
+    const run = (L) => {
+      const m = L.createModel({ ...opts, layers: 1, maxLen: 40, seed: 4 });
+      const r = { logits: m.forward([7]).logits, tokens: m.generate([3, 1, 4], { maxTokens: 30 }) };
+      m.dispose();
+      return r;
+    };
+    const { r1, r2, r4, rp } = allCounts(run);
+    for (const [name, r] of [['2 threads', r2], ['4 threads', r4], ['single-thread build', rp]]) {
+      assert.ok(same(r.logits, r1.logits), `${opts.dModel}: ${name}: one token's logits`);
+      assert.ok(same(r.tokens, r1.tokens), `${opts.dModel}: ${name}: generated tokens`);
+    }
+  }
 });
 
 test('linear attention with one head runs in segments: the same bits at 1, 2, 4 threads and the plain build', (t) => {
