@@ -93,7 +93,8 @@ static void tensor(aw_form_tensor *t, const char *name, size_t rows, size_t cols
     t->size = rows * cols, t->dims[0] = rows, t->dims[1] = cols, t->rank = 2, t->trainable = 1;
 }
 
-// In the order of the block (mla_weights_at); names as the paper writes the matrices.
+// In the order of the block (mla_weights_at); names as the paper writes the matrices. W_KR and
+// W_QR have no rows when ropeDim is 0: they are then left out (no empty tensors in checkpoints).
 static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     const aw_mla_desc *ds = &OWN(f)->ds;
     const size_t C = f->C, in_q = ds->Qr ? ds->Qr : C;
@@ -102,10 +103,10 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     tensor(&t[n++], "w_dkv", ds->R, C);
     tensor(&t[n++], "w_uk", C, ds->R);
     tensor(&t[n++], "w_uv", C, ds->R);
-    tensor(&t[n++], "w_kr", ds->P, C);
+    if (ds->P) tensor(&t[n++], "w_kr", ds->P, C); // ropeDim 0: no rotary part, no empty tensors
     if (ds->Qr) tensor(&t[n++], "w_dq", ds->Qr, C);
     tensor(&t[n++], ds->Qr ? "w_uq" : "w_q", C, in_q);
-    tensor(&t[n++], "w_qr", ds->H * ds->P, in_q);
+    if (ds->P) tensor(&t[n++], "w_qr", ds->H * ds->P, in_q);
     for (size_t i = 0; i < n && i < cap; i++) out[i] = t[i];
     return n;
 }

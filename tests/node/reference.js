@@ -283,9 +283,10 @@ export function mlaF64({ x, n, d, heads, causal, options, params }) {
     return y;
   };
   const c = lin(x, params.w_dkv, d), kc = lin(c, params.w_uk, R), v = lin(c, params.w_uv, R);
-  const kr = rope(lin(x, params.w_kr, d), 1);
+  // ropeDim 0: no rotary part, and no W_KR, W_QR tensors
+  const kr = P ? rope(lin(x, params.w_kr, d), 1) : new Float64Array(0);
   const xq = Qr ? lin(x, params.w_dq, d) : x, inq = Qr || d;
-  const qc = lin(xq, Qr ? params.w_uq : params.w_q, inq), qr = rope(lin(xq, params.w_qr, inq), heads);
+  const qc = lin(xq, Qr ? params.w_uq : params.w_q, inq), qr = P ? rope(lin(xq, params.w_qr, inq), heads) : new Float64Array(0);
   const scale = 1 / Math.sqrt(hd + P), out = new Float64Array(n * d);
   for (let h = 0; h < heads; h++)
     for (let i = 0; i < n; i++) {
