@@ -7,6 +7,7 @@ export type AttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
+  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:efficient'
@@ -28,6 +29,7 @@ export type CausalAttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
+  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:taylor'
@@ -47,6 +49,7 @@ export type NonCausalAttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
+  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:efficient'
@@ -60,7 +63,7 @@ export type NonCausalAttentionName =
   | 'linformer';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'mla' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -74,6 +77,16 @@ export interface AttentionOptionsByForm {
     window?: number;
     /** every stride-th key as well as the band (default 8, integer in [1, 4096]) */
     stride?: number;
+  };
+  'mla': {
+    /** the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+    kvRank?: number;
+    /** the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+    ropeDim?: number;
+    /** the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+    qRank?: number;
+    /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+    path?: 'plain' | 'absorbed';
   };
   'linear:elu+1': { [option: string]: never };
   'linear:relu': { [option: string]: never };
@@ -179,6 +192,14 @@ export interface ModelAttentionOptions {
   window?: number;
   /** strided: every stride-th key as well as the band (default 8, integer in [1, 4096]) */
   stride?: number;
+  /** mla: the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+  kvRank?: number;
+  /** mla: the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+  ropeDim?: number;
+  /** mla: the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+  qRank?: number;
+  /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+  path?: 'plain' | 'absorbed';
   /** synth:dense, synth:random, synth:factorized-dense, synth:factorized-random, synth:mixture: false keeps the random tables R (random, factorized-random) fixed at their initial values (default true) */
   trainable?: boolean;
   /** synth:dense, synth:random, synth:factorized-dense, synth:factorized-random, synth:mixture: factorized-dense: the logits are (a, b) outer products, a * b = maxLen (default: the most square split) (no fixed default, integer in [1, 4096]) */
