@@ -419,7 +419,7 @@ class TinyTransformer(torch.nn.Module):
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         q = self.lin(xq, prefix, 'wq', 'bq') if self.has(prefix + '.wq') else None
         k = self.share_kv(self.lin(xkv, prefix, 'wk', 'bk')) if self.has(prefix + '.wk') else None
-        v = self.share_kv(self.lin(xkv, prefix, 'wv', 'bv'))
+        v = self.share_kv(self.lin(xkv, prefix, 'wv', 'bv')) if self.has(prefix + '.wv') else None  # mla: none
         if self.meta.get('positional') == 'rope' and not cross and q is not None:
             q, k = self.rope(q), self.rope(k)
         if form == 'softmax':

@@ -2,7 +2,8 @@
 // section 4d; kernel src/attention/mla.c). The form makes its own keys, values and queries from the
 // sublayer input x: its parameters are W_DKV, W_UK, W_UV, W_KR, (W_DQ,) W_Q or W_UQ, W_QR, stored
 // as nn.Linear keeps them and initialised as nn.Linear does. It reads neither the sublayer's Q and
-// K (so the sublayer has no Wq, Wk) nor its V: the values come from the latent. Positions: MLA
+// K nor its V (AW_FORM_OWN_V: the values come from the latent), so the sublayer has no Wq, Wk, Wv,
+// only Wo. Positions: MLA
 // carries its own decoupled RoPE (ropeDim columns); the model's positional "rope" and "alibi" act
 // on Q, K or their scores, which this form does not have, so positional.c refuses them with MLA
 // (sinusoidal, learned or none may be added to the embeddings as usual). Generation caches only
@@ -193,7 +194,7 @@ const aw_form AW_FORM_MLA_DESC = {
         .year = 2024,
         .signed_scores = 0,
     },
-    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_X | AW_FORM_PARAMS,
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_X | AW_FORM_PARAMS | AW_FORM_OWN_V,
     .options = OPTIONS,
     .n_options = N_OPTIONS,
     .finish = finish,

@@ -147,8 +147,9 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
         a->wk = take_named(wk, prefix, "wk", C, KC);
         a->bk = take_bias(wk, prefix, "bk", KC);
     }
-    a->wv = take_named(wk, prefix, "wv", C, KC);
-    a->bv = take_bias(wk, prefix, "bv", KC);
+    const int own_v = (f->form->flags & AW_FORM_OWN_V) != 0; // the form makes its values itself (mla)
+    a->wv = own_v ? NULL : take_named(wk, prefix, "wv", C, KC);
+    a->bv = own_v ? NULL : take_bias(wk, prefix, "bv", KC);
     a->wo = take_named(wk, prefix, "wo", C, C);
     a->bo = take_bias(wk, prefix, "bo", C);
     *form_offset = wk->off;
@@ -653,7 +654,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
         kv_expand(a->v, a->kv + Nk * KC, Nk, H, KH, hd);
     } else {
         if (w->wk) linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
-        linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+        if (w->wv) linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
     }
     if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
         m->pos->rotate_qk(m, a->q, B, T, 0, C, 0);
@@ -700,7 +701,7 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
             linear_backward(dxkv, g->wk, g->bk, da->kv, xkv, w->wk, Nk, C, KC);
         }
     } else {
-        linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
+        if (w->wv) linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
         if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
     }
     if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, C);

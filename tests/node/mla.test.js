@@ -53,6 +53,11 @@ for (const { name, lib } of builds) {
       worst = Math.max(worst, e);
       assert.ok(e <= TOL_MLA, `${JSON.stringify(attentionOptions)}: absorbed vs plain logits ${e}`);
       // the step (absorbed, cached latents) against the full forward re-run at every token
+      // the sublayer has only Wo around the form: MLA makes its own queries, keys and values
+      const bytes = plain.save(), hlen = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+      const names = Object.keys(JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen))));
+      const own = names.filter((k) => k.startsWith('dec.0.self.') && !k.includes('.ln.'));
+      assert.deepEqual(own.filter((k) => !k.startsWith('dec.0.self.mla.')).sort(), ['dec.0.self.bo', 'dec.0.self.wo']);
       const cached = plain.generate([3, 1, 4], { maxTokens: 16 }), rerun = plain.generate([3, 1, 4], { maxTokens: 16, cache: false });
       assert.deepEqual([...cached], [...rerun], `${JSON.stringify(attentionOptions)}: cached generation vs re-running the forward`);
       plain.dispose(), absorbed.dispose();
