@@ -151,28 +151,27 @@ test('MLA in PyTorch (scripts/torch_model.py) gives the library\'s logits to 1e-
   const { lib } = builds[0];
   const dir = mkdtempSync(join(tmpdir(), 'aw-mla-'));
   try {
-    const rows = [];
+    const cases = [];
     for (const attentionOptions of [{}, { path: 'absorbed' }, { kvRank: 4, ropeDim: 6, qRank: 8, path: 'absorbed' }, { kvRank: 16, ropeDim: 0 }])
       for (const extra of [{}, { arch: 'encoder-decoder', norm: 'post' }]) {
         const m = lib.createModel({ vocab: 13, dModel: 24, heads: 3, layers: 2, dFF: 32, maxLen: 12, seed: 5, attention: 'mla', attentionOptions, ...extra });
         const batch = { inputs: [[1, 2, 3, 4, 5, 6, 7]], targets: [[2, 3, 4, 5, 6, 7, 8]], ...(extra.arch ? { source: [[4, 3, 2, 1]] } : {}) };
         for (let s = 0; s < 2; s++) m.trainStep({ ...batch, lr: 1e-2 });
-        const tokens = [5, 2, 9, 1, 7, 3, 11, 4, 6], source = [4, 3, 2, 1];
-        const path = join(dir, 'm.safetensors');
-        writeFileSync(path, m.save());
-        writeFileSync(join(dir, 'tokens.json'), JSON.stringify(tokens));
-        writeFileSync(join(dir, 'source.json'), JSON.stringify(source));
-        const mine = m.forward(tokens, extra.arch ? { source } : {}).logits;
-        const args = [SCRIPT, 'logits', path, join(dir, 'tokens.json'), ...(extra.arch ? [join(dir, 'source.json')] : [])];
-        const r = spawnSync(PYTHON, args, { encoding: 'utf8' });
-        assert.equal(r.status, 0, r.stderr);
-        const theirs = Float32Array.from(JSON.parse(r.stdout).flat());
-        const e = maxErr(theirs, mine);
-        rows.push(`${JSON.stringify({ ...attentionOptions, ...extra })} ${e.toExponential(2)}`);
-        assert.ok(e <= TOL_MLA, `${JSON.stringify(attentionOptions)}: PyTorch vs library logits ${e}`);
+        const tokens = [5, 2, 9, 1, 7, 3, 11, 4, 6], source = extra.arch ? [4, 3, 2, 1] : undefined;
+        const i = cases.length, checkpoint = join(dir, `m${i}.safetensors`);
+        writeFileSync(checkpoint, m.save());
+        const logits = [...m.forward(tokens, source ? { source } : {}).logits];
+        cases.push({ name: JSON.stringify({ ...attentionOptions, ...extra }), checkpoint, tokens, source, logits, batch, out: join(dir, `t${i}.safetensors`) });
         m.dispose();
       }
-    t.diagnostic(`PyTorch vs library logits (tol ${TOL_MLA}): ${rows.join('; ')}`);
+    writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
+    // one PyTorch process for every case: its logits error, then 3 training steps (checked in torch.test.js)
+    const r = spawnSync(PYTHON, [SCRIPT, 'check', join(dir, 'cases.json')], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    for (const [i, c] of cases.entries())
+      assert.ok(report[i].logits_error <= TOL_MLA, `${c.name}: PyTorch vs library logits ${report[i].logits_error}`);
+    t.diagnostic(`PyTorch vs library logits (tol ${TOL_MLA}): ${cases.map((c, i) => `${c.name} ${report[i].logits_error.toExponential(2)}`).join('; ')}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
