@@ -7,7 +7,6 @@ export type AttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
-  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:efficient'
@@ -22,14 +21,14 @@ export type AttentionName =
   | 'gla'
   | 'delta'
   | 'gated-delta'
-  | 'linformer';
+  | 'linformer'
+  | 'mla';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
-  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:taylor'
@@ -42,14 +41,14 @@ export type CausalAttentionName =
   | 'gated'
   | 'gla'
   | 'delta'
-  | 'gated-delta';
+  | 'gated-delta'
+  | 'mla';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
   | 'softmax'
   | 'local'
   | 'strided'
-  | 'mla'
   | 'linear:elu+1'
   | 'linear:relu'
   | 'linear:efficient'
@@ -60,10 +59,11 @@ export type NonCausalAttentionName =
   | 'synth:factorized-random'
   | 'synth:mixture'
   | 'retention'
-  | 'linformer';
+  | 'linformer'
+  | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'mla' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -77,16 +77,6 @@ export interface AttentionOptionsByForm {
     window?: number;
     /** every stride-th key as well as the band (default 8, integer in [1, 4096]) */
     stride?: number;
-  };
-  'mla': {
-    /** the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
-    kvRank?: number;
-    /** the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
-    ropeDim?: number;
-    /** the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
-    qRank?: number;
-    /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
-    path?: 'plain' | 'absorbed';
   };
   'linear:elu+1': { [option: string]: never };
   'linear:relu': { [option: string]: never };
@@ -184,6 +174,16 @@ export interface AttentionOptionsByForm {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;
   };
+  'mla': {
+    /** the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+    kvRank?: number;
+    /** the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+    ropeDim?: number;
+    /** the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+    qRank?: number;
+    /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+    path?: 'plain' | 'absorbed';
+  };
 }
 
 /** Every form's options in one object (createModel's attentionOptions): each applies to the forms named. */
@@ -192,14 +192,6 @@ export interface ModelAttentionOptions {
   window?: number;
   /** strided: every stride-th key as well as the band (default 8, integer in [1, 4096]) */
   stride?: number;
-  /** mla: the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
-  kvRank?: number;
-  /** mla: the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
-  ropeDim?: number;
-  /** mla: the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
-  qRank?: number;
-  /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
-  path?: 'plain' | 'absorbed';
   /** synth:dense, synth:random, synth:factorized-dense, synth:factorized-random, synth:mixture: false keeps the random tables R (random, factorized-random) fixed at their initial values (default true) */
   trainable?: boolean;
   /** synth:dense, synth:random, synth:factorized-dense, synth:factorized-random, synth:mixture: factorized-dense: the logits are (a, b) outer products, a * b = maxLen (default: the most square split) (no fixed default, integer in [1, 4096]) */
@@ -225,6 +217,14 @@ export interface ModelAttentionOptions {
    * gla, delta, gated-delta: the chunked form's chunk length (default 16, integer in [1, 4096])
    */
   chunk?: number;
+  /** mla: the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+  kvRank?: number;
+  /** mla: the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+  ropeDim?: number;
+  /** mla: the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+  qRank?: number;
+  /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+  path?: 'plain' | 'absorbed';
 }
 
 interface FormOptionBase {

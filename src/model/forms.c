@@ -21,7 +21,6 @@ static const aw_form *const FORMS[] = {
     &AW_FORM_SOFTMAX_DESC,
     &AW_FORM_LOCAL_DESC,
     &AW_FORM_STRIDED_DESC,
-    &AW_FORM_MLA_DESC,
     &AW_FORM_LINEAR_ELU1_DESC,
     &AW_FORM_LINEAR_RELU_DESC,
     &AW_FORM_LINEAR_EFFICIENT_DESC,
@@ -37,6 +36,7 @@ static const aw_form *const FORMS[] = {
     &AW_FORM_DELTA_DESC,
     &AW_FORM_GATED_DELTA_DESC,
     &AW_FORM_LINFORMER_DESC,
+    &AW_FORM_MLA_DESC,
 };
 enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };
 
