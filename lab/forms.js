@@ -12,7 +12,8 @@ const SANDBOX_OPTIONS = { window: 4, stride: 3, k: 8 };
 /** Group labels of the form picker, by family (a family not named here shows its own name). */
 export const FAMILY_LABELS = { softmax: 'Softmax', local: 'Local (sliding window)', linear: 'Linear attention', synthesizer: 'Synthesizer',
   retention: 'Retention', gated: 'Gated linear attention (a decay gate)', gla: 'Gated linear attention (GLA)',
-  delta: 'DeltaNet (a state that overwrites)', linformer: 'Linformer' };
+  delta: 'DeltaNet (a state that overwrites)', linformer: 'Linformer',
+  mla: 'Multi-head latent attention (MLA)' };
 
 // The registry entry of a form: a form object from probeForms (which carries it), or a name looked up in lib.forms.
 function entryOf(form, registry) {

@@ -302,6 +302,50 @@ def synthesizer(variant, components, p, x, q, k, v, h, causal):
 
 # ---- the model (src/model/transformer.c) -------------------------------------------------------
 
+def mla_rope(x, groups, width):
+    """MLA's decoupled RoPE (src/attention/mla.c): each width-wide group of row t has its pairs
+    (2r, 2r+1) turned by the angle t 10000^(-2r / width)."""
+    n = x.shape[0]
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    freq = torch.pow(torch.tensor(10000.0, dtype=torch.float64), -torch.arange(0, width, 2, dtype=torch.float64) / width)
+    cos, sin = torch.cos(pos * freq).float()[:, None, :], torch.sin(pos * freq).float()[:, None, :]
+    xr = x.reshape(n, groups, width // 2, 2)
+    a, b = xr[..., 0], xr[..., 1]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).reshape(n, groups * width)
+
+
+def mla(x, h, p, rope_dim, causal, absorbed=False):
+    """Multi-head latent attention (DeepSeek-V2 section 2.1; src/attention/mla.c). c = x W_DKV^T,
+    k^C = c W_UK^T, v = c W_UV^T, k^R = RoPE(x W_KR^T) shared by the heads, q^C = xq W_Q^T,
+    q^R = RoPE(xq W_QR^T) per head, xq = x or c_Q = x W_DQ^T; scores (q^C.k^C + q^R.k^R) /
+    sqrt(C / h + rope_dim). absorbed: W_UK folded into the queries and W_UV applied to the averaged
+    latents (inference's path): the same logits."""
+    n, C = x.shape
+    hd, P = C // h, rope_dim
+    c = F.linear(x, p['w_dkv'])
+    xq = F.linear(x, p['w_dq']) if 'w_dq' in p else x
+    qc = F.linear(xq, p['w_uq'] if 'w_uq' in p else p['w_q'])
+    rope_scores = 0.0  # ropeDim 0: no rotary part (and no W_KR, W_QR in the checkpoint)
+    if P:
+        kr = mla_rope(F.linear(x, p['w_kr']), 1, P)
+        qr = mla_rope(F.linear(xq, p['w_qr']), h, P).reshape(n, h, P).transpose(0, 1)  # (h, n, P)
+        rope_scores = qr @ kr.T  # (h, n, n)
+    if absorbed:
+        w_uk = p['w_uk'].reshape(h, hd, -1)  # (h, hd, R)
+        qa = split_heads(qc, h) @ w_uk       # (h, n, R)
+        s = qa @ c.T + rope_scores
+    else:
+        s = split_heads(qc, h) @ split_heads(F.linear(c, p['w_uk']), h).transpose(1, 2) + rope_scores
+    s = s / math.sqrt(hd + P)
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float('-inf'))
+    a = torch.softmax(s, dim=-1)
+    if absorbed:
+        lat = a @ c  # (h, n, R)
+        return merge_heads(lat @ p['w_uv'].reshape(h, hd, -1).transpose(1, 2))
+    return merge_heads(a @ split_heads(F.linear(c, p['w_uv']), h))
+
+
 class TinyTransformer(torch.nn.Module):
     def __init__(self, meta, tensors):
         super().__init__()
@@ -422,13 +466,13 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross, layer=None):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda')
+        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla')
         form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
         at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
         n, hd = xq.shape[0], self.C // self.H
         q = self.hp(at('hook_q'), self.lin(xq, prefix, 'wq', 'bq'), (n, self.H, hd)) if self.has(prefix + '.wq') else None
         k = self.share_kv(self.hp(at('hook_k'), self.lin(xkv, prefix, 'wk', 'bk'), (n, -1, hd))) if self.has(prefix + '.wk') else None
-        v = self.share_kv(self.hp(at('hook_v'), self.lin(xkv, prefix, 'wv', 'bv'), (n, -1, hd)))
+        v = self.share_kv(self.hp(at('hook_v'), self.lin(xkv, prefix, 'wv', 'bv'), (n, -1, hd))) if self.has(prefix + '.wv') else None  # mla: none
         sw = self.meta if form == 'softmax' and not cross else {}  # softmax's switches (the decoder's self-attention)
         if sw.get('qk_norm') in ('1', 'true'):  # RMSNorm of each head's q and k, before the rotation
             q, k = self.head_rms(q, self.p(prefix + '.attn.q_norm')), self.head_rms(k, self.p(prefix + '.attn.k_norm'))
@@ -453,6 +497,9 @@ class TinyTransformer(torch.nn.Module):
             o = gated(xq, q, k, v, self.H, self.p(prefix + '.gate.weight'), self.p(prefix + '.gate.bias'))
         elif form == 'gla':
             o = gla(xq, q, k, v, self.H, self.p(prefix + '.gla.weight'), self.p(prefix + '.gla.bias'))
+        elif form == 'mla':
+            p = {n[len(prefix) + 5:]: self.p(n) for n in self.names if n.startswith(prefix + '.mla.')}
+            o = mla(xq, self.H, p, int(self.meta.get('mla_rope_dim', '4')), causal, self.meta.get('mla_path') == 'absorbed')
         elif form in ('delta', 'gated-delta'):
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
             o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')

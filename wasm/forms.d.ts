@@ -22,7 +22,8 @@ export type AttentionName =
   | 'delta'
   | 'gated-delta'
   | 'kda'
-  | 'linformer';
+  | 'linformer'
+  | 'mla';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
@@ -42,7 +43,8 @@ export type CausalAttentionName =
   | 'gla'
   | 'delta'
   | 'gated-delta'
-  | 'kda';
+  | 'kda'
+  | 'mla';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -59,10 +61,11 @@ export type NonCausalAttentionName =
   | 'synth:factorized-random'
   | 'synth:mixture'
   | 'retention'
-  | 'linformer';
+  | 'linformer'
+  | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -192,6 +195,16 @@ export interface AttentionOptionsByForm {
     /** the rows E and F project the n keys and values down to (default 8, integer in [1, 4096]) */
     k?: number;
   };
+  'mla': {
+    /** the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+    kvRank?: number;
+    /** the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+    ropeDim?: number;
+    /** the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+    qRank?: number;
+    /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+    path?: 'plain' | 'absorbed';
+  };
 }
 
 /** Every form's options in one object (createModel's attentionOptions): each applies to the forms named. */
@@ -238,6 +251,14 @@ export interface ModelAttentionOptions {
   chunk?: number;
   /** kda: the rank of the decay gate's projection, C -> rank -> C (Kimi Linear: the head width); 0: full rank, one (C, C) matrix (default 0, integer in [0, 4096]) */
   gateRank?: number;
+  /** mla: the rank of the shared key-value latent c_KV (cached per token in generation) (default 8, integer in [1, 4096]) */
+  kvRank?: number;
+  /** mla: the width of the decoupled rotary key shared by the heads (even; 0: none) (default 4, integer in [0, 256]) */
+  ropeDim?: number;
+  /** mla: the rank of the query latent c_Q (0: full-rank queries) (default 0, integer in [0, 4096]) */
+  qRank?: number;
+  /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
+  path?: 'plain' | 'absorbed';
 }
 
 interface FormOptionBase {

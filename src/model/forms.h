@@ -28,6 +28,7 @@ enum aw_form_flag {
     AW_FORM_CROSS = 1u << 6,         // attends to another sequence (Tk != T): cross-attention
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
     AW_FORM_SCORE_BIAS = 1u << 9,    // takes a score bias by distance (aw_attn_form.score_slopes: ALiBi's)
+    AW_FORM_OWN_V = 1u << 10,        // makes its own values from X (MLA's latent): its sublayer has no Wv, bv
 };
 
 typedef struct aw_form aw_form;

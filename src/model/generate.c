@@ -162,7 +162,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         st = f->form->forward(f, s->o, NULL, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
     } else {
         if (w->wk) linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
-        linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
+        if (w->wv) linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
         if (f->form->qk_forward && w->wq && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
             return st; // before the rotation: the form's own (QK-norm), on the K/V heads' key
         if (m->pos->rotate_qk && w->wq) { // rotary positions: the query and the key at this position

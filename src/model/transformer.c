@@ -148,8 +148,9 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
         a->wk = take_named(wk, prefix, "wk", C, KC);
         a->bk = take_bias(wk, prefix, "bk", KC);
     }
-    a->wv = take_named(wk, prefix, "wv", C, KC);
-    a->bv = take_bias(wk, prefix, "bv", KC);
+    const int own_v = (f->form->flags & AW_FORM_OWN_V) != 0; // the form makes its values itself (mla)
+    a->wv = own_v ? NULL : take_named(wk, prefix, "wv", C, KC);
+    a->bv = own_v ? NULL : take_bias(wk, prefix, "bv", KC);
     a->wo = take_named(wk, prefix, "wo", C, C);
     a->bo = take_bias(wk, prefix, "bo", C);
     *form_offset = wk->off;
@@ -678,8 +679,10 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
             linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
             HOOK(AW_HOOK_K, layer, a->k);
         }
-        linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
-        HOOK(AW_HOOK_V, layer, a->v);
+        if (w->wv) {
+            linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+            HOOK(AW_HOOK_V, layer, a->v);
+        }
     }
     if (f->form->qk_forward && w->wq) { // before the rotation: the form's own (softmax's QK-norm)
         const int keep_only = m->keep_attention && a->att != NULL; // a display forward saves nothing
@@ -744,7 +747,7 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
             linear_backward(dxkv, g->wk, g->bk, da->kv, xkv, w->wk, Nk, C, KC);
         }
     } else {
-        linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
+        if (w->wv) linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
         if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
     }
     if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, C);

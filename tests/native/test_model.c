@@ -412,6 +412,11 @@ static void test_model_grads(void) {
                   strstr(aw_error_message(), "encoder-decoder"),
               "a Linformer decoder is refused with the reason: %s", aw_error_message());
     }
+    c = WITH(base_config(), "mla", "kvRank=3;ropeDim=2"); // MLA: every one of its tensors, the mutation too
+    grad_check_model_ex("mla (kvRank 3, ropeDim 2) decoder", c, 1);
+    c = WITH(base_config(), "mla", "kvRank=5;ropeDim=4;qRank=3;path=absorbed"), c.arch = AW_ARCH_ENCODER_DECODER;
+    c.norm = AW_NORM_POST;
+    grad_check_model("mla (qRank 3, absorbed forward) encoder-decoder post-norm", c);
     c = base_config(), c.form = FORM("linear:elu+1"), c.arch = AW_ARCH_ENCODER_DECODER;
     grad_check_model("linear elu+1 encoder-decoder", c);
     struct {

@@ -280,6 +280,49 @@ function synthesizerF64(variant, { q, k, v, x, n, d, heads, causal, options, par
   return output;
 }
 
+// ---- MLA (section 4d): keys and values from a shared latent, plus a rotary key shared by the heads.
+// Float64 from the definition (the plain path): c = x W_DKV^T, k^C = c W_UK^T, v = c W_UV^T,
+// k^R = RoPE(x W_KR^T), q^C = xq W_Q^T, q^R = RoPE_h(xq W_QR^T), xq = x or x W_DQ^T (qRank > 0).
+export function mlaF64({ x, n, d, heads, causal, options, params }) {
+  const R = options.kvRank, P = options.ropeDim, Qr = options.qRank ?? 0, hd = d / heads;
+  // y (n, O) = a (n, I) W^T, W (O, I)
+  const lin = (a, W, I) => {
+    const O = W.length / I, y = new Float64Array(n * O);
+    for (let t = 0; t < n; t++) for (let o = 0; o < O; o++) { let s = 0; for (let i = 0; i < I; i++) s += a[t * I + i] * W[o * I + i]; y[t * O + o] = s; }
+    return y;
+  };
+  // RoPE on each P-wide group of a row: pair (2r, 2r+1) turned by t 10000^(-2r/P)
+  const rope = (y, groups) => {
+    for (let t = 0; t < n; t++) for (let g = 0; g < groups; g++) for (let r = 0; 2 * r < P; r++) {
+      const a = t * 10000 ** (-(2 * r) / P), o = (t * groups + g) * P + 2 * r, x0 = y[o], x1 = y[o + 1];
+      y[o] = x0 * Math.cos(a) - x1 * Math.sin(a);
+      y[o + 1] = x0 * Math.sin(a) + x1 * Math.cos(a);
+    }
+    return y;
+  };
+  const c = lin(x, params.w_dkv, d), kc = lin(c, params.w_uk, R), v = lin(c, params.w_uv, R);
+  // ropeDim 0: no rotary part, and no W_KR, W_QR tensors
+  const kr = P ? rope(lin(x, params.w_kr, d), 1) : new Float64Array(0);
+  const xq = Qr ? lin(x, params.w_dq, d) : x, inq = Qr || d;
+  const qc = lin(xq, Qr ? params.w_uq : params.w_q, inq), qr = P ? rope(lin(xq, params.w_qr, inq), heads) : new Float64Array(0);
+  const scale = 1 / Math.sqrt(hd + P), out = new Float64Array(n * d);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < n; i++) {
+      const m = causal ? i + 1 : n, s = new Float64Array(m);
+      for (let j = 0; j < m; j++) {
+        let z = 0;
+        for (let e = 0; e < hd; e++) z += qc[i * d + h * hd + e] * kc[j * d + h * hd + e];
+        for (let e = 0; e < P; e++) z += qr[(i * heads + h) * P + e] * kr[j * P + e];
+        s[j] = z * scale;
+      }
+      const mx = Math.max(...s);
+      let sum = 0;
+      for (let j = 0; j < m; j++) sum += (s[j] = Math.exp(s[j] - mx));
+      for (let j = 0; j < m; j++) for (let e = 0; e < hd; e++) out[i * d + h * hd + e] += (s[j] / sum) * v[j * d + h * hd + e];
+    }
+  return out;
+}
+
 const linear = (feature) => ({ q, k, v, n, m, d, heads, causal }) =>
   linearAttentionF64({ q, k, v, n, m, d, heads, feature, causal }).output;
 const synth = (variant) => (a) => synthesizerF64(variant, a);
@@ -353,4 +396,5 @@ export const REFERENCES = {
     retentionF64({ q, k, v, n, d, heads, causal, gamma: retentionGammas(heads, options, params) }).output,
   linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>
     linformerF64({ q, k, v, n, d, heads, E: params.E, F: params.F, proj: options.k, maxLen }).output,
+  mla: ({ x, n, d, heads, causal, options, params }) => mlaF64({ x, n, d, heads, causal, options, params }),
 };
