@@ -30,7 +30,9 @@ export function formulaOf(form) {
 /** The attentionOptions a form gets in the sandbox: SANDBOX_OPTIONS, for the options it declares. */
 export function sandboxOptions(form) {
   const opts = {};
-  for (const o of form.options ?? []) if (o.name in SANDBOX_OPTIONS) opts[o.name] = SANDBOX_OPTIONS[o.name];
+  // only a form's own sizes (an option with a default: local's window, ...), never a switch that is
+  // off unless set (softmax's window, which makes it a sliding window and refuses non-causal calls)
+  for (const o of form.options ?? []) if (o.name in SANDBOX_OPTIONS && o.default !== null) opts[o.name] = SANDBOX_OPTIONS[o.name];
   return opts;
 }
 

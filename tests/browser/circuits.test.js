@@ -11,10 +11,16 @@ import { SCREENSHOTS, launch, playgroundSuite } from './helpers.js';
 
 const LONG = 300000; // ms: a loaded machine may be slow, never a failure
 const suite = playgroundSuite({ before, after });
-const ready = (page, previous = '') => page.waitForFunction((prev) => {
-  const s = document.querySelector('#circuits');
-  return s.dataset.state === 'ready' && s.dataset.result !== prev;
-}, previous, { timeout: LONG });
+// Waits for a new result (or a state that will not become one), and says which it was.
+async function ready(page, previous = '') {
+  await page.waitForFunction((prev) => {
+    const s = document.querySelector('#circuits');
+    return (s.dataset.state === 'ready' && s.dataset.result !== prev) || s.dataset.state === 'error' || s.dataset.state === 'none';
+  }, previous, { timeout: LONG });
+  const { state, status, form } = await page.evaluate(() => ({ state: document.querySelector('#circuits').dataset.state,
+    status: document.querySelector('#hdstatus').textContent, form: new URL(location.href).searchParams.get('form') }));
+  assert.equal(state, 'ready', `the panel is ${state} (form ${form}): ${status}`);
+}
 
 test('the interventions run on the trained model and the phrase twice, and follow the text', async () => {
   const { page, problems } = await suite.open('?form=softmax#circuits');
