@@ -11,7 +11,7 @@ export const THREAD_BUILD = new URL('./attention-threads.wasm', import.meta.url)
 // the same with relaxed SIMD (fused multiply-add), where the engine validates it
 export const THREAD_BUILD_RELAXED = new URL('./attention-threads-relaxed.wasm', import.meta.url);
 const WORKER = new URL('./thread-worker.js', import.meta.url);
-const STACK = 256 * 1024; // per worker; the kernels use a few KiB
+const STACK = 256 * 1024; // per worker; the kernels use a few KiB (the matrix-vector product's partial sums up to 32 KiB: matmul.c GEMV_PIECES x GEMV_WIDE floats)
 const PAGES = { initial: 64, maximum: 32768 }; // as build.sh links it: 4 MiB, growing to 2 GiB
 
 // Node's modules, imported by names bundlers do not follow (as in index.js): a browser bundle
