@@ -2,7 +2,8 @@
 """torch_model.py: attention-wasm's tiny Transformer in PyTorch, for users who outgrow a browser.
 
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
-docs/model.md lists every tensor), builds the same model with every attention form of the
+docs/model.md lists every tensor; version 3 for layerForms, each layer's form and options under
+"layer.<l>.*", built layer by layer), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
 Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet and Gated DeltaNet;
 the llama-style block's RMSNorm, SwiGLU, rotary positions, grouped-query heads, no biases and a

@@ -432,6 +432,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
             snprintf(key, sizeof key, "layer.%d.", l);
             if (!options_from_meta(ps, key, f, &c->layer_attn[l], (size_t)c->max_len)) return 0;
         }
+        c->form = c->layer_form[0], c->attn = c->layer_attn[0]; // as createModel keeps them: layer 0's
     }
     return 1;
 }
