@@ -78,6 +78,15 @@ for (const { name, lib } of builds) {
       assert.ok(same(again.forward([1, 2, 3, 4]).logits, m.forward([1, 2, 3, 4]).logits), `${label(c)}: the same model`);
       m.dispose(), again.dispose();
     }
+    // sixteen layers (Gemma 3's five local : one global, repeated): a config longer than the first
+    // buffer model.config reads it into, still whole
+    const gemma = Array.from({ length: 16 }, (_, l) => (l % 6 === 5 ? { attention: 'softmax' } : { attention: 'local', attentionOptions: { window: 4 } }));
+    const big = lib.createModel({ ...small, dModel: 8, heads: 2, dFF: 8, layers: 16, layerForms: gemma });
+    assert.ok(JSON.stringify(big.config).length > 1024);
+    assert.deepEqual(big.config.layerForms.map((f) => f.attention), gemma.map((f) => f.attention));
+    const bigAgain = lib.createModel(big.config);
+    assert.deepEqual(bigAgain.config, big.config);
+    big.dispose(), bigAgain.dispose();
     // a model without layerForms keeps its config as it was
     const plain = lib.createModel(small);
     assert.equal(plain.config.attention, 'softmax');
