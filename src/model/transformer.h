@@ -36,7 +36,7 @@ enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
 typedef struct aw_model_config {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
     int32_t form;       // the attention form of every self-attention: an index into the registry
-                        // (forms.h; aw_form_find(name) gives it)
+                        // (forms.h; aw_form_find(name) gives it); with layerForms, layer 0's
     aw_form_values attn; // the form's attentionOptions, by its own option list (forms.h)
     // layerForms (decoder only): 1 when each decoder layer names its own form and options in
     // layer_form[l], layer_attn[l] (form and attn then hold layer 0's); 0: every layer has form, attn
