@@ -2,7 +2,8 @@
 """torch_model.py: attention-wasm's tiny Transformer in PyTorch, for users who outgrow a browser.
 
 It reads the safetensors checkpoints that `model.save()` and the native trainer write (version 2,
-docs/model.md lists every tensor), builds the same model with every attention form of the
+docs/model.md lists every tensor; version 3 for layerForms, each layer's form and options under
+"layer.<l>.*", built layer by layer), builds the same model with every attention form of the
 library (softmax; local and strided; linear attention with elu+1, relu or taylor features; the five
 Synthesizers; retention; Linformer; decay-gated linear attention; GLA; DeltaNet, Gated DeltaNet and KDA;
 the llama-style block's RMSNorm, SwiGLU, rotary positions, grouped-query heads, no biases and a
@@ -355,9 +356,15 @@ class TinyTransformer(torch.nn.Module):
         self.V, self.C, self.H, self.layers = int(c['vocab']), int(c['d_model']), int(c['heads']), int(c['layers'])
         self.F, self.L = int(c['d_ff']), int(c['max_len'])
         self.attention, self.norm, self.arch = c['attention'], c['norm'], c['arch']
-        self.components = [s for s in c.get('synth_components', '').split(',') if s]
-        if c.get('version') != '2':
-            raise ValueError('this script reads version-2 checkpoints (PyTorch layout); load a version-1 file in the library and save() it again')
+        if c.get('version') not in ('2', '3'):
+            raise ValueError('this script reads version-2 and -3 checkpoints (PyTorch layout); load a version-1 file in the library and save() it again')
+        self.layer_meta = [self.meta] * self.layers
+        if c.get('version') == '3':  # layerForms: layer l's form and options under "layer.<l>.*"
+            # the model's own "attention" and options are layer 0's: each layer reads only its own
+            own0 = {k[len('layer.0.'):] for k in c if k.startswith('layer.0.')}
+            base = {k: v for k, v in c.items() if not k.startswith('layer.') and k not in own0}
+            self.layer_meta = [{**base, **{k[len(f'layer.{l}.'):]: v for k, v in c.items() if k.startswith(f'layer.{l}.')}}
+                               for l in range(self.layers)]
         self.names = [n for n in tensors if not n.startswith('optim.')]
         self.params = torch.nn.ParameterDict({n.replace('.', '__'): torch.nn.Parameter(tensors[n]) for n in self.names})
         C, L = self.C, self.L
@@ -447,9 +454,9 @@ class TinyTransformer(torch.nn.Module):
         kh = kc // hd
         return x.reshape(n, kh, 1, hd).expand(n, kh, self.H // kh, hd).reshape(n, self.C)
 
-    def gammas(self, prefix):
+    def gammas(self, prefix, meta):
         """Retention's decays: RetNet's 1 - 2^(-5 - h), one value, or sigmoid of the learned logits."""
-        decay = self.meta.get('decay', 'retnet')
+        decay = meta.get('decay', 'retnet')
         if decay == 'learned':
             return torch.sigmoid(self.p(prefix + '.retention.decay_logit'))
         if decay == 'retnet':
@@ -466,14 +473,16 @@ class TinyTransformer(torch.nn.Module):
     def attend(self, prefix, xq, xkv, causal, cross, layer=None):
         # the library's registry: cross-attention of these forms is softmax, and so is a Linformer
         # model's decoder self-attention (Linformer has no causal form)
-        own = self.attention.startswith('synth:') or self.attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla')
-        form = 'softmax' if (cross and own) or (causal and self.attention == 'linformer') else self.attention
+        m = self.layer_meta[layer] if layer is not None else self.meta  # the form and options of this layer
+        attention = m['attention']
+        own = attention.startswith('synth:') or attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla')
+        form = 'softmax' if (cross and own) or (causal and attention == 'linformer') else attention
         at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
         n, hd = xq.shape[0], self.C // self.H
         q = self.hp(at('hook_q'), self.lin(xq, prefix, 'wq', 'bq'), (n, self.H, hd)) if self.has(prefix + '.wq') else None
         k = self.share_kv(self.hp(at('hook_k'), self.lin(xkv, prefix, 'wk', 'bk'), (n, -1, hd))) if self.has(prefix + '.wk') else None
         v = self.share_kv(self.hp(at('hook_v'), self.lin(xkv, prefix, 'wv', 'bv'), (n, -1, hd))) if self.has(prefix + '.wv') else None  # mla: none
-        sw = self.meta if form == 'softmax' and not cross else {}  # softmax's switches (the decoder's self-attention)
+        sw = m if form == 'softmax' and not cross else {}  # softmax's switches (this layer's self-attention)
         if sw.get('qk_norm') in ('1', 'true'):  # RMSNorm of each head's q and k, before the rotation
             q, k = self.head_rms(q, self.p(prefix + '.attn.q_norm')), self.head_rms(k, self.p(prefix + '.attn.k_norm'))
         if self.meta.get('positional') == 'rope' and not cross and q is not None:
@@ -486,11 +495,11 @@ class TinyTransformer(torch.nn.Module):
             if sw.get('output_gate') in ('1', 'true'):  # Y = SDPA(Q, K, V) * sigmoid(x W_g^T), before W_O
                 o = o * torch.sigmoid(F.linear(xq, self.p(prefix + '.attn.gate')))
         elif form in ('local', 'strided'):
-            o = local_attention(q, k, v, self.H, int(self.meta['window']), causal, int(self.meta.get('stride', 0)))
+            o = local_attention(q, k, v, self.H, int(m['window']), causal, int(m.get('stride', 0)))
         elif form.startswith('linear:'):
             o = linear_attention(q, k, v, self.H, form[7:], causal)
         elif form == 'retention':
-            o = retention(q, k, v, self.H, self.gammas(prefix), causal)
+            o = retention(q, k, v, self.H, self.gammas(prefix, m), causal)
         elif form == 'linformer':
             o = linformer(q, k, v, self.H, self.p(prefix + '.linformer.E'), self.p(prefix + '.linformer.F'))
         elif form == 'gated':
@@ -508,7 +517,7 @@ class TinyTransformer(torch.nn.Module):
             o = kda(xq, q, k, v, self.H, p)
         else:
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.synth.')}
-            o = synthesizer(form[6:], self.components, p, xq, q, k, v, self.H, causal)
+            o = synthesizer(form[6:], [s for s in m.get('synth_components', '').split(',') if s], p, xq, q, k, v, self.H, causal)
         o = self.hp(at('hook_z'), o, (n, self.H, hd))
         return self.lin(o, prefix, 'wo', 'bo')
 
@@ -578,7 +587,7 @@ class TinyTransformer(torch.nn.Module):
         Synthesizer tensors, as the library does) with global-norm clipping."""
         decay, plain = [], []
         for n in self.names:
-            fixed = '.synth.' in n and n.split('.')[-1].startswith('R') and self.meta.get('synth_trainable') == '0'
+            fixed = '.synth.' in n and n.split('.')[-1].startswith('R') and self.layer_meta[int(n.split('.')[1])].get('synth_trainable') == '0'
             if fixed:
                 self.p(n).requires_grad_(False)
                 continue

@@ -33,6 +33,8 @@ static void usage(void) {
            "  --task copy|reverse|sort|recall|translate|chars|repeat   (reverse)\n"
            "  --attention NAME      (softmax) one of the forms below with a causal form; short names\n"
            "              such as elu+1, taylor, dense, random work too\n"
+           "  --layer-forms LIST    a form per layer, comma-separated (short names too), e.g.\n"
+           "              gated-delta,gated-delta,gated-delta,softmax: layerForms (each with its defaults)\n"
            "  --<option> VALUE      the form's attentionOptions (listed with each form below);\n"
            "              --fixed is --trainable false\n"
            "  --length N --symbols N   task size (task defaults)\n"
@@ -276,6 +278,18 @@ int main(int argc, char **argv) {
         else if (FLAG("--task")) {
             if ((task = task_find(v)) < 0) return fprintf(stderr, "trainer: unknown task %s\n", v), 2;
         } else if (FLAG("--attention")) st = config_builder_set(&cb, "attention", attention = attention_name(v)), model_flags++;
+        else if (FLAG("--layer-forms")) { // layerForms: its length, then each layer's form (the builder checks them)
+            char list[512], key[48], count[16];
+            snprintf(list, sizeof list, "%s", v);
+            int n = 0;
+            for (char *name = strtok(list, ","); name && !st; name = strtok(NULL, ","), n++) {
+                snprintf(key, sizeof key, "layerForms.%d.attention", n);
+                st = config_builder_set(&cb, key, attention_name(name));
+            }
+            snprintf(count, sizeof count, "%d", n);
+            if (!st) st = config_builder_set(&cb, "layerForms", count);
+            attention = v, model_flags++;
+        }
         else if (FLAG("--length")) bad = parse_long(a, v, 1, 1 << 20, &length);
         else if (FLAG("--symbols")) bad = parse_long(a, v, 1, 1 << 20, &symbols);
         else if (FLAG("--steps")) bad = parse_long(a, v, 1, 1L << 30, &steps);

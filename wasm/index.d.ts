@@ -167,7 +167,7 @@ export type {
   SynthesizerLayer, SynthesizerApi,
 } from './synthesizer.js';
 export type {
-  ModelAttention, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
+  ModelAttention, ModelLayerForm, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
   FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution,
 } from './model.js';

@@ -123,7 +123,15 @@ export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
 /** What llama2.c's run.c cannot run of a model with this config: null when it can run all of it. */
 export function llama2cRefusal(c) {
   if (c.arch !== 'decoder') return `arch "${c.arch}": llama2.c runs decoder-only models`;
-  if (c.attention !== 'softmax') return `attention "${c.attention}": llama2.c runs softmax attention only`;
+  // layerForms: plain softmax in every layer is what llama2.c runs (a switch set on is not)
+  const switched = (f) => Object.entries(f.attentionOptions ?? {}).filter(([, v]) => v !== false && v !== null).map(([k]) => k);
+  const other = c.layerForms?.findIndex((f) => f.attention !== 'softmax' || switched(f).length > 0) ?? -1;
+  if (other >= 0) {
+    const f = c.layerForms[other], on = switched(f);
+    return f.attention !== 'softmax' ? `layerForms[${other}] is attention "${f.attention}": llama2.c runs softmax attention only, in every layer`
+      : `layerForms[${other}].attentionOptions.${on[0]}: llama2.c runs plain softmax attention in every layer`;
+  }
+  if (!c.layerForms && c.attention !== 'softmax') return `attention "${c.attention}": llama2.c runs softmax attention only`;
   if (c.positional !== 'rope') return `positional "${c.positional}": llama2.c uses rotary positions (positional "rope")`;
   if (c.ropeTheta !== 10000) return `ropeTheta ${c.ropeTheta}: run.c fixes the rotary base at 10000`;
   if (c.normType !== 'rmsnorm') return `normType "${c.normType}": llama2.c uses RMSNorm`;

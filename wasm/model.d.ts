@@ -31,6 +31,10 @@ export interface ModelConfig {
    *  Synthesizer replaces self-attention only and cross-attention stays softmax. */
   attention?: ModelAttention;
   attentionOptions?: ModelAttentionOptions;
+  /** decoder only: each layer's form and options, one entry per layer (length `layers`), for hybrid
+   *  stacks (3 'gated-delta' : 1 'softmax') and window/global patterns; with it, attention and
+   *  attentionOptions are Errors (each layer names its own). docs/model.md */
+  layerForms?: ModelLayerForm[];
   /** default 'sinusoidal' ('rope' with block 'llama'); 'none' adds no positions (the causal mask
    *  still tells them apart); 'rope' rotates every self-attention's queries and keys (llama2.c's
    *  pairing: columns (2i, 2i+1) of each head turn by p * ropeTheta^(-2i/headWidth)) and needs an
@@ -219,9 +223,17 @@ export interface GradientCheckResult {
   fixedWithGrad: number;
 }
 
+/** One decoder layer's form in createModel's layerForms. */
+export interface ModelLayerForm {
+  attention: ModelAttention;
+  attentionOptions?: ModelAttentionOptions;
+}
+
 export interface Model {
-  /** the resolved config (defaults filled in) */
-  readonly config: Readonly<Required<Omit<ModelConfig, 'attentionOptions'>> & { attentionOptions?: ModelAttentionOptions }>;
+  /** the resolved config (defaults filled in); a model made with layerForms has layerForms (every
+   *  layer, options filled in) and no attention or attentionOptions */
+  readonly config: Readonly<Required<Omit<ModelConfig, 'attention' | 'attentionOptions' | 'layerForms'>> &
+    { attention?: ModelAttention; attentionOptions?: ModelAttentionOptions; layerForms?: ModelLayerForm[] }>;
   /** false when loaded with { training: false } or by loadLlama2c: it runs and generates, and does not train */
   readonly training: boolean;
   readonly parameterCount: number;

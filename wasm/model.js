@@ -29,16 +29,31 @@ function fieldText(what, value, type) {
  */
 function configFields(config, forms) {
   const what = 'createModel';
-  checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions']);
+  checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions', 'layerForms']);
   const fields = [];
   for (const [key, type] of Object.entries(CONFIG_TYPES))
     if (config[key] !== undefined) fields.push([key, fieldText(`${what}: ${key}`, config[key], type)]);
-  if (config.attentionOptions !== undefined) {
-    const o = config.attentionOptions;
-    const declared = new Map(forms.flatMap((f) => f.options).map((opt) => [opt.name, opt]));
-    checkKeys(`${what}: attentionOptions`, o, [...declared.keys()]);
-    for (const [key, opt] of declared)
-      if (o[key] !== undefined) fields.push([`attentionOptions.${key}`, formOptionText(`${what}: attentionOptions.${key}`, opt, o[key])]);
+  const declared = new Map(forms.flatMap((f) => f.options).map((opt) => [opt.name, opt]));
+  // attentionOptions (the model's, or one layer's: name and key say which) as fields
+  const options = (name, key, o) => {
+    checkKeys(`${what}: ${name}`, o, [...declared.keys()]);
+    for (const [k, opt] of declared)
+      if (o[k] !== undefined) fields.push([`${key}.${k}`, formOptionText(`${what}: ${name}.${k}`, opt, o[k])]);
+  };
+  if (config.attentionOptions !== undefined) options('attentionOptions', 'attentionOptions', config.attentionOptions);
+  // layerForms: its length, then each entry's form and options (C checks the length against
+  // layers, the names and the options, and refuses attention beside it)
+  if (config.layerForms !== undefined) {
+    const lf = config.layerForms;
+    if (!Array.isArray(lf)) fail(`${what}: layerForms must be an array of { attention, attentionOptions }, one per layer, got ${describe(lf)}`);
+    fields.push(['layerForms', String(lf.length)]);
+    lf.forEach((entry, l) => {
+      checkKeys(`${what}: layerForms[${l}]`, entry, ['attention', 'attentionOptions']);
+      if (entry.attention !== undefined)
+        fields.push([`layerForms.${l}.attention`, fieldText(`${what}: layerForms[${l}].attention`, entry.attention, 'string')]);
+      if (entry.attentionOptions !== undefined)
+        options(`layerForms[${l}].attentionOptions`, `layerForms.${l}.attentionOptions`, entry.attentionOptions);
+    });
   }
   return fields;
 }
@@ -157,10 +172,12 @@ export function modelMethods(core) {
 
     constructor(handle) {
       this.handle = handle;
-      const json = core.withBuffers('model.config', [{ name: 'config', bytes: 1024 }], ([p]) => {
-        const len = ex.aw_model_config_json(handle, p, 1024);
-        return core.cString(p).slice(0, len);
+      // its length first when it is longer than a first guess (layerForms of many layers)
+      const read = (bytes) => core.withBuffers('model.config', [{ name: 'config', bytes }], ([p]) => {
+        const len = ex.aw_model_config_json(handle, p, bytes);
+        return len < bytes ? core.cString(p).slice(0, len) : read(len + 1);
       });
+      const json = read(1024);
       this.config = Object.freeze(JSON.parse(json));
       this.parameterCount = ex.aw_model_parameter_count(handle);
       forgotten?.register(this, { core, handle }, this.#token);

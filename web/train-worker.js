@@ -114,7 +114,8 @@ function snapshot() {
   };
   const sourceLabels = rnn || encoder ? input.source.map(tokenLabel) : null;
   postMessage({ type: 'snapshot', step: model.steps, labels: encoder ? sourceLabels : seq.map(tokenLabel),
-    maps: attention.map((heads) => heads.map((w) => displayWeights(model.config.attention ?? '', w, lib.forms))),
+    // layerForms (decoders): each layer's maps shown as its own form's
+    maps: attention.map((heads, l) => heads.map((w) => displayWeights(model.config.layerForms?.[l]?.attention ?? model.config.attention ?? '', w, lib.forms))),
     T: encoder ? input.source.length : seq.length, view,
     ...(rnn ? { cols: sourceLabels, noAttention: fwd.noAttention } : {}), ...(encoder ? { encoder: true } : {}) });
 }

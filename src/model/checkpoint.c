@@ -58,11 +58,23 @@ static const float *block_data(const aw_model *m, int block) {
     return block == 0 ? m->params : block == 1 ? m->adam_m : m->adam_v;
 }
 
+// A form's set options as metadata: ,"<prefix><key>":"<text>" each (booleans as 1 and 0).
+static void put_options(text *t, const char *prefix, const aw_form *form, const aw_form_values *v) {
+    for (size_t i = 0; i < form->n_options; i++) {
+        const char *s = v->text[i];
+        if (!s[0]) continue;
+        if (form->options[i].kind == AW_OPTION_BOOL) s = strcmp(s, "true") == 0 ? "1" : "0";
+        put(t, ",\"%s%s\":\"%s\"", prefix, form->options[i].key, s);
+    }
+}
+
 // The JSON header, unpadded. Caller frees t->s.
 static int build_header(const aw_model *m, int optim, text *t) {
     const aw_model_config *c = &m->cfg;
     memset(t, 0, sizeof *t);
-    put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"2\"");
+    // version 3: layerForms (each layer's form under layer.<l>.*), which version-2 readers would
+    // load as one form everywhere; every other model stays version 2
+    put(t, "{\"__metadata__\":{\"format\":\"attention-wasm-model\",\"version\":\"%d\"", c->layer_forms ? 3 : 2);
     put(t, ",\"vocab\":\"%d\",\"d_model\":\"%d\",\"heads\":\"%d\",\"layers\":\"%d\",\"d_ff\":\"%d\",\"max_len\":\"%d\"",
         (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
     const aw_form *form = aw_form_at((size_t)c->form);
@@ -77,12 +89,16 @@ static int build_header(const aw_model *m, int optim, text *t) {
     if (c->kv_heads != c->heads) put(t, ",\"kv_heads\":\"%d\"", (int)c->kv_heads);
     if (AW_POSITIONALS[c->positional].rotate_qk) put(t, ",\"rope_theta\":\"%.9g\"", (double)c->rope_theta); // the rotation's base
     // the form's options under their own keys, as text; an unset one (it does not apply to this
-    // form's settings) is left out; booleans as 1 and 0
-    for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
-        const char *text = c->attn.text[i];
-        if (!text[0]) continue;
-        if (form->options[i].kind == AW_OPTION_BOOL) text = strcmp(text, "true") == 0 ? "1" : "0";
-        put(t, ",\"%s\":\"%s\"", form->options[i].key, text);
+    // form's settings) is left out; booleans as 1 and 0. layerForms: "attention" and its options
+    // are layer 0's, and every layer's are under "layer.<l>.attention" and "layer.<l>.<key>"
+    if (!aw_arch_is_rnn(c->arch)) put_options(t, "", form, &c->attn);
+    for (int l = 0; c->layer_forms && l < c->layers; l++) {
+        const aw_form_values *v;
+        const aw_form *f = model_layer_form(c, l, &v);
+        char prefix[24];
+        snprintf(prefix, sizeof prefix, "layer.%d.", l);
+        put(t, ",\"%sattention\":\"%s\"", prefix, f->name);
+        put_options(t, prefix, f, v);
     }
     // with the optimizer state, training resumes exactly: the moments, and where the model's own
     // training-batch stream stands
@@ -182,7 +198,7 @@ int checkpoint_write(const aw_model *m, int optim, uint8_t *buf, size_t cap) {
 
 // ---- reading ----------------------------------------------------------------------------------
 
-enum { MAX_META = 48, MAX_ENTRIES = 3 * AW_MAX_TENSORS + 8 };
+enum { MAX_META = 48 + AW_MAX_LAYERS * (1 + AW_MAX_FORM_OPTIONS), MAX_ENTRIES = 3 * AW_MAX_TENSORS + 8 };
 
 typedef struct {
     char key[40], value[128];
@@ -338,13 +354,30 @@ static int meta_enum(const parser *ps, const char *key, const char *const *names
     return 1;
 }
 
+// A form's options from the metadata keys "<prefix><key>" into v, finished; 0 when one is bad. An
+// option missing or "" (or "0" for an integer that starts at 1, as version-2 files of the first
+// release wrote an option that did not apply) is unset; booleans are 1 and 0.
+static int options_from_meta(const parser *ps, const char *prefix, const aw_form *form, aw_form_values *v, size_t max_len) {
+    for (size_t i = 0; i < form->n_options; i++) {
+        const aw_form_option *o = &form->options[i];
+        char key[40];
+        snprintf(key, sizeof key, "%s%s", prefix, o->key);
+        const char *text = meta(ps, key);
+        if (!text || !text[0] || (o->kind == AW_OPTION_INT && o->lo >= 1 && strcmp(text, "0") == 0)) continue;
+        if (o->kind == AW_OPTION_BOOL) text = strcmp(text, "1") == 0 ? "true" : strcmp(text, "0") == 0 ? "false" : "?";
+        if (strlen(text) >= AW_OPTION_TEXT) return 0;
+        snprintf(v->text[i], AW_OPTION_TEXT, "%s", text);
+    }
+    return aw_option_finish(form, v, max_len) == AW_OK;
+}
+
 static int config_from_meta(const parser *ps, aw_model_config *c, long long *step, int *version) {
     memset(c, 0, sizeof *c);
     long long v[7];
     const char *fmt = meta(ps, "format");
     if (!fmt || strcmp(fmt, "attention-wasm-model") != 0) return 0;
     const char *ver = meta(ps, "version");
-    *version = ver && strcmp(ver, "1") == 0 ? 1 : ver && strcmp(ver, "2") == 0 ? 2 : 0;
+    *version = ver && strcmp(ver, "1") == 0 ? 1 : ver && strcmp(ver, "2") == 0 ? 2 : ver && strcmp(ver, "3") == 0 ? 3 : 0;
     if (!*version) return 0;
     if (!meta_int(ps, "vocab", 2, 1 << 20, &v[0]) || !meta_int(ps, "d_model", 1, 4096, &v[1]) ||
         !meta_int(ps, "heads", 1, 4096, &v[2]) || !meta_int(ps, "layers", 1, AW_MAX_LAYERS, &v[3]) ||
@@ -385,18 +418,22 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     }
     if (!form) return 0;
     c->form = aw_form_index(form);
-    // the form's options by their keys (checked with the config, in model_create): an option
-    // missing or "" (or "0" for an integer that starts at 1, as version-2 files of the first
-    // release wrote an option that did not apply) is unset; booleans are 1 and 0
-    for (size_t i = 0; !aw_arch_is_rnn(c->arch) && i < form->n_options; i++) {
-        const aw_form_option *o = &form->options[i];
-        const char *text = meta(ps, o->key);
-        if (!text || !text[0] || (o->kind == AW_OPTION_INT && o->lo >= 1 && strcmp(text, "0") == 0)) continue;
-        if (o->kind == AW_OPTION_BOOL) text = strcmp(text, "1") == 0 ? "true" : strcmp(text, "0") == 0 ? "false" : "?";
-        if (strlen(text) >= AW_OPTION_TEXT) return 0;
-        snprintf(c->attn.text[i], AW_OPTION_TEXT, "%s", text);
+    // the form's options by their keys (checked with the config, in model_create)
+    if (!aw_arch_is_rnn(c->arch) && !options_from_meta(ps, "", form, &c->attn, (size_t)c->max_len)) return 0;
+    // version 3: every layer's form (model_create checks them as createModel's layerForms)
+    if (*version == 3) {
+        c->layer_forms = 1;
+        for (int l = 0; l < c->layers; l++) {
+            char key[40];
+            snprintf(key, sizeof key, "layer.%d.attention", l);
+            const aw_form *f = meta(ps, key) ? aw_form_find(meta(ps, key)) : NULL;
+            if (!f) return 0;
+            c->layer_form[l] = aw_form_index(f);
+            snprintf(key, sizeof key, "layer.%d.", l);
+            if (!options_from_meta(ps, key, f, &c->layer_attn[l], (size_t)c->max_len)) return 0;
+        }
+        c->form = c->layer_form[0], c->attn = c->layer_attn[0]; // as createModel keeps them: layer 0's
     }
-    if (!aw_arch_is_rnn(c->arch) && aw_option_finish(form, &c->attn, (size_t)c->max_len)) return 0;
     return 1;
 }
 

@@ -22,11 +22,12 @@ int name_index(const char *const *names, int count, const char *name) {
 }
 
 enum { F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
-       F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_COUNT };
+       F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_LAYER_FORMS, F_COUNT };
 static const char *const KEYS[F_COUNT] = {"vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention",
                                           "positional", "norm", "arch", "seed", "block", "normType", "ffn", "bias",
-                                          "tieEmbeddings", "kvHeads", "ropeTheta"};
+                                          "tieEmbeddings", "kvHeads", "ropeTheta", "layerForms"};
 static const char OPTION_PREFIX[] = "attentionOptions.";
+static const char LAYER_PREFIX[] = "layerForms.";
 
 void config_builder_init(aw_config_builder *b) {
     memset(b, 0, sizeof *b);
@@ -54,24 +55,65 @@ static int parse_name(const char *key, const char *text, const char *const *name
     return aw_fail(AW_ERR_ARG, "%s must be one of %s, got \"%.40s\"", key, list, text);
 }
 
-int config_builder_set(aw_config_builder *b, const char *key, const char *value) {
-    aw_model_config *c = &b->cfg;
-    if (strncmp(key, OPTION_PREFIX, sizeof OPTION_PREFIX - 1) == 0) {
-        // a form's option: kept as written until finish knows the form (options may come first)
-        const char *name = key + sizeof OPTION_PREFIX - 1;
-        int known = 0;
-        for (size_t i = 0; i < aw_form_count_all() && !known; i++) known = aw_option_find(aw_form_at(i), name) >= 0;
-        if (!known) return aw_fail(AW_ERR_ARG, "unknown option \"%.40s\"", key);
-        size_t j = 0;
-        while (j < b->n_pending && strcmp(b->pending[j].name, name)) j++;
-        if (j == AW_MAX_PENDING_OPTIONS) return aw_fail(AW_ERR_ARG, "too many attentionOptions");
-        if (strlen(name) >= sizeof b->pending[j].name || strlen(value) >= sizeof b->pending[j].text)
-            return aw_fail(AW_ERR_ARG, "%.40s: the value is too long (%zu characters)", key, strlen(value));
-        snprintf(b->pending[j].name, sizeof b->pending[j].name, "%s", name);
-        snprintf(b->pending[j].text, sizeof b->pending[j].text, "%s", value);
-        if (j == b->n_pending) b->n_pending++;
+// "attention must be one of "softmax", ..., got "x"" for what (the key as users write it); value
+// NULL: the key is missing.
+static int refuse_form(const char *what, const char *value) {
+    char list[400] = "";
+    for (size_t i = 0; i < aw_form_count_all(); i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "", aw_form_at(i)->name);
+    if (!value) return aw_fail(AW_ERR_ARG, "%s is missing: each entry names its form, one of %s", what, list);
+    return aw_fail(AW_ERR_ARG, "%s must be one of %s, got \"%.40s\"", what, list, value);
+}
+
+// A form's option `name` for layer (-1: the model's attentionOptions): kept as written until
+// finish knows the form (options may come first).
+static int set_pending(aw_config_builder *b, const char *key, int layer, const char *name, const char *value) {
+    int known = 0;
+    for (size_t i = 0; i < aw_form_count_all() && !known; i++) known = aw_option_find(aw_form_at(i), name) >= 0;
+    if (!known) return aw_fail(AW_ERR_ARG, "unknown option \"%.60s\"", key);
+    size_t j = 0;
+    while (j < b->n_pending && (b->pending[j].layer != layer || strcmp(b->pending[j].name, name))) j++;
+    if (j == AW_MAX_PENDING_OPTIONS) return aw_fail(AW_ERR_ARG, "too many attentionOptions (at most %d in all)", AW_MAX_PENDING_OPTIONS);
+    if (strlen(name) >= sizeof b->pending[j].name || strlen(value) >= sizeof b->pending[j].text)
+        return aw_fail(AW_ERR_ARG, "%.60s: the value is too long (%zu characters)", key, strlen(value));
+    snprintf(b->pending[j].name, sizeof b->pending[j].name, "%s", name);
+    snprintf(b->pending[j].text, sizeof b->pending[j].text, "%s", value);
+    b->pending[j].layer = layer;
+    if (j == b->n_pending) b->n_pending++;
+    return AW_OK;
+}
+
+// layerForms.<l>.attention or layerForms.<l>.attentionOptions.<name> (rest: after the prefix).
+static int set_layer_field(aw_config_builder *b, const char *key, const char *rest, const char *value) {
+    long l = 0;
+    int digits = 0;
+    while (*rest >= '0' && *rest <= '9' && digits < 6) l = l * 10 + (*rest++ - '0'), digits++;
+    if (!digits || *rest != '.') return aw_fail(AW_ERR_ARG, "unknown option \"%.60s\" (layerForms.<layer>.attention or "
+                                                            "layerForms.<layer>.attentionOptions.<name>)", key);
+    if (l >= AW_MAX_LAYERS)
+        return aw_fail(AW_ERR_ARG, "layerForms[%ld]: a model has at most %d layers, so layerForms at most %d entries", l,
+                       AW_MAX_LAYERS, AW_MAX_LAYERS);
+    rest++;
+    char what[48];
+    snprintf(what, sizeof what, "layerForms[%ld].attention", l);
+    if (strcmp(rest, "attention") == 0) {
+        const aw_form *form = aw_form_find(value);
+        if (!form) return refuse_form(what, value);
+        b->layer_form[l] = aw_form_index(form);
+        b->layer_named |= 1u << l;
         return AW_OK;
     }
+    if (strncmp(rest, OPTION_PREFIX, sizeof OPTION_PREFIX - 1) == 0)
+        return set_pending(b, key, (int)l, rest + sizeof OPTION_PREFIX - 1, value);
+    return aw_fail(AW_ERR_ARG, "unknown option \"%.60s\" (an entry of layerForms takes attention and attentionOptions)", key);
+}
+
+int config_builder_set(aw_config_builder *b, const char *key, const char *value) {
+    aw_model_config *c = &b->cfg;
+    if (strncmp(key, OPTION_PREFIX, sizeof OPTION_PREFIX - 1) == 0)
+        return set_pending(b, key, -1, key + sizeof OPTION_PREFIX - 1, value);
+    if (strncmp(key, LAYER_PREFIX, sizeof LAYER_PREFIX - 1) == 0)
+        return set_layer_field(b, key, key + sizeof LAYER_PREFIX - 1, value);
     int f = 0;
     while (f < F_COUNT && strcmp(KEYS[f], key) != 0) f++;
     if (f == F_COUNT) return aw_fail(AW_ERR_ARG, "unknown option \"%.40s\"", key);
@@ -101,15 +143,16 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         break;
     case F_ATTENTION: {
         const aw_form *form = aw_form_find(value);
-        if (!form) {
-            char list[400] = "";
-            for (size_t i = 0; i < aw_form_count_all(); i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "", aw_form_at(i)->name);
-            return aw_fail(AW_ERR_ARG, "attention must be one of %s, got \"%.40s\"", list, value);
-        }
+        if (!form) return refuse_form("attention", value);
         c->form = aw_form_index(form);
         break;
     }
+    case F_LAYER_FORMS: // its length: one entry per layer (finish compares it with layers)
+        if (parse_int(key, value, 1, AW_MAX_LAYERS, &v))
+            return aw_clear_error(), aw_fail(AW_ERR_ARG, "layerForms has %.40s entries; it must have one per layer, "
+                                                         "1 to %d", value, AW_MAX_LAYERS);
+        b->n_layer_forms = (int32_t)v;
+        break;
     case F_POSITIONAL:
         if (!aw_positional_find(value, &c->positional)) {
             char list[128];
@@ -146,6 +189,54 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     return st;
 }
 
+// layerForms into c (c->layer_forms, layer_form, layer_attn; form and attn become layer 0's): its
+// length is layers, every entry names its form, each entry's options are its form's; the model's
+// attention and attentionOptions are refused beside it. Nothing to do without layerForms.
+static int set_layer_forms(const aw_config_builder *b, aw_model_config *c) {
+    const int given = (b->given & (1u << F_LAYER_FORMS)) != 0;
+    for (size_t j = 0; j < b->n_pending; j++)
+        if (b->pending[j].layer >= (given ? b->n_layer_forms : 0))
+            return aw_fail(AW_ERR_ARG, "layerForms[%d].attentionOptions.%s is past layerForms' %d entries", b->pending[j].layer,
+                           b->pending[j].name, given ? (int)b->n_layer_forms : 0);
+    for (int l = given ? b->n_layer_forms : 0; l < AW_MAX_LAYERS; l++)
+        if (b->layer_named & (1u << l))
+            return aw_fail(AW_ERR_ARG, "layerForms[%d].attention is past layerForms' %d entries", l,
+                           given ? (int)b->n_layer_forms : 0);
+    if (!given) return AW_OK;
+    if (b->given & (1u << F_ATTENTION))
+        return aw_fail(AW_ERR_ARG, "attention and layerForms are both given: with layerForms each layer names its own "
+                                   "attention; leave the model's attention out");
+    for (size_t j = 0; j < b->n_pending; j++)
+        if (b->pending[j].layer < 0)
+            return aw_fail(AW_ERR_ARG, "attentionOptions and layerForms are both given: with layerForms each layer "
+                                       "gives its own attentionOptions; leave the model's attentionOptions out");
+    if (b->n_layer_forms != c->layers)
+        return aw_fail(AW_ERR_ARG, "layerForms has %d entries and layers is %d: give one entry per layer",
+                       (int)b->n_layer_forms, (int)c->layers);
+    c->layer_forms = 1;
+    for (int l = 0; l < c->layers; l++) {
+        if (!(b->layer_named & (1u << l))) {
+            char what[48];
+            snprintf(what, sizeof what, "layerForms[%d].attention", l);
+            return refuse_form(what, NULL);
+        }
+        const aw_form *form = aw_form_at((size_t)b->layer_form[l]);
+        aw_form_values *v = &c->layer_attn[l];
+        memset(v, 0, sizeof *v);
+        c->layer_form[l] = b->layer_form[l];
+        int st = AW_OK;
+        for (size_t j = 0; j < b->n_pending && !st; j++) {
+            if (b->pending[j].layer != l) continue;
+            const int i = aw_option_find(form, b->pending[j].name);
+            st = i < 0 ? aw_option_refuse(form, b->pending[j].name) : aw_option_set(form, v, (size_t)i, b->pending[j].text);
+        }
+        if (!st) st = aw_option_finish(form, v, (size_t)c->max_len);
+        if (st) return model_layer_error(l, st);
+    }
+    c->form = c->layer_form[0], c->attn = c->layer_attn[0]; // for readers of one form: layer 0's
+    return AW_OK;
+}
+
 int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     aw_model_config c = b->cfg;
     const aw_form *form = aw_form_at((size_t)c.form);
@@ -168,7 +259,7 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
                        AW_POSITIONALS[c.positional].name);
     // grouped-query attention shares key and value heads between query heads; a form that reads no
     // keys would only shrink its value projection, which is no scheme of any paper: refused
-    if (c.kv_heads != c.heads && !(form->flags & AW_FORM_USES_QK))
+    if (c.kv_heads != c.heads && !(form->flags & AW_FORM_USES_QK) && !(b->given & (1u << F_LAYER_FORMS)))
         return aw_fail(AW_ERR_ARG, "kvHeads (%d) applies to forms that read queries and keys (grouped-query "
                                    "attention shares K/V heads between query heads); attention \"%s\" reads no keys: "
                                    "leave kvHeads out", (int)c.kv_heads, form->name);
@@ -190,13 +281,15 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
                            OPTION_PREFIX, b->pending[0].name, AW_ARCH_NAMES[c.arch]);
     }
     memset(&c.attn, 0, sizeof c.attn);
-    for (size_t j = 0; j < b->n_pending; j++) { // an option the form does not read is a mistake, not a no-op
+    int st = set_layer_forms(b, &c);
+    if (st) return st;
+    for (size_t j = 0; j < b->n_pending && !c.layer_forms; j++) { // an option the form does not read is a mistake, not a no-op
         const int i = aw_option_find(form, b->pending[j].name);
         if (i < 0) return aw_option_refuse(form, b->pending[j].name);
         const int st = aw_option_set(form, &c.attn, (size_t)i, b->pending[j].text);
         if (st) return st;
     }
-    int st = aw_option_finish(form, &c.attn, (size_t)c.max_len);
+    if (!c.layer_forms) st = aw_option_finish(form, &c.attn, (size_t)c.max_len);
     if (!st) st = model_check_config(&c);
     if (st) return st;
     *out = c;
@@ -209,8 +302,23 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
     size_t len = 0;
     if (cap) buf[0] = '\0';
     const aw_form *form = aw_form_at((size_t)c->form);
-    PUT("{\"vocab\":%d,\"dModel\":%d,\"heads\":%d,\"layers\":%d,\"dFF\":%d,\"maxLen\":%d,\"attention\":\"%s\"",
-        (int)c->vocab, (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len, form->name);
+    PUT("{\"vocab\":%d,\"dModel\":%d,\"heads\":%d,\"layers\":%d,\"dFF\":%d,\"maxLen\":%d", (int)c->vocab,
+        (int)c->d_model, (int)c->heads, (int)c->layers, (int)c->d_ff, (int)c->max_len);
+    // layerForms in place of attention and attentionOptions (createModel refuses them together):
+    // every layer's form and the options it reads
+    if (c->layer_forms) {
+        PUT(",\"layerForms\":[");
+        for (int l = 0; l < c->layers; l++) {
+            const aw_form_values *v;
+            const aw_form *f = model_layer_form(c, l, &v);
+            char opts[1024];
+            aw_option_json(f, v, opts, sizeof opts);
+            PUT("%s{\"attention\":\"%s\"", l ? "," : "", f->name);
+            if (opts[0]) PUT(",\"attentionOptions\":{%s}", opts + 1);
+            PUT("}");
+        }
+        PUT("]");
+    } else PUT(",\"attention\":\"%s\"", form->name);
     PUT(",\"positional\":\"%s\",\"norm\":\"%s\",\"arch\":\"%s\",\"seed\":%u", AW_POSITIONALS[c->positional].name,
         AW_NORM_NAMES[c->norm], AW_ARCH_NAMES[c->arch], (unsigned)c->seed);
     if (!aw_arch_is_rnn(c->arch))
@@ -221,7 +329,7 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
     if (!aw_arch_is_rnn(c->arch) && AW_POSITIONALS[c->positional].rotate_qk)
         PUT(",\"ropeTheta\":%.9g", c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);
     // the options the form reads, in the order of its list
-    if (!aw_arch_is_rnn(c->arch) && form->n_options) {
+    if (!aw_arch_is_rnn(c->arch) && !c->layer_forms && form->n_options) {
         char opts[1024];
         aw_option_json(form, &c->attn, opts, sizeof opts);
         if (opts[0]) PUT(",\"attentionOptions\":{%s}", opts + 1);

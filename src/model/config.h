@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 
-enum { AW_MAX_PENDING_OPTIONS = 8 };
+// attentionOptions as written, for the model (8) and for each of layerForms' entries (a form's
+// options, and two over so that one too many is the form's Error, not the buffer's)
+enum { AW_MAX_PENDING_OPTIONS = 8 + AW_MAX_LAYERS * (AW_MAX_FORM_OPTIONS + 2) };
 
 typedef struct {
     aw_model_config cfg;
@@ -19,8 +21,14 @@ typedef struct {
     struct {
         char name[32];
         char text[AW_OPTION_TEXT];
+        int layer; // -1: attentionOptions.<name>; l: layerForms.<l>.attentionOptions.<name>
     } pending[AW_MAX_PENDING_OPTIONS];
     size_t n_pending;
+    // layerForms: its length ("layerForms", given with the "layerForms" bit), each entry's form
+    // ("layerForms.<l>.attention"; bit l of layer_named when given)
+    int32_t n_layer_forms;
+    int32_t layer_form[AW_MAX_LAYERS];
+    unsigned layer_named;
 } aw_config_builder;
 
 // The names users write for the config's enums, and a name's index (-1 when absent); the
@@ -39,6 +47,9 @@ int name_index(const char *const *names, int count, const char *name);
 // gru archs (the only value they take).
 void config_builder_init(aw_config_builder *b);
 // Sets the field `key` from its text (a number in decimal, true/false, a name, or a comma list).
+// layerForms: "layerForms" is its length (one entry per layer), "layerForms.<l>.attention" layer
+// l's form and "layerForms.<l>.attentionOptions.<name>" its options; with layerForms, the model's
+// attention and attentionOptions are refused (each layer names its own).
 // AW_ERR_ARG with a message naming the field for an unknown key or a bad value.
 int config_builder_set(aw_config_builder *b, const char *key, const char *value);
 // Fills the derived defaults (dFF = 4 dModel; the form's, by its finish), rejects options that

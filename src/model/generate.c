@@ -26,11 +26,11 @@ typedef struct {
     float *mem;
 } decode_state;
 
-// 1 when generation keeps its own cache of the K/V heads (grouped-query softmax): KC columns per
-// position instead of the form's C.
-static int own_cache(const aw_model *m) {
-    return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[0].form->name, "softmax") == 0 &&
-           !m->self_form[0].switches; // a switched-on softmax attends through its form's step
+// 1 when generation keeps its own cache of layer l's K/V heads (grouped-query softmax): KC columns
+// per position instead of the form's C. Each layer keeps its own kind (layerForms mixes them).
+static int own_cache(const aw_model *m, int l) {
+    return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[l].form->name, "softmax") == 0 &&
+           !m->self_form[l].switches; // a switched-on softmax attends through its form's step
 }
 
 // 1 when the prompt can go through one batched forward whose K, V fill the caches: a decoder
@@ -39,7 +39,7 @@ static int own_cache(const aw_model *m) {
 static int can_prefill(const aw_model *m) {
     if (m->cfg.arch != AW_ARCH_DECODER) return 0;
     for (int l = 0; l < m->cfg.layers; l++)
-        if (!own_cache(m) && !m->self_form[l].form->prefill) return 0;
+        if (!own_cache(m, l) && !m->self_form[l].form->prefill) return 0;
     return 1;
 }
 
@@ -59,7 +59,7 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
     if (st) return st;
     for (int l = 0; l < c->layers; l++) {
         const aw_attn_acts *a = &m->a.dec_self[l];
-        if (own_cache(m)) { // K/V head g is the first of its group's copies (rotated already)
+        if (own_cache(m, l)) { // K/V head g is the first of its group's copies (rotated already)
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             for (size_t p = 0; p < np; p++)
                 for (size_t g = 0; g < KH; g++) {
@@ -87,13 +87,13 @@ static int state_init(decode_state *s, aw_model *m, size_t S) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
     const size_t KC = model_kv_cols(m);
-    const int nl = c->layers, own = own_cache(m);
+    const int nl = c->layers;
     memset(s, 0, sizeof *s);
     size_t at_self[AW_MAX_LAYERS], at_ck[AW_MAX_LAYERS], at_cv[AW_MAX_LAYERS];
     aw_plan plan = {0};
     for (int l = 0; l < nl; l++) {
         const aw_attn_form *f = &m->self_form[l];
-        const size_t floats = own ? aw_size_mul3(2, L, KC) : f->form->step_floats(f, L);
+        const size_t floats = own_cache(m, l) ? aw_size_mul3(2, L, KC) : f->form->step_floats(f, L);
         at_self[l] = aw_plan_take(&plan, floats / 4 + 1, 4);
         at_ck[l] = aw_plan_take(&plan, S, C);
         at_cv[l] = aw_plan_take(&plan, S, C);
@@ -169,7 +169,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
             m->pos->rotate_qk(m, s->q, 1, 1, pos, C, 0);
             m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);
         }
-        if (own_cache(m)) { // the cache holds the K/V heads only
+        if (own_cache(m, l)) { // the cache holds the K/V heads only
             if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             memcpy(kc + pos * KC, s->kv, KC * sizeof(float));

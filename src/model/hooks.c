@@ -41,10 +41,11 @@ int hook_model_check(const aw_model *m) {
     return AW_OK;
 }
 
-static int point_exists(const aw_model *m, int point, const char *name) {
-    if ((point == AW_HOOK_Q || point == AW_HOOK_K) && !m->self_form[0].uses_qk)
-        return aw_fail(AW_ERR_ARG, "%s: attention \"%s\" reads no queries or keys, so this model has no such point",
-                       name, m->self_form[0].form->name);
+static int point_exists(const aw_model *m, int point, int layer, const char *name) {
+    const aw_attn_form *f = &m->self_form[layer > 0 ? layer : 0]; // layerForms: each layer's own
+    if ((point == AW_HOOK_Q || point == AW_HOOK_K) && !f->uses_qk)
+        return aw_fail(AW_ERR_ARG, "%s: attention \"%s\" reads no queries or keys, so this %s has no such point",
+                       name, f->form->name, m->cfg.layer_forms ? "layer" : "model");
     if (point == AW_HOOK_LN_FINAL && m->cfg.norm != AW_NORM_PRE)
         return aw_fail(AW_ERR_ARG, "%s: a post-norm model has no final norm (each sublayer normalises its own "
                                    "output; blocks.{l}.hook_resid_post is already normalised)", name);
@@ -56,7 +57,7 @@ int hook_parse(const aw_model *m, const char *name, int *point, int *layer) {
     if (st) return st;
     if (strcmp(name, "hook_embed") == 0) return *point = AW_HOOK_EMBED, *layer = -1, AW_OK;
     if (strcmp(name, "ln_final.hook_normalized") == 0)
-        return *point = AW_HOOK_LN_FINAL, *layer = -1, point_exists(m, AW_HOOK_LN_FINAL, name);
+        return *point = AW_HOOK_LN_FINAL, *layer = -1, point_exists(m, AW_HOOK_LN_FINAL, -1, name);
     if (strncmp(name, "blocks.", 7) == 0) {
         const char *p = name + 7;
         long l = 0;
@@ -69,7 +70,7 @@ int hook_parse(const aw_model *m, const char *name, int *point, int *layer) {
                         return aw_fail(AW_ERR_ARG, "%s: layer %ld is outside [0, %d) (this model has %d layers, "
                                                    "counted from 0)", name, l, (int)m->cfg.layers, (int)m->cfg.layers);
                     *point = BLOCK_POINTS[i].point, *layer = (int)l;
-                    return point_exists(m, *point, name);
+                    return point_exists(m, *point, *layer, name);
                 }
         }
     }
@@ -189,7 +190,7 @@ int hook_run_keep(aw_hook_run *r, int point, int layer) {
     for (int p = 0; p < AW_HOOK_COUNT; p++) {
         const int outside = p == AW_HOOK_EMBED || p == AW_HOOK_LN_FINAL;
         for (int l = outside ? -1 : 0; l < (outside ? 0 : r->m->cfg.layers); l++) {
-            if (point_exists(r->m, p, "")) continue; // not a point of this model
+            if (point_exists(r->m, p, l, "")) continue; // not a point of this model
             aw_clear_error();
             int st = keep_one(r, p, l);
             if (st) return st;

@@ -30,7 +30,13 @@ int model_stream_check(const aw_model *m, size_t window, size_t sinks) {
     const aw_model_config *c = &m->cfg;
     if (c->arch != AW_ARCH_DECODER || strcmp(m->self_form[0].form->name, "softmax") != 0)
         return aw_fail(AW_ERR_ARG, "streaming past maxLen keeps a KV cache of softmax attention: it needs a decoder-only "
-                                   "model with attention \"softmax\"");
+                                   "model with attention \"softmax\"%s%s%s", c->layer_forms ? " in every layer (layerForms[0] is \"" : "",
+                       c->layer_forms ? m->self_form[0].form->name : "", c->layer_forms ? "\")" : "");
+    for (int l = 1; l < c->layers; l++) // layerForms: every layer's cache is a softmax KV cache
+        if (strcmp(m->self_form[l].form->name, "softmax") != 0)
+            return aw_fail(AW_ERR_ARG, "streaming past maxLen keeps a KV cache of softmax attention in every layer, and "
+                                       "layerForms[%d] is attention \"%s\": give every layer attention \"softmax\"",
+                           l, m->self_form[l].form->name);
     if (!(m->pos->flags & AW_POSITIONAL_BY_SLOT)) {
         char list[128];
         aw_positional_names(list, sizeof list, AW_POSITIONAL_BY_SLOT, 1);

@@ -42,13 +42,30 @@ int model_check_config(const aw_model_config *c) {
     }
     if (c->d_model % c->heads)
         return aw_fail(AW_ERR_ARG, "dModel (%d) must be divisible by heads (%d)", (int)c->d_model, (int)c->heads);
-    const aw_form *f = aw_form_at((size_t)c->form);
-    if (c->form < 0 || !f) return aw_fail(AW_ERR_ARG, "attention: unknown form %d", (int)c->form);
-    // the decoder's self-attention is causal
-    if (!(f->flags & AW_FORM_CAUSAL) && !(c->arch == AW_ARCH_ENCODER_DECODER && f->decoder))
-        return attn_form_refuse_causal(f);
-    aw_form_values opts = c->attn; // the form checks its own options (model_create keeps them finished)
-    int st = aw_option_finish(f, &opts, (size_t)c->max_len);
+    if (c->layer_forms && c->arch != AW_ARCH_DECODER)
+        return aw_fail(AW_ERR_ARG, "layerForms applies to arch \"decoder\" only (an encoder-decoder's encoder, decoder "
+                                   "and cross-attention take the one attention); leave layerForms out, or use arch "
+                                   "\"decoder\"");
+    if ((c->layer_forms | 1) != 1) return aw_fail(AW_ERR_ARG, "layerForms: the flag must be 0 or 1");
+    int st = AW_OK;
+    for (int l = 0; l < (c->layer_forms ? c->layers : 1) && !st; l++) { // each layer's form, checked as one model's
+        const aw_form_values *o;
+        const aw_form *f = model_layer_form(c, l, &o);
+        if (!f) st = aw_fail(AW_ERR_ARG, "attention: unknown form %d", (int)(c->layer_forms ? c->layer_form[l] : c->form));
+        // the decoder's self-attention is causal
+        else if (!(f->flags & AW_FORM_CAUSAL) && !(c->arch == AW_ARCH_ENCODER_DECODER && f->decoder))
+            st = attn_form_refuse_causal(f);
+        else {
+            aw_form_values opts = *o; // the form checks its own options (model_create keeps them finished)
+            st = aw_option_finish(f, &opts, (size_t)c->max_len);
+        }
+        // grouped-query attention needs keys in every layer (config.c says so for one form)
+        if (!st && c->layer_forms && c->kv_heads && c->kv_heads != c->heads && !(f->flags & AW_FORM_USES_QK))
+            st = aw_fail(AW_ERR_ARG, "kvHeads (%d) applies to forms that read queries and keys (grouped-query attention "
+                                     "shares K/V heads between query heads); attention \"%s\" reads no keys: leave "
+                                     "kvHeads out or give this layer a form that reads keys", (int)c->kv_heads, f->name);
+        if (st && c->layer_forms) st = model_layer_error(l, st);
+    }
     if (st) return st;
     const aw_positional *pos = aw_positional_at(c->positional);
     if (!pos) {
@@ -66,10 +83,25 @@ int model_check_config(const aw_model_config *c) {
                                    "is multi-query attention; got %d", (int)c->heads, (int)c->heads, (int)c->kv_heads);
     if (c->rope_theta != 0.0f && !(c->rope_theta > 1.0f && c->rope_theta <= 1e9f))
         return aw_fail(AW_ERR_ARG, "ropeTheta must be a number in (1, 1e9] (10000 by default), got %g", (double)c->rope_theta);
-    if (pos->check && (st = pos->check(c, f))) return st; // the encoding's own bounds (rope, alibi)
+    for (int l = 0; pos->check && l < (c->layer_forms ? c->layers : 1); l++) // the encoding's own bounds (rope, alibi)
+        if ((st = pos->check(c, model_layer_form(c, l, NULL)))) return c->layer_forms ? model_layer_error(l, st) : st;
     // parameters and AdamW state (4 floats and a decay byte each) must fit in size_t: counted in
     // model_create, where the forms' tensors are known
     return AW_OK;
+}
+
+const aw_form *model_layer_form(const aw_model_config *c, int l, const aw_form_values **opts) {
+    const int each = c->layer_forms && l >= 0 && l < AW_MAX_LAYERS;
+    const int32_t i = each ? c->layer_form[l] : c->form;
+    if (opts) *opts = each ? &c->layer_attn[l] : &c->attn;
+    return i < 0 ? NULL : aw_form_at((size_t)i);
+}
+
+int model_layer_error(int l, int st) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", aw_error_message());
+    aw_clear_error();
+    return aw_fail(st, "layerForms[%d]: %s", l, msg);
 }
 
 // ---- the parameter size table -----------------------------------------------------------------
@@ -338,7 +370,9 @@ static int init_forms(aw_model *m) {
         // the score bias goes to the self-attentions only
         su.score_slopes = m->score_slopes;
         if (encdec) su.causal = 0, su.seed = s + 1, su.opts = &cfg->attn, st = attn_form_init(&m->enc_form[l], self, &su);
-        if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
+        if (!st && cfg->layer_forms) // a decoder whose layers name their own forms (model_check_config refuses others)
+            su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], model_layer_form(cfg, l, &su.opts), &su);
+        else if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
         su.score_slopes = NULL;
         if (!st && encdec) su.causal = 0, su.seed = s + 3, su.opts = cross == self ? &cfg->attn : NULL, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
@@ -369,6 +403,8 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     // the form's options with their defaults and derived values filled in (as config_json and
     // checkpoints then show them)
     if (!aw_arch_is_rnn(cfg->arch)) aw_option_finish(aw_form_at((size_t)cfg->form), &m->cfg.attn, (size_t)cfg->max_len);
+    for (int l = 0; cfg->layer_forms && l < cfg->layers; l++)
+        aw_option_finish(model_layer_form(cfg, l, NULL), &m->cfg.layer_attn[l], (size_t)cfg->max_len);
     if ((st = init_forms(m))) {
         model_destroy(m);
         return st == AW_ERR_NOMEM ? aw_fail(st, "out of memory for the attention forms' parameters") : st;
@@ -528,6 +564,8 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     if (B == 0 || B > 65536) return aw_fail(AW_ERR_ARG, "batch size must be in [1, 65536], got %zu", B);
     if (T == 0 || T > L) {
         const aw_form *f = aw_form_at((size_t)m->cfg.form);
+        for (int l = 0; m->cfg.layer_forms && l < m->cfg.layers; l++) // the layer whose tables fix the length
+            if (m->self_form[l].form->flags & AW_FORM_FIXED_LENGTH) f = m->self_form[l].form;
         const int fixed = (f->flags & AW_FORM_FIXED_LENGTH) != 0; // tables of maxLen
         return aw_fail(AW_ERR_ARG, "the sequence has %zu positions; this model takes 1 to maxLen = %zu%s%s%s", T, L,
                        fixed ? " (attention \"" : "", fixed ? f->name : "", fixed ? "\" fixes its length when created)" : "");

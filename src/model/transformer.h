@@ -36,8 +36,13 @@ enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
 typedef struct aw_model_config {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
     int32_t form;       // the attention form of every self-attention: an index into the registry
-                        // (forms.h; aw_form_find(name) gives it)
+                        // (forms.h; aw_form_find(name) gives it); with layerForms, layer 0's
     aw_form_values attn; // the form's attentionOptions, by its own option list (forms.h)
+    // layerForms (decoder only): 1 when each decoder layer names its own form and options in
+    // layer_form[l], layer_attn[l] (form and attn then hold layer 0's); 0: every layer has form, attn
+    int32_t layer_forms;
+    int32_t layer_form[AW_MAX_LAYERS];
+    aw_form_values layer_attn[AW_MAX_LAYERS];
     int32_t positional; // a row of AW_POSITIONALS (positional.h)
     int32_t norm;       // enum aw_norm
     int32_t norm_type;  // enum aw_norm_type: LayerNorm or RMSNorm
@@ -189,6 +194,14 @@ typedef struct aw_model {
 static inline aw_rnn_weights model_rnn_weights(const aw_weights *w) {
     return (aw_rnn_weights){w->wte, w->w_out, w->b_out, w->enc_gru, w->dec_gru, w->attn};
 }
+
+// Decoder layer l's self-attention form (the registry's row; NULL for an unknown index) and, in
+// *opts when opts is not NULL, its options: layer_form[l] with layerForms, else the model's form.
+const aw_form *model_layer_form(const aw_model_config *c, int l, const aw_form_values **opts);
+
+// The last failure's message prefixed with "layerForms[l]: " (the layer whose form or options it
+// is about); returns st.
+int model_layer_error(int l, int st);
 
 // The columns of K and of V: kv_heads * d_model / heads (d_model without grouped-query heads).
 size_t model_kv_cols(const aw_model *m);

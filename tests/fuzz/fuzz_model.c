@@ -40,7 +40,9 @@ static const char *const COMPONENTS[] = {"random,dot", "dense", "factorized-rand
 // Linformer (finite).
 static void check_forward(aw_model *m, const int32_t *tok, int32_t T, const int32_t *src, int32_t S) {
     const char *family = aw_form_at((size_t)m->cfg.form)->family;
-    const int signed_scores = !strcmp(family, "retention") || !strcmp(family, "linformer");
+    int signed_scores = !strcmp(family, "retention") || !strcmp(family, "linformer");
+    for (int l = 0; m->cfg.layer_forms && l < m->cfg.layers; l++) // layerForms: any layer's (rows are not told apart)
+        signed_scores |= !strcmp(m->self_form[l].form->family, "retention");
     const size_t V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, L = (size_t)m->cfg.layers;
     float *logits = malloc(T * V * 4 + 4), *att = malloc(L * H * T * T * 4 + 4);
     float *cross = malloc(L * H * T * (S + 1) * 4 + 4), *enc = malloc(L * H * (S + 1) * (S + 1) * 4 + 4);
@@ -60,10 +62,26 @@ static void check_forward(aw_model *m, const int32_t *tok, int32_t T, const int3
     free(logits), free(att), free(cross), free(enc);
 }
 
+// The fields set that are not the attention's (a layerForms config sets them again on a fresh builder).
+typedef struct {
+    const char *key[16];
+    char value[16][32];
+    size_t n;
+} fields_kept;
+
+static int set_field(aw_config_builder *b, fields_kept *kept, const char *key, const char *value) {
+    if (strncmp(key, "attention", 9) != 0 && kept->n < 16) {
+        kept->key[kept->n] = key;
+        snprintf(kept->value[kept->n++], sizeof kept->value[0], "%s", value);
+    }
+    return aw_config_set(b, key, value);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bytes_in in = {data, size};
     aw_config_builder *b = aw_config_new();
     char value[32];
+    fields_kept kept = {0};
     // named fields with small values (and now and then a value the builder must refuse)
     struct { const char *key; size_t lo, hi; } ints[] = {
         {"vocab", 1, 40}, {"dModel", 1, 16}, {"heads", 1, 4}, {"layers", 1, 2}, {"dFF", 1, 16}, {"maxLen", 1, 16},
@@ -75,16 +93,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             snprintf(value, sizeof value, "%zu", take_size(&in, ints[f].lo, ints[f].hi));
             if (!(take_u8(&in) & 7)) snprintf(value, sizeof value, "%s", (take_u8(&in) & 1) ? "1e40" : "x");
             aw_clear_error();
-            FUZZ_STATUS(aw_config_set(b, ints[f].key, value));
+            FUZZ_STATUS(set_field(b, &kept, ints[f].key, value));
         }
     aw_config_set(b, "attention", FORMS[take_u8(&in) % N_FORMS]);
     if (take_u8(&in) & 1) aw_config_set(b, "attentionOptions.decay", DECAYS[take_u8(&in) % 7]);
     static const char *const ARCHS[] = {"decoder", "encoder-decoder", "gru", "gru-attention"};
-    if (take_u8(&in) & 1) aw_config_set(b, "arch", ARCHS[take_u8(&in) % 4]);
-    if (take_u8(&in) & 1) aw_config_set(b, "norm", (take_u8(&in) & 1) ? "post" : "pre");
-    if (take_u8(&in) & 1) aw_config_set(b, "positional", (take_u8(&in) & 1) ? "learned" : "sinusoidal");
+    if (take_u8(&in) & 1) set_field(b, &kept, "arch", ARCHS[take_u8(&in) % 4]);
+    if (take_u8(&in) & 1) set_field(b, &kept, "norm", (take_u8(&in) & 1) ? "post" : "pre");
+    if (take_u8(&in) & 1) set_field(b, &kept, "positional", (take_u8(&in) & 1) ? "learned" : "sinusoidal");
     if (take_u8(&in) & 1) aw_config_set(b, "attentionOptions.components", COMPONENTS[take_u8(&in) % 6]);
     if (take_u8(&in) & 1) aw_config_set(b, "attentionOptions.trainable", (take_u8(&in) & 1) ? "false" : "true");
+    if ((take_u8(&in) & 3) == 1) { // layerForms: a length near layers, each entry a form, now and then an option
+        // in place of the model's attention and attentionOptions (refused beside it): the other fields again
+        aw_config_free(b);
+        b = aw_config_new();
+        for (size_t i = 0; i < kept.n; i++) aw_config_set(b, kept.key[i], kept.value[i]);
+        snprintf(value, sizeof value, "%zu", take_size(&in, 0, 3));
+        aw_clear_error();
+        FUZZ_STATUS(aw_config_set(b, "layerForms", value));
+        for (size_t l = 0, n = take_size(&in, 0, 3); l < n; l++) {
+            char key[64];
+            snprintf(key, sizeof key, "layerForms.%zu.attention", l);
+            aw_clear_error();
+            FUZZ_STATUS(aw_config_set(b, key, FORMS[take_u8(&in) % N_FORMS]));
+            snprintf(key, sizeof key, "layerForms.%zu.attentionOptions.window", l);
+            snprintf(value, sizeof value, "%zu", take_size(&in, 0, 20));
+            if (take_u8(&in) & 1) aw_config_set(b, key, value);
+        }
+    }
     aw_model *m = NULL;
     aw_clear_error();
     int st = aw_model_create(&m, b);

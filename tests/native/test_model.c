@@ -11,6 +11,7 @@
 #include "../../src/attention/softmax_attention_backward.h"
 #include "../../src/kernels/status.h"
 #include "../../src/model/checkpoint.h"
+#include "../../src/model/config.h"
 #include "../../src/model/tasks.h"
 #include "../../src/model/transformer.h"
 #include "test.h"
@@ -857,6 +858,68 @@ static void test_text_repeats(void) {
     task_set_text(NULL, 0, NULL, 0);
 }
 
+// layerForms through the config builder (the keys createModel sends): a hybrid of three forms is
+// created, gradient-checked, saved and loaded to the same bytes, and generates with each layer's
+// own cache as the full forward does; the per-layer options buffer refuses, never overflows.
+static void test_layer_forms(void) {
+    static const char *const fields[][2] = {
+        {"vocab", "8"}, {"dModel", "8"}, {"heads", "2"}, {"kvHeads", "1"}, {"layers", "3"}, {"maxLen", "12"},
+        {"positional", "rope"}, {"layerForms", "3"}, {"layerForms.0.attention", "gated-delta"},
+        {"layerForms.0.attentionOptions.chunk", "4"}, {"layerForms.1.attention", "softmax"},
+        {"layerForms.2.attentionOptions.window", "3"}, {"layerForms.2.attention", "local"}};
+    aw_config_builder *b = malloc(sizeof *b);
+    aw_model_config c;
+    config_builder_init(b);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        CHECK(config_builder_set(b, fields[i][0], fields[i][1]) == AW_OK, "set %s: %s", fields[i][0], aw_error_message());
+    CHECK(config_builder_finish(b, &c) == AW_OK && c.layer_forms == 1, "finish: %s", aw_error_message());
+    aw_model *m = NULL;
+    CHECK(model_create(&m, &c) == AW_OK && m, "create: %s", aw_error_message());
+    if (m) {
+        CHECK(strcmp(m->self_form[0].form->name, "gated-delta") == 0 && strcmp(m->self_form[2].form->name, "local") == 0,
+              "each layer's form");
+        aw_grad_check gc;
+        CHECK(model_grad_check(m, 2, 6, 0, 77, NULL, 1.0, &gc) == AW_OK, "grad check");
+        REPORT("layerForms gated-delta/softmax/local: grad check", gc.error, TOL_GRAD_CHECK);
+        size_t bytes = 0, bytes2 = 0;
+        checkpoint_size(m, 1, &bytes);
+        uint8_t *buf = malloc(bytes), *buf2 = malloc(bytes);
+        aw_model *r = NULL;
+        CHECK(checkpoint_write(m, 1, buf, bytes) == AW_OK && checkpoint_read(&r, buf, bytes) == AW_OK && r, "save/load");
+        if (r) {
+            checkpoint_size(r, 1, &bytes2);
+            CHECK(bytes2 == bytes && checkpoint_write(r, 1, buf2, bytes) == AW_OK && memcmp(buf, buf2, bytes) == 0,
+                  "re-saving a loaded hybrid gives the same bytes");
+            model_destroy(r);
+        }
+        free(buf), free(buf2);
+        const int32_t prompt[3] = {1, 5, 2};
+        int32_t cached[16], full[16];
+        size_t nc = 0, nf = 0;
+        CHECK(model_generate(m, cached, &nc, 12, prompt, 3, NULL, 0, 1.0f, 0, 5, -1, 1) == AW_OK &&
+                  model_generate(m, full, &nf, 12, prompt, 3, NULL, 0, 1.0f, 0, 5, -1, 0) == AW_OK && nc == nf &&
+                  memcmp(cached, full, nc * sizeof(int32_t)) == 0, "cached generation of a hybrid = the full forward");
+        model_destroy(m);
+    }
+    // every known option name on every layer: more than the buffer holds, refused with a message
+    static const char *const names[] = {"window", "stride", "trainable", "a", "b", "k", "components", "decay", "mode", "chunk"};
+    config_builder_init(b);
+    int refused = 0;
+    for (int l = 0; l < AW_MAX_LAYERS && !refused; l++)
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !refused; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "layerForms.%d.attentionOptions.%s", l, names[i]);
+            aw_clear_error();
+            refused = config_builder_set(b, key, "2") != AW_OK;
+        }
+    CHECK(refused && strstr(aw_error_message(), "too many attentionOptions"), "a full buffer refuses: %s", aw_error_message());
+    config_builder_init(b);
+    aw_clear_error();
+    CHECK(config_builder_set(b, "layerForms.16.attention", "softmax") == AW_ERR_ARG &&
+              strstr(aw_error_message(), "at most 16 layers"), "layer 16 refused: %s", aw_error_message());
+    free(b);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--curve") == 0) return print_curve();
     test_linear_op();
@@ -874,6 +937,7 @@ int main(int argc, char **argv) {
     test_learning();
     test_rnn();
     test_text_repeats();
+    test_layer_forms();
     printf("%s\n", test_failures ? "FAILED" : "ok");
     return test_failures != 0;
 }

@@ -118,3 +118,22 @@ test('trainer: --vocab-size trains a BPE (written beside the model), --tokenizer
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('trainer: --layer-forms trains a hybrid (a form per layer) the library loads, and names a bad list', () => {
+  assert.equal(build.status, 0, build.stderr);
+  const dir = mkdtempSync(join(tmpdir(), 'aw-trainer-layers-'));
+  try {
+    const out = join(dir, 'h.safetensors');
+    const r = trainer('--task', 'reverse', '--length', '6', '--symbols', '6', '--vocab', '8', '--d-model', '16', '--heads', '2',
+      '--max-len', '16', '--layers', '3', '--layer-forms', 'gated-delta,elu+1,softmax', '--steps', '20', '--threads', '1', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    const m = builds[0].lib.loadModel(readFileSync(out));
+    assert.deepEqual(m.config.layerForms.map((f) => f.attention), ['gated-delta', 'linear:elu+1', 'softmax']);
+    m.dispose();
+    const bad = trainer('--layers', '3', '--layer-forms', 'gated-delta,softmax', '--steps', '1');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /layerForms has 2 entries and layers is 3/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

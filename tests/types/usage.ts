@@ -111,6 +111,11 @@ lib.attentionLayer('softmax', { q, n: 2, d: 4 });
 const wrongName: FormInfo['name'] = 'linear:elu';
 // @ts-expect-error createModel's attention is a registry form
 lib.createModel({ attention: 'linear' });
+// layerForms: a registry form and its options per layer
+const hybrid: Model = lib.createModel({ layers: 2, layerForms: [{ attention: 'gated-delta', attentionOptions: { chunk: 8 } }, { attention: 'softmax' }] });
+const layerNames: string[] = (hybrid.config.layerForms ?? []).map((f) => f.attention);
+// @ts-expect-error each entry of layerForms names a registry form
+lib.createModel({ layers: 1, layerForms: [{ attention: 'linear' }] });
 // @ts-expect-error createModel's attentionOptions are the forms' options
 lib.createModel({ attention: 'local', attentionOptions: { width: 4 } });
 
@@ -129,5 +134,5 @@ bpe.encode(42);
 export {
   bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
-  asModel, encoderOnly, ranges, year, wrongName,
+  asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames,
 };
