@@ -63,7 +63,9 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     aw_plan_take(&plan, 3, s->F);
     aw_plan_take(&plan, window, 2 * s->KC + 1);
     aw_plan_take(&plan, s->V, 1);
-    const size_t at_sw = aw_plan_take(&plan, m->self_form[0].switches ? window + 1 : 0, 2 * s->C);
+    int any_switches = 0; // a softmax layer with switches (layerForms may set them on some layers only)
+    for (int l = 0; l < c->layers; l++) any_switches |= m->self_form[l].switches != 0;
+    const size_t at_sw = aw_plan_take(&plan, any_switches ? window + 1 : 0, 2 * s->C);
     if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the streaming cache");
     for (int l = 0; l < c->layers; l++) s->k[l] = s->mem + at_k[l], s->v[l] = s->mem + at_v[l];
@@ -81,7 +83,7 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     s->vr = p, p += window * s->KC;
     s->scores = p, p += window;
     s->logits = p;
-    s->sw = m->self_form[0].switches ? s->mem + at_sw : NULL;
+    s->sw = any_switches ? s->mem + at_sw : NULL;
     return AW_OK;
 }
 
@@ -126,7 +128,7 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
             m->pos->rotate_qk(m, s->q, 1, 1, n - 1, C, 0);
         }
-        if (s->sw) { // the form's step over the kept keys in slot order, shared out to every head
+        if (f->switches) { // the form's step over the kept keys in slot order, shared out to every head
             float *kc = s->sw, *vc = kc + s->window * C, *k1 = vc + s->window * C, *v1 = k1 + C;
             kv_expand(kc, s->kr, n - 1, s->H, s->KH, hd);
             kv_expand(vc, s->vr, n - 1, s->H, s->KH, hd);

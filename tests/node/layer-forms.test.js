@@ -252,3 +252,34 @@ test('layerForms: PyTorch builds each layer\'s form and reproduces the logits to
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('layerForms: softmax switches on one layer only act there when streaming and generating (layer 0 has none)', () => {
+  const { lib } = builds[0];
+  const sw = { learnedSinks: true, softcap: 2, window: 4, outputGate: true, qkNorm: true };
+  const c = { ...small, block: 'llama', kvHeads: 2, layers: 2, layerForms: [{ attention: 'softmax' }, { attention: 'softmax', attentionOptions: sw }] };
+  const m = lib.createModel(c);
+  m.trainStep({ inputs: [[1, 2, 3, 4, 5, 6, 7, 8]], targets: [[2, 3, 4, 5, 6, 7, 8, 9]], lr: 0.05 });
+  // a rolling cache as long as the text evicts nothing: streaming reads as one forward does (its
+  // losses from the logits), with layer 1's switches, which a cache sized by layer 0 ignored
+  const toks = Array.from({ length: 14 }, (_, i) => 1 + ((i * 7) % 11));
+  const stream = m.streamLosses(toks, { window: small.maxLen });
+  const { logits } = m.forward(toks);
+  let err = 0;
+  for (let i = 0; i + 1 < toks.length; i++) {
+    const row = logits.subarray(i * small.vocab, (i + 1) * small.vocab);
+    const mx = Math.max(...row), lse = mx + Math.log(row.reduce((a, x) => a + Math.exp(x - mx), 0));
+    err = Math.max(err, Math.abs(stream[i] - (lse - row[toks[i + 1]])));
+  }
+  assert.ok(err < 2e-5, `streaming vs forward ${err}`);
+  // cached generation (each layer's own cache: grouped-query softmax for layer 0, the form's step for
+  // layer 1) is the full forward's argmax at every step
+  const out = [...m.generate([1, 2, 3], { maxTokens: 10 })];
+  let seq = [1, 2, 3];
+  for (let i = 0; i < 10; i++) {
+    const l = m.forward(seq).logits;
+    const row = l.subarray((seq.length - 1) * small.vocab, seq.length * small.vocab);
+    seq = [...seq, row.indexOf(Math.max(...row))];
+  }
+  assert.deepEqual(out, seq.slice(3));
+  m.dispose();
+});
