@@ -246,7 +246,7 @@ int mla_backward(float *dx, const aw_mla_weights *g, float *work, const float *d
     if (st) return st;
     const size_t T = ds->T, C = ds->C, H = ds->H, hd = C / H, P = ds->P, R = ds->R, Qr = ds->Qr;
     mla_acts a;
-    mla_grads d;
+    mla_grads d = {0}; // every field set by backward_plan; zeroed so gcc -O3 sees it (maybe-uninitialized)
     aw_plan p = {0};
     const size_t total = backward_plan(&p, ds, &a, &d, work);
     float *dA = work + total - T;
