@@ -11,6 +11,7 @@
 // token), then prompt + tokens, each `reps` times; tokens/s over the tokens after the first.
 //   build/generate model.safetensors --threads 2 --prompt 32 --tokens 100 --rounds 3 --copy-mib 256
 #include "../src/kernels/parallel.h"
+#include "native_threads.h"
 #include "../src/kernels/status.h"
 #include "../src/model/checkpoint.h"
 #include "../src/model/transformer.h"
@@ -28,24 +29,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void *worker(void *arg) {
-    aw_threads_loop((int)(intptr_t)arg);
-    return NULL;
-}
-
-// n - 1 pool workers beside the calling thread (src/kernels/parallel.c); returns the threads that run.
-static int start_threads(long n) {
-    if (!aw_threads_built()) return 1;
-    for (long i = 0; i + 1 < n; i++) {
-        pthread_t t;
-        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i)) return (int)(i + 1);
-        pthread_detach(t);
-    }
-    aw_threads_set((int)n);
-    for (int i = 0; i < 1000 && aw_threads() < (size_t)n; i++) usleep(1000);
-    return (int)aw_threads();
 }
 
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../src/kernels/parallel.h"
+#include "native_threads.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -193,13 +194,6 @@ static int read_corpus(text_corpus *c, const char *path) {
     return st;
 }
 
-// --threads: the pool's workers (src/kernels/parallel.c), each in aw_threads_loop for good; the
-// results are bit-identical whatever the count (the work is cut by sizes alone).
-static void *worker(void *arg) {
-    aw_threads_loop((int)(intptr_t)arg);
-    return NULL;
-}
-
 // A flag's number: all of v, in range, or a message naming the flag (atol would read "abc" as 0).
 static int parse_long(const char *flag, const char *v, long lo, long hi, long *out) {
     char *end;
@@ -217,18 +211,6 @@ static int parse_double(const char *flag, const char *v, double lo, double hi, d
     if (end == v || *end || errno || !(x >= lo && x <= hi))
         return fprintf(stderr, "trainer: %s must be a number in [%g, %g], got \"%s\"\n", flag, lo, hi, v), 2;
     return *out = x, 0;
-}
-
-static int start_threads(long n) {
-    if (!aw_threads_built()) return 1;
-    for (long i = 0; i + 1 < n; i++) {
-        pthread_t t;
-        if (pthread_create(&t, NULL, worker, (void *)(intptr_t)i)) return (int)(i + 1);
-        pthread_detach(t);
-    }
-    aw_threads_set((int)n);
-    for (int i = 0; i < 1000 && aw_threads() < (size_t)n; i++) usleep(1000); // the workers enter the pool
-    return (int)aw_threads();
 }
 
 int main(int argc, char **argv) {
