@@ -85,6 +85,19 @@ export function corruptFirstCopy(text, period, shift = 7) {
 }
 
 /**
+ * The same for token ids (a sub-word model's pieces): every id of the first copy (positions
+ * [0, period - 2)) at or above `from` (a BPE's merged pieces: not the bytes or the specials) moved
+ * `shift` places along [from, vocab), so the second copy no longer repeats it. As many tokens.
+ */
+export function corruptFirstCopyIds(ids, period, { from = 259, vocab, shift = 7 } = {}) {
+  if (!(vocab > from + shift)) throw new Error(`corruptFirstCopyIds: vocab must be above from + shift = ${from + shift}, got ${vocab}`);
+  const out = Int32Array.from(ids);
+  for (let i = 0; i < Math.min(period - 2, out.length); i++)
+    if (out[i] >= from && out[i] < vocab) out[i] = from + ((out[i] - from + shift) % (vocab - from));
+  return out;
+}
+
+/**
  * Where the corruption matters most: the position i of the second copy (i >= period - 1, i < n - 1)
  * at which the clean next token ids[i + 1] loses the most log-probability when the text is the
  * corrupted one. Patching is scored there: { pos, target, clean, corrupted } (natural logs).

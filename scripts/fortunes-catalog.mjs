@@ -14,7 +14,8 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
 import { LETTER_PROBE, probeLetters, scoreHeads, strongestHead } from '../lab/heads.js';
-import { copyBits, ensureFortunes, fortunesDocuments, heldOutBits } from './fortunes.mjs';
+import { copyBits, copyBitsBpe, ensureFortunes, fortunesDocuments, heldOutBits, heldOutBitsBpe } from './fortunes.mjs';
+import { bpeCodec } from '../lab/codec.js';
 
 const why = ensureFortunes();
 if (why) {
@@ -33,6 +34,13 @@ const SMALL = '--repeats 8 --block llama --d-model 64 --heads 4 --layers 3 --d-f
 const small = (form, stem, panel) => ({ file: `fortunes-small-${stem}.safetensors`, bos: false, threads: 1, repeats: 8,
   compare: true, panel, shared: 'other runs shared the 2 cores: minutes are wall time', command: `${TEXT} --attention ${form} ${SMALL} --threads 1 --out web/models/fortunes-small-${stem}.safetensors` });
 const MODELS = [
+  // the panel's first softmax model: it reads sub-word pieces (a byte-level BPE of 1024 trained by the
+  // same command, written beside it as fortunes-bpe.tokenizer.json) and has induction heads
+  { file: 'fortunes-bpe.safetensors', tokenizer: 'fortunes-bpe.tokenizer.json', bos: false, threads: 1, twice: 3, panel: true,
+    shared: 'helpers\' builds and tests ran beside it on the 2 cores: minutes are wall time',
+    command: `${TEXT} --twice 3 --vocab-size 1024 --block llama --tie-embeddings true --d-model 128 --heads 4 --layers 3 `
+      + '--d-ff 352 --max-len 128 --length 128 --steps 8000 --batch 16 --lr 3e-3 --warmup 200 --eval-every 250 '
+      + '--eval-batches 16 --seed 1 --threads 1 --out web/models/fortunes-bpe.safetensors' },
   { file: 'fortunes-bos.safetensors', bos: true, threads: 2, sinks: true,
     command: `${TEXT} --bos ${SHAPE} ${RUN} --threads 2 --out web/models/fortunes-bos.safetensors` },
   { file: 'fortunes-llama.safetensors', bos: false, threads: 1, sinks: true,
@@ -56,10 +64,12 @@ function fromLog(file) {
   const log = `${LOGS}/${file.replace(/\.safetensors$/, '')}.log`;
   if (existsSync(log)) {
     const m = /final: eval loss [\d.]+ \(([\d.]+) bits\/token\), accuracy [\d.]+, [\d.]+ ms\/step, ([\d.]+) s/.exec(readFileSync(log, 'utf8'));
-    if (m) return { trainerBits: Number(m[1]), minutes: Number((Number(m[2]) / 60).toFixed(1)) };
+    // a sub-word model's log also says "final: held out B bits/char (...)": the trainer's own count per character
+    const c = /final: held out ([\d.]+) bits\/char/.exec(readFileSync(log, 'utf8'));
+    if (m) return { trainerBits: Number(m[1]), ...(c ? { trainerBitsPerChar: Number(c[1]) } : {}), minutes: Number((Number(m[2]) / 60).toFixed(1)) };
   }
   const old = previous.models.find((e) => e.file === file);
-  if (old?.trainerBits) return { trainerBits: old.trainerBits, minutes: old.minutes };
+  if (old?.trainerBits) return { trainerBits: old.trainerBits, ...(old.trainerBitsPerChar ? { trainerBitsPerChar: old.trainerBitsPerChar } : {}), minutes: old.minutes };
   throw new Error(`no trainer log ${log} and no earlier figures for ${file}`);
 }
 
@@ -82,8 +92,11 @@ for (const e of MODELS) {
     process.exit(1);
   }
   const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
-  const { bits, count, accuracy } = heldOutBits(lib, m, catalog.heldOutChars);
-  const heads = scoreHeads(m.forward(probe).attention, [...probe]);
+  // a sub-word model: its tokenizer's held-out count and probe (random merged pieces twice: lab/codec.js)
+  const tok = e.tokenizer ? lib.loadTokenizer(JSON.parse(readFileSync(new URL(e.tokenizer, dir), 'utf8'))) : null;
+  const { bits, count, accuracy, charsPerToken } = tok ? heldOutBitsBpe(lib, m, tok, catalog.heldOutChars) : heldOutBits(lib, m, catalog.heldOutChars);
+  const probeIds = tok ? bpeCodec(tok).probe() : probe;
+  const heads = scoreHeads(m.forward(probeIds).attention, [...probeIds]);
   const best = strongestHead(heads, 'induction'), prev = strongestHead(heads, 'previous token');
   const c = m.config;
   catalog.models.push({ ...e, ...fromLog(e.file), bytes: statSync(new URL(e.file, dir)).size, parameters: m.parameterCount,
@@ -91,9 +104,10 @@ for (const e of MODELS) {
     config: { vocab: c.vocab, dModel: c.dModel, heads: c.heads, layers: c.layers, dFF: c.dFF, maxLen: c.maxLen,
       attention: c.attention, positional: c.positional, block: c.block },
     heldOutBits: Number(bits.toFixed(5)), heldOutAccuracy: Number(accuracy.toFixed(5)), heldOutCount: count,
+    ...(tok ? { charsPerToken: Number(charsPerToken.toFixed(4)), tokenizerBytes: statSync(new URL(e.tokenizer, dir)).size } : {}),
     induction: { layer: best.layer, head: best.head, score: Number(best.scores.induction.toFixed(5)) },
     previousToken: { layer: prev.layer, head: prev.head, score: Number(prev.scores['previous token'].toFixed(5)) },
-    copy: Object.fromEntries(Object.entries(copyBits(lib, m)).map(([k, v]) => [k, Number(v.toFixed(5))])) });
+    copy: Object.fromEntries(Object.entries(tok ? copyBitsBpe(lib, m, tok) : copyBits(lib, m)).map(([k, v]) => [k, Number(v.toFixed(5))])) });
   console.log(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters, accuracy `
     + `${(100 * accuracy).toFixed(1)}%; strongest induction head on the probe: layer ${best.layer + 1}, head ${best.head + 1}, `
     + `${best.scores.induction.toFixed(3)}; previous token: layer ${prev.layer + 1}, head ${prev.head + 1}, `

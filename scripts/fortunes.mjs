@@ -80,6 +80,63 @@ export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
 }
 
 /**
+ * Held-out bits per character of a model that reads a byte-level BPE's pieces (tokenizer:
+ * lib.loadTokenizer's): the first `chars` bytes of the held-out documents (the trainer reads bytes;
+ * the text is almost all ASCII, so a byte is a character), encoded with the tokenizer and read in
+ * consecutive windows of the model's maxLen tokens; each window's first token has no context and is
+ * not scored, and the bits of the scored tokens are divided by the bytes those tokens spell. Case is
+ * kept (the chars models read lower case). Returns { bits, count (tokens scored), chars (bytes
+ * scored), accuracy, charsPerToken }.
+ */
+export function heldOutBitsBpe(lib, model, tokenizer, chars = 32768, dir = FORTUNES) {
+  const bytes = Buffer.from(heldOutText(dir).slice(0, chars), 'latin1');
+  const ids = tokenizer.encode(bytes);
+  const L = model.config.maxLen, V = model.config.vocab;
+  let total = 0, count = 0, right = 0, spelled = 0;
+  for (let a = 0; a + 1 < ids.length; a += L) {
+    const w = ids.subarray(a, Math.min(a + L, ids.length));
+    if (w.length < 2) break;
+    const { logits } = model.forward(w);
+    for (let i = 0; i + 1 < w.length; i++) {
+      const row = logits.subarray(i * V, (i + 1) * V);
+      let arg = 0;
+      for (let v = 1; v < V; v++) if (row[v] > row[arg]) arg = v;
+      right += arg === w[i + 1];
+      total += nats(row, w[i + 1]);
+      spelled += tokenizer.pieceBytes(w[i + 1]).length;
+      count++;
+    }
+  }
+  return { bits: total / spelled / Math.LN2, count, chars: spelled, accuracy: right / count, charsPerToken: bytes.length / ids.length };
+}
+
+/**
+ * copyBits for a BPE model: a held-out passage of as many pieces as fit twice in maxLen (at most
+ * 60), read once and then again, as bits per character of each copy (each copy's first piece not
+ * scored). Returns { first, second }.
+ */
+export function copyBitsBpe(lib, model, tokenizer, from = 5000, dir = FORTUNES) {
+  const length = Math.min(60, Math.floor((model.config.maxLen - 1) / 2));
+  const start = tokenizer.encode(Buffer.from(heldOutText(dir).slice(from, from + 8 * length), 'latin1'));
+  const passage = tokenizer.decodeBytes(start.subarray(1, 1 + length)); // whole pieces
+  // a passage that starts with a space (most pieces do) is read again straight after itself, so
+  // both copies are the same pieces; else a space goes between them
+  const ids = tokenizer.encode(Buffer.concat([passage, Buffer.from(passage[0] === 0x20 ? '' : ' '), passage]));
+  const split = tokenizer.encode(passage).length;
+  const V = model.config.vocab;
+  const { logits } = model.forward(ids);
+  const bits = (a, b) => {
+    let s = 0, n = 0;
+    for (let i = a; i < b; i++) {
+      s += nats(logits.subarray((i - 1) * V, i * V), ids[i]);
+      n += tokenizer.pieceBytes(ids[i]).length;
+    }
+    return s / n / Math.LN2;
+  };
+  return { first: bits(1, split), second: bits(split + 1, ids.length) };
+}
+
+/**
  * Does the model copy? A held-out passage of `length` characters (60, or as many as fit twice in the
  * model's maxLen; from character `from` of the held-out stream), then a space, then the same passage
  * again: the bits per character of the first

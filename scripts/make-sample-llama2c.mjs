@@ -1,18 +1,20 @@
 // make-sample-llama2c.mjs: writes the "Open a model file" panel's sample pair as files,
-// web/models/sample/model.bin and tokenizer.bin (not committed: 1.4 MB, and the page builds the
-// same pair from web/models/fortunes-llama.safetensors in the tab; lab/llama2c-sample.js says how),
+// web/models/sample/model.bin and tokenizer.bin (not committed: 3 MB, and the page builds the
+// same pair from web/models/fortunes-bpe.safetensors and its tokenizer in the tab;
+// lab/llama2c-sample.js says how),
 // for llama2.c's run.c:  ./run web/models/sample/model.bin -z web/models/sample/tokenizer.bin -t 0
 // Checks that the files generate what the original checkpoint generates.
 // Usage: node scripts/make-sample-llama2c.mjs
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
-import { SAMPLE, makeSampleLlama2c } from '../lab/llama2c-sample.js';
+import { SAMPLE, bpeSampleLlama2c } from '../lab/llama2c-sample.js';
 
 const SRC = new URL(`../web/models/${SAMPLE.source}`, import.meta.url);
 const OUT = new URL('../web/models/sample/', import.meta.url);
 
 const lib = await loadAttention();
-const { bin, tokenizer, from } = makeSampleLlama2c(lib, readFileSync(SRC));
+const json = JSON.parse(readFileSync(new URL(`../web/models/${SAMPLE.tokenizer}`, import.meta.url), 'utf8'));
+const { bin, tokenizer, from } = bpeSampleLlama2c(lib, readFileSync(SRC), json);
 mkdirSync(OUT, { recursive: true });
 writeFileSync(new URL('model.bin', OUT), bin);
 writeFileSync(new URL('tokenizer.bin', OUT), tokenizer);

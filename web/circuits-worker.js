@@ -2,15 +2,18 @@
 // page never waits on the few hundred forward passes they take (views/circuits.js is the view,
 // lab/circuits.js the measures). It loads the package and the model file itself, and runs one
 // request at a time: a newer request stops an older one between two passes.
-// Messages in:  { type: 'run', id, file, text, corrupt, names? }   the model web/models/<file>, the
-//                 text (a phrase read twice) and its corrupted twin (same length)
+// Messages in:  { type: 'run', id, file, ids, bad, period, probe, limit }   the model
+//                 web/models/<file>; the token ids of a phrase read twice (the second copy starts
+//                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
+//                 (random tokens read twice); limit: the tokenizer's size (the guesses' range).
+//                 The page's codec (lab/codec.js) makes them, so the worker reads any tokenizer.
 // Messages out (each with its request's id; the page drops those of older requests):
 //               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
 //               { type: 'result', id, ... }   see run() below; every array is a plain one
 //               { type: 'error', id, message }
 import { loadAttention } from '../wasm/index.js';
 import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
-import { NAMED_AT, phrasePeriod, probeLetters, scoreHeads } from '../lab/heads.js';
+import { NAMED_AT, scoreHeads } from '../lab/heads.js';
 
 const libPromise = loadAttention();
 libPromise.catch(() => {}); // reported by the request that awaits it
@@ -30,14 +33,13 @@ function model(lib, file) {
 
 class Superseded extends Error {}
 
-async function run({ id, file, text, corrupt }) {
+async function run({ id, file, ids: idList, bad: badList, period, probe: probeList, limit }) {
   const lib = await libPromise;
   const m = await model(lib, file);
-  const tok = lib.charsTokenizer;
   const { layers, heads, vocab } = m.config;
-  const ids = tok.encode(text), bad = tok.encode(corrupt);
-  const period = phrasePeriod([...text]);
-  if (!period) throw new Error('the text is not a phrase read twice ("phrase. phrase")');
+  const ids = Int32Array.from(idList), bad = Int32Array.from(badList), probe = Int32Array.from(probeList);
+  if (!(period >= 2 && period < ids.length)) throw new Error('the text is not a phrase read twice ("phrase. phrase")');
+  if (bad.length !== ids.length) throw new Error(`the corrupted text has ${bad.length} tokens, the clean one ${ids.length}`);
   let passes = 0;
   // every few passes, let a newer request in; stop when there is one
   const tick = async (stage, done, total) => {
@@ -59,7 +61,6 @@ async function run({ id, file, text, corrupt }) {
   const patch = await patchingGrids(m, cleanIds, corruptIds, target, { layers, heads, vocab, onProgress: (d, t) => tick('patching', d, t) });
   const patchingMs = performance.now() - t1;
   // the claim (Olsson et al. 2022): the heads the standard probe names "induction", off together
-  const probe = tok.encode(probeLetters());
   const named = scoreHeads(m.forward(probe).attention, [...probe]).filter((h) => h.scores.induction >= NAMED_AT);
   const span = copies(ids.length, period);
   const together = (mode) => {
@@ -69,11 +70,11 @@ async function run({ id, file, text, corrupt }) {
   const claim = { heads: named.map((h) => ({ layer: h.layer, head: h.head, score: h.scores.induction })),
     zero: named.length ? together('zero') : null, mean: named.length ? together('mean') : null };
   const lens = lensTable(m.logitLens(ids), ids);
-  const promoted = promotedTokens(m, ids, { layers, heads, limit: tok.vocab });
+  const promoted = promotedTokens(m, ids, { layers, heads, limit: Math.min(limit, vocab) });
   const { cache } = m.runWithCache(ids, { names: Array.from({ length: layers }, (_, l) => `blocks.${l}.attn.hook_pattern`) });
   const patterns = Array.from({ length: layers }, (_, l) => cache[`blocks.${l}.attn.hook_pattern`].data);
   postMessage({
-    type: 'result', id, file, text, corrupt, period, layers, heads, vocab, ids: Array.from(ids), span, claim,
+    type: 'result', id, file, period, layers, heads, vocab, ids: Array.from(ids), span, claim,
     ablation: grid, patchAt: at.pos, patch: { ...patch, resid: patch.resid.map((r) => Array.from(r)), z: patch.z.map((r) => Array.from(r)) },
     lens, promoted, patterns, ms: { ablation: ablationMs, patching: patchingMs },
   });

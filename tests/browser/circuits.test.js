@@ -5,7 +5,7 @@
 // interventions again on it; a form without a model that has read real text says so. Screenshots
 // of the panel at 1280 x 800 and 390 x 844 go to tests/browser/screenshots/circuits-*.png.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { SCREENSHOTS, launch, playgroundSuite } from './helpers.js';
 
@@ -22,10 +22,40 @@ async function ready(page, previous = '') {
   assert.equal(state, 'ready', `the panel is ${state} (form ${form}): ${status}`);
 }
 
-test('the interventions run on the trained model and the phrase twice, and follow the text', async () => {
+const fortunes = JSON.parse(readFileSync(new URL('../../web/models/fortunes.json', import.meta.url), 'utf8'));
+
+test('the interventions run on the learned panel\'s first model, the sub-word one, on its pieces', async () => {
+  const first = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax');
+  assert.ok(first.tokenizer, 'the first softmax model reads sub-word pieces');
   const { page, problems } = await suite.open('?form=softmax#circuits');
   await ready(page);
   const result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  assert.equal(result.file, first.file);
+  const { layers, heads } = first.config;
+  assert.equal(result.rows.filter((r) => r.mode === 'zero').length, layers * heads);
+  assert.ok(result.clean.second < result.clean.first, 'the second copy reads better than the first');
+  assert.match(await page.textContent('#hdtexts'), /Corrupted \(the first copy's pieces swapped for others\)/);
+  assert.match(await page.textContent('#hdstatus'), /bits per piece/);
+  // the claim names the heads the probe (random pieces twice) calls induction heads
+  if (first.induction.score >= 0.3) {
+    assert.match(await page.textContent('#hdclaim'), new RegExp(`^The probe names .*L${first.induction.layer + 1} H${first.induction.head + 1}.*Switched off together, the second copy costs \\+\\d\\.\\d\\d bits per piece`));
+  }
+  const labels = await page.$$eval('#hdlens th', (t) => t.map((x) => x.textContent));
+  assert.ok(labels.some((l) => l.startsWith('␣')), `pieces with a leading space shown as ␣: ${labels.slice(0, 12)}`);
+  await (await page.$('#circuits')).screenshot({ path: `${SCREENSHOTS}circuits-subword-desktop.png` });
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('the interventions run on the trained model and the phrase twice, and follow the text', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  let result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  if (result.file !== 'fortunes-induction.safetensors') { // the character model with induction heads, from the list
+    await page.selectOption('#hdmodel', 'fortunes-induction.safetensors');
+    await ready(page, JSON.stringify(result));
+    result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  }
   assert.equal(result.file, 'fortunes-induction.safetensors');
   const zero = result.rows.filter((r) => r.mode === 'zero');
   assert.equal(zero.length, 12); // 3 layers x 4 heads

@@ -395,10 +395,12 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   const fortunes = JSON.parse(readFileSync(new URL('../../web/models/fortunes.json', import.meta.url), 'utf8'));
   // what the panel shows for a form: a model that read fortunes when the catalogue marks one, else
   // the small model of the project's corpus
-  const chars = [...fortunes.models.filter((e) => e.panel).map((e) => ({ file: e.file, attention: e.config.attention })),
+  const chars = [...fortunes.models.filter((e) => e.panel).map((e) => ({ file: e.file, attention: e.config.attention, tokenizer: e.tokenizer })),
     ...catalog.models.filter((e) => e.task === 'chars')];
-  const softmaxFile = chars.find((e) => e.attention === 'softmax').file;
-  assert.equal(softmaxFile, 'fortunes-induction.safetensors', 'softmax shows the model that read fortunes and learned induction heads');
+  const firstSoftmax = chars.find((e) => e.attention === 'softmax');
+  assert.equal(firstSoftmax.file, 'fortunes-bpe.safetensors', 'softmax shows the sub-word model that read fortunes first');
+  assert.ok(firstSoftmax.tokenizer, 'its catalogue entry names its tokenizer');
+  const softmaxFile = 'fortunes-induction.safetensors'; // the character model with induction heads: the guesses below
   const { page, problems } = await open('?form=softmax&ltext=The+lamp+was+lit.');
   const formIds = await page.$$eval('#form option', (os) => os.map((o) => o.value));
   const { loadAttention } = await import('../../wasm/index.js');
@@ -408,33 +410,38 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   const seen = [];
   for (const id of usable) {
     if ((await page.inputValue('#form')) !== id) await page.selectOption('#form', id);
-    const file = chars.find((e) => e.attention === id).file;
+    const { file, tokenizer } = chars.find((e) => e.attention === id);
     await page.waitForFunction((f) => {
       const p = document.querySelector('#learned');
       return p.dataset.state === 'ready' && p.dataset.file === f;
     }, file);
     const drawn = await readGrid(page, '#lheatmaps');
     // What the page should draw: lib.loadModel on the same checkpoint, model.forward on the same
-    // characters (lower-cased), every layer and head on one colour scale 0..max; a form with signed
-    // scores (lib.forms[i].signed) as magnitudes.
-    const want = await page.evaluate(async ([f, formId]) => {
+    // characters (lower-cased) or, for a sub-word model, its tokenizer's pieces of the text as typed,
+    // every layer and head on one colour scale 0..max; a form with signed scores (lib.forms[i].signed)
+    // as magnitudes.
+    const { n, want } = await page.evaluate(async ([f, formId, tok]) => {
       const lib = await (await import('/wasm/index.js')).loadAttention();
       const { VIRIDIS } = await import('/views/colormap.js');
       const m = lib.loadModel(new Uint8Array(await (await fetch(`/models/${f}`)).arrayBuffer()));
-      const { attention } = m.forward(lib.charsTokenizer.encode('the lamp was lit.'));
+      const ids = tok ? lib.loadTokenizer(await (await fetch(`/models/${tok}`)).json()).encode('The lamp was lit.')
+        : lib.charsTokenizer.encode('the lamp was lit.');
+      const { attention } = m.forward(ids);
       m.dispose();
       const signed = lib.forms.find((g) => g.name === formId).signed; // the form's own flag (lib.forms)
       const maps = attention.flat().map((w) => (signed ? w.map(Math.abs) : w));
       let vmax = 0;
       for (const w of maps) for (const x of w) vmax = Math.max(vmax, x);
-      return maps.map((w) => [...w].map((x) => {
+      return { n: ids.length, want: maps.map((w) => [...w].map((x) => {
         const c = 4 * Math.round(Math.max(0, Math.min(1, x / vmax)) * 255);
         return `${VIRIDIS[c]},${VIRIDIS[c + 1]},${VIRIDIS[c + 2]}`;
-      }));
-    }, [file, id]);
+      })) };
+    }, [file, id, tokenizer]);
     assert.equal(drawn.length, want.length, `${id}: one heatmap per layer and head`);
+    if (!tokenizer) assert.equal(n, 17);
+    else assert.ok(n < 17, `${file}: ${n} pieces for 17 characters`);
     drawn.forEach((mp, k) => {
-      assert.equal(mp.n, 17);
+      assert.equal(mp.n, n);
       assert.deepEqual(mp.colours, want[k], `${id}: heatmap ${k} vs model.forward`);
     });
     for (const s of seen) assert.notDeepEqual(drawn.map((x) => x.colours), s.colours, `${id} draws what ${s.id} draws`);
@@ -442,8 +449,11 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
   }
   t.diagnostic(`forms compared: ${seen.map((s) => s.id).join(', ')}`);
 
-  // The guesses at a hovered row: the softmax of that row's logits, top 5.
+  // The guesses at a hovered row: the softmax of that row's logits, top 5 (on the character model
+  // with induction heads, picked in the panel's model list).
   await page.selectOption('#form', 'softmax');
+  await page.waitForFunction((f) => document.querySelector('#learned').dataset.file === f, firstSoftmax.file);
+  await page.selectOption('#lmodel', softmaxFile);
   await page.waitForFunction((f) => document.querySelector('#learned').dataset.file === f, softmaxFile);
   const canvas = page.locator('#lheatmaps canvas').first();
   await canvas.scrollIntoViewIfNeeded(); // the panel comes after the attention matrix
@@ -485,9 +495,14 @@ test('learned attention: the chosen form\'s character model on typed text, cell 
 
 test('learned attention: every head named by what it does on the text, the probe on a click, and the guided "your phrase twice" step names the head that jumps back or says none does', async (t) => {
   const fortunes = JSON.parse(readFileSync(new URL('../../web/models/fortunes.json', import.meta.url), 'utf8'));
-  const large = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax');
+  // the first softmax character model (the sub-word one before it has its own test: subword.test.js)
+  const first = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax');
+  const large = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax' && !e.tokenizer);
   const t0 = Date.now();
   const { page, problems } = await open('?form=softmax&ltext=the+old+lamp+was+lit');
+  await page.waitForFunction((f) => document.querySelector('#learned').dataset.state === 'ready'
+    && document.querySelector('#learned').dataset.file === f, first.file);
+  if (first.file !== large.file) await page.selectOption('#lmodel', large.file);
   await page.waitForFunction((f) => document.querySelector('#learned').dataset.state === 'ready'
     && document.querySelector('#learned').dataset.file === f, large.file);
   t.diagnostic(`${large.file} (${large.bytes} bytes) loaded and drawn ${Date.now() - t0} ms after the page was opened`);

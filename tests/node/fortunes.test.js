@@ -6,12 +6,15 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
-import { FORTUNES, copyBits, fortunesDocuments, heldOutBits, heldOutText } from '../../scripts/fortunes.mjs';
+import { FORTUNES, copyBits, copyBitsBpe, fortunesDocuments, heldOutBits, heldOutBitsBpe, heldOutText } from '../../scripts/fortunes.mjs';
 import { probeLetters, scoreHeads, strongestHead } from '../../lab/heads.js';
+import { bpeCodec } from '../../lab/codec.js';
 
 const why = existsSync(`${FORTUNES}/fortunes`) ? false : "Debian's fortunes is missing: run bash scripts/setup.sh as root, or apt-get install -y fortunes";
 const dir = new URL('../../web/models/', import.meta.url);
 const catalog = JSON.parse(readFileSync(new URL('fortunes.json', dir), 'utf8'));
+// a sub-word model's tokenizer (the file its entry names), else null: it reads characters
+const tokenizerOf = (lib, e) => (e.tokenizer ? lib.loadTokenizer(JSON.parse(readFileSync(new URL(e.tokenizer, dir), 'utf8'))) : null);
 
 test('fortunes: the documents and the held-out tenth are the trainer\'s', { skip: why }, () => {
   const { train, held, files } = fortunesDocuments();
@@ -28,14 +31,15 @@ test('fortunes: each shipped model\'s held-out bits per character come back from
   for (const e of catalog.models) {
     const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
     for (const [k, v] of Object.entries(e.config)) assert.equal(m.config[k], v, `${e.file}: config.${k}`);
-    const { bits, count, accuracy } = heldOutBits(lib, m, catalog.heldOutChars);
+    const tok = tokenizerOf(lib, e);
+    const { bits, count, accuracy } = tok ? heldOutBitsBpe(lib, m, tok, catalog.heldOutChars) : heldOutBits(lib, m, catalog.heldOutChars);
     t.diagnostic(`${e.file}: ${bits.toFixed(4)} bits per character over ${count} held-out characters (catalogue ${e.heldOutBits}), `
       + `${(100 * accuracy).toFixed(1)}% right`);
     assert.equal(count, e.heldOutCount);
     assert.ok(Math.abs(bits - e.heldOutBits) < 5e-4, `${e.file}: ${bits} against ${e.heldOutBits}`);
     assert.ok(Math.abs(accuracy - e.heldOutAccuracy) < 5e-4, `${e.file}: accuracy ${accuracy} against ${e.heldOutAccuracy}`);
     // a held-out passage read twice: the catalogue's figures (the README's "does it copy")
-    const copy = copyBits(lib, m);
+    const copy = tok ? copyBitsBpe(lib, m, tok) : copyBits(lib, m);
     t.diagnostic(`${e.file}: a held-out passage, first reading ${copy.first.toFixed(3)}, second ${copy.second.toFixed(3)} bits per character`);
     assert.ok(Math.abs(copy.first - e.copy.first) < 5e-4 && Math.abs(copy.second - e.copy.second) < 5e-4, `${e.file}: copy ${JSON.stringify(copy)}`);
     m.dispose();
@@ -82,7 +86,9 @@ test('heads of the models that read fortunes on the page\'s probe: the catalogue
   assert.equal(new Set(probe.subarray(0, letters)).size, letters, 'the first copy has no repeats of its own');
   for (const e of catalog.models) {
     const m = lib.loadModel(readFileSync(new URL(e.file, dir)), { training: false });
-    const heads = scoreHeads(m.forward(probe).attention, [...probe]);
+    const tok = tokenizerOf(lib, e), ids = tok ? bpeCodec(tok).probe() : probe; // a sub-word model's probe is of its pieces
+    if (tok) assert.equal(new Set(ids.subarray(0, letters)).size, letters, `${e.file}: the probe's first copy has no repeats`);
+    const heads = scoreHeads(m.forward(ids).attention, [...ids]);
     for (const [kind, want] of [['induction', e.induction], ['previous token', e.previousToken]]) {
       const best = strongestHead(heads, kind);
       t.diagnostic(`${e.file}: strongest ${kind} head layer ${best.layer + 1}, head ${best.head + 1}: ${best.scores[kind].toFixed(3)}`);
@@ -91,8 +97,8 @@ test('heads of the models that read fortunes on the page\'s probe: the catalogue
     }
     m.dispose();
   }
-  const shown = catalog.models.find((e) => e.panel && e.config.attention === 'softmax');
-  assert.ok(shown, 'the first panel has a softmax model that read fortunes');
+  const shown = catalog.models.find((e) => e.panel && e.config.attention === 'softmax' && !e.tokenizer);
+  assert.ok(shown, 'the first panel has a softmax character model that read fortunes');
   assert.ok(shown.previousToken.score > catalog.claim.previousAbove,
     `${shown.file}: previous token ${shown.previousToken.score} against the bound ${catalog.claim.previousAbove}`);
   assert.ok(shown.induction.score > catalog.claim.inductionAbove,

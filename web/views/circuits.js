@@ -6,12 +6,13 @@
 // (direct logit attribution). Layers and heads are labelled from 1 here; the API counts from 0.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
-import { corruptFirstCopy } from '../../lab/circuits.js';
+import { corruptFirstCopy, corruptFirstCopyIds } from '../../lab/circuits.js';
 import { modelCatalog } from './learned.js';
-import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
+import { phrasePeriod, phraseTwice, probeLetters, scoreHead, nameHead } from '../../lab/heads.js';
+import { charsCodec, entryCodec } from '../../lab/codec.js';
 
-const SHOWN = 64; // characters at most: the learned panel's
-const charLabel = (ch) => (ch === ' ' ? '␣' : ch === '\n' ? '↵' : ch);
+const SHOWN = 64; // tokens at most: the learned panel's
+const MODELS = new URL('../models/', import.meta.url);
 const headName = (l, h) => `L${l + 1} H${h + 1}`;
 
 // A diverging colour for x in [-1, 1]: blue below 0, white at 0, red above.
@@ -39,6 +40,7 @@ export function createCircuitsView(el, { lib }) {
   let worker = null;
   let id = 0;
   let result = null;
+  let codec = charsCodec(lib); // the shown model's tokens (lab/codec.js): characters, or a BPE's pieces
   let picked = null; // { layer, head }
   let sortBy = { key: 'zero2', dir: -1 };
   let form = null;
@@ -89,19 +91,45 @@ export function createCircuitsView(el, { lib }) {
       return;
     }
     el.model.value = entry.file;
-    // the text: the learned panel's, as a phrase read twice (the copies' losses need the repeat)
-    const chars = [...text.toLowerCase()].slice(0, SHOWN);
-    const twice = phrasePeriod(chars) ? chars.join('') : phraseTwice(text.toLowerCase(), Math.min(SHOWN, entry.length));
-    const period = phrasePeriod([...twice]);
-    const corrupt = corruptFirstCopy(twice, period);
+    const request = ++id;
+    let c;
+    try {
+      c = await entryCodec(lib, entry.entry, MODELS);
+    } catch (e) {
+      fail(e.message);
+      return;
+    }
+    if (request !== id) return;
+    codec = c;
+    // the text: the learned panel's, as a phrase read twice (the copies' losses need the repeat), and
+    // its corrupted twin of the same length in tokens: a character model's first copy with its letters
+    // shifted, a sub-word model's with each merged piece swapped for another
+    let twice, ids, bad, period, corrupt;
+    if (codec.kind === 'bpe') {
+      const enc = codec.encode(text).ids;
+      twice = codec.period(enc) && enc.length <= entry.length ? text : codec.twice(text, Math.min(SHOWN, entry.length));
+      ids = codec.encode(twice).ids;
+      period = codec.period(ids);
+      bad = corruptFirstCopyIds(ids, period, { from: 259, vocab: codec.vocab });
+      corrupt = codec.tokenizer.decode(bad);
+    } else {
+      const chars = [...text.toLowerCase()].slice(0, SHOWN);
+      twice = phrasePeriod(chars) ? chars.join('') : phraseTwice(text.toLowerCase(), Math.min(SHOWN, entry.length));
+      period = phrasePeriod([...twice]);
+      corrupt = corruptFirstCopy(twice, period);
+      ids = lib.charsTokenizer.encode(twice);
+      bad = lib.charsTokenizer.encode(corrupt);
+    }
     el.texts.replaceChildren(
       cell('span', 'Clean: '), cell('code', twice), document.createElement('br'),
-      cell('span', 'Corrupted (the first copy\'s letters shifted): '), cell('code', corrupt));
+      cell('span', codec.kind === 'bpe' ? 'Corrupted (the first copy\'s pieces swapped for others): '
+        : 'Corrupted (the first copy\'s letters shifted): '), cell('code', corrupt));
     el.panel.dataset.state = 'running';
     el.panel.dataset.file = entry.file;
     el.status.textContent = `Testing the heads of ${entry.file.replace(/\.safetensors$/, '')}…`;
     el.progress.value = 0;
-    ensureWorker().postMessage({ type: 'run', id: ++id, file: entry.file, text: twice, corrupt });
+    ensureWorker().postMessage({ type: 'run', id: request, file: entry.file, ids: Array.from(ids), bad: Array.from(bad), period,
+      probe: Array.from(codec.kind === 'bpe' ? codec.probe() : lib.charsTokenizer.encode(probeLetters())), limit: codec.vocab });
   }
 
   function receive(msg) {
@@ -118,14 +146,15 @@ export function createCircuitsView(el, { lib }) {
       const n = msg.ids.length;
       result.names = msg.patterns.map((p) => Array.from({ length: msg.heads }, (_, h) =>
         nameHead(scoreHead(p.subarray(h * n * n, (h + 1) * n * n), msg.ids)).name));
-      if (!picked || picked.layer >= msg.layers || picked.head >= msg.heads) picked = strongest();
+      // a head picked on another model means nothing on this one: the strongest again
+      if (!picked || picked.file !== msg.file || picked.layer >= msg.layers || picked.head >= msg.heads) picked = { ...strongest(), file: msg.file };
       el.panel.dataset.state = 'ready';
       el.panel.dataset.result = JSON.stringify({ file: msg.file, clean: msg.ablation.clean, rows: msg.ablation.rows,
         resid: msg.patch.resid, z: msg.patch.z });
       el.status.textContent = `${msg.layers} layers x ${msg.heads} heads, ${2 * msg.layers * msg.heads} ablations in `
         + `${(msg.ms.ablation / 1000).toFixed(2)} s and ${msg.layers * (msg.patchAt + 1 + msg.heads)} patched runs in `
         + `${(msg.ms.patching / 1000).toFixed(2)} s, in a worker on this device. Without any change the model reads the `
-        + `first copy at ${msg.ablation.clean.first.toFixed(2)} bits per character and the second at `
+        + `first copy at ${msg.ablation.clean.first.toFixed(2)} bits per ${codec.unit} and the second at `
         + `${msg.ablation.clean.second.toFixed(2)}.`;
       drawClaim();
       draw();
@@ -136,7 +165,7 @@ export function createCircuitsView(el, { lib }) {
   function drawClaim() {
     const { claim, ablation: { clean } } = result;
     if (!claim.heads.length) {
-      el.claim.textContent = 'No head of this model is an induction head on the standard probe (random letters read twice), '
+      el.claim.textContent = `No head of this model is an induction head on the standard probe (random ${codec.kind === 'bpe' ? 'pieces' : 'letters'} read twice), `
         + 'so there is no copying circuit to switch off: compare the cost of each head on the two copies below.';
       return;
     }
@@ -144,7 +173,7 @@ export function createCircuitsView(el, { lib }) {
     const d = (k, c) => claim[k][c] - clean[c];
     const f = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
     el.claim.textContent = `The probe names ${claim.heads.length === 1 ? 'one induction head' : `${claim.heads.length} induction heads`} `
-      + `(${names}). Switched off together, the second copy costs ${f(d('zero', 'second'))} bits per character (zero) and `
+      + `(${names}). Switched off together, the second copy costs ${f(d('zero', 'second'))} bits per ${codec.unit} (zero) and `
       + `${f(d('mean', 'second'))} (mean), the first copy ${f(d('zero', 'first'))} and ${f(d('mean', 'first'))}: `
       + `${d('mean', 'second') > 4 * Math.abs(d('mean', 'first')) ? 'the model needs them to copy, and barely to read.' : 'on this text the difference is not clear-cut.'}`;
   }
@@ -186,10 +215,10 @@ export function createCircuitsView(el, { lib }) {
         b.className = 'grid-cell';
         b.style.background = diverging(r.second / max);
         b.append(cell('strong', `${r.second >= 0 ? '+' : ''}${r.second.toFixed(2)}`), cell('small', `1st ${r.first >= 0 ? '+' : ''}${r.first.toFixed(2)}`));
-        b.title = `${headName(l, h)} (${result.names[l][h]}), ${mode}-ablated: ${r.second.toFixed(3)} bits per character on the second copy, `
+        b.title = `${headName(l, h)} (${result.names[l][h]}), ${mode}-ablated: ${r.second.toFixed(3)} bits per ${codec.unit} on the second copy, `
           + `${r.first.toFixed(3)} on the first. Click to see its pattern and what it promotes.`;
         b.setAttribute('aria-pressed', String(picked.layer === l && picked.head === h));
-        b.addEventListener('click', () => { picked = { layer: l, head: h }; draw(); });
+        b.addEventListener('click', () => { picked = { layer: l, head: h, file: result.file }; draw(); });
         td.append(b);
         tr.append(td);
       }
@@ -240,7 +269,7 @@ export function createCircuitsView(el, { lib }) {
   function drawHead() {
     const { layer, head } = picked;
     const n = result.ids.length;
-    const labels = result.ids.map((t) => charLabel(lib.charsTokenizer.decode([t])));
+    const labels = result.ids.map(codec.label);
     el.headTitle.textContent = `Layer ${layer + 1}, head ${head + 1} (${result.names[layer][head]}): its pattern on the clean text; `
       + 'hover over or tap a row to see what its output adds to the guess there.';
     heatmap.render({ maps: [{ title: headName(layer, head), weights: result.patterns[layer].subarray(head * n * n, (head + 1) * n * n) }],
@@ -253,11 +282,11 @@ export function createCircuitsView(el, { lib }) {
     const { layer, head } = picked;
     const top = result.promoted[layer][head][i];
     const list = document.createElement('ol');
-    for (const { token, logit } of top) list.append(cell('li', `“${charLabel(lib.charsTokenizer.decode([token]))}” ${logit >= 0 ? '+' : ''}${logit.toFixed(2)}`));
+    for (const { token, logit } of top) list.append(cell('li', `“${codec.label(token)}” ${logit >= 0 ? '+' : ''}${logit.toFixed(2)}`));
     const next = result.ids[i + 1];
-    el.promoted.replaceChildren(cell('p', `At row ${i} (“${charLabel(lib.charsTokenizer.decode([result.ids[i]]))}”), this head's output `
+    el.promoted.replaceChildren(cell('p', `At row ${i} (“${codec.label(result.ids[i])}”), this head's output `
       + 'raises the logits of (direct logit attribution):'), list,
-    cell('p', next === undefined ? '' : `The next character is “${charLabel(lib.charsTokenizer.decode([next]))}”.`));
+    cell('p', next === undefined ? '' : `The next ${codec.unit} is “${codec.label(next)}”.`));
   }
 
   function heatTable(grid, rowLabel, colLabels, title) {
@@ -282,10 +311,11 @@ export function createCircuitsView(el, { lib }) {
   function drawPatching() {
     const { resid, z, clean, corrupted } = result.patch;
     const at = result.patchAt;
-    const chars = result.ids.slice(0, at + 1).map((t) => charLabel(lib.charsTokenizer.decode([t])));
-    const next = charLabel(lib.charsTokenizer.decode([result.ids[at + 1]]));
+    const chars = result.ids.slice(0, at + 1).map(codec.label);
+    const next = codec.label(result.ids[at + 1]);
+    const back = codec.kind === 'bpe' ? 5 : 11;
     el.resid.replaceChildren(
-      cell('p', `Scored where the corruption hurts most: the guess of “${next}” after “…${chars.slice(Math.max(0, at - 11)).join('')}” `
+      cell('p', `Scored where the corruption hurts most: the guess of “${next}” after “…${chars.slice(Math.max(0, at - back)).join('')}” `
         + `(position ${at}; log-probability ${clean.toFixed(2)} on the clean text, ${corrupted.toFixed(2)} on the corrupted one). `
         + 'Each cell: how much of that gap comes back when one layer\'s input at one position is taken from the clean run '
         + '(1, red: all of it; 0: none).', undefined, 'note'),
@@ -296,7 +326,7 @@ export function createCircuitsView(el, { lib }) {
 
   function drawLens() {
     const n = result.ids.length;
-    const chars = result.ids.map((t) => charLabel(lib.charsTokenizer.decode([t])));
+    const chars = result.ids.map(codec.label);
     const table = document.createElement('table');
     table.className = 'heat-table lens-table';
     const head = document.createElement('tr');
@@ -306,9 +336,9 @@ export function createCircuitsView(el, { lib }) {
       const tr = document.createElement('tr');
       tr.append(cell('th', l + 1 === result.layers ? `layer ${l + 1} (the output)` : `layer ${l + 1}`));
       row.forEach((x, i) => {
-        const guess = charLabel(lib.charsTokenizer.decode([x.top]));
+        const guess = codec.label(x.top);
         const td = cell('td', guess, `layer ${l + 1}, after “${chars[i]}” (position ${i}): top guess “${guess}” `
-          + `${(100 * x.pTop).toFixed(1)}%; the actual next character${i + 1 < n ? ` “${chars[i + 1]}”: ${(100 * x.pNext).toFixed(1)}%` : ': none'}`);
+          + `${(100 * x.pTop).toFixed(1)}%; the actual next ${codec.unit}${i + 1 < n ? ` “${chars[i + 1]}”: ${(100 * x.pNext).toFixed(1)}%` : ': none'}`);
         if (Number.isFinite(x.pNext)) td.style.background = viridisCss(x.pNext);
         if (Number.isFinite(x.pNext) && x.pNext > 0.55) td.style.color = '#000';
         else td.style.color = '#fff';

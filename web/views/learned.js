@@ -12,12 +12,12 @@ import { download, llama2cSaveButton } from './export.js';
 import { makeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { displayWeights } from '../../lab/forms.js';
-import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, phrasePeriod, phraseTwice, probeLetters, scoreHead } from '../../lab/heads.js';
+import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, scoreHead } from '../../lab/heads.js';
+import { entryCodec } from '../../lab/codec.js';
 
 const TOP = 5;
+const MODELS = new URL('../models/', import.meta.url); // the catalogues, checkpoints and tokenizer files
 const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
-
-const charLabel = (ch) => (ch === ' ' ? '␣' : ch === '\n' ? '↵' : ch);
 
 /**
  * The k largest entries of a softmax over row (a Float32Array of logits): [{ index, p }], among the
@@ -86,18 +86,19 @@ export function createLearnedView(el, { lib, onChange }) {
   // "Save as llama2.c": the model shown, as llama2.c's model.bin and tokenizer.bin (renumbered so
   // that ids 1 and 2 are <s> and </s>: llama2c-sample.js), for "Open a model file" or run.c.
   const save = llama2cSaveButton(el.exports, 'lsave-llama2c');
-  let saving = null; // { file, model } of the drawing
-  function allowSave(file, m) {
-    saving = m ? { file, model: m } : null;
+  let saving = null; // { file, model, codec } of the drawing
+  function allowSave(file, m, codec) {
+    saving = m ? { file, model: m, codec } : null;
     const why = !m ? 'no model shown' : llama2cRefusal(m.config)
-      ?? (m.config.vocab < lib.charsTokenizer.vocab + 2 ? 'it has no two spare token rows for llama2.c\'s <s> and </s>' : null);
+      ?? (codec.kind === 'chars' && m.config.vocab < lib.charsTokenizer.vocab + 2 ? 'it has no two spare token rows for llama2.c\'s <s> and </s>' : null);
     save.disabled = Boolean(why);
     save.title = why ? `llama2.c cannot hold this model: ${why}` : `Download ${file.replace(/\.safetensors$/, '')} as llama2.c's `
-      + 'model.bin and tokenizer.bin (lower-case characters), which "Open a model file" and llama2.c\'s run.c read';
+      + `model.bin and tokenizer.bin (${codec.kind === 'bpe' ? 'its sub-word pieces' : 'lower-case characters'}), which "Open a model file" and llama2.c's run.c read`;
   }
   save.addEventListener('click', () => {
     if (!saving) return;
-    const pair = makeSampleLlama2c(lib, saving.model.save(), saving.file);
+    const pair = saving.codec.kind === 'bpe' ? { bin: saving.model.saveLlama2c(), tokenizer: saving.codec.tokenizer.toLlama2c() }
+      : makeSampleLlama2c(lib, saving.model.save(), saving.file);
     download('model.bin', new Blob([pair.bin], { type: 'application/octet-stream' }));
     download('tokenizer.bin', new Blob([pair.tokenizer], { type: 'application/octet-stream' }));
   });
@@ -116,7 +117,7 @@ export function createLearnedView(el, { lib, onChange }) {
     const entry = pick(await entries());
     view = 'text';
     focus = null;
-    const text = phraseTwice(el.text.value, entry ? entry.length : 32);
+    const text = entry ? (await entryCodec(lib, entry.entry, MODELS)).twice(el.text.value, entry.length) : el.text.value;
     el.text.value = text;
     shown = ''; // the same text again still says which head jumps back
     onChange({ ltext: text });
@@ -144,7 +145,8 @@ export function createLearnedView(el, { lib, onChange }) {
       const f = e.entry;
       const stem = e.file.replace(/\.safetensors$/, ''); // short enough for a phone; #labout says the rest
       o.textContent = e.source !== 'fortunes' ? `${stem} (the project's corpus)`
-        : f.induction.score >= NAMED_AT ? `${stem} (induction heads)` : `${stem} (${f.heldOutBits.toFixed(2)} bits/char)`;
+        : f.tokenizer ? `${stem} (sub-word pieces)`
+          : f.induction.score >= NAMED_AT ? `${stem} (induction heads)` : `${stem} (${f.heldOutBits.toFixed(2)} bits/char)`;
       return o;
     }));
     el.model.value = entry.file;
@@ -154,7 +156,7 @@ export function createLearnedView(el, { lib, onChange }) {
 
   function model(file) {
     if (!models.has(file)) {
-      models.set(file, fetch(new URL(`../models/${file}`, import.meta.url)).then(async (r) => {
+      models.set(file, fetch(new URL(file, MODELS)).then(async (r) => {
         if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
         return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false }); // read, never trained here
       }));
@@ -167,32 +169,34 @@ export function createLearnedView(el, { lib, onChange }) {
   function showGuesses(i) {
     if (!current || i >= current.chars.length) return;
     const row = current.logits.subarray(i * current.vocab, (i + 1) * current.vocab);
-    const top = topK(row, TOP, lib.charsTokenizer.vocab);
-    const prefix = current.chars.slice(Math.max(0, i - 11), i + 1).join('');
+    const { codec } = current;
+    const top = topK(row, TOP, codec.vocab);
+    const back = codec.kind === 'bpe' ? 5 : 11; // pieces are longer than characters
+    const prefix = current.chars.slice(Math.max(0, i - back), i + 1).join('');
     const head = document.createElement('p');
     head.className = 'guess-head';
-    head.textContent = `After “${i > 11 ? '…' : ''}${prefix}” (position ${i}) the model guesses the next character:`;
+    head.textContent = `After “${i > back ? '…' : ''}${prefix}” (position ${i}) the model guesses the next ${codec.unit}:`;
     const list = document.createElement('ol');
     list.className = 'guess-list';
     for (const { index, p } of top) {
-      const ch = lib.charsTokenizer.decode([index]);
+      const ch = codec.text(index);
       const li = document.createElement('li');
       const label = document.createElement('span');
       label.className = 'guess-char';
-      label.textContent = index === 0 ? '⟂' : charLabel(ch);
+      label.textContent = codec.label(index);
       const bar = document.createElement('span');
       bar.className = 'guess-bar';
       bar.style.width = `${Math.max(1, Math.round(p * 160))}px`;
       li.append(label, bar, `${(100 * p).toFixed(1)}%`);
-      li.dataset.char = index === 0 ? '' : ch;
+      li.dataset.char = ch;
       li.dataset.p = String(p);
       list.append(li);
     }
     const next = current.chars[i + 1];
     const real = document.createElement('p');
     real.className = 'note';
-    real.textContent = next === undefined ? 'This is the last character: what comes next is up to you.'
-      : `What you typed next: “${charLabel(next)}”.`;
+    real.textContent = next === undefined ? `This is the last ${codec.unit}: what comes next is up to you.`
+      : `What you typed next: “${current.labels[i + 1]}”.`;
     el.guesses.replaceChildren(head, list, real);
     el.guesses.dataset.position = String(i);
   }
@@ -244,22 +248,35 @@ export function createLearnedView(el, { lib, onChange }) {
     listModels(list, entry);
     el.probe.textContent = view === 'probe' ? 'Back to your text' : 'Show the heads on a probe';
     const max = entry.length;
-    el.label.textContent = `Text the trained model reads (lower case letters, digits and punctuation; the first ${max} characters)`;
-    let chars, dropped = [], kept;
-    if (view === 'probe') { // random letters, then the same letters again (heads.js)
-      chars = [...probeLetters()];
+    let codec;
+    try {
+      codec = await entryCodec(lib, entry.entry, MODELS);
+    } catch (e) {
+      if (id !== request) return;
+      el.panel.dataset.state = 'error';
+      el.status.textContent = `The model's tokenizer did not load: ${e.message}`;
+      return;
+    }
+    if (id !== request) return;
+    el.label.textContent = codec.kind === 'bpe'
+      ? `Text the trained model reads (any text: it reads sub-word pieces; the first ${max} pieces)`
+      : `Text the trained model reads (lower case letters, digits and punctuation; the first ${max} characters)`;
+    let chars, dropped = [], kept, tokens;
+    if (view === 'probe') { // random tokens, then the same again (heads.js)
+      tokens = codec.probe();
+      chars = Array.from(tokens, codec.text);
       kept = chars;
-    } else { // the model's alphabet is lower case; other characters are dropped (and the page says so)
-      const lower = state.ltext.toLowerCase();
-      const ids = [...lib.charsTokenizer.encode(lower)];
-      kept = [...lower].filter((_, k) => ids[k] !== 0);
-      dropped = [...new Set([...lower].filter((_, k) => ids[k] === 0))];
+    } else { // the chars alphabet is lower case; other characters are dropped (and the page says so)
+      const enc = codec.encode(state.ltext);
+      kept = enc.texts;
+      dropped = enc.dropped;
+      tokens = enc.ids.slice(0, max);
       chars = kept.slice(0, max);
     }
-    const key = `${entry.file}\n${view}\n${focus}\n${chars.join('')}`;
+    const key = `${entry.file}\n${view}\n${focus}\n${Array.from(tokens).join(',')}`;
     if (key === shown) return;
     if (chars.length === 0) {
-      el.status.textContent = 'Type some text (letters, digits, punctuation).';
+      el.status.textContent = codec.kind === 'bpe' ? 'Type some text.' : 'Type some text (letters, digits, punctuation).';
       heatmaps.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
       el.guesses.replaceChildren();
       el.heads.replaceChildren();
@@ -278,11 +295,10 @@ export function createLearnedView(el, { lib, onChange }) {
       return;
     }
     if (id !== request) return;
-    allowSave(entry.file, m);
-    const tokens = Int32Array.from(chars.map((ch) => lib.charsTokenizer.encode(ch)[0]));
+    allowSave(entry.file, m, codec);
     const { logits, attention } = m.forward(tokens);
     const maps = [], named = [];
-    const period = view === 'text' ? phrasePeriod(chars) : 0; // your phrase twice: which head jumps back
+    const period = view === 'text' ? codec.period(tokens) : 0; // your phrase twice: which head jumps back
     let back = null;
     attention.forEach((heads, l) => heads.forEach((weights, h) => {
       const scores = scoreHead(weights, [...tokens]);
@@ -296,8 +312,8 @@ export function createLearnedView(el, { lib, onChange }) {
       maps.push({ title: `${ring}Layer ${l + 1}, head ${h + 1}: ${name.name} ${name.score.toFixed(2)}`,
         weights: displayWeights(form, weights) });
     }));
-    const labels = chars.map(charLabel);
-    current = { chars, logits, vocab: m.config.vocab };
+    const labels = Array.from(tokens, codec.label);
+    current = { chars, labels, codec, logits, vocab: m.config.vocab };
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale,
       columns: m.config.heads }); // a layer x head grid of thumbnails
     listHeads(named);
@@ -308,7 +324,17 @@ export function createLearnedView(el, { lib, onChange }) {
     el.panel.dataset.heads = JSON.stringify(named.map((h) => ({ layer: h.layer, head: h.head, name: h.name,
       score: h.score, induction: h.scores.induction })));
     const c = m.config, e = entry.entry;
-    el.about.textContent = entry.source === 'fortunes'
+    const unit = codec.unit, units = `${unit}s`;
+    el.about.textContent = e.tokenizer
+      ? `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, ${c.heads} heads, `
+        + `${c.layers} layers, llama-style block) reading sub-word pieces: a byte-level BPE of ${codec.vocab} pieces `
+        + `(models/${e.tokenizer}, trained on the same text; a piece is ${e.charsPerToken.toFixed(2)} characters on average, `
+        + 'a leading space shown as ␣), the way today\'s language models read. Trained natively for '
+        + `${e.steps} steps (${e.minutes} minutes on ${e.threads} core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes`
+        + `${e.twice ? `, one training window in ${e.twice} opening with a passage read twice` : ''}; held-out `
+        + `${e.heldOutBits.toFixed(2)} bits per character, capitals included (${(100 * e.heldOutAccuracy).toFixed(1)}% of next `
+        + 'pieces guessed right). How it was made: web/models/fortunes.json.'
+      : entry.source === 'fortunes'
       ? `models/${entry.file}: ${m.parameterCount.toLocaleString('en')} parameters (d = ${c.dModel}, ${c.heads} heads, `
         + `${c.layers} layers, llama-style block), trained natively for ${e.steps} steps (${e.minutes} minutes on ${e.threads} `
         + `core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes${e.twice
@@ -323,20 +349,21 @@ export function createLearnedView(el, { lib, onChange }) {
     if (view === 'probe') {
       const induction = describeInduction(named);
       el.panel.dataset.induction = induction.found ? 'found' : 'none';
-      said.push(`The probe: ${LETTER_PROBE.letters} random letters, then the same ${LETTER_PROBE.letters} again. An induction head looks from each letter `
-        + 'of the second copy to the letter after it in the first copy: a diagonal stripe in the lower left. '
+      const what = codec.kind === 'bpe' ? ['pieces', 'piece'] : ['letters', 'letter'];
+      said.push(`The probe: ${LETTER_PROBE.letters} random ${what[0]}, then the same ${LETTER_PROBE.letters} again. An induction head looks from each ${what[1]} `
+        + `of the second copy to the ${what[1]} after it in the first copy: a diagonal stripe in the lower left. `
         + (induction.found ? `Strongest here: layer ${induction.head.layer + 1}, head ${induction.head.head + 1} `
           + `(induction ${induction.head.scores.induction.toFixed(2)})` : `Here ${induction.text}`));
     } else {
-      if (kept.length > max) notes.push(`only the first ${max} characters are shown (the model reads ${max} at a time here)`);
+      if (kept.length > max) notes.push(`only the first ${max} ${units} are shown (the model reads ${max} at a time here)`);
       if (dropped.length) notes.push(`characters outside its alphabet are left out: ${dropped.map((ch) => `“${ch}”`).join(' ')}`);
       if (back) // the text is a phrase, ". ", and the phrase again (the guided step's, or typed so)
         said.push(back.score >= NAMED_AT
-          ? `Your phrase, twice. Layer ${back.layer + 1}, head ${back.head + 1} jumps back: from each character of the `
-            + `second copy to the character after it in the first (${back.score.toFixed(2)} of its weight there, on average): `
+          ? `Your phrase, twice. Layer ${back.layer + 1}, head ${back.head + 1} jumps back: from each ${unit} of the `
+            + `second copy to the ${unit} after it in the first (${back.score.toFixed(2)} of its weight there, on average): `
             + 'an induction head. Hover over a row of the second copy in its map to see it'
           : `Your phrase, twice. No head jumps back here: at most ${back.score.toFixed(2)} of a head's weight goes from the `
-            + `second copy to the character after the same place in the first (layer ${back.layer + 1}, head ${back.head + 1}), `
+            + `second copy to the ${unit} after the same place in the first (layer ${back.layer + 1}, head ${back.head + 1}), `
             + `below the ${NAMED_AT} that names a head; this model has not learned an induction head`);
     }
     el.status.textContent = [notes.length ? `Note: ${notes.join('; ')}.` : '', ...said.map((x) => `${x}.`)].filter(Boolean).join(' ');

@@ -3,10 +3,10 @@
 // model's own tokenizer, the model generates greedily, and the attention of every head of the
 // chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
 // Heads that share a K/V head (grouped-query attention) say which one in their titles.
-// "Open the sample" makes a pair from the shipped fortunes-llama checkpoint (llama2c-sample.js) and
+// "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
 import { createHeatmapView } from './heatmap.js';
-import { SAMPLE, makeSampleLlama2c } from '../../lab/llama2c-sample.js';
+import { SAMPLE, bpeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../../lab/heads.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
@@ -30,17 +30,21 @@ export function createLlama2cView(el, { lib }) {
   sample.id = 'l2sample';
   sample.className = 'secondary';
   sample.textContent = `Open the sample (${SAMPLE.name})`;
-  sample.title = `A 3-layer character model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
-    + 'and tokenizer.bin (lower-case characters): scripts/make-sample-llama2c.mjs writes the same two files';
+  sample.title = `A 3-layer sub-word model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
+    + `and tokenizer.bin (its byte-level BPE, models/${SAMPLE.tokenizer}): scripts/make-sample-llama2c.mjs writes the same two files`;
   el.drop.querySelector('#l2sample')?.remove(); // main.js makes this view again on every settings change
   el.drop.append(sample);
   sample.addEventListener('click', async () => {
     sample.disabled = true;
     status('Making the sample pair from the shipped checkpoint…');
     try {
-      const r = await fetch(new URL(`../models/${SAMPLE.source}`, import.meta.url));
-      if (!r.ok) throw new Error(`could not fetch models/${SAMPLE.source}: HTTP ${r.status}`);
-      const pair = makeSampleLlama2c(lib, new Uint8Array(await r.arrayBuffer()));
+      const get = async (file) => {
+        const r = await fetch(new URL(`../models/${file}`, import.meta.url));
+        if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
+        return r;
+      };
+      const [r, t] = await Promise.all([get(SAMPLE.source), get(SAMPLE.tokenizer)]);
+      const pair = bpeSampleLlama2c(lib, new Uint8Array(await r.arrayBuffer()), await t.json());
       el.text.value = SAMPLE.prompt;
       await take([new File([pair.bin], `${SAMPLE.name}.bin`), new File([pair.tokenizer], 'tokenizer.bin')]);
     } catch (e) {
