@@ -17,7 +17,7 @@ import { charTokenizer, loadAttention } from '../wasm/index.js';
 
 const WINDOW = 32; // tokens (characters or pieces) per training row (the model's maxLen)
 const BATCH = 16;
-const SAMPLE = 48; // characters generated per sample
+const SAMPLE = 48; // tokens (characters or pieces) generated per sample
 const YIELD_EVERY = 10; // steps between progress messages; 'stop' gets in at each of them
 
 // One thread: this small model (d = 64, 16 x 32 tokens a batch) gains little from a pool, and on a
@@ -39,7 +39,7 @@ async function train({ id, text, form, steps, tokenizer }, signal) {
   const tok = tokenizerOf(lib, text, tokenizer);
   const ids = tok.encode(text);
   if (ids.length < WINDOW + 2)
-    throw new Error(`the text is ${ids.length} ${tokenizer ? 'tokens with the tokenizer above' : 'characters'}; paste at least ${WINDOW + 2} (the model reads windows of ${WINDOW})`);
+    throw new Error(`the text is ${ids.length} ${tokenizer ? "tokens with the tokenizer panel's tokenizer" : 'characters'}; paste at least ${WINDOW + 2} (the model reads windows of ${WINDOW})`);
   const tokensPerChar = ids.length / Array.from(text).length;
   const model = lib.createModel({ vocab: tok.vocab, dModel: 64, heads: 4, layers: 2, maxLen: WINDOW, attention: form, seed: 1 });
   try {

@@ -104,13 +104,13 @@ test('the panel cuts the text into the library\'s pieces; the slider replays the
 
   // the own-text panel trains on this tokenizer's ids
   assert.equal(await page.isDisabled('#ounit-tok'), false);
-  assert.match(await page.textContent('#ounit-note'), /trained on your text .* \(400 pieces; the model's vocabulary\)/);
+  assert.match(await page.textContent('#ounit-note'), /trained on your text .*; the model's vocabulary is then its 400 pieces\./);
   await page.check('#ounit-tok');
   const own = pasted.slice(0, 1500);
   await page.fill('#otext', own);
   await page.selectOption('#osteps', '100');
   await page.click('#otrain');
-  assert.match(await page.textContent('#ostatus'), /on the ids of the tokenizer above \(vocabulary of 400 pieces\)/);
+  assert.match(await page.textContent('#ostatus'), /on the ids of the tokenizer panel's tokenizer \(vocabulary of 400 pieces\)/);
   await page.waitForFunction(() => /^(Done|Training failed)/.test(document.getElementById('ostatus').textContent), null, { timeout: LONG });
   assert.match(await page.textContent('#ostatus'), /^Done: 100 steps/);
   const loss = await page.textContent('#oloss');
@@ -121,6 +121,11 @@ test('the panel cuts the text into the library\'s pieces; the slider replays the
   assert.ok(Number(perToken) < Math.log2(400), `it learned something: ${perToken} bits per token < log2(400)`);
   const sample = await page.textContent('#osample');
   assert.ok(sample.length > 48, `a sample decoded by the tokenizer: ${JSON.stringify(sample)}`);
+  // a text too short in tokens says so
+  await page.fill('#otext', 'the lamplighter walked the road, and the road was long and old.');
+  await page.click('#otrain');
+  await page.waitForFunction(() => /^Training failed/.test(document.getElementById('ostatus').textContent), null, { timeout: LONG });
+  assert.match(await page.textContent('#ostatus'), /the text is \d+ tokens with the tokenizer panel's tokenizer; paste at least 34/);
   // and characters still work as before
   await page.check('input[name="ounit"][value="chars"]');
   await page.click('#otrain');

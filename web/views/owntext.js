@@ -24,8 +24,8 @@ export function createOwnTextView(el, { formOf }) {
       sharedTok = t;
       el.unitTok.disabled = !t;
       if (!t && el.unitTok.checked) el.units[0].checked = true;
-      el.unitNote.textContent = t ? `The tokenizer above: ${t.label} (${t.vocabSize} pieces; the model's vocabulary).`
-        : 'The tokenizer above has not loaded yet.';
+      el.unitNote.textContent = t ? `That tokenizer is ${t.label}; the model's vocabulary is then its ${t.vocabSize} pieces.`
+        : 'That tokenizer has not loaded yet.';
     });
   }
 
@@ -89,7 +89,7 @@ export function createOwnTextView(el, { formOf }) {
     const text = el.text.value;
     const tokens = readsTokens();
     if (tokens && !sharedTok) {
-      status('The tokenizer above has not loaded yet; read characters, or wait for it.');
+      status('The tokenizer panel\'s tokenizer has not loaded yet; read characters, or wait for it.');
       return;
     }
     if (!tokens && Array.from(text).length < WINDOW + 2) {
@@ -109,7 +109,7 @@ export function createOwnTextView(el, { formOf }) {
     el.progress.value = 0;
     unit = tokens ? 'tokens' : 'characters';
     if (tokens) {
-      status(`Training a ${form.label} model on the ids of the tokenizer above (vocabulary of ${sharedTok.vocabSize} pieces)…`);
+      status(`Training a ${form.label} model on the ids of the tokenizer panel's tokenizer (vocabulary of ${sharedTok.vocabSize} pieces)…`);
     } else {
       // the tokenizer is built here too, only for the vocabulary size the status line names (cheap)
       const vocab = charTokenizer({ text }).vocab;
