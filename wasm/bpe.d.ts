@@ -8,8 +8,12 @@ export interface BpeTokenizer {
   readonly pieces: readonly string[];
   /** the merges in rank order: [left id, right id, result id] */
   readonly merges: readonly (readonly [number, number, number])[];
-  /** text (a string, encoded as UTF-8, or a Uint8Array of any bytes) -> ids */
-  encode(text: string | Uint8Array): Int32Array;
+  /**
+   * text (a string, encoded as UTF-8, or a Uint8Array of any bytes) -> ids. `merges: k` applies
+   * only the first k merges (ranks 0..k-1, k from 0 to merges.length): the encoding of the
+   * tokenizer as it was after k merges of its training (0: one id per byte). Default: all.
+   */
+  encode(text: string | Uint8Array, opts?: { merges?: number }): Int32Array;
   /** ids -> text (the bytes as UTF-8) */
   decode(ids: ArrayLike<number>): string;
   /** ids -> their bytes joined: the exact inverse of encode on any bytes */

@@ -58,14 +58,18 @@ function makeTokenizer(core, pieces, byteIds, merges) {
   const llamaLayout = byteIds.every((id, b) => id === b + FIRST_BYTE) && vocabSize === FIRST_MERGE + nMerges &&
     Array.from({ length: nMerges }, (_, r) => merges[3 * r + 2] === FIRST_MERGE + r).every(Boolean);
 
-  const encode = (text) => {
+  // opts.merges = k: only the first k merges (ranks 0..k-1) apply; C checks 0 <= k <= nMerges
+  const encode = (text, opts = {}) => {
     const bytes = textBytes('tokenizer.encode', text);
-    if (bytes.length === 0) return new Int32Array(0);
+    checkKeys('tokenizer.encode', opts, ['merges']);
+    const use = opts.merges ?? nMerges;
+    if (!Number.isInteger(use)) fail(`tokenizer.encode: merges must be an integer (how many merges apply, 0..${nMerges}), got ${describe(use)}`);
+    if (bytes.length === 0 && use >= 0 && use <= nMerges) return new Int32Array(0);
     return core.withBuffers('tokenizer.encode', [
       { name: 'ids', bytes: 4 * bytes.length }, { name: 'count', bytes: 4 }, { name: 'text', bytes: bytes.length, from: bytes },
       { name: 'byte ids', bytes: 1024, from: byteIds }, { name: 'merges', bytes: merges.byteLength, from: merges },
     ], ([ids, count, t, b, m]) => {
-      core.check(ex.aw_bpe_encode_text(ids, count, t, bytes.length, b, m, nMerges, vocabSize), 'tokenizer.encode');
+      core.check(ex.aw_bpe_encode_text(ids, count, t, bytes.length, b, m, nMerges, vocabSize, use), 'tokenizer.encode');
       const n = core.i32[count >> 2];
       return new Int32Array(core.memory.buffer.slice(ids, ids + 4 * n));
     });
@@ -92,7 +96,10 @@ function makeTokenizer(core, pieces, byteIds, merges) {
     pieces: spelled,
     /** the merges in rank order as [left id, right id, result id] */
     merges: Object.freeze(Array.from({ length: nMerges }, (_, r) => Object.freeze([merges[3 * r], merges[3 * r + 1], merges[3 * r + 2]]))),
-    /** text (a string, as UTF-8, or a Uint8Array of any bytes) -> ids */
+    /**
+     * text (a string, as UTF-8, or a Uint8Array of any bytes) -> ids; { merges: k } applies only
+     * the first k merges (0..merges.length; 0 gives the bytes), as the tokenizer was after k merges
+     */
     encode,
     /** ids -> their bytes joined: the exact inverse of encode on bytes */
     decodeBytes,

@@ -2,19 +2,22 @@
 // main thread never waits on a training step (views/owntext.js is only the view). It loads the
 // package itself, builds the character tokenizer and model from the posted text, and owns one run
 // (and one model) at a time.
-// Messages in:  { type: 'train', id, text, form, steps }   a fresh model of `form` (an attention id)
-//                 trained for `steps` steps on random windows of `text`; stops a run still going first
+// Messages in:  { type: 'train', id, text, form, steps, tokenizer? }   a fresh model of `form` (an
+//                 attention id) trained for `steps` steps on random windows of `text`; stops a run
+//                 still going first. tokenizer: a tokenizer.json (the tokenizer panel's) whose ids the
+//                 model reads instead of characters (its vocabulary: the tokenizer's size)
 //               { type: 'stop' }   stops the run between two steps
 // Messages out (each with the run's id, so the page can drop a stopped run's late messages):
-//               { type: 'progress', id, step, steps, loss, sample? }   every 10 steps; loss in nats per
-//                 character (the mean of the last step's batch); sample every 50 steps and at the end
+//               { type: 'progress', id, step, steps, loss, tokensPerChar, sample? }   every 10 steps; loss in
+//                 nats per token (a character, or a tokenizer's piece; the mean of the last step's batch);
+//                 sample every 50 steps and at the end
 //               { type: 'done', id, steps, ms, sample }   ms: training time, in the worker
 //               { type: 'stopped', id, step } | { type: 'error', id, message }
 import { charTokenizer, loadAttention } from '../wasm/index.js';
 
-const WINDOW = 32; // characters per training row (the model's maxLen)
+const WINDOW = 32; // tokens (characters or pieces) per training row (the model's maxLen)
 const BATCH = 16;
-const SAMPLE = 48; // characters generated per sample
+const SAMPLE = 48; // tokens (characters or pieces) generated per sample
 const YIELD_EVERY = 10; // steps between progress messages; 'stop' gets in at each of them
 
 // One thread: this small model (d = 64, 16 x 32 tokens a batch) gains little from a pool, and on a
@@ -24,10 +27,20 @@ libPromise.catch(() => {}); // a failure is reported by the run that awaits it, 
 let controller = null; // the run going on, if any
 let queue = Promise.resolve(); // runs one after another: a new run starts when the stopped one has ended
 
-async function train({ id, text, form, steps }, signal) {
+// { vocab, encode, decode } of the text's characters or of a tokenizer.json's pieces
+function tokenizerOf(lib, text, json) {
+  if (!json) return charTokenizer({ text });
+  const bpe = lib.loadTokenizer(json);
+  return { vocab: bpe.vocabSize, encode: (s) => bpe.encode(s), decode: (ids) => bpe.decode(ids) };
+}
+
+async function train({ id, text, form, steps, tokenizer }, signal) {
   const lib = await libPromise;
-  const tok = charTokenizer({ text });
+  const tok = tokenizerOf(lib, text, tokenizer);
   const ids = tok.encode(text);
+  if (ids.length < WINDOW + 2)
+    throw new Error(`the text is ${ids.length} ${tokenizer ? "tokens with the tokenizer panel's tokenizer" : 'characters'}; paste at least ${WINDOW + 2} (the model reads windows of ${WINDOW})`);
+  const tokensPerChar = ids.length / Array.from(text).length;
   const model = lib.createModel({ vocab: tok.vocab, dModel: 64, heads: 4, layers: 2, maxLen: WINDOW, attention: form, seed: 1 });
   try {
     // the same seeded window sampler as when this trained on the page, so runs give the same losses
@@ -53,7 +66,7 @@ async function train({ id, text, form, steps }, signal) {
         steps, batch, signal, yieldEvery: YIELD_EVERY,
         lr: (s) => 3e-3 * Math.min(1, (s + 1) / 50), // warm-up over 50 steps
         onProgress: ({ step, loss }) => {
-          const msg = { type: 'progress', id, step, steps, loss };
+          const msg = { type: 'progress', id, step, steps, loss, tokensPerChar };
           if (step % 50 === 0 || step === steps) msg.sample = sample();
           postMessage(msg);
         },

@@ -32,6 +32,7 @@ import { createCircuitsView } from './views/circuits.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
+import { createTokenizerView } from './views/tokenizer.js';
 
 const HEATMAP_MAX_LEN = LIMITS.n.max; // forms with a fixed length (lib.forms' fixedLength) are made with L = 128 and show the top-left n x n block
 
@@ -111,6 +112,22 @@ export const PANELS = [
     },
   },
   {
+    id: 'tokenizer', title: 'How text becomes tokens', file: 'views/tokenizer.js',
+    props: [{ name: 'tktext', type: 'text', maxLength: 600,
+      default: 'Tokenizers cut text into pieces: common words become one piece, rarer ones several. Fold the paper in half, then open it again.' }],
+    needs: has('trainTokenizer', 'loadTokenizer'),
+    applies: () => true,
+    create(section, { lib, setState }) {
+      const q = finder(section);
+      const view = createTokenizerView({
+        panel: section, text: q('tktext'), about: q('tkabout'), slider: q('tkmerges'), sliderLabel: q('tkmerges-label'), merge: q('tkmerge'),
+        counts: q('tkcounts'), chips: q('tkchips'), form: q('tktrain-form'), trainText: q('tktrain-text'), vocab: q('tkvocab'),
+        train: q('tktrain'), reset: q('tkreset'), status: q('tkstatus'),
+      }, { lib, onChange: (patch) => setState(patch) });
+      return { update: (state) => view.update(state) };
+    },
+  },
+  {
     id: 'learned', title: 'A trained model on your text', file: 'views/learned.js',
     props: [{ name: 'ltext', type: 'text', maxLength: 200, default: 'the lamplighter walked the road' }],
     needs: has('loadModel', 'charsTokenizer'),
@@ -151,6 +168,7 @@ export const PANELS = [
       createOwnTextView({
         form: q('owntext-settings'), text: q('otext'), steps: q('osteps'), train: q('otrain'), stop: q('ostop'),
         progress: q('oprogress'), status: q('ostatus'), loss: q('oloss'), sample: q('osample'),
+        units: section.querySelectorAll('input[name="ounit"]'), unitTok: q('ounit-tok'), unitNote: q('ounit-note'),
       }, { lib, formOf: currentForm });
       return {};
     },

@@ -19,15 +19,19 @@ AW_API int aw_bpe_train_text(int32_t *merges, int32_t *n_merges, const uint8_t *
     return api_done(st);
 }
 
-// ids (at most n values) = the encoding of text (n bytes); *n_ids: how many. byte_id (256): the
-// id of each byte; merges (n_merges, 3): (left, right, result) in rank order; ids < n_pieces.
+// ids (at most n values) = the encoding of text (n bytes) with the first use_merges merges (the
+// wrapper's `merges` option; n_merges for all); *n_ids: how many. byte_id (256): the id of each
+// byte; merges (n_merges, 3): (left, right, result) in rank order; ids < n_pieces.
 AW_API int aw_bpe_encode_text(int32_t *ids, int32_t *n_ids, const uint8_t *text, int32_t n, const int32_t *byte_id,
-                              const int32_t *merges, int32_t n_merges, int32_t n_pieces) {
+                              const int32_t *merges, int32_t n_merges, int32_t n_pieces, int32_t use_merges) {
     aw_clear_error();
     *n_ids = 0;
     if (n < 0 || n_merges < 0 || n_pieces <= 0) return aw_fail(AW_ERR_ARG, "sizes must not be negative");
+    if (use_merges < 0)
+        return aw_fail(AW_ERR_ARG, "merges is %d, outside [0, %d] (the tokenizer's merges, in rank order)",
+                       (int)use_merges, (int)n_merges);
     aw_bpe_encoder e;
-    int st = aw_bpe_encoder_init(&e, byte_id, merges, (size_t)n_merges, (size_t)n_pieces);
+    int st = aw_bpe_encoder_init_first(&e, byte_id, merges, (size_t)n_merges, (size_t)n_pieces, (size_t)use_merges);
     if (st) return api_done(st);
     size_t got = 0;
     st = aw_bpe_encode(ids, &got, text, (size_t)n, &e);

@@ -172,6 +172,14 @@ int aw_bpe_encoder_init(aw_bpe_encoder *e, const int32_t *byte_id, const int32_t
     return AW_OK;
 }
 
+int aw_bpe_encoder_init_first(aw_bpe_encoder *e, const int32_t *byte_id, const int32_t *merges, size_t n_merges,
+                              size_t n_pieces, size_t use_merges) {
+    if (use_merges > n_merges)
+        return aw_fail(AW_ERR_ARG, "merges is %zu, outside [0, %zu] (the tokenizer's merges, in rank order)", use_merges,
+                       n_merges);
+    return aw_bpe_encoder_init(e, byte_id, merges, use_merges, n_pieces);
+}
+
 void aw_bpe_encoder_free(aw_bpe_encoder *e) {
     free(e->keys);
     free(e->ranks);

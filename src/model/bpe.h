@@ -51,6 +51,11 @@ typedef struct {
 // in [0, n_pieces); a pair listed twice is refused.
 int aw_bpe_encoder_init(aw_bpe_encoder *e, const int32_t *byte_id, const int32_t *merges, size_t n_merges,
                         size_t n_pieces);
+// The encoder of the first use_merges merges only (ranks 0..use_merges-1) of a vocabulary of n_merges
+// merges: it encodes as the tokenizer did when training had made those merges and no more (0: the
+// bytes). use_merges > n_merges is refused, naming `merges` and the range (the wrapper's option).
+int aw_bpe_encoder_init_first(aw_bpe_encoder *e, const int32_t *byte_id, const int32_t *merges, size_t n_merges,
+                              size_t n_pieces, size_t use_merges);
 void aw_bpe_encoder_free(aw_bpe_encoder *e);
 
 // ids (at most n values) = the encoding of text (n bytes): each pre-token's bytes as their ids,

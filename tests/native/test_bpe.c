@@ -61,6 +61,21 @@ static void test_known_merges(void) {
     const int32_t ids_want[] = {261, 3 + 'd', 261, a, 3 + 'c'};
     CHECK(k == 5 && memcmp(ids, ids_want, sizeof ids_want) == 0, "ids of aaabdaaabac");
     aw_bpe_encoder_free(&e);
+    // the first merges only: 0 gives the bytes; 1 (aa) gives aa a b d aa a b a c
+    CHECK(aw_bpe_encoder_init_first(&e, byte_id, m3, 3, 262, 0) == AW_OK, "encoder of 0 merges");
+    CHECK(aw_bpe_encode(ids, &k, (const uint8_t *)text, strlen(text), &e) == AW_OK && k == strlen(text) && ids[3] == b && ids[4] == 3 + 'd',
+          "0 merges: one id per byte");
+    aw_bpe_encoder_free(&e);
+    CHECK(aw_bpe_encoder_init_first(&e, byte_id, m3, 3, 262, 1) == AW_OK, "encoder of 1 merge");
+    const int32_t ids1[] = {259, a, b, 3 + 'd', 259, a, b, a, 3 + 'c'};
+    CHECK(aw_bpe_encode(ids, &k, (const uint8_t *)text, strlen(text), &e) == AW_OK && k == 9 &&
+              memcmp(ids, ids1, sizeof ids1) == 0,
+          "1 merge: aa a b d aa a b a c (%zu ids)", k);
+    aw_bpe_encoder_free(&e);
+    aw_clear_error();
+    CHECK(aw_bpe_encoder_init_first(&e, byte_id, m3, 3, 262, 4) == AW_ERR_ARG, "4 of 3 merges is refused");
+    CHECK(strstr(aw_error_message(), "merges is 4, outside [0, 3]") != NULL, "message: %s", aw_error_message());
+    aw_clear_error();
 }
 
 static uint32_t rng_state = 12345;

@@ -292,3 +292,47 @@ test("bpe: llama2.c's encoder (run.c's, wasm/llama2c.js) reads toLlama2c() and g
   assert.deepEqual([...m.tokenizer.encode(s, { bos: true })], [1, ...tok1024.encode(` ${s}`)]);
   model.dispose(), m.dispose();
 });
+
+test('bpe: encode(text, { merges: k }) is the tokenizer after its first k merges', (t) => {
+  // the hand-worked tokenizer: 0 merges, then aa, then ab, then aaab
+  const hand = lib.trainTokenizer('aaabdaaabac', { vocabSize: 262 });
+  const a = 3 + 97, b = a + 1, c = a + 2, d = a + 3;
+  assert.deepEqual([...hand.encode('aaabdaaabac', { merges: 0 })], [...new TextEncoder().encode('aaabdaaabac')].map((x) => x + 3));
+  assert.deepEqual([...hand.encode('aaabdaaabac', { merges: 1 })], [259, a, b, d, 259, a, b, a, c]);
+  assert.deepEqual([...hand.encode('aaabdaaabac', { merges: 2 })], [259, 260, d, 259, 260, a, c]);
+  assert.deepEqual([...hand.encode('aaabdaaabac', { merges: 3 })], [...hand.encode('aaabdaaabac')]);
+  // k = every merge is plain encode; k = 0 is one id per byte (byte + 3), on every kind of text
+  const full = tok1024.merges.length;
+  assert.equal(full, tok1024.vocabSize - 259);
+  for (const s of [...VARIED, ...HELD.slice(0, 50)]) {
+    assert.deepEqual(tok1024.encode(s, { merges: full }), tok1024.encode(s), JSON.stringify(s.slice(0, 40)));
+    assert.deepEqual([...tok1024.encode(s, { merges: 0 })], [...new TextEncoder().encode(s)].map((x) => x + 3));
+  }
+  // on real text, at every k: the count never grows as k does, and decode gives the text back
+  const text = HELD.join('\n\n').slice(0, 12000);
+  let prev = Infinity, drops = 0;
+  const counts = [];
+  for (let k = 0; k <= full; k++) {
+    const ids = tok1024.encode(text, { merges: k });
+    assert.ok(ids.length <= prev, `merges ${k}: ${ids.length} tokens, more than the ${prev} of merges ${k - 1}`);
+    drops += ids.length < prev;
+    assert.ok(ids.every((id) => id < 259 + k), `merges ${k}: only pieces made by the first ${k} merges`);
+    if (k % 50 === 0 || k === full) assert.equal(tok1024.decode(ids), text, `decode at merges ${k}`);
+    if (k % 100 === 0 || k === full) counts.push(`${k}: ${ids.length}`);
+    prev = ids.length;
+  }
+  t.diagnostic(`${text.length} characters of held-out text, tokens after k merges: ${counts.join(', ')}`);
+  assert.equal(prev, tok1024.encode(text).length);
+  assert.ok(drops > full / 2, `most merges shorten the held-out text (${drops} of ${full})`);
+  // the scalar build agrees
+  const other = builds[1].lib.loadTokenizer(tok1024.toJSON());
+  for (const k of [0, 1, 17, 300, full]) assert.deepEqual(other.encode(text, { merges: k }), tok1024.encode(text, { merges: k }), `scalar, merges ${k}`);
+  // bad k: an Error naming merges and the range, never a trap; the tokenizer keeps working
+  expectError(() => tok1024.encode('abc', { merges: full + 1 }), new RegExp(`tokenizer.encode: merges is ${full + 1}, outside \\[0, ${full}\\]`));
+  expectError(() => tok1024.encode('abc', { merges: -1 }), new RegExp(`merges is -1, outside \\[0, ${full}\\]`));
+  expectError(() => tok1024.encode('', { merges: -1 }), /merges is -1, outside/);
+  expectError(() => tok1024.encode('abc', { merges: 2.5 }), /tokenizer.encode: merges must be an integer .*got 2.5/);
+  expectError(() => tok1024.encode('abc', { merges: '3' }), /merges must be an integer .*got "3"/);
+  expectError(() => tok1024.encode('abc', { merge: 3 }), /tokenizer.encode: unknown option "merge"/);
+  assert.equal(tok1024.decode(tok1024.encode('still works')), 'still works');
+});
