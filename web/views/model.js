@@ -493,11 +493,6 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       }
       if (el.title) el.title.textContent = preset ? `A tiny ${preset.label}, as a preset` : TITLES[arch];
       for (const o of el.msize.options) o.textContent = preset ? `${o.value} (d = ${SIZES[o.value].dModel})` : sizeLabel(o.value, rnn);
-      if (preset) { // the disabled selects show what the preset builds
-        const c = preset.config(taskOptions(state), { charsVocab, size: state.msize });
-        el.march.value = 'llama';
-        if (el.mpos) el.mpos.value = c.positional;
-      }
       el.panel.dataset.arch = arch;
       // The decoder's self-attention is causal: a form without a causal version serves in the encoder of
       // an encoder-decoder when the library names a decoderForm for it (Linformer), else it cannot be
@@ -534,6 +529,10 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
         el.panel.dataset.state = 'error';
         status(e.message);
         return;
+      }
+      if (preset) { // the disabled selects show what the preset builds
+        el.march.value = 'llama';
+        if (el.mpos) el.mpos.value = msg.config.positional;
       }
       const whole = JSON.stringify(msg);
       if (whole === lastSetup) return;
