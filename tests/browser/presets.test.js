@@ -100,7 +100,7 @@ test('every preset builds, trains a few steps, draws its heatmaps and its KV cac
       .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1).map((e) => `${e.tagName}#${e.id}.${e.className}`));
     assert.deepEqual(wide, [], `${id}: the panel fits a phone`);
     // what a phone's screen shows: the settings with the preset's line, then the heatmaps
-    const show = (sel) => page.$eval(sel, (e) => { e.scrollIntoView({ block: 'start' }); window.scrollBy(0, -70); }); // below the sticky Contents
+    const show = (sel) => page.$eval(sel, (e) => { e.scrollIntoView({ block: 'start' }); window.scrollBy(0, -110); }); // below the sticky Contents
     await show('#mpreset');
     await page.screenshot({ path: join(SCREENSHOTS, `presets-${id}-390.png`) });
     await show('#mcache');

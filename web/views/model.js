@@ -280,7 +280,8 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
   function layerTitle(l, h) {
     const f = built?.layerForms?.[l] ?? (built ? { attention: built.attention, attentionOptions: built.attentionOptions } : null);
     const signed = f && forms.find((x) => x.name === f.attention)?.signed;
-    const name = built?.layerForms ? ` · ${f.attention}${f.attentionOptions?.window && f.attention === 'softmax' ? ` window ${f.attentionOptions.window}` : ''}` : '';
+    const name = !built?.layerForms ? '' : f.attention === 'softmax' && f.attentionOptions?.window ? ` · window ${f.attentionOptions.window}`
+      : ` · ${f.attention}`;
     return `Layer ${l + 1}${name}, head ${h + 1}${signed ? ': |A|' : ''}`;
   }
 
