@@ -129,3 +129,55 @@ test('presets: the KV cache per token by hand, for MHA, GQA, MQA, a window, MLA,
   assert.match(lines['kimi-linear'], /^KV cache \(a linear state \+ MLA\): 8 floats = 32 bytes per token \+ a fixed 768 floats/);
   assert.match(lines['deepseek-v3'], /^KV cache \(MLA\): 24 floats = 96 bytes per token/);
 });
+
+test("presets: the library's own generation state (model.generationBytes, counted in C) against the design's count", (t) => {
+  const small = { vocab: 11, dModel: 32, heads: 4, layers: 2, block: 'llama' }; // heads of 8
+  const both = (extra, maxLen = 64) => {
+    const m = lib.createModel({ ...small, maxLen, ...extra });
+    const r = { c: m.config, gen: m.generationBytes(), design: modelCache(m.config) };
+    m.dispose();
+    return r;
+  };
+  // MHA, GQA and MQA: generation keeps exactly the K/V heads' cache the design needs, maxLen rows
+  for (const [label, extra, KH] of [['MHA', {}, 4], ['GQA', { kvHeads: 2 }, 2], ['MQA', { kvHeads: 1 }, 1]]) {
+    const { gen, design } = both(extra);
+    t.diagnostic(`${label}: generation ${JSON.stringify(gen)}, design ${design.bytes(64)}`);
+    assert.deepEqual(gen.layers, [4 * 2 * 64 * KH * 8, 4 * 2 * 64 * KH * 8], label);
+    assert.equal(gen.total, design.bytes(64), `${label}: the design's count is what C allocates`);
+  }
+  // a window layer: generation keeps all maxLen rows (no ring buffer), the design only `window`
+  const win = both({ attentionOptions: { window: 5 } });
+  assert.deepEqual(win.gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
+  assert.equal(win.design.bytes(64), 4 * 2 * 5 * 2 * 32);
+  // a switch on a GQA softmax: its step keeps every head's K and V (full width), not the K/V heads'
+  const gqaNorm = both({ kvHeads: 2, attentionOptions: { qkNorm: true } });
+  assert.deepEqual(gqaNorm.gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
+  assert.equal(gqaNorm.design.bytes(64), 4 * 2 * 64 * 2 * 2 * 8);
+  // a recurrent state is per sequence: the same bytes at maxLen 32 and 64 (its step's scratch
+  // included, so more than the design's heads x 8 x 8)
+  for (const attention of ['gated-delta', 'kda', 'gla', 'linear:elu+1']) {
+    const a = both({ attention }, 32), b = both({ attention }, 64);
+    t.diagnostic(`${attention}: generation ${b.gen.layers[0]} bytes a layer, design ${4 * b.design.layers[0].fixed}`);
+    assert.deepEqual(a.gen, b.gen, `${attention}: not per token`);
+    assert.ok(b.gen.layers[0] >= 4 * b.design.layers[0].fixed, `${attention}: holds the state`);
+  }
+  // MLA: per token kvRank + ropeDim (the latent and the rope key) and one score per head (scratch)
+  const mla = (maxLen) => both({ attention: 'mla', positional: 'none', attentionOptions: { kvRank: 6, ropeDim: 2 } }, maxLen);
+  const m32 = mla(32), m64 = mla(64);
+  assert.equal(m64.gen.total - m32.gen.total, 2 * 4 * 32 * (6 + 2 + 4), 'MLA grows by (kvRank + ropeDim + heads) floats a token and layer');
+  assert.equal(m64.design.bytes(64) - m32.design.bytes(32), 2 * 4 * 32 * (6 + 2));
+  // a hybrid: each layer its own kind; the GQA layer's is exact
+  const hybrid = both({ layers: 3, kvHeads: 2, layerForms: [{ attention: 'gated-delta' }, { attention: 'softmax' }, { attention: 'kda' }] });
+  assert.equal(hybrid.gen.layers[1], 4 * 2 * 64 * 2 * 8);
+  assert.equal(hybrid.gen.total, hybrid.gen.layers.reduce((s, b) => s + b, 0));
+  // the presets: what generation allocates, beside the design
+  for (const p of PRESETS) {
+    const m = lib.createModel(p.config(taskOptions({ task: 'reverse', mlen: 6 })));
+    t.diagnostic(`${p.id}: generation allocates ${m.generationBytes().total} bytes at maxLen 64; the design needs ${modelCache(m.config).bytes(64)}`);
+    m.dispose();
+  }
+  // not a decoder: an Error that says so
+  const gru = lib.createModel({ vocab: 11, dModel: 16, arch: 'gru', layers: 1 });
+  expectError(() => gru.generationBytes(), /generationBytes: counts a decoder's caches, and this model is arch "gru"/);
+  gru.dispose();
+});

@@ -25,7 +25,7 @@ export function panelArch(march, form) {
 }
 
 /** One layer's form in words: its name and the options that make it what it is ("softmax (window 3, QK-norm)"). */
-export function layerFormText({ attention, attentionOptions: o = {} }) {
+function layerFormText({ attention, attentionOptions: o = {} }) {
   const parts = [];
   if (o.window && attention === 'softmax') parts.push(`window ${o.window}`);
   if (o.learnedSinks) parts.push('learned sinks');
@@ -64,7 +64,7 @@ export function describeModel(c, form, positionals) {
     return `encoder-decoder Transformer, ${shape} in each stack, ${positions}${block}, decoder self-attention ${dec}, `
       + `cross-attention ${cross}, encoder attention ${c.attention}`;
   }
-  return `${shape}, ${positions}${block}, ${c.layerForms ? layersText(c.layerForms) : `attention ${layerFormText(c)}`}`;
+  return `${shape}, ${positions}${block}, ${c.layerForms ? layersText(c.layerForms) : `attention ${c.attention}`}`;
 }
 
 /** The panel's heading, by panelArch. */
@@ -261,7 +261,8 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
   }
 
   // The KV cache a decoder keeps per token (lab/presets.js counts it from the model's config).
-  function showCache(c) {
+  // generation: the bytes the library's generation allocates for maxLen (model.generationBytes).
+  function showCache(c, generation = null) {
     if (!el.cache) return;
     let text = '';
     if (c && (c.arch ?? 'decoder') === 'decoder') {
@@ -269,6 +270,10 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
         text = cacheLine(c);
       } catch (e) {
         text = `KV cache: ${e.message.replace(/^cache: /, '')}.`;
+      }
+      if (generation !== null) {
+        text += ` This library's generation allocates ${generation.toLocaleString('en')} bytes for maxLen `
+          + '(window layers keep every row, a switched-on softmax every head\'s K and V, a state its scratch).';
       }
     }
     el.cache.textContent = text;
@@ -310,7 +315,7 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
     } else if (msg.type === 'created') {
       allowSave(msg.config);
       built = msg.config;
-      showCache(msg.config);
+      showCache(msg.config, msg.generationBytes ?? null);
       resetCurves();
       el.progress.value = 0;
       const c = msg.config;
