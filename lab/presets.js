@@ -130,7 +130,8 @@ export function presetById(id) {
 //   state     gates, retention; linear attention adds its normaliser, heads x dk)
 // This library's own generation (src/model/generate.c) allocates maxLen rows for every softmax
 // layer, window layers too (docs/attention-forms.md 1b: no ring buffer), and full-width K/V for a
-// softmax with a switch on; the counts here are what the design needs, not those buffers.
+// softmax with a switch on; the counts here are what the design needs, not those buffers (which
+// model.generationBytes() counts, in C, for the panel's line beside these).
 
 // kind and words of a softmax layer's heads
 function headKind(H, KH) {
