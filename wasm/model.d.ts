@@ -239,6 +239,10 @@ export interface Model {
   readonly parameterCount: number;
   /** AdamW steps taken (restored by loadModel; the optimizer moments are not saved) */
   readonly steps: number;
+  /** the bytes this library's generation keeps for one sequence of maxLen, per decoder layer (its KV
+   *  cache or recurrent state as allocated, scratch included; null: no step, generation recomputes)
+   *  and in all; an Error for a model that is not a decoder */
+  generationBytes(): { layers: (number | null)[]; total: number };
   trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number };
   evaluate(opts: EvaluateOptions | OwnBatch): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
   /** many steps without blocking; rejects with the signal's reason when aborted */

@@ -199,6 +199,23 @@ export function modelMethods(core) {
       return ex.aw_model_step_count(this.handle);
     }
 
+    /**
+     * What this library's generation keeps for one sequence of maxLen, per decoder layer: the bytes of
+     * its KV cache or recurrent state as generate allocates them (the step's scratch included; null: a
+     * form with no step, whose generation recomputes), and their total. C counts them.
+     */
+    generationBytes() {
+      const what = 'generationBytes';
+      this.#live(what);
+      const n = this.config.layers;
+      const floats = core.withBuffers(what, [{ name: 'floats', bytes: 8 * n }], ([p]) => {
+        core.check(ex.aw_model_generation_floats(this.handle, p), what);
+        return Array.from(new Float64Array(core.memory.buffer, p, n));
+      });
+      const layers = floats.map((f) => (f < 0 ? null : 4 * f));
+      return { layers, total: layers.reduce((s, b) => s + (b ?? 0), 0) };
+    }
+
     /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, mask (0 when none), source]. */
     #withOwnBatch(what, batch, fn) {
       const { inputs, targets, mask, source } = batch;

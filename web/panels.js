@@ -33,6 +33,7 @@ import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
 import { createTokenizerView } from './views/tokenizer.js';
+import { PRESETS } from '../lab/presets.js';
 
 const HEATMAP_MAX_LEN = LIMITS.n.max; // forms with a fixed length (lib.forms' fixedLength) are made with L = 128 and show the top-left n x n block
 
@@ -196,6 +197,9 @@ export const PANELS = [
       { name: 'msteps', type: 'choice', values: LIMITS.trainSteps, default: 500 },
       { name: 'mlr', type: 'choice', values: LIMITS.lrs, default: 2e-3 },
       { name: 'msched', type: 'choice', values: LIMITS.schedules, default: 'decay' },
+      // a 2025 model at tiny scale (lab/presets.js); 'none': the model the settings above describe
+      { name: 'mpreset', type: 'choice', values: ['none', ...PRESETS.map((p) => p.id)], default: 'none',
+        labels: { none: 'none (Model and Positions above)', ...Object.fromEntries(PRESETS.map((p) => [p.id, p.label])) } },
     ],
     needs: has('createModel', 'charsTokenizer'),
     applies: () => true, // a form with no causal form trains as an encoder-decoder, or the panel says why not
@@ -207,8 +211,9 @@ export const PANELS = [
         mtextLabel: q('mtext-label'), about: q('task-about'), modelAbout: q('model-about'), title: q('model-title'), train: q('mtrain'),
         stop: q('mstop'), step: q('mstep'), reset: q('mreset'), progress: q('mprogress'), status: q('mstatus'),
         output: q('moutput'), loss: q('mloss'), acc: q('macc'), curvesLegend: q('mcurves-legend'), grid: q('mheatmaps'), legend: q('mlegend'),
-        readout: q('mreadout'), exports: q('mexports'),
-      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
+        readout: q('mreadout'), exports: q('mexports'), preset: q('mpreset'), presetAbout: q('mpreset-about'), cache: q('mcache'),
+      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals,
+        forms: lib.forms });
       return { update: (state, forms, form) => view.update(state, form) };
     },
   },

@@ -11,7 +11,8 @@
 //               { type: 'experiment', runs: [{ config, task }], steps, lr }   train a fresh model per run
 //               { type: 'stop' }
 //               { type: 'llama2c' }   the model as llama2.c's model.bin and a tokenizer.bin of its tokens
-// Messages out: { type: 'created', parameterCount, config, pretrained: { file, steps, length } | null }
+// Messages out: { type: 'created', parameterCount, config, pretrained: { file, steps, length } | null,
+//                 generationBytes (model.generationBytes().total for a decoder, else null) }
 //               { type: 'progress', step, goal, loss, accuracy, lr }   (means over the last ~50 ms of steps;
 //                 lr: the rate of the last step)
 //               { type: 'evaluated', step, loss, accuracy }        (held-out batches, fixed seed)
@@ -228,6 +229,15 @@ async function findCheckpoint(config, spec) {
     && (e.config.positional ?? 'sinusoidal') === (config.positional ?? 'sinusoidal') && !config.block);
 }
 
+// What the library's generation allocates for the model (a decoder's), or null where it cannot say.
+function generationBytes() {
+  try {
+    return (model.config.arch ?? 'decoder') === 'decoder' ? model.generationBytes().total : null;
+  } catch {
+    return null; // a build of the library from before generationBytes
+  }
+}
+
 async function setup(msg) {
   const newKey = JSON.stringify([msg.config, msg.task, msg.start]);
   if (newKey !== key || !model || msg.fresh) {
@@ -250,6 +260,8 @@ async function setup(msg) {
     }
     postMessage({
       type: 'created', parameterCount: model.parameterCount, config: model.config, pretrained,
+      // what this library's generation allocates (C's count), beside the design's count the page makes
+      generationBytes: generationBytes(),
       available: msg.start === 'pretrained' && !entry ? 'none' : undefined,
     });
     evaluate();

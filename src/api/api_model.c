@@ -51,6 +51,12 @@ AW_API double aw_model_parameter_count(const aw_model *m) { return (double)m->n_
 
 AW_API int aw_model_step_count(const aw_model *m) { return (int)m->step; }
 
+// out (layers doubles): the floats generation keeps per decoder layer (model_generation_floats).
+AW_API int aw_model_generation_floats(const aw_model *m, double *out) {
+    aw_clear_error();
+    return api_done(model_generation_floats(m, out));
+}
+
 // An integer size in [lo, hi] (NaN: the default def) from a JS number.
 static int size_arg(const char *what, double v, double lo, double hi, double def, size_t *out) {
     if (isnan(v)) v = def;

@@ -3,6 +3,8 @@
 // row through the network; the reference path re-runs the full forward for every token.
 #include "transformer.h"
 
+#include "config.h"
+
 #include "../attention/softmax_attention.h"
 #include "../kernels/kernels.h"
 #include "../kernels/size.h"
@@ -126,6 +128,24 @@ static int state_init(decode_state *s, aw_model *m, size_t S) {
 }
 
 static void state_free(decode_state *s) { free(s->mem); }
+
+// out (layers): the floats generation keeps for each decoder layer's self-attention, as state_init
+// allocates them for a sequence of maxLen: grouped-query softmax's K/V-head cache (2 maxLen KC), or
+// the form's step state (its KV cache of maxLen rows, window layers too, or its recurrent state,
+// with the step's scratch). -1 for a layer whose form has no step (generation recomputes instead).
+int model_generation_floats(const aw_model *m, double *out) {
+    if (m->cfg.arch != AW_ARCH_DECODER)
+        return aw_fail(AW_ERR_ARG, "generationBytes: counts a decoder's caches, and this model is arch \"%s\"",
+                       AW_ARCH_NAMES[m->cfg.arch]);
+    const size_t L = (size_t)m->cfg.max_len, KC = model_kv_cols(m);
+    for (int l = 0; l < m->cfg.layers; l++) {
+        const aw_attn_form *f = &m->self_form[l];
+        if (own_cache(m, l)) out[l] = (double)aw_size_mul3(2, L, KC);
+        else if (f->form->flags & AW_FORM_STEP) out[l] = (double)f->form->step_floats(f, L);
+        else out[l] = -1.0;
+    }
+    return AW_OK;
+}
 
 // One attention sublayer for one position. Self: the form's step adds this position's k, v (and
 // x) to its state. Cross: the form's forward for one query over the precomputed ck, cv (Sk rows).

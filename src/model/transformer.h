@@ -252,6 +252,10 @@ int model_train_step(aw_model *m, const aw_task_spec *spec, size_t B, const aw_t
 int model_evaluate(aw_model *m, const aw_task_spec *spec, size_t B, size_t batches, uint64_t seed,
                    aw_metrics *metrics);
 
+// out (layers): the floats generation keeps per decoder layer for a sequence of maxLen (its KV cache or
+// recurrent state with the step's scratch; -1: no step, generation recomputes). generate.c.
+int model_generation_floats(const aw_model *m, double *out);
+
 // Autoregressive generation. Decoder: continues prompt (np tokens). Encoder-decoder: encodes
 // src (ns tokens) and continues prompt (np >= 1 tokens, usually the separator 0). Writes up to
 // max_new tokens into out and returns how many through *n_out; stops early at stop_token (>= 0,

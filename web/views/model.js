@@ -8,6 +8,7 @@ import { drawChart, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
 import { download, llama2cSaveButton } from './export.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
+import { cacheLine, presetById } from '../../lab/presets.js';
 
 const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
 const plural = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
@@ -23,6 +24,29 @@ export function panelArch(march, form) {
   return !form.causal && form.decoderForm ? 'encoder-decoder' : 'decoder';
 }
 
+/** One layer's form in words: its name and the options that make it what it is ("softmax (window 3, QK-norm)"). */
+function layerFormText({ attention, attentionOptions: o = {} }) {
+  const parts = [];
+  if (o.window && attention === 'softmax') parts.push(`window ${o.window}`);
+  if (o.learnedSinks) parts.push('learned sinks');
+  if (o.outputGate) parts.push('output gate');
+  if (o.qkNorm) parts.push('QK-norm');
+  if (o.softcap) parts.push(`softcap ${o.softcap}`);
+  if (attention === 'mla') parts.push(`kvRank ${o.kvRank}, ropeDim ${o.ropeDim}${o.qRank ? `, qRank ${o.qRank}` : ''}`);
+  return parts.length ? `${attention} (${parts.join(', ')})` : attention;
+}
+
+// A layerForms list in words, consecutive equal layers as one group: "1-5 softmax (window 3), 6 softmax".
+function layersText(layerForms) {
+  const groups = [];
+  layerForms.forEach((f, l) => {
+    const text = layerFormText(f), last = groups[groups.length - 1];
+    if (last && last.text === text) last.to = l;
+    else groups.push({ from: l, to: l, text });
+  });
+  return groups.map((g) => `${g.from === g.to ? `layer ${g.from + 1}` : `layers ${g.from + 1}-${g.to + 1}`} ${g.text}`).join(', ');
+}
+
 /** The status line's description of a built model (c: model.config; form: the Settings form;
  * positionals: lib.positionals, whose label names the model's positions). */
 export function describeModel(c, form, positionals) {
@@ -33,13 +57,14 @@ export function describeModel(c, form, positionals) {
   }
   const block = c.block === 'llama' ? ', llama-style block (RMSNorm, SwiGLU, no biases)' : '';
   const positions = `positions: ${positionals.find((p) => p.name === c.positional)?.label ?? c.positional}`;
-  const shape = `vocab ${c.vocab}, d = ${c.dModel}, ${plural(c.heads, 'head')}, ${plural(c.layers, 'layer')}`;
+  const kv = c.kvHeads && c.kvHeads < c.heads ? ` (${plural(c.kvHeads, 'K/V head')})` : '';
+  const shape = `vocab ${c.vocab}, d = ${c.dModel}, ${plural(c.heads, 'head')}${kv}, ${plural(c.layers, 'layer')}`;
   if (c.arch === 'encoder-decoder') {
     const dec = form?.decoderForm ?? 'softmax', cross = form?.crossForm ?? 'softmax';
     return `encoder-decoder Transformer, ${shape} in each stack, ${positions}${block}, decoder self-attention ${dec}, `
       + `cross-attention ${cross}, encoder attention ${c.attention}`;
   }
-  return `${shape}, ${positions}${block}, attention ${c.attention}`;
+  return `${shape}, ${positions}${block}, ${c.layerForms ? layersText(c.layerForms) : `attention ${c.attention}`}`;
 }
 
 /** The panel's heading, by panelArch. */
@@ -96,7 +121,7 @@ function fillSelect(select, values, label = String) {
  * data-correct, data-eval-loss, data-eval-accuracy, data-lr (the rate of the last step) and
  * data-run-max-loss (the largest progress loss of the current run).
  */
-export function createModelView(el, { onChange, charsVocab, positionals }) {
+export function createModelView(el, { onChange, charsVocab, positionals, forms = [] }) {
   fillSelect(el.task, LIMITS.tasks, (t) => TASKS[t].label);
   // the sizes in the terms of the model built: a GRU has a hidden size and one layer, no heads
   const sizeLabel = (s, gru) => {
@@ -120,6 +145,7 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
   el.task.addEventListener('change', () => onChange({ task: el.task.value, mtext: '' }));
   el.msize.addEventListener('change', () => onChange({ msize: el.msize.value }));
   el.march.addEventListener('change', () => onChange({ march: el.march.value }));
+  el.preset?.addEventListener('change', () => onChange({ mpreset: el.preset.value }));
   el.mpos?.addEventListener('change', () => onChange({ mpos: el.mpos.value }));
   el.mstart.addEventListener('change', () => onChange({ mstart: el.mstart.value }));
   el.msteps.addEventListener('change', () => onChange({ msteps: Number(el.msteps.value) }));
@@ -152,6 +178,8 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
   let hasModel = false; // the worker holds a model Train can go on with
   let unsupported = false; // the chosen form cannot run in this (causal) decoder
   let runMaxLoss = 0;
+  let built = null; // the config of the model the worker holds (model.config)
+  let preset = null; // the chosen preset (lab/presets.js), or null
   // The one "No heatmap" note of a model without attention weights, kept in the grid while it applies.
   const noAttentionNote = document.createElement('p');
   noAttentionNote.className = 'note no-attention';
@@ -228,6 +256,38 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
     noAttentionNote.remove();
     el.readout.textContent = '';
     el.output.textContent = '';
+    built = null;
+    showCache(null);
+  }
+
+  // The KV cache a decoder keeps per token (lab/presets.js counts it from the model's config).
+  // generation: the bytes the library's generation allocates for maxLen (model.generationBytes).
+  function showCache(c, generation = null) {
+    if (!el.cache) return;
+    let text = '';
+    if (c && (c.arch ?? 'decoder') === 'decoder') {
+      try {
+        text = cacheLine(c);
+      } catch (e) {
+        text = `KV cache: ${e.message.replace(/^cache: /, '')}.`;
+      }
+      if (generation !== null) {
+        text += ` This library's generation allocates ${generation.toLocaleString('en')} bytes for maxLen `
+          + '(window layers keep every row, a switched-on softmax every head\'s K and V, a state its scratch).';
+      }
+    }
+    el.cache.textContent = text;
+    el.cache.hidden = !text;
+    el.panel.dataset.cache = text ? '1' : '0';
+  }
+
+  // A layer's heatmap title: its form when the layers differ, and a form with no softmax weights says so.
+  function layerTitle(l, h) {
+    const f = built?.layerForms?.[l] ?? (built ? { attention: built.attention, attentionOptions: built.attentionOptions } : null);
+    const signed = f && forms.find((x) => x.name === f.attention)?.signed;
+    const name = !built?.layerForms ? '' : f.attention === 'softmax' && f.attentionOptions?.window ? ` · window ${f.attentionOptions.window}`
+      : ` · ${f.attention}`;
+    return `Layer ${l + 1}${name}, head ${h + 1}${signed ? ': |A|' : ''}`;
   }
 
   // What the schedule does next, in words (status line).
@@ -254,11 +314,14 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
       status(`Save as llama2.c: ${msg.message}`);
     } else if (msg.type === 'created') {
       allowSave(msg.config);
+      built = msg.config;
+      showCache(msg.config, msg.generationBytes ?? null);
       resetCurves();
       el.progress.value = 0;
       const c = msg.config;
       const p = msg.pretrained;
-      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (${describeModel(c, form, positionals)})`;
+      const shape = `${msg.parameterCount.toLocaleString('en')} parameters (${preset ? `${preset.label} preset: ` : ''}`
+        + `${describeModel(c, form, positionals)})`;
       status(p ? `Pretrained model loaded from models/${p.file}: ${shape}, trained ${p.steps} steps at length ${p.length}. `
         + 'Train to go on.'
         : `New model: ${shape}.${state.mstart === 'pretrained' ? ' (No pretrained checkpoint for this task, form and size.)' : ''} `
@@ -296,15 +359,20 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
       const maps = [];
       msg.maps.forEach((heads, l) => heads.forEach((weights, h) => {
         maps.push({ title: msg.cols ? 'Additive attention: decoder step i reads encoder state j'
-          : msg.encoder ? `Encoder layer ${l + 1}, head ${h + 1}` : `Layer ${l + 1}, head ${h + 1}`, weights });
+          : msg.encoder ? `Encoder layer ${l + 1}, head ${h + 1}` : layerTitle(l, h), weights });
       }));
+      // layers with no softmax weights (a linear state: gated-delta, kda, ...): their slots say what they show
+      const stateLayers = msg.encoder || msg.cols ? [] : msg.maps.map((_, l) => l).filter((l) => layerTitle(l, 0).endsWith(': |A|'));
       // a GRU with additive attention: its alignment (target x source); a GRU with one context vector: none
       heatmaps.render({ maps, n: msg.T, m: msg.cols ? msg.cols.length : msg.T, rowLabels: msg.labels,
         colLabels: msg.cols ?? msg.labels, scale: state.scale });
       // said where the heatmaps would be, once (the same element, whatever the number of snapshots);
       // gone as soon as the model has attention weights
-      if (msg.noAttention) {
-        noAttentionNote.textContent = `No heatmap: ${msg.noAttention}.`;
+      if (msg.noAttention || stateLayers.length) {
+        noAttentionNote.textContent = msg.noAttention ? `No heatmap: ${msg.noAttention}.`
+          : `${stateLayers.length === 1 ? 'Layer' : 'Layers'} ${stateLayers.map((l) => l + 1).join(', ')} (${[...new Set(stateLayers.map((l) => built.layerForms?.[l]?.attention ?? built.attention))].join(', ')}) `
+            + 'have no attention weights: a recurrent state has no softmax over the keys. Their maps (marked |A|) show '
+            + 'the matrix the state implies, O = A V, as magnitudes.';
         if (noAttentionNote.parentNode !== el.grid) el.grid.append(noAttentionNote);
       } else {
         noAttentionNote.remove();
@@ -347,9 +415,9 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
   }
 
   function setupMessage(fresh = false) {
-    const config = modelConfig({ ...state, form: form.id, encoderDecoder: panelArch(state.march, form) === 'encoder-decoder' },
-      charsVocab);
     const task = taskOptions(state);
+    const config = preset ? preset.config(task, { charsVocab, size: state.msize })
+      : modelConfig({ ...state, form: form.id, encoderDecoder: panelArch(state.march, form) === 'encoder-decoder' }, charsVocab);
     const text = TASKS[state.task].typed ? state.mtext : '';
     return { type: 'setup', config, task, start: state.mstart, input: { seed: state.mseed, text }, fresh };
   }
@@ -391,8 +459,25 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
       el.msize.value = state.msize;
       el.march.value = state.march;
       if (el.mpos) el.mpos.value = state.mpos;
-      const rnn = state.march === 'gru' || state.march === 'gru-attention';
-      if (el.mpos) el.mpos.disabled = rnn;
+      preset = presetById(el.preset ? state.mpreset : 'none');
+      if (el.preset) el.preset.value = state.mpreset;
+      // a preset is a decoder of its own: Model, Positions and the Settings form are its, not the page's
+      const rnn = !preset && (state.march === 'gru' || state.march === 'gru-attention');
+      el.march.disabled = Boolean(preset);
+      if (el.mpos) el.mpos.disabled = rnn || Boolean(preset);
+      el.march.title = preset ? `set by the ${preset.label} preset (the llama block)` : '';
+      if (el.mpos) el.mpos.title = preset ? `set by the ${preset.label} preset` : '';
+      if (el.presetAbout) {
+        el.presetAbout.hidden = !preset;
+        el.presetAbout.replaceChildren();
+        if (preset) {
+          const a = document.createElement('a');
+          a.href = preset.link.url;
+          a.textContent = preset.link.title;
+          a.rel = 'noopener';
+          el.presetAbout.append(`${preset.label} at tiny scale takes ${preset.takes} `, a, '. The attention form in Settings is not used.');
+        }
+      }
       el.mstart.value = state.mstart;
       el.msteps.value = String(state.msteps);
       el.mlr.value = String(state.mlr);
@@ -404,10 +489,16 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
         : t.typed === 'text' ? 'Your own input (text; empty: the example)' : 'Your own input (not for this task)';
       if (el.mtext.value !== state.mtext) el.mtext.value = state.mtext;
 
-      const arch = panelArch(state.march, form);
-      if (el.modelAbout) el.modelAbout.textContent = aboutModel(arch, form);
-      if (el.title) el.title.textContent = TITLES[arch];
-      for (const o of el.msize.options) o.textContent = sizeLabel(o.value, rnn);
+      const arch = preset ? 'decoder' : panelArch(state.march, form);
+      if (el.modelAbout) {
+        el.modelAbout.textContent = preset ? `A decoder-only Transformer laid out as ${preset.label} is (below: what it takes from `
+          + 'the real model and what it leaves out), a few tens of thousands of parameters instead of billions. It learns '
+          + 'a task from seeded examples; training runs in a Web Worker, so the page stays usable. The heatmaps show '
+          + 'every layer and head on one example as it learns, and the line under the status counts the KV cache it '
+          + 'keeps per token when it generates.' : aboutModel(arch, form);
+      }
+      if (el.title) el.title.textContent = preset ? `A tiny ${preset.label}, as a preset` : TITLES[arch];
+      for (const o of el.msize.options) o.textContent = preset ? `${o.value} (d = ${SIZES[o.value].dModel})` : sizeLabel(o.value, rnn);
       el.panel.dataset.arch = arch;
       // The decoder's self-attention is causal: a form without a causal version serves in the encoder of
       // an encoder-decoder when the library names a decoderForm for it (Linformer), else it cannot be
@@ -415,7 +506,7 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
       // (chars is one text).
       const noSource = 'the chars task is one running text with no source. Choose copy, reverse, sort, recall or '
         + 'translate to train it.';
-      const why = rnn ? (state.task === 'chars' ? `A GRU encoder-decoder reads a source and writes a target; ${noSource}` : '')
+      const why = preset ? '' : rnn ? (state.task === 'chars' ? `A GRU encoder-decoder reads a source and writes a target; ${noSource}` : '')
         : arch === 'encoder-decoder' ? (state.task === 'chars' ? `${form.label} has no causal form, so it trains here in the `
           + `encoder of an encoder-decoder Transformer, which reads a source and writes a target; ${noSource}` : '')
         : !form.causal ? `${form.label} has no causal form: every position would read the positions after it, and this model `
@@ -434,7 +525,21 @@ export function createModelView(el, { onChange, charsVocab, positionals }) {
         return;
       }
       unsupported = false;
-      const msg = setupMessage();
+      let msg;
+      try {
+        msg = setupMessage();
+      } catch (e) { // a preset that cannot take this task says why
+        if (training) worker.postMessage({ type: 'stop' });
+        lastSetup = lastModel = '';
+        clearModel();
+        el.panel.dataset.state = 'error';
+        status(e.message);
+        return;
+      }
+      if (preset) { // the disabled selects show what the preset builds
+        el.march.value = 'llama';
+        if (el.mpos) el.mpos.value = msg.config.positional;
+      }
       const whole = JSON.stringify(msg);
       if (whole === lastSetup) return;
       const modelPart = JSON.stringify([msg.config, msg.task, msg.start]);
