@@ -227,7 +227,7 @@ test('the experiment: Random Synthesizer reverses as well as softmax but cannot 
 
 test('a pretrained checkpoint loads at once when the catalogue has one for the task, form and size', async (t) => {
   if (!hasModel) return t.skip('the package has no lib.createModel yet');
-  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { copyFileSync, mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { fileURLToPath } = await import('node:url');
@@ -249,6 +249,8 @@ test('a pretrained checkpoint loads at once when the catalogue has one for the t
   }] }));
   // the first panel's catalogue of models that read real text: none in this folder
   writeFileSync(join(dir, 'fortunes.json'), JSON.stringify({ models: [] }));
+  // and the sample text the tokenizer and sinks panels read (no sub-word model here to take a tokenizer from)
+  copyFileSync(new URL('../../web/models/stream-text.txt', import.meta.url), join(dir, 'stream-text.txt'));
   t.diagnostic(`checkpoint: reverse length 5, 400 steps, held-out accuracy ${accuracy.toFixed(3)}`);
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const other = await startServer({ port: 0, mounts: { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/lab/': join(root, 'lab'), '/models/': dir } });
