@@ -54,12 +54,12 @@ int task_find(const char *name); // the id of a task name, -1 when unknown
 size_t task_src_len(const aw_task_spec *spec);     // source tokens (0 for chars)
 size_t task_tgt_len(const aw_task_spec *spec);     // target tokens, the maximum for translate
 int task_is_lm(const aw_task_spec *spec);          // 1 for chars: a plain token stream, no source
-// 1 when a decoder-only model sees src, 0, tgt; 0 for recall, whose query key itself is the
-// position that predicts the value (the usual associative-recall layout), and for chars.
+// 1 when a decoder-only model sees src, 0, tgt; 0 for recall and mqar, whose query key itself is
+// the position that predicts the value (the usual associative-recall layout), and for chars.
 int task_uses_separator(const aw_task_spec *spec);
-int32_t task_min_vocab(const aw_task_spec *spec);
+int32_t task_min_vocab(const aw_task_spec *spec);  // the smallest model vocabulary that holds it
 // 1 when target token j carries loss, 0 when it is input only (mqar's query keys: unpredictable).
-int task_target_scored(const aw_task_spec *spec, size_t j);  // the smallest model vocabulary that holds it
+int task_target_scored(const aw_task_spec *spec, size_t j);
 // Draws one example: src (task_src_len), tgt (task_tgt_len); returns how many target tokens
 // are real (the rest, for translate, are padding 0s that carry no loss).
 size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *spec, aw_rng *rng);
