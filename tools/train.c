@@ -31,7 +31,7 @@ static double now_ms(void) {
 
 static void usage(void) {
     printf("usage: trainer [flags]\n"
-           "  --task copy|reverse|sort|recall|translate|chars|repeat   (reverse)\n"
+           "  --task copy|reverse|sort|recall|translate|chars|repeat|mqar   (reverse; mqar: multi-query recall)\n"
            "  --attention NAME      (softmax) one of the forms below with a causal form; short names\n"
            "              such as elu+1, taylor, dense, random work too\n"
            "  --layer-forms LIST    a form per layer, comma-separated (short names too), e.g.\n"
@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
         m->step = 0;
     }
     aw_task_spec spec = {task, 0, 0, 0};
-    const long def_len[] = {16, 16, 16, 8, 4, 64, 12}, def_sym[] = {10, 10, 10, 20, 0, 0, 24};
+    const long def_len[AW_TASK_COUNT] = {16, 16, 16, 8, 4, 64, 12, 8}, def_sym[AW_TASK_COUNT] = {10, 10, 10, 20, 0, 0, 24, 20};
     spec.length = (size_t)(length > 0 ? length : def_len[task]);
     spec.symbols = (size_t)(symbols > 0 ? symbols : def_sym[task]);
     if (task == AW_TASK_CHARS && length <= 0 && spec.length > (size_t)c.max_len) spec.length = (size_t)c.max_len;

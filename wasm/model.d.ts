@@ -12,7 +12,7 @@ export type ModelAttention = AttentionName;
 
 /** repeat: k random symbols then the same k again (k from [length/2, length] per example): the
  *  second copy is predictable only by an induction head */
-export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars' | 'repeat';
+export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars' | 'repeat' | 'mqar';
 
 export interface ModelConfig {
   /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */

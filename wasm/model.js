@@ -433,7 +433,7 @@ export function modelMethods(core) {
             const source = new Int32Array(core.memory.buffer, sp, ns).slice();
             const target = new Int32Array(core.memory.buffer, gp, real).slice();
             if (t.task === 'chars' || t.task === 'repeat') return { source, target, prompt: target.slice(0, 1) };
-            const decoderPrompt = t.task === 'recall' ? source : Int32Array.from([...source, 0]);
+            const decoderPrompt = t.task === 'recall' || t.task === 'mqar' ? source : Int32Array.from([...source, 0]);
             const prompt = this.config.arch === 'decoder' ? decoderPrompt : Int32Array.of(0);
             return { source, target, prompt };
           });

@@ -68,14 +68,15 @@ static int size_arg(const char *what, double v, double lo, double hi, double def
 
 // The task spec from a name and JS numbers (NaN: the task's default). Defaults: length 16 and
 // 10 symbols for copy/reverse/sort, 8 pairs of 20 symbols for recall, 4 digits for translate,
-// min(64, maxLen) characters for chars, up to 12 of 24 symbols twice for repeat.
+// min(64, maxLen) characters for chars, up to 12 of 24 symbols twice for repeat, 8 pairs of 20
+// symbols for mqar.
 static int task_spec(aw_task_spec *spec, const aw_model *m, const char *task, double length, double symbols) {
     const int t = task_find(task);
     if (t < 0)
         return aw_fail(AW_ERR_ARG, "task must be one of \"copy\", \"reverse\", \"sort\", \"recall\", \"translate\", "
-                                   "\"chars\", \"repeat\", got \"%.40s\"", task);
-    static const double def_len[AW_TASK_COUNT] = {16, 16, 16, 8, 4, 64, 12};
-    static const double def_sym[AW_TASK_COUNT] = {10, 10, 10, 20, 0, 0, 24};
+                                   "\"chars\", \"repeat\", \"mqar\", got \"%.40s\"", task);
+    static const double def_len[AW_TASK_COUNT] = {16, 16, 16, 8, 4, 64, 12, 8};
+    static const double def_sym[AW_TASK_COUNT] = {10, 10, 10, 20, 0, 0, 24, 20};
     double dl = def_len[t];
     if (t == AW_TASK_CHARS && m && dl > m->cfg.max_len) dl = m->cfg.max_len;
     memset(spec, 0, sizeof *spec);

@@ -119,7 +119,7 @@ static const char *const DIGIT_WORDS[10] = {"zero", "one", "two", "three", "four
                                             "five", "six", "seven", "eight", "nine"};
 
 static const char *const TASK_NAMES[AW_TASK_COUNT] = {"copy", "reverse", "sort", "recall", "translate", "chars",
-                                                      "repeat"};
+                                                      "repeat", "mqar"};
 
 const char *task_name(int task) { return task >= 0 && task < AW_TASK_COUNT ? TASK_NAMES[task] : "?"; }
 
@@ -143,12 +143,13 @@ int task_check(const aw_task_spec *s) {
                            s->symbols);
         return AW_OK;
     case AW_TASK_RECALL:
+    case AW_TASK_MQAR:
         if (s->symbols < 4 || s->symbols > 4096)
-            return aw_fail(AW_ERR_ARG, "task \"recall\": symbols must be in [4, 4096], got %zu", s->symbols);
+            return aw_fail(AW_ERR_ARG, "task \"%s\": symbols must be in [4, 4096], got %zu", name, s->symbols);
         if (s->length > s->symbols / 2)
-            return aw_fail(AW_ERR_ARG, "task \"recall\": %zu pairs need distinct keys, and symbols = %zu gives only "
+            return aw_fail(AW_ERR_ARG, "task \"%s\": %zu pairs need distinct keys, and symbols = %zu gives only "
                                        "%zu (keys are half the symbols); use length <= %zu or more symbols",
-                           s->length, s->symbols, s->symbols / 2, s->symbols / 2);
+                           name, s->length, s->symbols, s->symbols / 2, s->symbols / 2);
         return AW_OK;
     case AW_TASK_REPEAT:
         if (s->length < 2) return aw_fail(AW_ERR_ARG, "task \"repeat\": length must be at least 2, got %zu", s->length);
@@ -171,6 +172,7 @@ int task_check(const aw_task_spec *s) {
 size_t task_src_len(const aw_task_spec *s) {
     switch (s->task) {
     case AW_TASK_RECALL: return 2 * s->length + 1;
+    case AW_TASK_MQAR: return 2 * s->length;
     case AW_TASK_CHARS:
     case AW_TASK_REPEAT: return 0;
     default: return s->length;
@@ -180,6 +182,7 @@ size_t task_src_len(const aw_task_spec *s) {
 size_t task_tgt_len(const aw_task_spec *s) {
     switch (s->task) {
     case AW_TASK_RECALL: return 1;
+    case AW_TASK_MQAR: return 2 * s->length;
     case AW_TASK_TRANSLATE: return 6 * s->length; // up to 5 letters + a space (or the end marker) per digit
     case AW_TASK_CHARS: return s->length + 1;
     case AW_TASK_REPEAT: return 2 * s->length + 1;
@@ -190,8 +193,10 @@ size_t task_tgt_len(const aw_task_spec *s) {
 int task_is_lm(const aw_task_spec *s) { return s->task == AW_TASK_CHARS || s->task == AW_TASK_REPEAT; }
 
 int task_uses_separator(const aw_task_spec *s) {
-    return s->task != AW_TASK_CHARS && s->task != AW_TASK_RECALL && s->task != AW_TASK_REPEAT;
+    return s->task != AW_TASK_CHARS && s->task != AW_TASK_RECALL && s->task != AW_TASK_REPEAT && s->task != AW_TASK_MQAR;
 }
+
+int task_target_scored(const aw_task_spec *s, size_t j) { return s->task != AW_TASK_MQAR || j % 2 == 1; }
 
 int32_t task_min_vocab(const aw_task_spec *s) {
     if (s->task == AW_TASK_CHARS && text.train && text.train_ids) return text.vocab;
@@ -218,7 +223,8 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
         for (size_t i = 0; i < n; i++) tgt[i] = s->task == AW_TASK_REVERSE ? src[n - 1 - i] : src[i];
         if (s->task == AW_TASK_SORT) sort_tokens(tgt, n);
         return n;
-    case AW_TASK_RECALL: {
+    case AW_TASK_RECALL:
+    case AW_TASK_MQAR: {
         const uint32_t keys = (uint32_t)(s->symbols / 2), values = (uint32_t)(s->symbols - keys);
         int32_t pool[2048];
         for (uint32_t i = 0; i < keys && i < 2048; i++) pool[i] = 1 + (int32_t)i;
@@ -228,6 +234,16 @@ size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *s, aw_rng *r
             pool[i] = pool[j], pool[j] = t;
             src[2 * i] = pool[i];
             src[2 * i + 1] = 1 + (int32_t)keys + (int32_t)aw_rng_below(rng, values);
+        }
+        if (s->task == AW_TASK_MQAR) { // every pair queried once, in a random order: q1 a1 q2 a2 ...
+            for (size_t i = 0; i < n; i++) pool[i] = (int32_t)i;
+            for (size_t i = 0; i + 1 < n; i++) {
+                const size_t j = i + aw_rng_below(rng, (uint32_t)(n - i));
+                const int32_t t = pool[i];
+                pool[i] = pool[j], pool[j] = t;
+            }
+            for (size_t i = 0; i < n; i++) tgt[2 * i] = src[2 * pool[i]], tgt[2 * i + 1] = src[2 * pool[i] + 1];
+            return 2 * n;
         }
         const size_t q = aw_rng_below(rng, (uint32_t)n);
         src[2 * n] = src[2 * q];

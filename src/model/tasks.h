@@ -15,6 +15,11 @@
 //                         [ceil(length / 2), length] per example, padded to 2 length + 1; only the
 //                         second copy is predictable, by looking back to what followed the current
 //                         symbol's earlier occurrence (an induction head), at an offset that varies
+//   mqar                  multi-query associative recall (Zoology's MQAR, Arora et al. 2023, arXiv
+//                         2312.04927): src: `length` key-value pairs as recall's; tgt: every key
+//                         again in a random order, each followed by its value (q1 a1 q2 a2 ...).
+//                         Only the values carry loss (task_target_scored), so a decoder answers
+//                         `length` lookups per sequence; a fixed-size state must hold them all
 #ifndef AW_MODEL_TASKS_H
 #define AW_MODEL_TASKS_H
 
@@ -22,7 +27,7 @@
 #include <stdint.h>
 
 enum aw_task { AW_TASK_COPY, AW_TASK_REVERSE, AW_TASK_SORT, AW_TASK_RECALL, AW_TASK_TRANSLATE, AW_TASK_CHARS,
-               AW_TASK_REPEAT, AW_TASK_COUNT };
+               AW_TASK_REPEAT, AW_TASK_MQAR, AW_TASK_COUNT };
 
 // A small, fast, portable generator (splitmix64): the same stream in every build.
 typedef struct {
@@ -49,10 +54,12 @@ int task_find(const char *name); // the id of a task name, -1 when unknown
 size_t task_src_len(const aw_task_spec *spec);     // source tokens (0 for chars)
 size_t task_tgt_len(const aw_task_spec *spec);     // target tokens, the maximum for translate
 int task_is_lm(const aw_task_spec *spec);          // 1 for chars: a plain token stream, no source
-// 1 when a decoder-only model sees src, 0, tgt; 0 for recall, whose query key itself is the
-// position that predicts the value (the usual associative-recall layout), and for chars.
+// 1 when a decoder-only model sees src, 0, tgt; 0 for recall and mqar, whose query key itself is
+// the position that predicts the value (the usual associative-recall layout), and for chars.
 int task_uses_separator(const aw_task_spec *spec);
 int32_t task_min_vocab(const aw_task_spec *spec);  // the smallest model vocabulary that holds it
+// 1 when target token j carries loss, 0 when it is input only (mqar's query keys: unpredictable).
+int task_target_scored(const aw_task_spec *spec, size_t j);
 // Draws one example: src (task_src_len), tgt (task_tgt_len); returns how many target tokens
 // are real (the rest, for translate, are padding 0s that carry no loss).
 size_t task_example(int32_t *src, int32_t *tgt, const aw_task_spec *spec, aw_rng *rng);

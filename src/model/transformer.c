@@ -1072,14 +1072,14 @@ int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rn
             tok[0] = 0; // the separator starts the decoder
             for (size_t i = 0; i < T; i++) {
                 if (i) tok[i] = tgt[i - 1];
-                trg[i] = i < real ? tgt[i] : -1;
+                trg[i] = i < real && task_target_scored(spec, i) ? tgt[i] : -1;
             }
         } else { // seq = src, [0], tgt (the separator only when the task uses one): predict tgt
             const size_t sep = (size_t)task_uses_separator(spec), start = ns + sep; // tgt's first index in seq
             for (size_t i = 0; i < T; i++) {
                 tok[i] = i < ns ? src[i] : i < start ? 0 : tgt[i - start];
                 const size_t next = i + 1; // position i predicts seq[next]
-                trg[i] = (next >= start && next - start < real) ? tgt[next - start] : -1;
+                trg[i] = (next >= start && next - start < real && task_target_scored(spec, next - start)) ? tgt[next - start] : -1;
             }
         }
     }

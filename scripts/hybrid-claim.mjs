@@ -1,0 +1,138 @@
+// hybrid-claim.mjs: issue 35's claim 3, "a few softmax layers restore what linear layers forget",
+// measured. Multi-query associative recall (Zoology's MQAR, Arora et al. 2023, arXiv 2312.04927: the
+// trainer's --task mqar, `length` key-value pairs, then every key again in a random order, each to
+// be answered with its value) with more pairs than a gated-delta head's state has key dimensions, so a
+// fixed-size state must forget. Three stacks of the same shape and (nearly) the same parameters,
+// trained with the native trainer (build/trainer) on the same batches and schedule, three seeds each:
+//   pure Gated DeltaNet (Yang et al. 2024, arXiv 2412.06464), a 3:1 gated-delta:softmax hybrid with
+//   softmax as the last of each 4 layers (Qwen3-Next's pattern), and pure softmax.
+// Prints the recall accuracy (mean +- sd over the seeds), the parameters and what each stack keeps
+// per sequence at the task's length: softmax layers a KV cache of 2 x kvHeads x dHead x 4 bytes per
+// token, gated-delta layers a state of heads x dk x dv x 4 bytes whatever the length.
+//   node scripts/hybrid-claim.mjs [--quick] [--seeds 3] [--steps N] [--batch N] [--pairs N] [--jobs 2]
+// --quick: one seed and a short budget (tests/node/hybrid-claim.test.js: it runs and prints the table).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { cpuName } from '../lab/cpu.js';
+
+const args = process.argv.slice(2);
+const flag = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  if (i < 0) return def;
+  const v = Number(args[i + 1]);
+  if (!Number.isInteger(v) || v < 1) {
+    console.error(`hybrid-claim.mjs: --${name} must be a positive integer, got ${JSON.stringify(args[i + 1])}`);
+    process.exit(2);
+  }
+  return v;
+};
+const QUICK = args.includes('--quick');
+// The setup (tried first: see docs/experiments.md, "A few softmax layers restore what linear layers forget")
+const SETUP = {
+  pairs: flag('pairs', QUICK ? 4 : 8), // key-value pairs per sequence, each queried once
+  dModel: 64, heads: 4, layers: 4, dFF: 128, // dHead 16: a gated-delta head's state holds 16 x 16 values
+  batch: flag('batch', 32), lr: 3e-3, warmup: 100,
+  steps: flag('steps', QUICK ? 30 : 1500),
+  seeds: flag('seeds', QUICK ? 1 : 3),
+  jobs: flag('jobs', 2), // trainings at a time, one thread each
+};
+SETUP.symbols = 4 * SETUP.pairs; // keys from the first half, values from the second
+SETUP.vocab = SETUP.symbols + 1;
+SETUP.maxLen = 4 * SETUP.pairs; // 2 pairs + 2 queries tokens, less the last
+const STACKS = [
+  { id: 'gated-delta', label: 'pure Gated DeltaNet', forms: Array(SETUP.layers).fill('gated-delta') },
+  { id: 'hybrid', label: '3:1 gated-delta:softmax (Qwen3-Next)', forms: Array.from({ length: SETUP.layers }, (_, l) => (l % 4 === 3 ? 'softmax' : 'gated-delta')) },
+  { id: 'softmax', label: 'pure softmax', forms: Array(SETUP.layers).fill('softmax') },
+];
+
+const root = new URL('../', import.meta.url).pathname;
+// TRAINER_OUT=path: a binary of its own (as build.sh takes it; the test builds one beside docs.test.js's)
+const trainer = process.env.TRAINER_OUT || `${root}build/trainer`;
+const build = spawnSync('bash', [`${root}build.sh`, 'trainer'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TRAINER_OUT: trainer } });
+if (build.status !== 0 || !existsSync(trainer)) {
+  console.error('hybrid-claim.mjs: bash build.sh trainer failed');
+  process.exit(1);
+}
+
+// Equal parameters: a gated-delta layer has 2 (heads x dModel + heads) more than a softmax layer (its
+// write strength beta and its decay gate, each nn.Linear(dModel, heads)), so a stack with fewer
+// gated-delta layers gets a wider FFN (each unit of dFF is 2 dModel + 1 parameters a layer: W1's
+// column with its bias, W2's row), to the nearest unit.
+const deltaExtra = 2 * (SETUP.heads * SETUP.dModel + SETUP.heads), ffnUnit = SETUP.layers * (2 * SETUP.dModel + 1);
+const mostDelta = Math.max(...STACKS.map((st) => st.forms.filter((f) => f !== 'softmax').length));
+for (const st of STACKS) {
+  const delta = st.forms.filter((f) => f !== 'softmax').length;
+  st.dFF = SETUP.dFF + Math.round(((mostDelta - delta) * deltaExtra) / ffnUnit);
+}
+
+function flags(stack, seed) {
+  return ['--task', 'mqar', '--length', SETUP.pairs, '--symbols', SETUP.symbols, '--vocab', SETUP.vocab,
+    '--d-model', SETUP.dModel, '--heads', SETUP.heads, '--layers', SETUP.layers, '--d-ff', stack.dFF,
+    '--max-len', SETUP.maxLen, '--layer-forms', stack.forms.join(','), '--steps', SETUP.steps, '--batch', SETUP.batch,
+    '--lr', SETUP.lr, '--warmup', Math.min(SETUP.warmup, SETUP.steps), '--eval-every', SETUP.steps,
+    '--eval-batches', 8, '--seed', seed, '--threads', 1, '--quiet'].map(String);
+}
+
+// One training: its parameters and held-out accuracy (8 batches of 64 sequences: 512 x pairs queries).
+function run(stack, seed) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(trainer, flags(stack, seed), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => {
+      const params = /, (\d+) parameters,/.exec(out), fin = /final: eval loss ([\d.]+) .*accuracy ([\d.]+), ([\d.]+) ms\/step, ([\d.]+) s/.exec(out);
+      if (code !== 0 || !params || !fin) return reject(new Error(`trainer ${flags(stack, seed).join(' ')}: exit ${code}\n${out}${err}`));
+      resolve({ stack: stack.id, seed, params: Number(params[1]), loss: Number(fin[1]), accuracy: Number(fin[2]), seconds: Number(fin[4]) });
+    });
+  });
+}
+
+// every (stack, seed), SETUP.jobs at a time
+const todo = STACKS.flatMap((stack) => Array.from({ length: SETUP.seeds }, (_, i) => ({ stack, seed: i + 1 })));
+const results = [];
+const t0 = Date.now();
+console.log(`# MQAR: ${SETUP.pairs} pairs (${SETUP.symbols} symbols), ${SETUP.pairs} queries a sequence, ${SETUP.maxLen - 1} positions; `
+  + `d = ${SETUP.dModel}, ${SETUP.heads} heads (dHead ${SETUP.dModel / SETUP.heads}), ${SETUP.layers} layers, dFF ${STACKS.map((st) => `${st.dFF} (${st.id})`).join(', ')}; `
+  + `${SETUP.steps} steps of ${SETUP.batch}, lr ${SETUP.lr}; ${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''}, ${SETUP.jobs} trainings at a time, 1 thread each`);
+console.log(`# ${cpuName()}`);
+let next = 0;
+await Promise.all(Array.from({ length: SETUP.jobs }, async () => {
+  while (next < todo.length) {
+    const { stack, seed } = todo[next++];
+    const r = await run(stack, seed);
+    results.push(r);
+    console.log(`#   ${stack.id} seed ${seed}: accuracy ${(100 * r.accuracy).toFixed(1)}%, eval loss ${r.loss.toFixed(3)}, ${r.seconds.toFixed(0)} s`);
+  }
+}));
+const minutes = (Date.now() - t0) / 60000;
+
+// What a stack keeps per sequence at the task's length T (float32): a softmax layer caches a key and
+// a value per token (2 x kvHeads x dHead x 4 bytes; kvHeads = heads here), a gated-delta layer one
+// dk x dv state per head (heads x dHead x dHead x 4 bytes), whatever T.
+const T = SETUP.maxLen - 1, dHead = SETUP.dModel / SETUP.heads;
+function memory(stack) {
+  const soft = stack.forms.filter((f) => f === 'softmax').length, delta = stack.forms.length - soft;
+  const perToken = soft * 2 * SETUP.heads * dHead * 4, state = delta * SETUP.heads * dHead * dHead * 4;
+  return { perToken, state, atT: perToken * T + state };
+}
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const sd = (xs) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, b) => a + (b - mean(xs)) ** 2, 0) / (xs.length - 1)));
+const pct = (x) => (100 * x).toFixed(1);
+console.log(`\nMQAR recall accuracy, held out (${SETUP.pairs} queries in each of 512 sequences), mean ± sd over ${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''}; `
+  + `memory per sequence at T = ${T} positions (float32):\n`);
+console.log('| model | layers | parameters | recall accuracy | per seed | KV cache per token | state per sequence | total at T | per token at T |');
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const stack of STACKS) {
+  const rs = results.filter((r) => r.stack === stack.id).sort((a, b) => a.seed - b.seed);
+  const acc = rs.map((r) => r.accuracy), m = memory(stack);
+  const layers = stack.forms.map((f) => (f === 'softmax' ? 'S' : 'D')).join('');
+  console.log(`| ${stack.label} | ${layers} | ${rs[0].params} | ${pct(mean(acc))}% ± ${pct(sd(acc))} | ${acc.map(pct).join(', ')} `
+    + `| ${m.perToken} B | ${m.state} B | ${m.atT} B | ${(m.atT / T).toFixed(1)} B |`);
+}
+const params = results.map((r) => r.params);
+console.log(`\nparameters differ by ${(100 * (Math.max(...params) / Math.min(...params) - 1)).toFixed(2)}% at most (a gated-delta layer has its `
+  + `write-strength and decay projections, 2 x (heads x dModel + heads) = ${deltaExtra} parameters beyond a softmax layer's, so the stacks `
+  + `with softmax layers get a wider FFN: dFF ${STACKS.map((st) => `${st.dFF}`).join(', ')}); chance is ${pct(1 / (SETUP.symbols - SETUP.symbols / 2))}%.`);
+console.log(`budget: ${SETUP.steps} steps of ${SETUP.batch} sequences a training, ${minutes.toFixed(1)} minutes for all ${results.length} `
+  + `(${SETUP.jobs} at a time, 1 thread each); ${cpuName()}`);
