@@ -2,7 +2,7 @@
 // from the shipped sub-word model models/fortunes-bpe.safetensors and its byte-level BPE
 // models/fortunes-bpe.tokenizer.json (llama-style block, which llama2.c can run): model.saveLlama2c()
 // and the tokenizer's toLlama2c(), whose ids are llama2.c's already (<unk>, <s>, </s>, the 256 bytes,
-// then the merges). Used by the page (built in the tab, 3 MB, so nothing more is shipped) and by
+// then the merges). Used by the page (built in the tab, 2.2 MB, so nothing more is shipped) and by
 // scripts/make-sample-llama2c.mjs (which writes the two files for llama2.c's run.c).
 //
 // The character models (the learned panel's "Save as llama2.c") go through makeSampleLlama2c:

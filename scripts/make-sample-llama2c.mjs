@@ -1,5 +1,5 @@
 // make-sample-llama2c.mjs: writes the "Open a model file" panel's sample pair as files,
-// web/models/sample/model.bin and tokenizer.bin (not committed: 3 MB, and the page builds the
+// web/models/sample/model.bin and tokenizer.bin (not committed: 2.2 MB, and the page builds the
 // same pair from web/models/fortunes-bpe.safetensors and its tokenizer in the tab;
 // lab/llama2c-sample.js says how),
 // for llama2.c's run.c:  ./run web/models/sample/model.bin -z web/models/sample/tokenizer.bin -t 0

@@ -331,7 +331,7 @@ test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.p
   const { page, problems } = await open('?form=softmax&ltext=the+lamplighter+walked+the+road&ca=softmax&cb=synth:random'
     + '&ctask=reverse&csteps=500', { width: 1280, height: 900 });
   await page.waitForSelector('#learned[data-state="ready"]');
-  // The guided step (the phrase twice), then row 48 of the strongest induction head read, to show
+  // The guided step (the phrase twice), then a row of the second copy of the strongest induction head read, to show
   // the jump back and the guesses.
   await page.click('#ltwice');
   await page.waitForFunction(() => /Your phrase, twice/.test(document.querySelector('#lstatus').textContent));
@@ -341,8 +341,11 @@ test('docs screenshots (AW_UPDATE_DOCS_SCREENSHOT=1 to refresh docs/screenshot.p
   await canvas.scrollIntoViewIfNeeded();
   const box = await canvas.boundingBox();
   const ds = await canvas.evaluate((c) => ({ ...c.dataset }));
-  await page.mouse.move(box.x + Number(ds.left) + 17.5 * Number(ds.cell), box.y + Number(ds.top) + 48.5 * Number(ds.cell));
-  await page.waitForFunction(() => document.querySelector('#lguesses').dataset.position === '48');
+  // a row of the second copy (the model reads characters or sub-word pieces: ds.n of them), and about
+  // the column an induction head reads from there
+  const n = Number(ds.n), row = n - 4, col = row - Math.floor(n / 2) + 1;
+  await page.mouse.move(box.x + Number(ds.left) + (col + 0.5) * Number(ds.cell), box.y + Number(ds.top) + (row + 0.5) * Number(ds.cell));
+  await page.waitForFunction((r) => document.querySelector('#lguesses').dataset.position === String(r), row);
   // the panel alone: a full-page picture would show the sticky contents and settings column halfway down
   await page.locator('#learned').screenshot({ path: fileURLToPath(new URL('../../docs/screenshot.png', import.meta.url)) });
   await page.click('#crun');

@@ -115,3 +115,18 @@ test('heads of the models that read fortunes on the page\'s probe: the catalogue
   }
   fresh.dispose();
 });
+
+test('the README\'s table of models that have read real text is the catalogue\'s', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const rows = readme.split('\n').filter((l) => /^\| `fortunes-[a-z-]+` \|/.test(l));
+  assert.ok(rows.length >= 3, 'the table has the sub-word row and the character rows');
+  for (const row of rows) {
+    const [name, , params, bits, induction, minutes] = row.split('|').slice(1).map((c) => c.trim());
+    const e = catalog.models.find((m) => m.file === `${name.replaceAll('`', '')}.safetensors`);
+    assert.ok(e, `${name} is in web/models/fortunes.json`);
+    assert.equal(params, e.parameters.toLocaleString('en'), `${name}: parameters`);
+    assert.equal(bits, e.heldOutBits.toFixed(3), `${name}: held-out bits per character`);
+    assert.equal(induction, e.induction.score.toFixed(2), `${name}: induction score`);
+    assert.ok(minutes.startsWith(`${e.minutes} (${e.threads} thread`), `${name}: minutes ${minutes} against ${e.minutes} on ${e.threads}`);
+  }
+});

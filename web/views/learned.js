@@ -145,7 +145,7 @@ export function createLearnedView(el, { lib, onChange }) {
       const f = e.entry;
       const stem = e.file.replace(/\.safetensors$/, ''); // short enough for a phone; #labout says the rest
       o.textContent = e.source !== 'fortunes' ? `${stem} (the project's corpus)`
-        : f.tokenizer ? `${stem} (sub-word pieces)`
+        : f.tokenizer ? `${stem} (sub-word, ${f.induction.score >= NAMED_AT ? 'induction heads' : `${f.heldOutBits.toFixed(2)} bits/char`})`
           : f.induction.score >= NAMED_AT ? `${stem} (induction heads)` : `${stem} (${f.heldOutBits.toFixed(2)} bits/char)`;
       return o;
     }));
@@ -331,7 +331,7 @@ export function createLearnedView(el, { lib, onChange }) {
         + `(models/${e.tokenizer}, trained on the same text; a piece is ${e.charsPerToken.toFixed(2)} characters on average, `
         + 'a leading space shown as ␣), the way today\'s language models read. Trained natively for '
         + `${e.steps} steps (${e.minutes} minutes on ${e.threads} core${e.threads > 1 ? 's' : ''}) on 2.3 MB of Debian's fortunes`
-        + `${e.twice ? `, one training window in ${e.twice} opening with a passage read twice` : ''}; held-out `
+        + `${e.twice ? `, ${e.twice === 1 ? 'every training window' : `one training window in ${e.twice}`} opening with a passage read twice` : ''}; held-out `
         + `${e.heldOutBits.toFixed(2)} bits per character, capitals included (${(100 * e.heldOutAccuracy).toFixed(1)}% of next `
         + 'pieces guessed right). How it was made: web/models/fortunes.json.'
       : entry.source === 'fortunes'
