@@ -145,7 +145,7 @@ export function createLearnedView(el, { lib, onChange }) {
       const f = e.entry;
       const stem = e.file.replace(/\.safetensors$/, ''); // short enough for a phone; #labout says the rest
       o.textContent = e.source !== 'fortunes' ? `${stem} (the project's corpus)`
-        : f.tokenizer ? `${stem} (sub-word, ${f.induction.score >= NAMED_AT ? 'induction heads' : `${f.heldOutBits.toFixed(2)} bits/char`})`
+        : f.tokenizer && f.induction.score >= NAMED_AT ? `${stem} (sub-word, induction heads)` // short enough for a phone's select
           : f.induction.score >= NAMED_AT ? `${stem} (induction heads)` : `${stem} (${f.heldOutBits.toFixed(2)} bits/char)`;
       return o;
     }));
