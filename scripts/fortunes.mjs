@@ -53,16 +53,12 @@ function nats(row, target) {
   return Math.log(s) + mx - row[target];
 }
 
-/**
- * Held-out bits per character of a chars model: the first `chars` characters of the held-out
- * documents, read in consecutive windows of the model's maxLen (each window's first character
- * has no context and is not scored). Deterministic: what the catalogue and its test compute.
- * Returns { bits, count, accuracy } (accuracy: the share of next characters that were the top guess).
- */
-export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
-  const ids = lib.charsTokenizer.encode(heldOutText(dir).slice(0, chars));
+// ids read in consecutive windows of the model's maxLen (each window's first token has no context
+// and is not scored): the summed nats of the scored tokens, how many, how many were the top guess,
+// and the summed weight(token) of them (the characters each spells).
+function scoreWindows(model, ids, weight) {
   const L = model.config.maxLen, V = model.config.vocab;
-  let total = 0, count = 0, right = 0;
+  let total = 0, count = 0, right = 0, spelled = 0;
   for (let a = 0; a + 1 < ids.length; a += L) {
     const w = ids.subarray(a, Math.min(a + L, ids.length));
     if (w.length < 2) break;
@@ -73,9 +69,21 @@ export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
       for (let v = 1; v < V; v++) if (row[v] > row[arg]) arg = v;
       right += arg === w[i + 1];
       total += nats(row, w[i + 1]);
+      spelled += weight(w[i + 1]);
       count++;
     }
   }
+  return { total, count, right, spelled };
+}
+
+/**
+ * Held-out bits per character of a chars model: the first `chars` characters of the held-out
+ * documents, read in consecutive windows of the model's maxLen (each window's first character
+ * has no context and is not scored). Deterministic: what the catalogue and its test compute.
+ * Returns { bits, count, accuracy } (accuracy: the share of next characters that were the top guess).
+ */
+export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
+  const { total, count, right } = scoreWindows(model, lib.charsTokenizer.encode(heldOutText(dir).slice(0, chars)), () => 1);
   return { bits: total / count / Math.LN2, count, accuracy: right / count };
 }
 
@@ -91,22 +99,7 @@ export function heldOutBits(lib, model, chars = 32768, dir = FORTUNES) {
 export function heldOutBitsBpe(lib, model, tokenizer, chars = 32768, dir = FORTUNES) {
   const bytes = Buffer.from(heldOutText(dir).slice(0, chars), 'latin1');
   const ids = tokenizer.encode(bytes);
-  const L = model.config.maxLen, V = model.config.vocab;
-  let total = 0, count = 0, right = 0, spelled = 0;
-  for (let a = 0; a + 1 < ids.length; a += L) {
-    const w = ids.subarray(a, Math.min(a + L, ids.length));
-    if (w.length < 2) break;
-    const { logits } = model.forward(w);
-    for (let i = 0; i + 1 < w.length; i++) {
-      const row = logits.subarray(i * V, (i + 1) * V);
-      let arg = 0;
-      for (let v = 1; v < V; v++) if (row[v] > row[arg]) arg = v;
-      right += arg === w[i + 1];
-      total += nats(row, w[i + 1]);
-      spelled += tokenizer.pieceBytes(w[i + 1]).length;
-      count++;
-    }
-  }
+  const { total, count, right, spelled } = scoreWindows(model, ids, (id) => tokenizer.pieceBytes(id).length);
   return { bits: total / spelled / Math.LN2, count, chars: spelled, accuracy: right / count, charsPerToken: bytes.length / ids.length };
 }
 
