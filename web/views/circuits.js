@@ -8,7 +8,7 @@ import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
 import { corruptFirstCopy, corruptFirstCopyIds } from '../../lab/circuits.js';
 import { modelCatalog } from './learned.js';
-import { phrasePeriod, phraseTwice, probeLetters, scoreHead, nameHead } from '../../lab/heads.js';
+import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
 import { charsCodec, entryCodec } from '../../lab/codec.js';
 
 const SHOWN = 64; // tokens at most: the learned panel's
@@ -129,7 +129,7 @@ export function createCircuitsView(el, { lib }) {
     el.status.textContent = `Testing the heads of ${entry.file.replace(/\.safetensors$/, '')}…`;
     el.progress.value = 0;
     ensureWorker().postMessage({ type: 'run', id: request, file: entry.file, ids: Array.from(ids), bad: Array.from(bad), period,
-      probe: Array.from(codec.kind === 'bpe' ? codec.probe() : lib.charsTokenizer.encode(probeLetters())), limit: codec.vocab });
+      probe: Array.from(codec.probe()), limit: codec.vocab });
   }
 
   function receive(msg) {
