@@ -14,7 +14,8 @@
 // forward). Decoding streams every weight once per token, so the table also gives weight bytes
 // read per second (weights read per token x tokens/s) as a share of a read bandwidth measured in
 // the same run by the same C code natively and in wasm (src/api/api_bench.c aw_bench_stream: a
-// 64 MiB read stream, and a memcpy between two 64 MiB buffers, both well past the last-level cache).
+// 64 MiB read stream on one thread and cut over two, the limits of a 1- and a 2-thread decoder, and
+// a memcpy between two 64 MiB buffers, all well past the last-level cache).
 //   node bench/run.js generate     (BENCH_ROUNDS=N, default 3; BENCH_GEN_PAGE=0 skips the page's models)
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -86,7 +87,7 @@ function wasmStream(lib) {
   const a = ex.malloc(n * 4), b = ex.malloc(n * 4);
   if (!a || !b) return null;
   try {
-    new Float32Array(ex.memory.buffer, a, n).fill(1), new Float32Array(ex.memory.buffer, b, n).fill(2);
+    new Float32Array(lib.memory.buffer, a, n).fill(1), new Float32Array(lib.memory.buffer, b, n).fill(2);
     const best = (mode) => {
       let gbs = 0;
       ex.aw_bench_stream(b, a, n, mode, 1);
@@ -97,7 +98,7 @@ function wasmStream(lib) {
       }
       return gbs;
     };
-    return { copyGBs: best(0), readGBs: best(1) };
+    return { copyGBs: best(0), readGBs: best(1), readAllGBs: best(2) }; // 2: over the lib's threads
   } finally {
     ex.free(a), ex.free(b);
   }
@@ -191,20 +192,21 @@ export default async function run({ cpuName, simd, relaxed }) {
     for (const m of models) writeFileSync(join(dir, `${m.name}.safetensors`), m.st);
     for (const m of models) if (m.llama2c) writeFileSync(join(dir, `${m.name}.bin`), m.llama2c);
 
-    // bandwidths, natively and in wasm, before the models (the same C loop)
-    const bw = { native: native.ok ? runNative(['--copy-mib', String(STREAM_MIB)])[0] : null, wasm: wasmStream(simd) };
-    const l3 = lastLevelCache();
-    const gbs = (b) => (b ? `copy ${b.copyGBs.toFixed(1)} GB/s, read ${b.readGBs.toFixed(1)} GB/s` : 'n/a');
-    console.log(`bandwidth (${STREAM_MIB} MiB buffers, best of 5): native ${gbs(bw.native)}; wasm ${gbs(bw.wasm)}; ` +
-      `last-level cache ${(l3 / 2 ** 20).toFixed(0)} MiB` +
-      `${native.ok ? '' : ` (native C: ${native.why})`}`);
-
     // ours: each build at 1 and 2 threads, loaded once; PyTorch: one worker per thread count
     const libs = {};
     for (const threads of [1, 2]) {
       libs[`simd ${threads}`] = await loadAttention({ threads, simd: true, relaxed: false });
       if (relaxed) libs[`relaxed ${threads}`] = await loadAttention({ threads, relaxed: true });
     }
+
+    // bandwidths, natively and in wasm, before the models (the same C loop): one thread's read stream
+    // limits a 1-thread decoder, the stream cut over 2 threads (readAllGBs) a 2-thread one
+    const bw = { native: native.ok ? runNative(['--copy-mib', String(STREAM_MIB), '--threads', '2'])[0] : null, wasm: wasmStream(libs['simd 2']) };
+    const l3 = lastLevelCache();
+    const gbs = (b) => (b ? `copy ${b.copyGBs.toFixed(1)} GB/s, read ${b.readGBs.toFixed(1)} GB/s (2 threads ${b.readAllGBs.toFixed(1)})` : 'n/a');
+    console.log(`bandwidth (${STREAM_MIB} MiB buffers, best of 5): native ${gbs(bw.native)}; wasm ${gbs(bw.wasm)}; ` +
+      `last-level cache ${(l3 / 2 ** 20).toFixed(0)} MiB` +
+      `${native.ok ? '' : ` (native C: ${native.why})`}`);
     const torch = {};
     if (haveTorch) for (const threads of [1, 2]) (torch[threads] = torchWorker(threads)), await torch[threads].ask({ op: 'threads', n: threads });
     const results = {}; // `${model} ${contender} ${threads}` -> runs
@@ -254,12 +256,13 @@ export default async function run({ cpuName, simd, relaxed }) {
         const limit = c === 'native' || c === 'torch' ? bw.native : bw.wasm; // native code against the native stream
         const g = (t) => (t !== null ? (t * m.weightBytes) / 1e9 : null);
         // weights that fit the last-level cache are not streamed from memory: no share of its bandwidth
-        const share = (t) => (m.weightBytes < l3 ? 'in cache' : t !== null && limit ? `${((100 * g(t)) / limit.readGBs).toFixed(0)}%` : 'n/a');
+        const share = (t, threads) => (m.weightBytes < l3 ? 'in cache' : t !== null && limit
+          ? `${((100 * g(t)) / (threads === 1 ? limit.readGBs : limit.readAllGBs)).toFixed(0)}%` : 'n/a');
         const items = ['simd', 'relaxed'].includes(c) ? med(`${m.name} ${c} 2 items`, 'perToken')
           : c === 'native' && results[`${m.name} native 2`] ? med(`${m.name} native 2`, 'workerItems') / (m.reps * (1 + m.tokens)) : null;
         if (items !== null) itemNotes.push(`${label}: ${items.toFixed(1)}`);
         console.log(`| ${label} | ${t1?.toFixed(1) ?? 'n/a'} | ${x(t1, n1)} | ${t2?.toFixed(1) ?? 'n/a'} | ${x(t2, n2)} | ${x(t2, t1)} | ` +
-          `${f1?.toFixed(1) ?? 'n/a'} / ${f2?.toFixed(1) ?? 'n/a'} | ${g(t1)?.toFixed(2) ?? 'n/a'} / ${g(t2)?.toFixed(2) ?? 'n/a'} | ${share(t1)} / ${share(t2)} |`);
+          `${f1?.toFixed(1) ?? 'n/a'} / ${f2?.toFixed(1) ?? 'n/a'} | ${g(t1)?.toFixed(2) ?? 'n/a'} / ${g(t2)?.toFixed(2) ?? 'n/a'} | ${share(t1, 1)} / ${share(t2, 2)} |`);
       }
       if (itemNotes.length) console.log(`items the worker ran per token at 2 threads (lib.threadWorkItems): ${itemNotes.join('; ')}`);
     }

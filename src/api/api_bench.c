@@ -5,6 +5,7 @@
 #include "api.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "../kernels/simd.h"
 
 #include <string.h>
@@ -52,30 +53,54 @@ AW_API float aw_bench_peak(int32_t iters) {
 }
 
 // Memory bandwidth, the limit of decoding (which streams every weight once per token), for
-// bench/generate.bench.js and the native tools/generate.c alike: reps passes over n floats, each
-// copying src to dst with memcpy (mode 0) or summing src in 16-float steps (mode 1: a read stream,
-// as a matrix-vector product reads its weights). The caller times the call. Returns the sum (mode 1;
-// so the reads cannot be dropped) or dst's middle element.
+// bench/generate.bench.js and the native tools/generate.c alike; the caller times the call.
+// Sums [begin, end) of src: 16 floats a step in four accumulators (the read stream's loop).
+static float read_sum(const float *src, size_t begin, size_t end) {
+    size_t i = begin;
+    float total = 0.0f;
+#if AW_SIMD
+    aw_f32x4 a0 = aw_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 16 <= end; i += 16) {
+        a0 = aw_add(a0, aw_load(src + i)), a1 = aw_add(a1, aw_load(src + i + 4));
+        a2 = aw_add(a2, aw_load(src + i + 8)), a3 = aw_add(a3, aw_load(src + i + 12));
+    }
+    total = aw_hsum(aw_add(aw_add(a0, a1), aw_add(a2, a3)));
+#endif
+    for (; i < end; i++) total += src[i];
+    return total;
+}
+
+typedef struct {
+    const float *src;
+    size_t n, cut;
+    float sums[AW_PIECES];
+} read_job;
+
+static void read_piece(void *ctx, size_t item) {
+    read_job *j = ctx;
+    const size_t begin = item * j->cut, end = j->n - begin < j->cut ? j->n : begin + j->cut;
+    j->sums[item] = read_sum(j->src, begin, end);
+}
+
+// reps passes over n floats: mode 0 copies src to dst (memcpy), 1 reads src on the calling thread,
+// 2 reads src in AW_PIECES pieces over the thread pool (every thread the library runs: the read
+// bandwidth of all the cores a multi-threaded decoder can use). Returns a sum, so no pass is dropped.
 AW_API float aw_bench_stream(float *dst, const float *src, int32_t n, int32_t mode, int32_t reps) {
-    if (n <= 0 || reps <= 0 || mode < 0 || mode > 1) return 0.0f;
+    if (n <= 0 || reps <= 0 || mode < 0 || mode > 2) return 0.0f;
     const size_t len = (size_t)n;
     float total = 0.0f;
     for (int32_t r = 0; r < reps; r++) {
         if (mode == 0) {
             memcpy(dst, src, len * sizeof(float));
             total += dst[len / 2];
-            continue;
+        } else if (mode == 1) {
+            total += read_sum(src, 0, len);
+        } else {
+            read_job j = {.src = src, .n = len};
+            const size_t pieces = aw_pieces(len, 1024, &j.cut);
+            aw_parallel_for(pieces, read_piece, &j);
+            for (size_t p = 0; p < pieces; p++) total += j.sums[p];
         }
-        size_t i = 0;
-#if AW_SIMD
-        aw_f32x4 a0 = aw_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
-        for (; i + 16 <= len; i += 16) {
-            a0 = aw_add(a0, aw_load(src + i)), a1 = aw_add(a1, aw_load(src + i + 4));
-            a2 = aw_add(a2, aw_load(src + i + 8)), a3 = aw_add(a3, aw_load(src + i + 12));
-        }
-        total += aw_hsum(aw_add(aw_add(a0, a1), aw_add(a2, a3)));
-#endif
-        for (; i < len; i++) total += src[i];
     }
     return total;
 }

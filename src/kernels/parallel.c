@@ -73,7 +73,8 @@ static struct {
     int32_t writing;    // 1 while the main thread writes a job's fields
     aw_item_fn fn;
     void *ctx;
-    size_t count, next, done;
+    size_t count, done;
+    uint64_t ends;      // the items not yet claimed: [low 32 bits, high 32 bits)
     uint32_t worker_items; // items the workers ran, ever (tests and benchmarks read it)
 } pool;
 
@@ -87,10 +88,24 @@ static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 // 2^20 keeps it awake (1.68x).
 enum { SPIN = 1 << 20 };
 
+// Claims one item: the caller from the front of the unclaimed range, workers from its back, so
+// each side reads a contiguous run of the job's memory (a matrix-vector product's rows stream in
+// order on each core) and they meet wherever the faster one got to. Returns count when none is left.
+static size_t claim(size_t count, int worker) {
+    uint64_t e = __atomic_load_n(&pool.ends, __ATOMIC_ACQUIRE);
+    for (;;) {
+        const uint32_t lo = (uint32_t)e, hi = (uint32_t)(e >> 32);
+        if (lo >= hi) return count;
+        const uint64_t want = worker ? e - ((uint64_t)1 << 32) : e + 1;
+        if (__atomic_compare_exchange_n(&pool.ends, &e, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return worker ? hi - 1 : lo;
+    }
+}
+
 static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
     depth++;
     for (;;) {
-        const size_t i = __atomic_fetch_add(&pool.next, 1, __ATOMIC_ACQ_REL);
+        const size_t i = claim(count, worker);
         if (i >= count) break;
         fn(ctx, i);
         if (worker) __atomic_fetch_add(&pool.worker_items, 1, __ATOMIC_RELAXED);
@@ -108,14 +123,14 @@ size_t aw_threads(void) {
 
 void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
     if (count == 0) return;
-    if (depth > 0 || count == 1 || aw_threads() == 1) {
+    if (depth > 0 || count == 1 || count > UINT32_MAX || aw_threads() == 1) { // claim() counts in 32 bits
         for (size_t i = 0; i < count; i++) fn(ctx, i);
         return;
     }
     __atomic_store_n(&pool.writing, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&pool.active, __ATOMIC_SEQ_CST) != 0) { } // a late worker leaving the last job
     pool.fn = fn, pool.ctx = ctx, pool.count = count;
-    __atomic_store_n(&pool.next, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&pool.ends, (uint64_t)count << 32, __ATOMIC_RELEASE); // [0, count)
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pool.writing, 0, __ATOMIC_SEQ_CST);
