@@ -5,7 +5,9 @@
 //   node bench/compare-checkouts.mjs /tmp/base forward   (only the workloads whose name holds "forward";
 //   SAMPLES=41 for more interleaved rounds: the median of the per-round ratios is printed too)
 // Both libraries run the same public-API calls, interleaved round-robin (bench/timing.js), and
-// the table prints base / this per workload: above 1 means this checkout is faster.
+// the table prints base / this per workload: above 1 means this checkout is faster. Three builds:
+// SIMD and scalar on one thread, and the threaded build on two (skipped where threads cannot run;
+// each library's worker spins about a millisecond after its call, into the other's: alike for both).
 import { pathToFileURL } from 'node:url';
 import { cpuName, interleave } from './timing.js';
 import { loadAttention } from '../wasm/index.js';
@@ -21,8 +23,13 @@ const rand = (n, seed) => {
   return Float32Array.from({ length: n }, () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32 - 0.5; });
 };
 
-for (const simd of [true, false]) {
-  const libs = { base: await loadBase({ simd }), this: await loadAttention({ simd }) };
+// the SIMD and scalar builds on one thread, and the threaded build on 2 (its pool's scheduling)
+for (const [label, opts] of [['SIMD', { simd: true }], ['scalar', { simd: false }], ['threaded, 2 threads,', { threads: 2 }]]) {
+  const libs = { base: await loadBase(opts), this: await loadAttention(opts) };
+  if (opts.threads && (libs.base.threads !== 2 || libs.this.threads !== 2)) {
+    console.log(`\n## threaded build: not run (threads ${libs.base.threads} / ${libs.this.threads}: ${libs.this.threadsReason ?? ''})`);
+    continue;
+  }
   const q1024 = rand(1024 * 64, 1), k1024 = rand(1024 * 64, 2), v1024 = rand(1024 * 64, 3);
   const q256 = rand(256 * 64, 4);
   const models = Object.fromEntries(Object.entries(libs).map(([k, lib]) => [k, {
@@ -50,7 +57,7 @@ for (const simd of [true, false]) {
   work['generate softmax 24 tokens'] = (lib, k) => models[k].softmax.generate([1, 2, 3], { maxTokens: 24 });
   work['generate llama (rope) 24 tokens'] = (lib, k) => models[k].llama.generate([1, 2, 3], { maxTokens: 24 });
   work['generate synth:dense 24 tokens'] = (lib, k) => models[k]['synth:dense'].generate([1, 2, 3], { maxTokens: 24 });
-  console.log(`\n## ${simd ? 'SIMD' : 'scalar'} build: ms per call, median of ${SAMPLES} interleaved rounds\n`);
+  console.log(`\n## ${label} build: ms per call, median of ${SAMPLES} interleaved rounds\n`);
   console.log('| workload | base | this | base / this | median of the rounds\' base / this |\n|---|---|---|---|---|');
   for (const [name, fn] of Object.entries(work)) {
     if (!name.includes(only)) continue;

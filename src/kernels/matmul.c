@@ -342,7 +342,8 @@ static void gemm_cols(void *ctx, size_t item) {
 // rows (NN) reached 6-7 GB/s; streaming whole rows reaches 12-14 GB/s, near one core's read
 // bandwidth (about 22 GB/s there).
 //   NT (B stored N x K): one dot product per row, 16 floats a step in four accumulators.
-//   NN (B row-major K x N): y += x[k] B[k, :] along whole rows, k in order, one row a pass.
+//   NN (B row-major K x N): y += x[k] B[k, :] along whole rows, k in order, one row a pass (four
+//   for a B small enough to stay in cache).
 // Threads: NT by blocks of rows. NN by pieces of rows of B, each summed into a partial vector of
 // its own, the partials then added in piece order; B wider than GEMV_WIDE by blocks of columns
 // instead (runs of hundreds of floats per row, still long enough to stream). Every cut is fixed by
@@ -354,6 +355,7 @@ enum {
     GEMV_PIECE_ROWS = 16, // and at least this many rows each
     GEMV_WIDE = 1024,     // NN wider than this: blocks of columns (the partials would not fit the stack)
     GEMV_BLOCKS = 64,     // NT row blocks and wide NN column blocks: at most this many (parallel.h's AW_PIECES)
+    GEMV_STREAM = 1 << 16, // NN of this many floats or more: one row a pass (gemv_nn_rows)
 };
 
 // sum_k x[k] r[k]: 16 floats a step in four accumulators, then 4, then one at a time.
@@ -384,25 +386,48 @@ static void gemv_nt_rows(float *y, const float *x, const float *b, size_t ldb, s
     }
 }
 
-// y (n) (+)= x[k0 .. k1) B[k0 .. k1, 0 .. n) with b at column 0 of row 0: one row of B a pass, in
-// k order, so B is read as one sequential stream (rows are ldb apart; a dense B is contiguous) and
-// each y[j] takes one multiply-add per row in k order (vector lanes; the last n mod 4 columns in
-// scalar). Measured natively on the stories15M shape (AMD EPYC family 25 model 17, one thread), four
-// rows a pass (four short interleaved streams) ran at about 9.5 GB/s and held decoding to 194 tok/s;
-// one row a pass: 260 tok/s, with the same bits.
+// y (n) (+)= x[k0 .. k1) B[k0 .. k1, 0 .. n) with b at column 0 of row 0, rows ldb apart. Each y[j]
+// takes one multiply-add per row in k order (vector lanes; the last n mod 4 columns in scalar),
+// however many rows a pass takes, so a column's bits depend only on n mod 4 and the rows. Two
+// orders, for where B lives:
+//   stream (B of GEMV_STREAM floats or more, which decoding reads from memory): one row a pass, so
+//     B is read as one sequential stream. Measured natively on the stories15M shape (AMD EPYC
+//     family 25 model 17, one thread), four rows a pass (four short interleaved streams) ran at
+//     about 9.5 GB/s and held decoding to 194 tok/s; one row a pass: 260 tok/s.
+//   cached (smaller B, which stays in cache between tokens): four rows a pass, a quarter of the
+//     loads and stores of y; one row a pass made a d = 64 model's generation 1.35-1.5x slower.
 static void gemv_nn_rows(float *y, const float *x, const float *b, size_t ldb, size_t k0, size_t k1, size_t n,
-                         int accumulate) {
+                         int accumulate, int stream) {
     if (!accumulate) memset(y, 0, n * sizeof(float));
+    size_t k = k0;
 #if AW_SIMD
     const size_t n4 = n / 4 * 4;
-    for (size_t k = k0; k < k1; k++) {
+    for (; !stream && k + 4 <= k1; k += 4) {
+        const float *r0 = b + k * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+        const aw_f32x4 x0 = aw_splat(x[k]), x1 = aw_splat(x[k + 1]), x2 = aw_splat(x[k + 2]), x3 = aw_splat(x[k + 3]);
+        for (size_t j = 0; j < n4; j += 4) {
+            aw_f32x4 acc = aw_load(y + j);
+            acc = aw_madd(acc, x0, aw_load(r0 + j));
+            acc = aw_madd(acc, x1, aw_load(r1 + j));
+            acc = aw_madd(acc, x2, aw_load(r2 + j));
+            acc = aw_madd(acc, x3, aw_load(r3 + j));
+            aw_store(y + j, acc);
+        }
+        for (size_t j = n4; j < n; j++) {
+            float acc = y[j];
+            acc += x[k] * r0[j], acc += x[k + 1] * r1[j], acc += x[k + 2] * r2[j], acc += x[k + 3] * r3[j];
+            y[j] = acc;
+        }
+    }
+    for (; k < k1; k++) {
         const float *r = b + k * ldb;
         const aw_f32x4 xk = aw_splat(x[k]);
         for (size_t j = 0; j < n4; j += 4) aw_store(y + j, aw_madd(aw_load(y + j), xk, aw_load(r + j)));
         for (size_t j = n4; j < n; j++) y[j] += x[k] * r[j];
     }
 #else
-    for (size_t k = k0; k < k1; k++)
+    (void)stream;
+    for (; k < k1; k++)
         for (size_t j = 0; j < n; j++) y[j] += x[k] * b[k * ldb + j];
 #endif
 }
@@ -412,7 +437,7 @@ typedef struct {
     const float *x, *b;
     size_t ldb, N, K;
     size_t cut;       // rows of B per NN piece, or rows (NT) or columns (wide NN) per block
-    int accumulate;
+    int accumulate, stream;
 } gemv_job;
 
 static void gemv_nt_block(void *ctx, size_t item) {
@@ -424,14 +449,14 @@ static void gemv_nt_block(void *ctx, size_t item) {
 static void gemv_nn_piece(void *ctx, size_t item) { // piece 0 sums into y itself (from y when accumulating)
     const gemv_job *g = ctx;
     const size_t k0 = item * g->cut, k1 = g->K - k0 < g->cut ? g->K : k0 + g->cut;
-    if (item == 0) gemv_nn_rows(g->y, g->x, g->b, g->ldb, k0, k1, g->N, g->accumulate);
-    else gemv_nn_rows(g->part + (item - 1) * g->N, g->x, g->b, g->ldb, k0, k1, g->N, 0);
+    if (item == 0) gemv_nn_rows(g->y, g->x, g->b, g->ldb, k0, k1, g->N, g->accumulate, g->stream);
+    else gemv_nn_rows(g->part + (item - 1) * g->N, g->x, g->b, g->ldb, k0, k1, g->N, 0, g->stream);
 }
 
 static void gemv_nn_cols(void *ctx, size_t item) {
     const gemv_job *g = ctx;
     const size_t j0 = item * g->cut, n = g->N - j0 < g->cut ? g->N - j0 : g->cut;
-    gemv_nn_rows(g->y + j0, g->x, g->b + j0, g->ldb, 0, g->K, n, g->accumulate);
+    gemv_nn_rows(g->y + j0, g->x, g->b + j0, g->ldb, 0, g->K, n, g->accumulate, g->stream);
 }
 
 // [0, n) in at most GEMV_BLOCKS blocks of a multiple of 4 and at least `least` (a multiple of 4)
@@ -443,7 +468,8 @@ static size_t gemv_block(size_t n, size_t least) {
 }
 
 static void gemv(float *y, const float *x, const float *b, size_t ldb, size_t N, size_t K, int nt, int accumulate) {
-    gemv_job g = {.y = y, .x = x, .b = b, .ldb = ldb, .N = N, .K = K, .accumulate = accumulate};
+    gemv_job g = {.y = y, .x = x, .b = b, .ldb = ldb, .N = N, .K = K, .accumulate = accumulate,
+                  .stream = (double)N * (double)K >= GEMV_STREAM};
     const int par = (double)N * (double)K >= GEMV_PAR;
     if (nt) {
         g.cut = par ? gemv_block(N, 4) : N;
