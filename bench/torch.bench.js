@@ -91,6 +91,10 @@ export default async function run({ cpuName }) {
       const hyper = { lr: 1e-3, beta1: 0.9, beta2: 0.98, eps: 1e-8, weightDecay: 0.01, clip: 1 };
       work.push(['training step C=64 H=4 L=2 B=16 T=32', () => model.trainStep({ task: 'reverse', batchSize: 16, length: 16, symbols: 10, ...hyper }),
         { op: 'train' }, 5]);
+      // the step's forward alone (a batch, the model, the loss; no gradients): what the backward pass
+      // and the optimizer add is the step less this
+      work.push(['training step, its forward alone', () => model.evaluate({ task: 'reverse', batches: 1, batchSize: 16, length: 16, symbols: 10, seed: 1 }),
+        { op: 'train-forward' }, 5]);
       for (const [name, ours, cmd, reps] of work) {
         const mine = [], theirs = [];
         for (let r = 0; r < ROUNDS; r++) {
@@ -101,6 +105,12 @@ export default async function run({ cpuName }) {
         }
         const m = median(mine), t = median(theirs);
         rows.push([`${name}, ${threads} thread${threads > 1 ? 's' : ''}`, `${m.toFixed(3)} ms`, `${t.toFixed(3)} ms`, `${(t / m).toFixed(2)}x`]);
+        if (name === 'training step, its forward alone') { // the split: forward, and backward + clipping + AdamW (the step less it)
+          const [sm, st] = [rows.at(-2)[1], rows.at(-2)[2]].map(parseFloat);
+          rows.push([`training step, backward + optimizer (the step less its forward), ${threads} thread${threads > 1 ? 's' : ''}`,
+            `${(sm - m).toFixed(3)} ms (${((100 * (sm - m)) / sm).toFixed(0)}% of the step)`,
+            `${(st - t).toFixed(3)} ms (${((100 * (st - t)) / st).toFixed(0)}%)`, `${((st - t) / (sm - m)).toFixed(2)}x`]);
+        }
       }
       model.dispose();
     } finally {

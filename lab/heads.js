@@ -128,6 +128,13 @@ export function scoreHeads(attention, tokens) {
   return out;
 }
 
+/** A model's weight on the first token of ids: its 'first token' score (a sink) averaged over every
+ * layer's heads, one forward pass (the attention-sinks panel and scripts/sink-claims.mjs). */
+export function firstTokenWeight(model, ids) {
+  const hs = scoreHeads(model.forward(ids).attention, ids).map((h) => h.scores['first token']);
+  return hs.reduce((a, b) => a + b, 0) / hs.length;
+}
+
 /**
  * A name for a head from its scores: the strongest of induction, previous token, duplicate token
  * and first token when it holds at least 0.3 of the head's weight; else "local" when the last four

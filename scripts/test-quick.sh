@@ -20,6 +20,7 @@ SLOW=(
   generate-native.test.js # builds the native generation yardstick (tools/generate.c)
   fuzz.test.js      # Debian's clang: replays the corpora and fuzzes 20 s per target
   fortunes.test.js  # Debian's fortunes: held-out figures over real text
+  sink-claims.test.js # builds the native trainer; Debian's fortunes: the sink claims' script and shipped models
 )
 
 if [ "$(cat wasm/sources.sha256 2>/dev/null)" != "$(bash build.sh hash)" ]; then

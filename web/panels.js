@@ -241,7 +241,7 @@ export const PANELS = [
     create(section, { lib }) {
       const q = finder(section);
       createSinksView({
-        panel: section, form: q('sinks-settings'), text: q('stext'), window: q('swindow'), sinks: q('ssinks'),
+        panel: section, form: q('sinks-settings'), text: q('stext'), window: q('swindow'), sinks: q('ssinks'), way: q('sway'),
         run: q('srun'), reset: q('sreset'), status: q('sstatus'), chart: q('schart'), legend: q('slegend'), summary: q('ssummary'),
       }, { lib });
       return {};

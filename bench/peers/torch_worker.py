@@ -199,6 +199,14 @@ def handle(cmd):
             losses.append(float(loss))
         ms = timed(step, cmd.get('reps', 3))
         return {'ms': ms, 'loss': losses[-1]}
+    if op == 'train-forward':  # the step's forward alone: a batch, the model, the loss (no graph kept)
+        m, cfg, rng = state['model'], state['cfg'], state['rng']
+
+        def forward():
+            x, y = reverse_batch(cfg['batch'], cfg['T'], cfg['vocab'], rng)
+            with torch.no_grad():
+                F.cross_entropy(m(x).reshape(-1, cfg['vocab']), y.reshape(-1), ignore_index=-1)
+        return {'ms': timed(forward, cmd.get('reps', 3))}
     if op == 'llama':
         if 'llama' not in state or state.get('llama_cfg') != {k: v for k, v in cmd.items() if k != 'op'}:
             state.update(llama=Llama(cmd), llama_cfg={k: v for k, v in cmd.items() if k != 'op'})

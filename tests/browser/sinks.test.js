@@ -30,3 +30,28 @@ test('attention sinks: three ways to read past the window, measured in the page'
   assert.deepEqual(problems(), []);
   await page.close();
 });
+
+test('attention sinks: three ways to rest, read past the window by three models trained alike', async () => {
+  const { page, problems } = await open();
+  await page.waitForSelector('#sinks:not([hidden])', { timeout: 300000 });
+  await page.selectOption('#sway', 'rest');
+  await page.click('#srun');
+  await page.waitForSelector('#sinks[data-done="1"]', { timeout: 300000 });
+  const result = JSON.parse(await page.getAttribute('#sinks', 'data-result'));
+  assert.deepEqual(result.map((r) => r.model), ['plain', 'plain', 'learned', 'gate']);
+  for (const r of result) assert.ok(Number.isFinite(r.past) && r.past > 0.5 && r.past < 6, `${r.label}: ${r.past}`);
+  // before the window fills the plain model's two readings are the same reading
+  assert.ok(Math.abs(result[0].before - result[1].before) < 1e-4);
+  const first = JSON.parse(await page.getAttribute('#sinks', 'data-first'));
+  assert.deepEqual(Object.keys(first).sort(), ['gate', 'learned', 'plain']);
+  for (const x of Object.values(first)) assert.ok(x > 0 && x < 1);
+  const summary = await page.textContent('#ssummary');
+  for (const r of result) assert.ok(summary.includes(`${r.label} ${r.past.toFixed(3)}`), `the summary prints ${r.label}'s figure`);
+  const legend = await page.$$eval('#slegend li', (lis) => lis.map((li) => li.textContent));
+  assert.deepEqual(legend, result.map((r) => r.label));
+  assert.match(await page.textContent('#sinks figcaption'), /^Bits per character, moving average over \d+ characters/);
+  await page.$eval('#sinks', (el) => el.scrollIntoView());
+  await screenshot(page, 'sinks-rest');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});

@@ -8,9 +8,16 @@
 // The chart is each way's bits per character minus recomputing's, as a moving average over SMOOTH
 // characters (one character's loss swings by bits; the ways differ by tenths), with the window
 // marked; every number is measured by the run.
+// "Three ways to rest" (issue 35's claim 2): three smaller models trained alike by
+// scripts/sink-claims.mjs (plain, a learned sink logit per head as in gpt-oss, and the output gate of
+// Qiu et al. 2025) read the same text past the window: the plain one with a window only and with its
+// first characters kept (StreamingLLM), the other two with a window only. That chart is each reading's
+// bits per character itself (the models differ), with the same moving average.
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
+import { firstTokenWeight } from '../../lab/heads.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
+const REST = { plain: '../models/sinks-plain.safetensors', learned: '../models/sinks-learned.safetensors', gate: '../models/sinks-gate.safetensors' };
 const TEXT = '../models/stream-text.txt';
 const SMOOTH = 100; // characters in the chart's moving average
 
@@ -58,12 +65,82 @@ export function createSinksView(el, { lib }) {
     return model;
   }
 
+  const rest = {};
+  async function loadRest() {
+    for (const [k, file] of Object.entries(REST)) {
+      if (rest[k]) continue;
+      const r = await fetch(new URL(file, import.meta.url));
+      if (!r.ok) throw new Error(`could not fetch ${file.split('/').pop()} (HTTP ${r.status})`);
+      rest[k] = lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
+    }
+    if (!defaultText) await fetchText();
+    if (!el.text.value && defaultText) el.text.value = defaultText;
+    return rest;
+  }
+
+  const bits = (xs, a, b) => { let s = 0; for (let i = a; i < b; i++) s += xs[i]; return s / Math.max(1, b - a) / Math.LN2; };
+
+  // fromZero: the range takes in 0 (differences); else it spans the points past the window (levels,
+  // whose first characters, read with no context, would squash the differences the chart is for)
+  function draw(series, window, maxLen, yLabel, caption, fromZero = true) {
+    const ys = series.flatMap((x) => x.points.filter((p) => fromZero || p[0] >= window).map((p) => p[1]));
+    const lo = fromZero ? Math.min(0, ...ys) : Math.min(...ys), hi = Math.max(...ys);
+    drawChart(el.chart, { series, xLabel: `position in the text (the model was trained on ${maxLen} characters)`,
+      yLabel, logX: false, logY: false, yRange: [lo - 0.05 * (hi - lo || 1), hi + 0.1 * (hi - lo || 1)],
+      marks: [{ x: window, label: `the window (${window}) fills: eviction starts` }] });
+    Object.assign(el.chart.dataset, { smooth: String(SMOOTH), points: String(series[0].points.length) });
+    el.chart.closest('figure').querySelector('figcaption').textContent = caption;
+    el.legend.replaceChildren(...series.map((x, i) => {
+      const li = document.createElement('li');
+      li.append(legendSwatch(seriesStyle(i)), x.label);
+      return li;
+    }));
+  }
+
+  // The three ways to rest: each reading's bits per character, smoothed; each model's weight on the
+  // first token (mean over layers, heads and rows of its first maxLen tokens)
+  async function runRest(tokens, window, sinks) {
+    const ms = await loadRest();
+    const ways = [
+      ['nowhere to rest (plain, window only)', 'plain', { window }],
+      [`StreamingLLM (plain, first ${sinks} kept)`, 'plain', { window, sinks }],
+      ['learned sink (gpt-oss), window only', 'learned', { window }],
+      ['output gate (Qiu et al.), window only', 'gate', { window }],
+    ];
+    const results = ways.map(([label, key, opts]) => {
+      const t0 = performance.now();
+      const losses = ms[key].streamLosses(tokens, opts);
+      return { label, model: key, losses, ms: performance.now() - t0 };
+    });
+    const first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, firstTokenWeight(m, [...tokens.subarray(0, m.config.maxLen)])]));
+    const every = Math.max(1, Math.floor(results[0].losses.length / 300));
+    draw(results.map((r, i) => ({ label: r.label, ...seriesStyle(i), points: movingAverage(Array.from(r.losses, (x) => x / Math.LN2), SMOOTH, every) })),
+      window, ms.plain.config.maxLen, 'bits per character',
+      `Bits per character, moving average over ${SMOOTH} characters; the dashed line: position ${window}, where the window fills and the rolling caches start evicting`, false);
+    const past = results.map((r) => bits(r.losses, window, r.losses.length));
+    el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, model: r.model, before: bits(r.losses, 0, window), past: past[i], ms: r.ms })));
+    el.panel.dataset.first = JSON.stringify(first);
+    el.summary.textContent = `Measured just now on ${tokens.length} characters, bits per character past the window: `
+      + results.map((r, i) => `${r.label} ${past[i].toFixed(3)}`).join('; ') + '. Weight on the first token (mean over heads and rows): '
+      + `plain ${first.plain.toFixed(3)}, learned sink ${first.learned.toFixed(3)}, output gate ${first.gate.toFixed(3)}.`;
+  }
+
   async function run() {
     el.run.disabled = true;
     el.status.textContent = 'Reading…';
     try {
-      const m = await load();
       const window = Number(el.window.value), sinks = Number(el.sinks.value);
+      if (el.way?.value === 'rest') {
+        await loadRest();
+        const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]);
+        if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
+        await new Promise((r) => setTimeout(r, 0)); // let the status paint
+        await runRest(tokens, window, sinks);
+        el.status.textContent = '';
+        el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
+        return;
+      }
+      const m = await load();
       const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]); // the start token, then the text
       if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
       await new Promise((r) => setTimeout(r, 0)); // let the status paint
@@ -75,27 +152,15 @@ export function createSinksView(el, { lib }) {
         const losses = m.streamLosses(tokens, opts);
         return { label, losses, ms: performance.now() - t0 };
       });
-      const bits = (xs, a, b) => { let s = 0; for (let i = a; i < b; i++) s += xs[i]; return s / Math.max(1, b - a) / Math.LN2; };
       // each way minus recomputing, in bits, averaged over the last SMOOTH characters: about 300 points a line
       const ref = results[2].losses, every = Math.max(1, Math.floor(ref.length / 300));
       const series = results.map((r, i) => ({
         label: r.label, ...seriesStyle(i),
         points: movingAverage(Array.from(r.losses, (x, k) => (x - ref[k]) / Math.LN2), SMOOTH, every),
       }));
-      const lo = Math.min(0, ...series.flatMap((x) => x.points.map((p) => p[1])));
-      const hi = Math.max(...series.flatMap((x) => x.points.map((p) => p[1])));
-      drawChart(el.chart, { series, xLabel: `position in the text (the model was trained on ${m.config.maxLen} characters)`,
-        yLabel: 'bits/char more than recomputing', logX: false, logY: false,
-        yRange: [lo - 0.05 * (hi - lo || 1), hi + 0.1 * (hi - lo || 1)],
-        marks: [{ x: window, label: `the window (${window}) fills: eviction starts` }] });
-      Object.assign(el.chart.dataset, { smooth: String(SMOOTH), points: String(series[0].points.length), raw: String(ref.length) });
-      el.chart.closest('figure').querySelector('figcaption').textContent = `Bits per character more than recomputing, moving average over ${SMOOTH} characters; `
-        + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`;
-      el.legend.replaceChildren(...results.map((r, i) => {
-        const li = document.createElement('li');
-        li.append(legendSwatch(seriesStyle(i)), r.label);
-        return li;
-      }));
+      draw(series, window, m.config.maxLen, 'bits/char more than recomputing', `Bits per character more than recomputing, moving average over ${SMOOTH} characters; `
+        + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`);
+      el.chart.dataset.raw = String(ref.length);
       const past = results.map((r) => bits(r.losses, window, r.losses.length));
       const before = results.map((r) => bits(r.losses, 0, window));
       el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, before: before[i], past: past[i], ms: r.ms })));
