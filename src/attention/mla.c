@@ -72,16 +72,17 @@ typedef struct {
     float *qa, *lat;                       // (T, H R) each: the absorbed path's queries and latent averages
 } mla_acts;
 
+// The seven (T, width) blocks the forward's activations and backward's gradients share, in the
+// order of mla_acts and mla_grads: c (R), kr (P), cq (Qr), qc (C), qr (H P), kc (C), v (C).
+static void take_rows(aw_plan *p, const aw_mla_desc *ds, size_t o[7]) {
+    const size_t T = ds->T, C = ds->C, widths[7] = {ds->R, ds->P, ds->Qr, C, aw_size_mul(ds->H, ds->P), C, C};
+    for (int i = 0; i < 7; i++) o[i] = aw_plan_take(p, T, widths[i]);
+}
+
 static size_t acts_plan(aw_plan *p, const aw_mla_desc *ds, mla_acts *a, float *base) {
-    const size_t T = ds->T, C = ds->C, H = ds->H, HP = aw_size_mul(ds->H, ds->P), HR = aw_size_mul(ds->H, ds->R);
+    const size_t T = ds->T, H = ds->H, HR = aw_size_mul(ds->H, ds->R);
     size_t o[9];
-    o[0] = aw_plan_take(p, T, ds->R);
-    o[1] = aw_plan_take(p, T, ds->P);
-    o[2] = aw_plan_take(p, T, ds->Qr);
-    o[3] = aw_plan_take(p, T, C);
-    o[4] = aw_plan_take(p, T, HP);
-    o[5] = aw_plan_take(p, T, C);
-    o[6] = aw_plan_take(p, T, C);
+    take_rows(p, ds, o);
     o[7] = aw_plan_take(p, aw_size_mul(H, T), T);
     o[8] = aw_plan_take(p, T, aw_size_mul(2, HR));
     if (a && base) {
@@ -216,17 +217,10 @@ typedef struct {
 } mla_grads;
 
 static size_t backward_plan(aw_plan *p, const aw_mla_desc *ds, mla_acts *a, mla_grads *g, float *base) {
-    const size_t T = ds->T, C = ds->C, HP = aw_size_mul(ds->H, ds->P);
     acts_plan(p, ds, a, base);
     size_t o[7];
-    o[0] = aw_plan_take(p, T, ds->R);
-    o[1] = aw_plan_take(p, T, ds->P);
-    o[2] = aw_plan_take(p, T, ds->Qr);
-    o[3] = aw_plan_take(p, T, C);
-    o[4] = aw_plan_take(p, T, HP);
-    o[5] = aw_plan_take(p, T, C);
-    o[6] = aw_plan_take(p, T, C);
-    aw_plan_take(p, T, 1); // dA of one row
+    take_rows(p, ds, o);
+    aw_plan_take(p, ds->T, 1); // dA of one row
     if (g && base) {
         g->dc = base + o[0], g->dkr = base + o[1], g->dcq = base + o[2], g->dqc = base + o[3], g->dqr = base + o[4];
         g->dkc = base + o[5], g->dv = base + o[6];
