@@ -302,6 +302,9 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     return st;
 }
 
+// The sliding window, which generation's ring of rows follows (forms.h).
+static size_t step_window(const aw_attn_form *f) { return ((const softmax_own *)f->own)->window; }
+
 // The KV cache of positions 0..T-1 at once: the rows as step() stores them.
 static void prefill(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T) {
     memcpy(state, k, T * f->C * sizeof(float));
@@ -349,6 +352,7 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     .step_floats = step_floats,
     .step = step,
     .prefill = prefill,
+    .step_window = step_window,
     .qk_forward = qk_forward,
     .qk_backward = qk_backward,
 };

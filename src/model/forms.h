@@ -164,6 +164,10 @@ struct aw_form {
     // forward computed, into a fresh step state, as T steps would. NULL: the prompt is stepped
     // through one token at a time.
     void (*prefill)(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T);
+    // The keys a step attends over when fewer than all earlier ones: the last `window` (softmax's
+    // sliding window), 0 for all; NULL: all. Generation then keeps only a ring of the last window
+    // positions' rows (generate.c) and runs step on a view of it; step and prefill are unchanged.
+    size_t (*step_window)(const aw_attn_form *f);
     // Before the positional rotation (NULL: nothing): transforms q (T, C) and k (Tk, kc) in place
     // (softmax's QK-norm), k of kc columns (the K/V heads' in generation, C otherwise); saved: the
     // form's saved_floats(T, Tk) of this sequence when a backward follows (kc = C then), else NULL.

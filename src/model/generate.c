@@ -35,6 +35,22 @@ static int own_cache(const aw_model *m, int l) {
            !m->self_form[l].switches; // a switched-on softmax attends through its form's step
 }
 
+// Layer l's window when generation keeps it as a ring (0: a cache of maxLen rows): a form whose step
+// reads only its last `window` keys (form->step_window), a window short enough that the ring's 2
+// window rows save memory.
+static size_t ring_window(const aw_model *m, int l) {
+    const aw_attn_form *f = &m->self_form[l];
+    if (own_cache(m, l) || !f->form->step_window) return 0;
+    const size_t w = f->form->step_window(f);
+    return w && 2 * w < (size_t)m->cfg.max_len ? w : 0;
+}
+
+// The rows of layer l's step state: a ring of 2 window rows, or maxLen.
+static size_t state_rows(const aw_model *m, int l) {
+    const size_t w = ring_window(m, l);
+    return w ? 2 * w : (size_t)m->cfg.max_len;
+}
+
 // 1 when the prompt can go through one batched forward whose K, V fill the caches: a decoder
 // whose every self-attention keeps the positions' K, V (grouped-query softmax's own cache, or a
 // form with a prefill).
@@ -68,6 +84,14 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
                     memcpy(kc + p * KC + g * hd, a->k + p * C + g * group * hd, hd * sizeof(float));
                     memcpy(vc + p * KC + g * hd, a->v + p * C + g * group * hd, hd * sizeof(float));
                 }
+        } else if (ring_window(m, l)) { // the last window positions into the ring, both copies (ring_step)
+            const size_t W = ring_window(m, l), R = 2 * W;
+            float *ring = s->self[l];
+            for (size_t p = np > W ? np - W : 0; p < np; p++)
+                for (size_t row = p % W; row < R; row += W) {
+                    memcpy(ring + row * C, a->k + p * C, C * sizeof(float));
+                    memcpy(ring + (R + row) * C, a->v + p * C, C * sizeof(float));
+                }
         } else {
             m->self_form[l].form->prefill(&m->self_form[l], s->self[l], L, a->k, a->v, np);
         }
@@ -95,7 +119,7 @@ static int state_init(decode_state *s, aw_model *m, size_t S) {
     aw_plan plan = {0};
     for (int l = 0; l < nl; l++) {
         const aw_attn_form *f = &m->self_form[l];
-        const size_t floats = own_cache(m, l) ? aw_size_mul3(2, L, KC) : f->form->step_floats(f, L);
+        const size_t floats = own_cache(m, l) ? aw_size_mul3(2, L, KC) : f->form->step_floats(f, state_rows(m, l));
         at_self[l] = aw_plan_take(&plan, floats / 4 + 1, 4);
         at_ck[l] = aw_plan_take(&plan, S, C);
         at_cv[l] = aw_plan_take(&plan, S, C);
@@ -131,8 +155,8 @@ static void state_free(decode_state *s) { free(s->mem); }
 
 // out (layers): the floats generation keeps for each decoder layer's self-attention, as state_init
 // allocates them for a sequence of maxLen: grouped-query softmax's K/V-head cache (2 maxLen KC), or
-// the form's step state (its KV cache of maxLen rows, window layers too, or its recurrent state,
-// with the step's scratch). -1 for a layer whose form has no step (generation recomputes instead).
+// the form's step state (its KV cache of maxLen rows, a window layer's ring of 2 window rows, or its
+// recurrent state, with the step's scratch). -1 for a layer whose form has no step (generation recomputes instead).
 int model_generation_floats(const aw_model *m, double *out) {
     if (m->cfg.arch != AW_ARCH_DECODER)
         return aw_fail(AW_ERR_ARG, "generationBytes: counts a decoder's caches, and this model is arch \"%s\"",
@@ -141,7 +165,7 @@ int model_generation_floats(const aw_model *m, double *out) {
     for (int l = 0; l < m->cfg.layers; l++) {
         const aw_attn_form *f = &m->self_form[l];
         if (own_cache(m, l)) out[l] = (double)aw_size_mul3(2, L, KC);
-        else if (f->form->flags & AW_FORM_STEP) out[l] = (double)f->form->step_floats(f, L);
+        else if (f->form->flags & AW_FORM_STEP) out[l] = (double)f->form->step_floats(f, state_rows(m, l));
         else out[l] = -1.0;
     }
     return AW_OK;
@@ -167,6 +191,20 @@ void decode_attend(float *out, float *scores, const float *q, const float *kc, c
         memset(o, 0, hd * sizeof(float));
         for (size_t j = 0; j < n; j++) aw_axpy(o, (float)(scores[j] / sum), vc + j * KC + off, hd);
     }
+}
+
+// A window layer's step on its ring of R = 2W rows (keys, then values): position p sits at rows p % W
+// and p % W + W, so the last W positions are always W consecutive rows, oldest first. The form's step
+// runs on that view as on a cache of those positions alone (the same keys in the same order, the
+// query at the same offset from the first: the bits of a full cache) and writes this position's row
+// of it; the other copy is written here.
+static int ring_step(aw_attn_form *f, decode_state *s, float *ring, size_t W, const float *xin, size_t pos) {
+    const size_t C = f->C, R = 2 * W;
+    const size_t start = pos < W ? 0 : (pos + 1) % W, at = pos < W ? pos : W - 1; // the view's first row; this one's in it
+    const size_t row = start + at, twin = row < W ? row + W : row - W;
+    memcpy(ring + twin * C, s->kx, C * sizeof(float));
+    memcpy(ring + (R + twin) * C, s->vx, C * sizeof(float));
+    return f->form->step(f, ring + start * C, R, s->o, xin, s->q, s->kx, s->vx, at);
 }
 
 static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_attn_weights *w, int l, size_t pos,
@@ -199,7 +237,8 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         } else {
             kv_expand(s->kx, s->kv, 1, H, KH, hd);
             kv_expand(s->vx, s->kv + KC, 1, H, KH, hd);
-            st = f->form->step(f, s->self[l], L, s->o, xin, s->q, s->kx, s->vx, pos);
+            const size_t W = ring_window(m, l);
+            st = W ? ring_step(f, s, s->self[l], W, xin, pos) : f->form->step(f, s->self[l], L, s->o, xin, s->q, s->kx, s->vx, pos);
         }
     }
     if (st) return st;

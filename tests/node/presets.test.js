@@ -145,10 +145,13 @@ test("presets: the library's own generation state (model.generationBytes, counte
     assert.deepEqual(gen.layers, [4 * 2 * 64 * KH * 8, 4 * 2 * 64 * KH * 8], label);
     assert.equal(gen.total, design.bytes(64), `${label}: the design's count is what C allocates`);
   }
-  // a window layer: generation keeps all maxLen rows (no ring buffer), the design only `window`
+  // a window layer: generation keeps a ring of 2 window rows of K and V (each position twice, so the
+  // last `window` are always consecutive), the design only `window`; a window of half maxLen or more
+  // keeps maxLen rows (a ring would save nothing)
   const win = both({ attentionOptions: { window: 5 } });
-  assert.deepEqual(win.gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
+  assert.deepEqual(win.gen.layers, [4 * 2 * (2 * 5) * 32, 4 * 2 * (2 * 5) * 32]);
   assert.equal(win.design.bytes(64), 4 * 2 * 5 * 2 * 32);
+  assert.deepEqual(both({ attentionOptions: { window: 32 } }).gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
   // a switch on a GQA softmax: its step keeps every head's K and V (full width), not the K/V heads'
   const gqaNorm = both({ kvHeads: 2, attentionOptions: { qkNorm: true } });
   assert.deepEqual(gqaNorm.gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);

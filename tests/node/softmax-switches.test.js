@@ -178,6 +178,24 @@ for (const { name: build, lib } of builds) {
     m.dispose();
   });
 
+  test(`softmax switches [${build}]: a window layer generates from a ring of 2 window rows, as from a full cache`, () => {
+    // window 5 of maxLen 48: the prompt (12 tokens, past the window) goes into the ring by the batched
+    // prefill, and 36 new tokens wrap it seven times; GQA + rope, and ALiBi (its bias counts distances
+    // within the ring's view), with every other switch on
+    for (const c of [{ block: 'llama', kvHeads: 2, attentionOptions: { window: 5, qkNorm: true, outputGate: true } },
+      { positional: 'alibi', attentionOptions: { window: 5, learnedSinks: true, softcap: 3 } }]) {
+      const m = lib.createModel({ ...small, maxLen: 48, ...c });
+      m.trainStep({ inputs: [[1, 2, 3, 4, 5, 6, 7, 8]], targets: [[2, 3, 4, 5, 6, 7, 8, 9]], lr: 0.05 });
+      assert.deepEqual(m.generationBytes().layers, [4 * 2 * 10 * 16, 4 * 2 * 10 * 16], `${label(c)}: 2 x window rows of K and V`);
+      const prompt = Array.from({ length: 12 }, (_, i) => 1 + ((i * 5) % 11));
+      for (const seed of [1, 2, 3]) {
+        const opts = { maxTokens: 36, temperature: 1, seed };
+        assert.deepEqual([...m.generate(prompt, opts)], [...m.generate(prompt, { ...opts, cache: false })], `${label(c)}: seed ${seed}`);
+      }
+      m.dispose();
+    }
+  });
+
   test(`softmax switches [${build}]: streaming past maxLen (rolling cache) reads as a fresh forward of the last window tokens`, () => {
     // with a sliding window W in each of 2 layers a token's logits read at most 2 (W - 1) + 1 tokens
     // back: with W <= 4 the rolling cache of 8 evicts nothing they read, so streaming must equal a
