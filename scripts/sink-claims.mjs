@@ -47,7 +47,7 @@ const SETUP = {
   chars: flag('chars', QUICK ? 512 : 4096), window: flag('window', 32), sinks: 4,
   starts: QUICK ? 4 : 64, // held-out document starts the first-token weight is averaged over
 };
-export const VARIANTS = [
+const VARIANTS = [
   { id: 'plain', label: 'plain softmax', option: [] },
   { id: 'gate', label: 'output gate', option: ['--outputGate', 'true'] },
   { id: 'learned', label: 'learned sink', option: ['--learnedSinks', 'true'] },
