@@ -11,21 +11,12 @@
 // token, gated-delta layers a state of heads x dk x dv x 4 bytes whatever the length.
 //   node scripts/hybrid-claim.mjs [--quick] [--seeds 3] [--steps N] [--batch N] [--pairs N] [--jobs 2]
 // --quick: one seed and a short budget (tests/node/hybrid-claim.test.js: it runs and prints the table).
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { cpuName } from '../lab/cpu.js';
+import { buildTrainer, inJobs, intFlags, mean, sd } from './claim-tools.mjs';
 
 const args = process.argv.slice(2);
-const flag = (name, def) => {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return def;
-  const v = Number(args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`hybrid-claim.mjs: --${name} must be a positive integer, got ${JSON.stringify(args[i + 1])}`);
-    process.exit(2);
-  }
-  return v;
-};
+const flag = intFlags('hybrid-claim.mjs', args);
 const QUICK = args.includes('--quick');
 // The setup (tried first: see docs/experiments.md, "A few softmax layers restore what linear layers forget")
 const SETUP = {
@@ -45,14 +36,7 @@ const STACKS = [
   { id: 'softmax', label: 'pure softmax', forms: Array(SETUP.layers).fill('softmax') },
 ];
 
-const root = new URL('../', import.meta.url).pathname;
-// TRAINER_OUT=path: a binary of its own (as build.sh takes it; the test builds one beside docs.test.js's)
-const trainer = process.env.TRAINER_OUT || `${root}build/trainer`;
-const build = spawnSync('bash', [`${root}build.sh`, 'trainer'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TRAINER_OUT: trainer } });
-if (build.status !== 0 || !existsSync(trainer)) {
-  console.error('hybrid-claim.mjs: bash build.sh trainer failed');
-  process.exit(1);
-}
+const trainer = buildTrainer('hybrid-claim.mjs');
 
 // Equal parameters: a gated-delta layer has 2 (heads x dModel + heads) more than a softmax layer (its
 // write strength beta and its decay gate, each nn.Linear(dModel, heads)), so a stack with fewer
@@ -96,15 +80,11 @@ console.log(`# MQAR: ${SETUP.pairs} pairs (${SETUP.symbols} symbols), ${SETUP.pa
   + `d = ${SETUP.dModel}, ${SETUP.heads} heads (dHead ${SETUP.dModel / SETUP.heads}), ${SETUP.layers} layers, dFF ${STACKS.map((st) => `${st.dFF} (${st.id})`).join(', ')}; `
   + `${SETUP.steps} steps of ${SETUP.batch}, lr ${SETUP.lr}; ${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''}, ${SETUP.jobs} trainings at a time, 1 thread each`);
 console.log(`# ${cpuName()}`);
-let next = 0;
-await Promise.all(Array.from({ length: SETUP.jobs }, async () => {
-  while (next < todo.length) {
-    const { stack, seed } = todo[next++];
-    const r = await run(stack, seed);
-    results.push(r);
-    console.log(`#   ${stack.id} seed ${seed}: accuracy ${(100 * r.accuracy).toFixed(1)}%, eval loss ${r.loss.toFixed(3)}, ${r.seconds.toFixed(0)} s`);
-  }
-}));
+await inJobs(todo, SETUP.jobs, async ({ stack, seed }) => {
+  const r = await run(stack, seed);
+  results.push(r);
+  console.log(`#   ${stack.id} seed ${seed}: accuracy ${(100 * r.accuracy).toFixed(1)}%, eval loss ${r.loss.toFixed(3)}, ${r.seconds.toFixed(0)} s`);
+});
 const minutes = (Date.now() - t0) / 60000;
 
 // What a stack keeps per sequence at the task's length T (float32): a softmax layer caches a key and
@@ -116,8 +96,6 @@ function memory(stack) {
   const perToken = soft * 2 * SETUP.heads * dHead * 4, state = delta * SETUP.heads * dHead * dHead * 4;
   return { perToken, state, atT: perToken * T + state };
 }
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const sd = (xs) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, b) => a + (b - mean(xs)) ** 2, 0) / (xs.length - 1)));
 const pct = (x) => (100 * x).toFixed(1);
 console.log(`\nMQAR recall accuracy, held out (${SETUP.pairs} queries in each of 512 sequences), mean ± sd over ${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''}; `
   + `memory per sequence at T = ${T} positions (float32):\n`);

@@ -21,24 +21,16 @@
 // --ship copies seed 1 of each model to web/models/sinks-{plain,gate,learned}.safetensors (the
 // attention-sinks panel's); --quick: one seed, a short budget (its test: it runs and prints the tables);
 // --reuse: keep the models a previous run left in the directory (their training time beside them).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpuName } from '../lab/cpu.js';
 import { loadAttention } from '../wasm/index.js';
 import { ensureFortunes, FORTUNES } from './fortunes.mjs';
+import { buildTrainer, inJobs, intFlags, mean, ROOT, sd } from './claim-tools.mjs';
 import { documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
 
 const args = process.argv.slice(2);
-const flag = (name, def) => {
-  const i = args.indexOf(`--${name}`);
-  if (i < 0) return def;
-  const v = Number(args[i + 1]);
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`sink-claims.mjs: --${name} must be a positive integer, got ${JSON.stringify(args[i + 1])}`);
-    process.exit(2);
-  }
-  return v;
-};
+const flag = intFlags('sink-claims.mjs', args);
 const QUICK = args.includes('--quick'), SHIP = args.includes('--ship'), REUSE = args.includes('--reuse');
 const SETUP = {
   dModel: 64, heads: 4, layers: 3, dFF: 176, maxLen: 128,
@@ -57,13 +49,7 @@ if (why) {
   console.error(`sink-claims.mjs: ${why}`);
   process.exit(1);
 }
-const root = new URL('../', import.meta.url).pathname;
-const trainer = process.env.TRAINER_OUT || `${root}build/trainer`;
-const build = spawnSync('bash', [`${root}build.sh`, 'trainer'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, TRAINER_OUT: trainer } });
-if (build.status !== 0 || !existsSync(trainer)) {
-  console.error('sink-claims.mjs: bash build.sh trainer failed');
-  process.exit(1);
-}
+const trainer = buildTrainer('sink-claims.mjs');
 const dir = process.env.SINK_CLAIMS_DIR || `/tmp/sink-claims${QUICK ? '-quick' : ''}`;
 mkdirSync(dir, { recursive: true });
 const out = (v, seed) => `${dir}/${v.id}-${seed}.safetensors`;
@@ -98,14 +84,10 @@ console.log(`# character models on Debian's fortunes from document starts after 
   + `${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''} each, ${SETUP.jobs} trainings at a time, 1 thread each`);
 console.log(`# ${cpuName()}`);
 const t0 = Date.now(), trained = {};
-let next = 0;
-await Promise.all(Array.from({ length: SETUP.jobs }, async () => {
-  while (next < todo.length) {
-    const { v, seed } = todo[next++];
-    trained[`${v.id} ${seed}`] = await train(v, seed);
-    console.log(`#   ${v.id} seed ${seed}: ${trained[`${v.id} ${seed}`].seconds.toFixed(0)} s`);
-  }
-}));
+await inJobs(todo, SETUP.jobs, async ({ v, seed }) => {
+  trained[`${v.id} ${seed}`] = await train(v, seed);
+  console.log(`#   ${v.id} seed ${seed}: ${trained[`${v.id} ${seed}`].seconds.toFixed(0)} s`);
+});
 const minutes = (Date.now() - t0) / 60000;
 
 // The measurements, in the SIMD build on one thread (scripts/sink-measure.mjs)
@@ -122,11 +104,9 @@ for (const { v, seed } of todo) {
   for (const t of TEXTS) row[t.id] = readPastWindow(model, t.tokens, W, S);
   rows.push(row);
   model.dispose();
-  if (SHIP && seed === 1) copyFileSync(out(v, seed), `${root}web/models/sinks-${v.id}.safetensors`);
+  if (SHIP && seed === 1) copyFileSync(out(v, seed), `${ROOT}web/models/sinks-${v.id}.safetensors`);
 }
 
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const sd = (xs) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, b) => a + (b - mean(xs)) ** 2, 0) / (xs.length - 1)));
 const ms = (xs, d = 3) => `${mean(xs).toFixed(d)} ± ${sd(xs).toFixed(d)}`;
 const of = (id) => rows.filter((r) => r.v === id);
 const cost = (r, t) => r[t].window - r[t].kept;
