@@ -4,13 +4,16 @@ import { readFileSync } from 'node:fs';
 import { firstTokenWeight as weightOn } from '../lab/heads.js';
 import { fortunesDocuments } from './fortunes.mjs';
 
+// the held-out documents, split once for both helpers below
+let held = null;
+const heldDocuments = () => (held ??= fortunesDocuments().held);
+
 /** The texts read past the window, each a token 0 and then `chars` characters: held-out fortunes as
  * the trainer joins documents, and the attention-sinks panel's default text (prose, no breaks). */
 export function sinkTexts(lib, chars) {
   const enc = (s) => lib.charsTokenizer.encode(s);
-  const { held } = fortunesDocuments();
   return [
-    { id: 'fortunes', label: 'held-out fortunes', tokens: Int32Array.from([0, ...enc(held.map((d) => `${d}\n\n`).join('').slice(0, chars))]) },
+    { id: 'fortunes', label: 'held-out fortunes', tokens: Int32Array.from([0, ...enc(heldDocuments().map((d) => `${d}\n\n`).join('').slice(0, chars))]) },
     { id: 'prose', label: "the panel's default text (prose, no document breaks)",
       tokens: Int32Array.from([0, ...enc(readFileSync(new URL('../web/models/stream-text.txt', import.meta.url), 'utf8').slice(0, chars))]) },
   ];
@@ -18,7 +21,7 @@ export function sinkTexts(lib, chars) {
 
 /** Document starts: a token 0 and the first maxLen - 1 characters of the first `count` held-out documents that long. */
 export function documentStarts(lib, maxLen, count) {
-  return fortunesDocuments().held.filter((d) => d.length >= maxLen).slice(0, count)
+  return heldDocuments().filter((d) => d.length >= maxLen).slice(0, count)
     .map((d) => [0, ...lib.charsTokenizer.encode(d).slice(0, maxLen - 1)]);
 }
 

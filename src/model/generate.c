@@ -77,6 +77,7 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
     if (st) return st;
     for (int l = 0; l < c->layers; l++) {
         const aw_attn_acts *a = &m->a.dec_self[l];
+        const size_t W = ring_window(m, l);
         if (own_cache(m, l)) { // K/V head g is the first of its group's copies (rotated already)
             float *kc = s->self[l], *vc = s->self[l] + L * KC;
             for (size_t p = 0; p < np; p++)
@@ -84,8 +85,8 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
                     memcpy(kc + p * KC + g * hd, a->k + p * C + g * group * hd, hd * sizeof(float));
                     memcpy(vc + p * KC + g * hd, a->v + p * C + g * group * hd, hd * sizeof(float));
                 }
-        } else if (ring_window(m, l)) { // the last window positions into the ring, both copies (ring_step)
-            const size_t W = ring_window(m, l), R = 2 * W;
+        } else if (W) { // the last window positions into the ring, both copies (ring_step)
+            const size_t R = 2 * W;
             float *ring = s->self[l];
             for (size_t p = np > W ? np - W : 0; p < np; p++)
                 for (size_t row = p % W; row < R; row += W) {

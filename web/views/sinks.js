@@ -99,8 +99,7 @@ export function createSinksView(el, { lib }) {
 
   // The three ways to rest: each reading's bits per character, smoothed; each model's weight on the
   // first token (mean over layers, heads and rows of its first maxLen tokens)
-  async function runRest(tokens, window, sinks) {
-    const ms = await loadRest();
+  function runRest(ms, tokens, window, sinks) {
     const ways = [
       ['nowhere to rest (plain, window only)', 'plain', { window }],
       [`StreamingLLM (plain, first ${sinks} kept)`, 'plain', { window, sinks }],
@@ -131,11 +130,11 @@ export function createSinksView(el, { lib }) {
     try {
       const window = Number(el.window.value), sinks = Number(el.sinks.value);
       if (el.way?.value === 'rest') {
-        await loadRest();
+        const ms = await loadRest();
         const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]);
         if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
         await new Promise((r) => setTimeout(r, 0)); // let the status paint
-        await runRest(tokens, window, sinks);
+        runRest(ms, tokens, window, sinks);
         el.status.textContent = '';
         el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
         return;
