@@ -16,8 +16,15 @@
 // Both are read on two texts: held-out fortunes (a new document every few hundred characters, after
 // a blank line) and the panel's default text (web/models/stream-text.txt: the project's own prose,
 // no document breaks), where nothing replaces the start token once it is evicted.
-//   node scripts/sink-claims.mjs [--quick] [--seeds 3] [--steps 800] [--jobs 2] [--chars 4096]
-//                                [--window 32] [--ship] [--reuse]
+// The fortunes models form no sink at this scale, so a second part trains the same three variants
+// where one forms: the bigram-backcopy letters (scripts/backcopy.mjs; Guo et al. 2024, arXiv
+// 2410.13835), one layer of one head with almost no feed-forward (dFF 1), so a head with nothing to
+// fetch must rest its weight somewhere harmless. There the first-token weight is split into resting
+// rows and working rows (a trigger letter's, which fetch the letter before it), and the eviction cost
+// is read on a stream of fresh backcopy letters.
+//   node scripts/sink-claims.mjs [--quick] [--part fortunes|backcopy] [--seeds 3] [--steps 800]
+//        [--backcopy-steps 4000] [--jobs 2] [--chars 4096] [--window 32] [--ship] [--reuse]
+// --part: one of the two parts only (both by default);
 // --ship copies seed 1 of each model to web/models/sinks-{plain,gate,learned}.safetensors (the
 // attention-sinks panel's); --quick: one seed, a short budget (its test: it runs and prints the tables);
 // --reuse: keep the models a previous run left in the directory (their training time beside them).
@@ -25,118 +32,177 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpuName } from '../lab/cpu.js';
 import { loadAttention } from '../wasm/index.js';
+import { backcopyStream, backcopyText, TRIGGERS } from './backcopy.mjs';
 import { ensureFortunes, FORTUNES } from './fortunes.mjs';
 import { buildTrainer, inJobs, intFlags, mean, ROOT, sd } from './claim-tools.mjs';
-import { documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
+import { documentStarts, firstTokenWeight, readPastWindow, restingWeights, sinkTexts } from './sink-measure.mjs';
 
 const args = process.argv.slice(2);
 const flag = intFlags('sink-claims.mjs', args);
 const QUICK = args.includes('--quick'), SHIP = args.includes('--ship'), REUSE = args.includes('--reuse');
-const SETUP = {
-  dModel: 64, heads: 4, layers: 3, dFF: 176, maxLen: 128,
-  steps: flag('steps', QUICK ? 20 : 800), batch: 32, lr: 3e-3, warmup: QUICK ? 5 : 100,
-  seeds: flag('seeds', QUICK ? 1 : 3), jobs: flag('jobs', 2),
-  chars: flag('chars', QUICK ? 512 : 4096), window: flag('window', 32), sinks: 4,
-  starts: QUICK ? 4 : 64, // held-out document starts the first-token weight is averaged over
+const PARTS = ['fortunes', 'backcopy'];
+const part = args.includes('--part') ? args[args.indexOf('--part') + 1] : null;
+if (part !== null && !PARTS.includes(part)) {
+  console.error(`sink-claims.mjs: --part must be one of ${PARTS.join(', ')}, got ${JSON.stringify(part)}`);
+  process.exit(2);
+}
+const seeds = flag('seeds', QUICK ? 1 : 3), jobs = flag('jobs', 2), chars = flag('chars', QUICK ? 512 : 4096);
+// Each part: its model, its budget, its text and how it reads past the window (W, keeping S tokens).
+const SETUPS = {
+  fortunes: {
+    dModel: 64, heads: 4, layers: 3, dFF: 176, maxLen: 128,
+    steps: flag('steps', QUICK ? 20 : 800), batch: 32, lr: 3e-3, warmup: QUICK ? 5 : 100,
+    window: flag('window', 32), sinks: 4,
+    starts: QUICK ? 4 : 64, // held-out document starts the first-token weight is averaged over
+  },
+  backcopy: {
+    dModel: 64, heads: 1, layers: 1, dFF: 1, maxLen: 32, // attention almost alone: a resting head must rest harmlessly
+    steps: flag('backcopy-steps', QUICK ? 40 : 4000), batch: 32, lr: 3e-3, warmup: QUICK ? 5 : 100,
+    window: 16, sinks: 4, starts: QUICK ? 8 : 256,
+  },
 };
 const VARIANTS = [
   { id: 'plain', label: 'plain softmax', option: [] },
   { id: 'gate', label: 'output gate', option: ['--outputGate', 'true'] },
   { id: 'learned', label: 'learned sink', option: ['--learnedSinks', 'true'] },
 ];
-const why = ensureFortunes();
-if (why) {
-  console.error(`sink-claims.mjs: ${why}`);
-  process.exit(1);
+const parts = part ? [part] : PARTS;
+if (parts.includes('fortunes')) {
+  const why = ensureFortunes();
+  if (why) {
+    console.error(`sink-claims.mjs: ${why}`);
+    process.exit(1);
+  }
 }
 const trainer = buildTrainer('sink-claims.mjs');
 const dir = process.env.SINK_CLAIMS_DIR || `/tmp/sink-claims${QUICK ? '-quick' : ''}`;
 mkdirSync(dir, { recursive: true });
-const out = (v, seed) => `${dir}/${v.id}-${seed}.safetensors`;
+// the backcopy letters the trainer reads: seed 1 (the measurements read fresh letters of seeds 2 and 3)
+const TEXT = { fortunes: FORTUNES, backcopy: `${dir}/backcopy.txt` };
+if (parts.includes('backcopy')) writeFileSync(TEXT.backcopy, backcopyText(1));
+const out = (p, v, seed) => `${dir}/${p === 'fortunes' ? '' : `${p}-`}${v.id}-${seed}.safetensors`;
 
-function flags(v, seed) {
-  return ['--task', 'chars', '--text', FORTUNES, '--bos', '--block', 'llama', '--d-model', SETUP.dModel, '--heads', SETUP.heads,
-    '--layers', SETUP.layers, '--d-ff', SETUP.dFF, '--max-len', SETUP.maxLen, '--length', SETUP.maxLen, ...v.option,
-    '--steps', SETUP.steps, '--batch', SETUP.batch, '--lr', SETUP.lr, '--warmup', SETUP.warmup, '--eval-every', SETUP.steps,
-    '--eval-batches', 8, '--seed', seed, '--threads', 1, '--quiet', '--out', out(v, seed)].map(String);
+function flags(p, v, seed) {
+  const S = SETUPS[p];
+  return ['--task', 'chars', '--text', TEXT[p], '--bos', '--block', 'llama', '--d-model', S.dModel, '--heads', S.heads,
+    '--layers', S.layers, '--d-ff', S.dFF, '--max-len', S.maxLen, '--length', S.maxLen, ...v.option,
+    '--steps', S.steps, '--batch', S.batch, '--lr', S.lr, '--warmup', S.warmup, '--eval-every', S.steps,
+    '--eval-batches', 8, '--seed', seed, '--threads', 1, '--quiet', '--out', out(p, v, seed)].map(String);
 }
 
-function train(v, seed) {
-  if (REUSE && existsSync(out(v, seed)) && existsSync(`${out(v, seed)}.json`)) return JSON.parse(readFileSync(`${out(v, seed)}.json`, 'utf8'));
+function train(p, v, seed) {
+  const file = out(p, v, seed);
+  if (REUSE && existsSync(file) && existsSync(`${file}.json`)) return { ...JSON.parse(readFileSync(`${file}.json`, 'utf8')), reused: true };
   return new Promise((resolve, reject) => {
-    const p = spawn(trainer, flags(v, seed), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(trainer, flags(p, v, seed), { stdio: ['ignore', 'pipe', 'pipe'] });
     let so = '', se = '';
-    p.stdout.on('data', (d) => (so += d));
-    p.stderr.on('data', (d) => (se += d));
-    p.on('close', (code) => {
+    child.stdout.on('data', (d) => (so += d));
+    child.stderr.on('data', (d) => (se += d));
+    child.on('close', (code) => {
       const fin = /final: eval loss ([\d.]+) \(([\d.]+) bits\/token\).*, ([\d.]+) s/.exec(so);
-      if (code !== 0 || !fin) return reject(new Error(`trainer ${flags(v, seed).join(' ')}: exit ${code}\n${so}${se}`));
+      if (code !== 0 || !fin) return reject(new Error(`trainer ${flags(p, v, seed).join(' ')}: exit ${code}\n${so}${se}`));
       const r = { seconds: Number(fin[3]), trainerBits: Number(fin[2]) };
-      writeFileSync(`${out(v, seed)}.json`, JSON.stringify(r));
+      writeFileSync(`${file}.json`, JSON.stringify(r));
       resolve(r);
     });
   });
 }
 
-const todo = VARIANTS.flatMap((v) => Array.from({ length: SETUP.seeds }, (_, i) => ({ v, seed: i + 1 })));
-console.log(`# character models on Debian's fortunes from document starts after a token 0: d = ${SETUP.dModel}, ${SETUP.heads} heads, `
-  + `${SETUP.layers} layers, dFF ${SETUP.dFF}, windows of ${SETUP.maxLen}; ${SETUP.steps} steps of ${SETUP.batch}, lr ${SETUP.lr}; `
-  + `${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''} each, ${SETUP.jobs} trainings at a time, 1 thread each`);
+const describe = (p, S) => `d = ${S.dModel}, ${S.heads} head${S.heads > 1 ? 's' : ''}, ${S.layers} layer${S.layers > 1 ? 's' : ''}, dFF ${S.dFF}, `
+  + `windows of ${S.maxLen}; ${S.steps} steps of ${S.batch}, lr ${S.lr}`;
+console.log(`# character models from document starts after a token 0, the llama block; ${seeds} seed${seeds > 1 ? 's' : ''} each, `
+  + `${jobs} trainings at a time, 1 thread each`);
+if (parts.includes('fortunes')) console.log(`#   on Debian's fortunes: ${describe('fortunes', SETUPS.fortunes)}`);
+if (parts.includes('backcopy')) console.log(`#   on the bigram-backcopy letters (scripts/backcopy.mjs, seed 1): ${describe('backcopy', SETUPS.backcopy)}`);
 console.log(`# ${cpuName()}`);
+const todo = parts.flatMap((p) => VARIANTS.flatMap((v) => Array.from({ length: seeds }, (_, i) => ({ p, v, seed: i + 1 }))));
 const t0 = Date.now(), trained = {};
-await inJobs(todo, SETUP.jobs, async ({ v, seed }) => {
-  trained[`${v.id} ${seed}`] = await train(v, seed);
-  console.log(`#   ${v.id} seed ${seed}: ${trained[`${v.id} ${seed}`].seconds.toFixed(0)} s`);
+await inJobs(todo, jobs, async ({ p, v, seed }) => {
+  const r = (trained[`${p} ${v.id} ${seed}`] = await train(p, v, seed));
+  console.log(`#   ${p}: ${v.id} seed ${seed}: ${r.seconds.toFixed(0)} s`);
 });
 const minutes = (Date.now() - t0) / 60000;
 
 // The measurements, in the SIMD build on one thread (scripts/sink-measure.mjs)
 const lib = await loadAttention();
-const TEXTS = sinkTexts(lib, SETUP.chars);
-const starts = documentStarts(lib, SETUP.maxLen, SETUP.starts);
-const W = SETUP.window, S = SETUP.sinks;
-let uniformFirst = 0; // mean over rows i = 1 .. maxLen - 1 of 1 / (i + 1)
-for (let i = 1; i < SETUP.maxLen; i++) uniformFirst += 1 / (i + 1) / (SETUP.maxLen - 1);
-const rows = [];
-for (const { v, seed } of todo) {
-  const model = lib.loadModel(readFileSync(out(v, seed)), { training: false });
-  const row = { v: v.id, seed, params: model.parameterCount, first: firstTokenWeight(model, starts), seconds: trained[`${v.id} ${seed}`].seconds };
-  for (const t of TEXTS) row[t.id] = readPastWindow(model, t.tokens, W, S);
-  rows.push(row);
-  model.dispose();
-  if (SHIP && seed === 1) copyFileSync(out(v, seed), `${ROOT}web/models/sinks-${v.id}.safetensors`);
-}
-
-const ms = (xs, d = 3) => `${mean(xs).toFixed(d)} ± ${sd(xs).toFixed(d)}`;
-const of = (id) => rows.filter((r) => r.v === id);
-const cost = (r, t) => r[t].window - r[t].kept;
-console.log(`\n## Claim 1: the output gate removes the attention sink\n`);
-console.log(`first-token weight: mean over layers, heads and query positions >= 1 on the starts of ${starts.length} held-out documents `
-  + `(a head spreading its weight evenly over the causal rows would give ${uniformFirst.toFixed(3)}); eviction cost: bits per character past `
-  + `the window (W = ${W}) of a rolling window minus the same window keeping the first ${S} tokens, on ${TEXTS.map((t) => `${t.tokens.length} tokens of ${t.label}`).join(' and ')}; `
-  + `mean ± sd over ${SETUP.seeds} seed${SETUP.seeds > 1 ? 's' : ''}\n`);
-console.log(`| model | parameters | weight on the first token | per seed | ${TEXTS.map((t) => `eviction cost, ${t.id} (bits/char) | per seed`).join(' | ')} |`);
-console.log(`|---|---|---|---|${TEXTS.map(() => '---|---|').join('')}`);
-for (const v of VARIANTS) {
-  const rs = of(v.id);
-  console.log(`| ${v.label} | ${rs[0].params} | ${ms(rs.map((r) => r.first))} | ${rs.map((r) => r.first.toFixed(3)).join(', ')} | `
-    + TEXTS.map((t) => `${ms(rs.map((r) => cost(r, t.id)))} | ${rs.map((r) => cost(r, t.id).toFixed(3)).join(', ')}`).join(' | ') + ' |');
-}
-console.log(`\n## Claim 2: three ways to give attention somewhere to rest\n`);
-console.log(`bits per character past the window (W = ${W}), mean ± sd over the seeds; "recompute" is each model's own reference `
-  + `(a fresh forward over the last W tokens at every position)\n`);
-console.log(`| way to rest | model, reading | ${TEXTS.map((t) => `${t.id}: bits/char past the window | more than its recompute`).join(' | ')} |`);
-console.log(`|---|---|${TEXTS.map(() => '---|---|').join('')}`);
-const way = (label, id, key, reading) => {
-  const rs = of(id);
-  console.log(`| ${label} | ${VARIANTS.find((v) => v.id === id).label}, ${reading} | `
-    + TEXTS.map((t) => `${ms(rs.map((r) => r[t.id][key]))} | ${ms(rs.map((r) => r[t.id][key] - r[t.id].recompute))}`).join(' | ') + ' |');
+const enc = (s) => lib.charsTokenizer.encode(s);
+const triggerIds = new Set(enc(TRIGGERS));
+const MEASURE = {
+  fortunes: () => ({ texts: sinkTexts(lib, chars), starts: documentStarts(lib, SETUPS.fortunes.maxLen, SETUPS.fortunes.starts) }),
+  backcopy: () => {
+    const n = SETUPS.backcopy.maxLen - 1;
+    return {
+      texts: [{ id: 'backcopy', label: 'fresh backcopy letters (seed 3)', tokens: Int32Array.from([0, ...enc(backcopyStream(3, chars))]) }],
+      starts: backcopyText(2, { docs: SETUPS.backcopy.starts, minChars: n, maxChars: n }).split('\n%\n').map((d) => [0, ...enc(d.trim())]),
+    };
+  },
 };
-way('none', 'plain', 'window', 'window only');
-way(`StreamingLLM: keep the first ${S} tokens`, 'plain', 'kept', `window + ${S} sinks`);
-way('gpt-oss: a learned sink logit', 'learned', 'window', 'window only');
-way('the output gate', 'gate', 'window', 'window only');
-const seconds = rows.map((r) => r.seconds), cpuMinutes = seconds.reduce((a, b) => a + b, 0) / 60;
-console.log(`\nbudget: ${SETUP.steps} steps of ${SETUP.batch} windows a training, ${seconds.length} trainings of `
+const ms = (xs, d = 3) => `${mean(xs).toFixed(d)} ± ${sd(xs).toFixed(d)}`;
+const perSeed = (xs) => xs.map((x) => x.toFixed(3)).join(', ');
+const cost = (r, t) => r[t].window - r[t].kept;
+const seconds = [];
+for (const p of parts) {
+  const S = SETUPS[p], { texts, starts } = MEASURE[p](), W = S.window, K = S.sinks;
+  const rows = [];
+  for (const { v, seed } of todo.filter((t) => t.p === p)) {
+    const model = lib.loadModel(readFileSync(out(p, v, seed)), { training: false });
+    const row = { v: v.id, seed, params: model.parameterCount, seconds: trained[`${p} ${v.id} ${seed}`].seconds };
+    if (p === 'fortunes') row.first = firstTokenWeight(model, starts);
+    else Object.assign(row, restingWeights(model, starts, (ids, i) => triggerIds.has(ids[i])));
+    for (const t of texts) row[t.id] = readPastWindow(model, t.tokens, W, K);
+    rows.push(row);
+    seconds.push(row.seconds);
+    model.dispose();
+    if (SHIP && p === 'fortunes' && seed === 1) copyFileSync(out(p, v, seed), `${ROOT}web/models/sinks-${v.id}.safetensors`);
+  }
+  const of = (id) => rows.filter((r) => r.v === id);
+  let uniformFirst = 0; // mean over rows i = 1 .. maxLen - 1 of 1 / (i + 1)
+  for (let i = 1; i < S.maxLen; i++) uniformFirst += 1 / (i + 1) / (S.maxLen - 1);
+  const evict = `eviction cost: bits per character past the window (W = ${W}) of a rolling window minus the same window keeping the first ${K} tokens, `
+    + `on ${texts.map((t) => `${t.tokens.length} tokens of ${t.label}`).join(' and ')}; mean ± sd over ${seeds} seed${seeds > 1 ? 's' : ''}`;
+  if (p === 'fortunes') {
+    console.log(`\n## Claim 1: the output gate removes the attention sink\n`);
+    console.log(`first-token weight: mean over layers, heads and query positions >= 1 on the starts of ${starts.length} held-out documents `
+      + `(a head spreading its weight evenly over the causal rows would give ${uniformFirst.toFixed(3)}); ${evict}\n`);
+    console.log(`| model | parameters | weight on the first token | per seed | ${texts.map((t) => `eviction cost, ${t.id} (bits/char) | per seed`).join(' | ')} |`);
+    console.log(`|---|---|---|---|${texts.map(() => '---|---|').join('')}`);
+    for (const v of VARIANTS) {
+      const rs = of(v.id);
+      console.log(`| ${v.label} | ${rs[0].params} | ${ms(rs.map((r) => r.first))} | ${perSeed(rs.map((r) => r.first))} | `
+        + texts.map((t) => `${ms(rs.map((r) => cost(r, t.id)))} | ${perSeed(rs.map((r) => cost(r, t.id)))}`).join(' | ') + ' |');
+    }
+  } else {
+    console.log(`\n## Claim 1 where a sink forms: the bigram-backcopy letters\n`);
+    console.log(`weight on the first token (raw softmax weight, mean over query positions >= 1 of ${starts.length} fresh documents of `
+      + `${S.maxLen - 1} letters after a token 0; an even spread would give ${uniformFirst.toFixed(3)}), on resting rows (a letter that is `
+      + `not a trigger: its next letter follows from itself) and working rows (a trigger ${[...TRIGGERS].join(', ')}: its next letter is the one `
+      + `before it); the weight on the learned sink's column (no key) on resting rows; ${evict}\n`);
+    console.log(`| backcopy model | parameters | first token, resting rows | per seed | first token, working rows | learned sink, resting rows | `
+      + `${texts.map((t) => `eviction cost (bits/char) | per seed`).join(' | ')} |`);
+    console.log(`|---|---|---|---|---|---|${texts.map(() => '---|---|').join('')}`);
+    for (const v of VARIANTS) {
+      const rs = of(v.id);
+      console.log(`| ${v.label} | ${rs[0].params} | ${ms(rs.map((r) => r.resting))} | ${perSeed(rs.map((r) => r.resting))} | ${ms(rs.map((r) => r.working))} | `
+        + `${v.id === 'learned' ? ms(rs.map((r) => r.sink)) : '-'} | `
+        + texts.map((t) => `${ms(rs.map((r) => cost(r, t.id)))} | ${perSeed(rs.map((r) => cost(r, t.id)))}`).join(' | ') + ' |');
+    }
+  }
+  console.log(`\n## Claim 2: three ways to give attention somewhere to rest${p === 'backcopy' ? ', on the backcopy letters' : ''}\n`);
+  console.log(`bits per character past the window (W = ${W}), mean ± sd over the seeds; "recompute" is each model's own reference `
+    + `(a fresh forward over the last W tokens at every position)\n`);
+  console.log(`| way to rest | model, reading | ${texts.map((t) => `${t.id}: bits/char past the window | more than its recompute`).join(' | ')} |`);
+  console.log(`|---|---|${texts.map(() => '---|---|').join('')}`);
+  const way = (label, id, key, reading) => {
+    const rs = of(id);
+    console.log(`| ${label} | ${VARIANTS.find((v) => v.id === id).label}, ${reading} | `
+      + texts.map((t) => `${ms(rs.map((r) => r[t.id][key]))} | ${ms(rs.map((r) => r[t.id][key] - r[t.id].recompute))}`).join(' | ') + ' |');
+  };
+  way('none', 'plain', 'window', 'window only');
+  way(`StreamingLLM: keep the first ${K} tokens`, 'plain', 'kept', `window + ${K} sinks`);
+  way('gpt-oss: a learned sink logit', 'learned', 'window', 'window only');
+  way('the output gate', 'gate', 'window', 'window only');
+}
+const cpuMinutes = seconds.reduce((a, b) => a + b, 0) / 60, reused = Object.values(trained).filter((r) => r.reused).length;
+console.log(`\nbudget: ${parts.map((p) => `${p}: ${SETUPS[p].steps} steps of ${SETUPS[p].batch} windows a training`).join('; ')}; ${seconds.length} trainings of `
   + `${Math.min(...seconds).toFixed(0)}-${Math.max(...seconds).toFixed(0)} s on 1 thread each (${cpuMinutes.toFixed(1)} minutes in all; `
-  + `${REUSE ? 'this run reused the models of an earlier one' : `${minutes.toFixed(1)} wall minutes, ${SETUP.jobs} at a time`}); ${cpuName()}`);
+  + `${reused ? `this run reused ${reused} models of an earlier one` : `${minutes.toFixed(1)} wall minutes, ${jobs} at a time`}); ${cpuName()}`);

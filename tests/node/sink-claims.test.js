@@ -1,6 +1,6 @@
 // scripts/sink-claims.mjs (issue 35, claims 1 and 2: the output gate and the attention sink, three
 // ways to give attention somewhere to rest): --quick runs (one seed, a few steps) and prints both
-// tables with every model and reading. And the three models the attention-sinks panel ships
+// tables of both parts (fortunes; the bigram-backcopy letters) with every model and reading. And the three models the attention-sinks panel ships
 // (web/models/sinks-*.safetensors, seed 1 of the full run): each has its switch and nothing else, and
 // their first-token weights and readings past the window, recomputed here from the files, are the
 // README's seed-1 figures.
@@ -16,7 +16,7 @@ import { ensureFortunes } from '../../scripts/fortunes.mjs';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const noFortunes = ensureFortunes() ?? false; // node:test skips on null too
 
-test('sink-claims.mjs --quick: both tables, every model and every way to rest', { skip: noFortunes }, () => {
+test('sink-claims.mjs --quick: both parts, both tables each, every model and every way to rest', { skip: noFortunes }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'aw-sinks-'));
   try {
     const r = spawnSync(process.execPath, ['scripts/sink-claims.mjs', '--quick'], {
@@ -25,8 +25,10 @@ test('sink-claims.mjs --quick: both tables, every model and every way to rest', 
     });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     console.log(r.stdout);
-    const rows = (re) => r.stdout.split('\n').filter((l) => re.test(l)).map((l) => l.split('|').map((c) => c.trim()));
-    const claim1 = rows(/^\| (plain softmax|output gate|learned sink) \| \d/);
+    const [fortunes, backcopy] = r.stdout.split('## Claim 1 where a sink forms');
+    assert.ok(backcopy, 'the backcopy part follows the fortunes part');
+    const rows = (text, re) => text.split('\n').filter((l) => re.test(l)).map((l) => l.split('|').map((c) => c.trim()));
+    const claim1 = rows(fortunes, /^\| (plain softmax|output gate|learned sink) \| \d/);
     assert.deepEqual(claim1.map((c) => c[1]), ['plain softmax', 'output gate', 'learned sink']);
     for (const c of claim1) {
       const w = Number(c[3].split(' ')[0]);
@@ -37,14 +39,34 @@ test('sink-claims.mjs --quick: both tables, every model and every way to rest', 
     const [plain, gate, learned] = claim1.map((c) => Number(c[2]));
     assert.equal(gate - plain, 3 * 64 * 64);
     assert.equal(learned - plain, 3 * 4);
-    const claim2 = rows(/^\| (none|StreamingLLM|gpt-oss|the output gate)\b/);
-    assert.equal(claim2.length, 4, r.stdout);
-    for (const c of claim2) assert.ok(Number(c[3].split(' ')[0]) > 0.5 && Number(c[3].split(' ')[0]) < 8, c[3]);
-    assert.match(r.stdout, /budget: \d+ steps of 32 windows/);
+    // backcopy: one layer of one head; resting and working rows' first-token weights, the learned sink's column
+    const bc = rows(backcopy, /^\| (plain softmax|output gate|learned sink) \| \d/);
+    assert.deepEqual(bc.map((c) => c[1]), ['plain softmax', 'output gate', 'learned sink']);
+    assert.equal(Number(bc[1][2]) - Number(bc[0][2]), 64 * 64);
+    assert.equal(Number(bc[2][2]) - Number(bc[0][2]), 1);
+    for (const c of bc) {
+      for (const k of [3, 5]) assert.ok(Number(c[k].split(' ')[0]) > 0 && Number(c[k].split(' ')[0]) < 1, `${c[1]}: weight ${c[k]}`);
+      assert.ok(Number.isFinite(Number(c[7].split(' ')[0])), `eviction cost ${c[7]}`);
+    }
+    assert.equal(bc[0][6], '-');
+    const sink = Number(bc[2][6].split(' ')[0]);
+    assert.ok(sink > 0 && sink < 1, `the learned sink's weight ${bc[2][6]}`);
+    for (const text of [fortunes, backcopy]) {
+      const claim2 = rows(text, /^\| (none|StreamingLLM|gpt-oss|the output gate)\b/);
+      assert.equal(claim2.length, 4, text);
+      for (const c of claim2) assert.ok(Number(c[3].split(' ')[0]) > 0.5 && Number(c[3].split(' ')[0]) < 8, c[3]);
+    }
+    assert.match(r.stdout, /budget: fortunes: \d+ steps of 32 windows a training; backcopy: \d+ steps/);
     assert.match(r.stdout, /cores/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('sink-claims.mjs: a --part it does not have is named', () => {
+  const r = spawnSync(process.execPath, ['scripts/sink-claims.mjs', '--part', 'prose'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--part must be one of fortunes, backcopy, got "prose"/);
 });
 
 // The README's claim table: per-seed figures, seed 1 first ("0.116 ± 0.126 (0.252, 0.091, 0.004)")
