@@ -135,6 +135,28 @@ export function firstTokenWeight(model, ids) {
   return hs.reduce((a, b) => a + b, 0) / hs.length;
 }
 
+/** Where the weight goes on rows that rest and rows that work: the mean over layers, heads and query
+ * positions >= 1 of the weight on the first token, split by working(ids, i) (a row whose token has a
+ * job for attention) and resting rows, and the weight no key takes (a learned sink's column: 1 less
+ * the row's sum), on resting rows. Raw softmax weights, not re-normalised over the keys. */
+export function restingWeights(model, starts, working) {
+  const sum = { resting: 0, working: 0, sink: 0 }, count = { resting: 0, working: 0 };
+  for (const ids of starts) {
+    const T = ids.length, att = model.forward(ids).attention;
+    for (const heads of att) for (const w of heads) for (let i = 1; i < T; i++) {
+      const kind = working(ids, i) ? 'working' : 'resting';
+      sum[kind] += w[i * T];
+      count[kind]++;
+      if (kind === 'resting') {
+        let row = 0;
+        for (let j = 0; j <= i; j++) row += w[i * T + j];
+        sum.sink += Math.max(0, 1 - row); // rows without a sink sum to 1 up to rounding
+      }
+    }
+  }
+  return { resting: sum.resting / count.resting, working: sum.working / count.working, sink: sum.sink / count.resting };
+}
+
 /**
  * A name for a head from its scores: the strongest of induction, previous token, duplicate token
  * and first token when it holds at least 0.3 of the head's weight; else "local" when the last four

@@ -17,7 +17,7 @@
 // a blank line) and the panel's default text (web/models/stream-text.txt: the project's own prose,
 // no document breaks), where nothing replaces the start token once it is evicted.
 // The fortunes models form no sink at this scale, so a second part trains the same three variants
-// where one forms: the bigram-backcopy letters (scripts/backcopy.mjs; Guo et al. 2024, arXiv
+// where one forms: the bigram-backcopy letters (lab/backcopy.js; Guo et al. 2024, arXiv
 // 2410.13835), one layer of one head with almost no feed-forward (dFF 1), so a head with nothing to
 // fetch must rest its weight somewhere harmless. There the first-token weight is split into resting
 // rows and working rows (a trigger letter's, which fetch the letter before it), and the eviction cost
@@ -25,17 +25,18 @@
 //   node scripts/sink-claims.mjs [--quick] [--part fortunes|backcopy] [--seeds 3] [--steps 800]
 //        [--backcopy-steps 4000] [--jobs 2] [--chars 4096] [--window 32] [--ship] [--reuse]
 // --part: one of the two parts only (both by default);
-// --ship copies seed 1 of each model to web/models/sinks-{plain,gate,learned}.safetensors (the
-// attention-sinks panel's); --quick: one seed, a short budget (its test: it runs and prints the tables);
+// --ship copies seed 1 of each model to web/models/sinks-{plain,gate,learned}.safetensors and
+// sinks-backcopy-{plain,gate,learned}.safetensors (the attention-sinks panel's); --quick: one seed, a short budget (its test: it runs and prints the tables);
 // --reuse: keep the models a previous run left in the directory (their training time beside them).
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpuName } from '../lab/cpu.js';
 import { loadAttention } from '../wasm/index.js';
-import { backcopyStream, backcopyText, TRIGGERS } from './backcopy.mjs';
+import { backcopyStream, backcopyText, TRIGGERS } from '../lab/backcopy.js';
 import { ensureFortunes, FORTUNES } from './fortunes.mjs';
 import { buildTrainer, inJobs, intFlags, mean, ROOT, sd } from './claim-tools.mjs';
-import { documentStarts, firstTokenWeight, readPastWindow, restingWeights, sinkTexts } from './sink-measure.mjs';
+import { restingWeights } from '../lab/heads.js';
+import { documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
 
 const args = process.argv.slice(2);
 const flag = intFlags('sink-claims.mjs', args);
@@ -113,7 +114,7 @@ const describe = (p, S) => `d = ${S.dModel}, ${S.heads} head${S.heads > 1 ? 's' 
 console.log(`# character models from document starts after a token 0, the llama block; ${seeds} seed${seeds > 1 ? 's' : ''} each, `
   + `${jobs} trainings at a time, 1 thread each`);
 if (parts.includes('fortunes')) console.log(`#   on Debian's fortunes: ${describe('fortunes', SETUPS.fortunes)}`);
-if (parts.includes('backcopy')) console.log(`#   on the bigram-backcopy letters (scripts/backcopy.mjs, seed 1): ${describe('backcopy', SETUPS.backcopy)}`);
+if (parts.includes('backcopy')) console.log(`#   on the bigram-backcopy letters (lab/backcopy.js, seed 1): ${describe('backcopy', SETUPS.backcopy)}`);
 console.log(`# ${cpuName()}`);
 const todo = parts.flatMap((p) => VARIANTS.flatMap((v) => Array.from({ length: seeds }, (_, i) => ({ p, v, seed: i + 1 }))));
 const t0 = Date.now(), trained = {};
@@ -153,7 +154,7 @@ for (const p of parts) {
     rows.push(row);
     seconds.push(row.seconds);
     model.dispose();
-    if (SHIP && p === 'fortunes' && seed === 1) copyFileSync(out(p, v, seed), `${ROOT}web/models/sinks-${v.id}.safetensors`);
+    if (SHIP && seed === 1) copyFileSync(out(p, v, seed), `${ROOT}web/models/sinks-${p === 'fortunes' ? '' : 'backcopy-'}${v.id}.safetensors`);
   }
   const of = (id) => rows.filter((r) => r.v === id);
   let uniformFirst = 0; // mean over rows i = 1 .. maxLen - 1 of 1 / (i + 1)

@@ -42,25 +42,3 @@ export function readPastWindow(model, tokens, W, S) {
   const full = model.streamLosses(tokens, { window: W, recompute: true });
   return { window: bits(win, W, win.length), kept: bits(kept, W, kept.length), recompute: bits(full, W, full.length), before: bits(win, 0, W) };
 }
-
-/** Where the weight goes on rows that rest and rows that work: the mean over layers, heads and query
- * positions >= 1 of the weight on the first token, split by working(ids, i) (a row whose token has a
- * job for attention) and resting rows, and the weight no key takes (a learned sink's column: 1 less
- * the row's sum), on resting rows. Raw softmax weights, not re-normalised over the keys. */
-export function restingWeights(model, starts, working) {
-  const sum = { resting: 0, working: 0, sink: 0 }, count = { resting: 0, working: 0 };
-  for (const ids of starts) {
-    const T = ids.length, att = model.forward(ids).attention;
-    for (const heads of att) for (const w of heads) for (let i = 1; i < T; i++) {
-      const kind = working(ids, i) ? 'working' : 'resting';
-      sum[kind] += w[i * T];
-      count[kind]++;
-      if (kind === 'resting') {
-        let row = 0;
-        for (let j = 0; j <= i; j++) row += w[i * T + j];
-        sum.sink += 1 - row;
-      }
-    }
-  }
-  return { resting: sum.resting / count.resting, working: sum.working / count.working, sink: sum.sink / count.resting };
-}

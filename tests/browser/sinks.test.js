@@ -1,6 +1,7 @@
 // sinks.test.js: the "Attention sinks" panel runs the three ways of reading past the window on the
 // shipped model that has read real text and prints what it measured: past the window all three
-// stay finite, recomputing is the reference, and the summary's numbers are the run's. Waits on
+// stay finite, recomputing is the reference, and the summary's numbers are the run's; the three
+// ways to rest, and where a sink forms (one head on the backcopy letters). Waits on
 // the panel's DOM state only; fails on any console error, page error or failed request.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -52,6 +53,39 @@ test('attention sinks: three ways to rest, read past the window by three models 
   assert.match(await page.textContent('#sinks figcaption'), /^Bits per character, moving average over \d+ characters/);
   await page.$eval('#sinks', (el) => el.scrollIntoView());
   await screenshot(page, 'sinks-rest');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('attention sinks: where a sink forms, one head on the backcopy letters, gate or no gate', async () => {
+  const { page, problems } = await open();
+  await page.waitForSelector('#sinks:not([hidden])', { timeout: 300000 });
+  await page.selectOption('#sway', 'backcopy');
+  const letters = await page.inputValue('#stext');
+  assert.match(letters, /^[a-z]{1024}$/, 'choosing the mode puts fresh letters in the box');
+  for (let i = 1; i + 1 < letters.length; i++) if ('qxz'.includes(letters[i])) assert.equal(letters[i + 1], letters[i - 1], `the letter after ${i}`);
+  await page.click('#srun');
+  await page.waitForSelector('#sinks[data-done="1"]', { timeout: 300000 });
+  const result = JSON.parse(await page.getAttribute('#sinks', 'data-result'));
+  assert.deepEqual(result.map((r) => r.model), ['plain', 'plain', 'learned', 'gate']);
+  for (const r of result) assert.ok(Number.isFinite(r.past) && r.past > 0.5 && r.past < 6, `${r.label}: ${r.past}`);
+  const first = JSON.parse(await page.getAttribute('#sinks', 'data-first'));
+  for (const k of ['plain', 'gate', 'learned'])
+    for (const part of ['resting', 'working', 'sink']) assert.ok(first[k][part] >= 0 && first[k][part] <= 1, `${k} ${part}: ${first[k][part]}`);
+  // the shipped seed-1 models (scripts/sink-claims.mjs): the plain and gated heads rest on the first
+  // token (0.36 and 0.38 in the script's measure; an even spread gives 0.099), the learned sink on its column
+  assert.ok(first.plain.resting > 0.2 && first.gate.resting > 0.2, JSON.stringify(first));
+  assert.ok(first.plain.resting > 2 * first.plain.working, 'a resting head parks on the first token; a working one does not');
+  assert.ok(first.learned.sink > first.learned.resting, JSON.stringify(first.learned));
+  const summary = await page.textContent('#ssummary');
+  assert.match(summary, /^Measured just now on 1025 letters, bits per letter past the window \(16\)/);
+  assert.ok(summary.includes(`plain ${first.plain.resting.toFixed(3)} / ${first.plain.working.toFixed(3)}`), summary);
+  assert.match(await page.textContent('#sinks figcaption'), /^Bits per letter, moving average over \d+ letters/);
+  await page.$eval('#sinks', (el) => el.scrollIntoView());
+  await screenshot(page, 'sinks-backcopy');
+  // back to one model: the prose returns to the box
+  await page.selectOption('#sway', 'readings');
+  await page.waitForFunction(() => !/^[a-z]+$/.test(document.querySelector('#stext').value));
   assert.deepEqual(problems(), []);
   await page.close();
 });

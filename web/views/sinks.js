@@ -13,11 +13,19 @@
 // Qiu et al. 2025) read the same text past the window: the plain one with a window only and with its
 // first characters kept (StreamingLLM), the other two with a window only. That chart is each reading's
 // bits per character itself (the models differ), with the same moving average.
+// "Where a sink forms" (claim 1 where it can be tested at this scale): the same three switches on one
+// head in one layer, trained on the bigram-backcopy letters (lab/backcopy.js), read the same four ways
+// on fresh letters, with each model's weight on the first token split into rows with nothing to fetch
+// (resting) and rows after a trigger letter (working).
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
-import { firstTokenWeight } from '../../lab/heads.js';
+import { firstTokenWeight, restingWeights } from '../../lab/heads.js';
+import { backcopyStream, TRIGGERS } from '../../lab/backcopy.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const REST = { plain: '../models/sinks-plain.safetensors', learned: '../models/sinks-learned.safetensors', gate: '../models/sinks-gate.safetensors' };
+const BACKCOPY = { plain: '../models/sinks-backcopy-plain.safetensors', learned: '../models/sinks-backcopy-learned.safetensors',
+  gate: '../models/sinks-backcopy-gate.safetensors' };
+const LETTERS = 1024; // fresh backcopy letters a run reads
 const TEXT = '../models/stream-text.txt';
 const SMOOTH = 100; // characters in the chart's moving average
 
@@ -65,27 +73,45 @@ export function createSinksView(el, { lib }) {
     return model;
   }
 
-  const rest = {};
-  async function loadRest() {
-    for (const [k, file] of Object.entries(REST)) {
-      if (rest[k]) continue;
+  const loaded = { rest: {}, backcopy: {} };
+  async function loadRest(kind) {
+    const ms = loaded[kind];
+    for (const [k, file] of Object.entries(kind === 'rest' ? REST : BACKCOPY)) {
+      if (ms[k]) continue;
       const r = await fetch(new URL(file, import.meta.url));
       if (!r.ok) throw new Error(`could not fetch ${file.split('/').pop()} (HTTP ${r.status})`);
-      rest[k] = lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
+      ms[k] = lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
     }
-    if (!defaultText) await fetchText();
-    if (!el.text.value && defaultText) el.text.value = defaultText;
-    return rest;
+    if (kind === 'rest') {
+      if (!defaultText) await fetchText();
+      if (!el.text.value && defaultText) el.text.value = defaultText;
+    }
+    return ms;
   }
+
+  // The letters mode reads fresh backcopy letters: switching to it puts a new draw in the box (any
+  // text of letters works too); switching back puts the prose back when the box still holds letters.
+  let draws = 0, letters = null;
+  const freshLetters = () => (letters = el.text.value = backcopyStream(1000 + ++draws, LETTERS));
+  el.way?.addEventListener('change', async () => {
+    if (el.way.value === 'backcopy') {
+      freshLetters();
+      el.window.value = '16'; // the letter models read 32 at a time: a window of at most half that
+    }
+    else if (letters !== null && el.text.value === letters) {
+      await fetchText();
+      if (defaultText) el.text.value = defaultText;
+    }
+  });
 
   const bits = (xs, a, b) => { let s = 0; for (let i = a; i < b; i++) s += xs[i]; return s / Math.max(1, b - a) / Math.LN2; };
 
   // fromZero: the range takes in 0 (differences); else it spans the points past the window (levels,
   // whose first characters, read with no context, would squash the differences the chart is for)
-  function draw(series, window, maxLen, yLabel, caption, fromZero = true) {
+  function draw(series, window, maxLen, yLabel, caption, fromZero = true, unit = 'character') {
     const ys = series.flatMap((x) => x.points.filter((p) => fromZero || p[0] >= window).map((p) => p[1]));
     const lo = fromZero ? Math.min(0, ...ys) : Math.min(...ys), hi = Math.max(...ys);
-    drawChart(el.chart, { series, xLabel: `position in the text (the model was trained on ${maxLen} characters)`,
+    drawChart(el.chart, { series, xLabel: `position in the text (trained on ${maxLen} ${unit}s)`,
       yLabel, logX: false, logY: false, yRange: [lo - 0.05 * (hi - lo || 1), hi + 0.1 * (hi - lo || 1)],
       marks: [{ x: window, label: `the window (${window}) fills: eviction starts` }] });
     Object.assign(el.chart.dataset, { smooth: String(SMOOTH), points: String(series[0].points.length) });
@@ -98,8 +124,9 @@ export function createSinksView(el, { lib }) {
   }
 
   // The three ways to rest: each reading's bits per character, smoothed; each model's weight on the
-  // first token (mean over layers, heads and rows of its first maxLen tokens)
-  function runRest(ms, tokens, window, sinks) {
+  // first token (mean over layers, heads and rows of its first maxLen tokens; on letters, split into
+  // resting and working rows over windows of maxLen: a token 0, then maxLen - 1 letters)
+  function runRest(ms, tokens, window, sinks, onLetters) {
     const ways = [
       ['nowhere to rest (plain, window only)', 'plain', { window }],
       [`StreamingLLM (plain, first ${sinks} kept)`, 'plain', { window, sinks }],
@@ -111,30 +138,56 @@ export function createSinksView(el, { lib }) {
       const losses = ms[key].streamLosses(tokens, opts);
       return { label, model: key, losses, ms: performance.now() - t0 };
     });
-    const first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, firstTokenWeight(m, [...tokens.subarray(0, m.config.maxLen)])]));
+    const unit = onLetters ? 'letter' : 'character', maxLen = ms.plain.config.maxLen;
+    let first;
+    if (onLetters) {
+      const trig = new Set(lib.charsTokenizer.encode(TRIGGERS)), starts = [];
+      for (let a = 1; a + maxLen - 1 <= tokens.length && starts.length < 32; a += maxLen - 1) starts.push([0, ...tokens.subarray(a, a + maxLen - 1)]);
+      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, restingWeights(m, starts, (ids, i) => trig.has(ids[i]))]));
+    } else {
+      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, firstTokenWeight(m, [...tokens.subarray(0, maxLen)])]));
+    }
     const every = Math.max(1, Math.floor(results[0].losses.length / 300));
     draw(results.map((r, i) => ({ label: r.label, ...seriesStyle(i), points: movingAverage(Array.from(r.losses, (x) => x / Math.LN2), SMOOTH, every) })),
-      window, ms.plain.config.maxLen, 'bits per character',
-      `Bits per character, moving average over ${SMOOTH} characters; the dashed line: position ${window}, where the window fills and the rolling caches start evicting`, false);
+      window, maxLen, `bits per ${unit}`,
+      `Bits per ${unit}, moving average over ${SMOOTH} ${unit}s; the dashed line: position ${window}, where the window fills and the rolling caches start evicting`, false, unit);
     const past = results.map((r) => bits(r.losses, window, r.losses.length));
     el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, model: r.model, before: bits(r.losses, 0, window), past: past[i], ms: r.ms })));
     el.panel.dataset.first = JSON.stringify(first);
-    el.summary.textContent = `Measured just now on ${tokens.length} characters, bits per character past the window: `
-      + results.map((r, i) => `${r.label} ${past[i].toFixed(3)}`).join('; ') + '. Weight on the first token (mean over heads and rows): '
-      + `plain ${first.plain.toFixed(3)}, learned sink ${first.learned.toFixed(3)}, output gate ${first.gate.toFixed(3)}.`;
+    const measured = `Measured just now on ${tokens.length} ${unit}s, bits per ${unit} past the window (${window}): `
+      + results.map((r, i) => `${r.label} ${past[i].toFixed(3)}`).join('; ');
+    const f = (x) => x.toFixed(3);
+    el.summary.textContent = onLetters
+      ? `${measured}. Weight on the first token where the head has nothing to fetch / after a trigger (${[...TRIGGERS].join(', ')}), `
+        + `where it fetches the letter before: plain ${f(first.plain.resting)} / ${f(first.plain.working)}, output gate `
+        + `${f(first.gate.resting)} / ${f(first.gate.working)}, learned sink ${f(first.learned.resting)} / ${f(first.learned.working)} `
+        + `(its own sink column takes ${f(first.learned.sink)} where it rests); an even spread gives about ${f(evenFirst(maxLen))}.`
+      : `${measured}. Weight on the first token (mean over heads and rows): `
+        + `plain ${f(first.plain)}, learned sink ${f(first.learned)}, output gate ${f(first.gate)}.`;
+  }
+
+  // the mean over rows i = 1 .. T - 1 of 1 / (i + 1): the first token's share if each row spread its weight evenly
+  function evenFirst(T) {
+    let s = 0;
+    for (let i = 1; i < T; i++) s += 1 / (i + 1) / (T - 1);
+    return s;
   }
 
   async function run() {
     el.run.disabled = true;
     el.status.textContent = 'Reading…';
     try {
-      const window = Number(el.window.value), sinks = Number(el.sinks.value);
-      if (el.way?.value === 'rest') {
-        const ms = await loadRest();
+      let window = Number(el.window.value);
+      const sinks = Number(el.sinks.value), way = el.way?.value;
+      if (way === 'rest' || way === 'backcopy') {
+        const ms = await loadRest(way);
+        // the letter models read 32 tokens at a time: their window is at most half that
+        if (way === 'backcopy') window = Math.min(window, ms.plain.config.maxLen / 2);
+        if (sinks >= window) throw new Error(`keep fewer first tokens (${sinks}) than the window (${window})`);
         const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]);
         if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
         await new Promise((r) => setTimeout(r, 0)); // let the status paint
-        runRest(ms, tokens, window, sinks);
+        runRest(ms, tokens, window, sinks, way === 'backcopy');
         el.status.textContent = '';
         el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
         return;

@@ -1,10 +1,10 @@
-// backcopy.mjs: the bigram-backcopy text (Guo et al. 2024, "Active-Dormant Attention Heads:
+// backcopy.js: the bigram-backcopy text (Guo et al. 2024, "Active-Dormant Attention Heads:
 // Mechanistically Demystifying Extreme-Token Phenomena in LLMs", arXiv 2410.13835), in letters: a
 // random bigram chain over 23 letters, where three trigger letters (q, x, z) are each followed by a
 // copy of the letter before them. Only after a trigger does the next letter depend on more than the
 // current one, so a head that fetches "the letter before" has work at one position in about ten and
 // nothing to do elsewhere: the setting in which Guo et al. find a head resting on the first token
-// (an attention sink) at every other position. scripts/sink-claims.mjs --task backcopy trains on it.
+// (an attention sink) at every other position. scripts/sink-claims.mjs --part backcopy trains on it, and the attention-sinks panel reads it.
 //   backcopyText(seed, { docs, minChars, maxChars }): fortune(6)'s format (documents between "%" lines)
 //   backcopyStream(seed, chars): one document of `chars` letters (reading past the window)
 export const TRIGGERS = 'qxz';
