@@ -26,7 +26,8 @@
 //        [--backcopy-steps 4000] [--jobs 2] [--chars 4096] [--window 32] [--ship] [--reuse]
 // --part: one of the two parts only (both by default);
 // --ship copies seed 1 of each model to web/models/sinks-{plain,gate,learned}.safetensors and
-// sinks-backcopy-{plain,gate,learned}.safetensors (the attention-sinks panel's); --quick: one seed, a short budget (its test: it runs and prints the tables);
+// sinks-backcopy-{plain,gate,learned}.safetensors (the attention-sinks panel's); --quick: one seed,
+// a short budget (its test: it runs and prints the tables);
 // --reuse: keep the models a previous run left in the directory (their training time beside them).
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -109,12 +110,12 @@ function train(p, v, seed) {
   });
 }
 
-const describe = (p, S) => `d = ${S.dModel}, ${S.heads} head${S.heads > 1 ? 's' : ''}, ${S.layers} layer${S.layers > 1 ? 's' : ''}, dFF ${S.dFF}, `
+const describe = (S) => `d = ${S.dModel}, ${S.heads} head${S.heads > 1 ? 's' : ''}, ${S.layers} layer${S.layers > 1 ? 's' : ''}, dFF ${S.dFF}, `
   + `windows of ${S.maxLen}; ${S.steps} steps of ${S.batch}, lr ${S.lr}`;
 console.log(`# character models from document starts after a token 0, the llama block; ${seeds} seed${seeds > 1 ? 's' : ''} each, `
   + `${jobs} trainings at a time, 1 thread each`);
-if (parts.includes('fortunes')) console.log(`#   on Debian's fortunes: ${describe('fortunes', SETUPS.fortunes)}`);
-if (parts.includes('backcopy')) console.log(`#   on the bigram-backcopy letters (lab/backcopy.js, seed 1): ${describe('backcopy', SETUPS.backcopy)}`);
+if (parts.includes('fortunes')) console.log(`#   on Debian's fortunes: ${describe(SETUPS.fortunes)}`);
+if (parts.includes('backcopy')) console.log(`#   on the bigram-backcopy letters (lab/backcopy.js, seed 1): ${describe(SETUPS.backcopy)}`);
 console.log(`# ${cpuName()}`);
 const todo = parts.flatMap((p) => VARIANTS.flatMap((v) => Array.from({ length: seeds }, (_, i) => ({ p, v, seed: i + 1 }))));
 const t0 = Date.now(), trained = {};
@@ -179,7 +180,7 @@ for (const p of parts) {
       + `not a trigger: its next letter follows from itself) and working rows (a trigger ${[...TRIGGERS].join(', ')}: its next letter is the one `
       + `before it); the weight on the learned sink's column (no key) on resting rows; ${evict}\n`);
     console.log(`| backcopy model | parameters | first token, resting rows | per seed | first token, working rows | learned sink, resting rows | `
-      + `${texts.map((t) => `eviction cost (bits/char) | per seed`).join(' | ')} |`);
+      + `${texts.map(() => 'eviction cost (bits/char) | per seed').join(' | ')} |`);
     console.log(`|---|---|---|---|---|---|${texts.map(() => '---|---|').join('')}`);
     for (const v of VARIANTS) {
       const rs = of(v.id);
