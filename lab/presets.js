@@ -128,11 +128,11 @@ export function presetById(id) {
 //   mla       kvRank + ropeDim per token (the latent and the one rotary key; the heads share both)
 //   a linear  a state of fixed size per sequence, not per token: heads x dk x dv (the delta rule,
 //   state     gates, retention; linear attention adds its normaliser, heads x dk)
-// This library's own generation (src/model/generate.c) allocates maxLen rows for a softmax layer,
-// a ring of 2 window rows for a window layer (docs/attention-forms.md 1b: each position twice, so the
-// window's rows stay consecutive), and full-width K/V for a softmax with a switch on; the counts here
-// are what the design needs, not those buffers (which model.generationBytes() counts, in C, for the
-// panel's line beside these).
+// This library's own generation (src/model/generate.c) allocates maxLen rows of the K/V heads for a
+// softmax layer, a ring of 2 window rows for a window layer (docs/attention-forms.md 1b: each position
+// twice, so the window's rows stay consecutive), and a recurrent state with its step's scratch; the
+// counts here are what the design needs, not those buffers (which model.generationBytes() counts, in
+// C, for the panel's line beside these).
 
 // kind and words of a softmax layer's heads
 function headKind(H, KH) {

@@ -15,6 +15,8 @@ int attn_form_init(aw_attn_form *f, const aw_form *form, const aw_form_setup *se
     if (!setup->causal && !(form->flags & AW_FORM_NONCAUSAL))
         return aw_fail(AW_ERR_ARG, "attention \"%s\" has no non-causal form", form->name);
     f->form = form, f->causal = setup->causal, f->C = setup->C, f->H = setup->H, f->L = setup->L;
+    f->KC = (form->flags & AW_FORM_KV_GROUPS) && setup->kv_heads && setup->kv_heads < setup->H
+                ? setup->kv_heads * (setup->C / setup->H) : setup->C;
     f->uses_qk = (form->flags & AW_FORM_USES_QK) != 0;
     f->score_slopes = (form->flags & AW_FORM_SCORE_BIAS) ? setup->score_slopes : NULL;
     // the options a form reads are its own: a setup without them takes the defaults

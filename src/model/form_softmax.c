@@ -280,24 +280,55 @@ static void qk_backward(aw_attn_form *f, float *dq, float *dk, float *work, cons
                      Tk * H, hd);
 }
 
-// state: the KV cache, keys (L, C) then values (L, C).
-static size_t step_floats(const aw_attn_form *f, size_t L) { return aw_size_mul3(2, L, f->C); }
+// state: the KV cache, keys (L, KC) then values (L, KC): every head's (KC = C), or under
+// grouped-query attention the K/V heads' only (KC = kvHeads x dHead).
+static size_t step_floats(const aw_attn_form *f, size_t L) { return aw_size_mul3(2, L, f->KC); }
+
+// One query (C) over n cached rows of the K/V heads (n, KC): head h reads K/V head h / (H / KH), with
+// the kernel's weights: the scaled dot product soft-capped, the bias by distance (the query at row
+// ds->q_offset), and a learned sink's logit in each head's softmax sum. One pass, online softmax
+// (the running maximum rescales the sum and the output), so no scratch.
+static void grouped_attend(const aw_attn_form *f, const aw_softmax_attention_desc *ds, float *out, const float *q,
+                           const float *kc, const float *vc, size_t n) {
+    const size_t C = f->C, H = f->H, hd = C / H, KC = f->KC, group = H / (KC / hd);
+    for (size_t h = 0; h < H; h++) {
+        const float *qh = q + h * hd;
+        const size_t off = (h / group) * hd;
+        float *o = out + h * hd, mx = ds->sinks ? ds->sinks[h] : -INFINITY, sum = ds->sinks ? 1.0f : 0.0f;
+        memset(o, 0, hd * sizeof(float));
+        for (size_t j = 0; j < n; j++) {
+            const float s = aw_softcap(aw_dot(qh, kc + j * KC + off, hd) * ds->scale, ds->softcap) + aw_score_bias(ds, h, 0, j);
+            if (s > mx) { // a new maximum: what was summed so far shrinks by exp(old - new)
+                const float r = expf(mx - s);
+                sum *= r;
+                for (size_t i = 0; i < hd; i++) o[i] *= r;
+                mx = s;
+            }
+            const float p = expf(s - mx);
+            sum += p;
+            aw_axpy(o, p, vc + j * KC + off, hd);
+        }
+        for (size_t i = 0; i < hd; i++) o[i] /= sum;
+    }
+}
 
 static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q,
                 const float *k, const float *v, size_t pos) {
     const softmax_own *o = f->own;
-    const size_t C = f->C;
+    const size_t C = f->C, KC = f->KC;
     if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);
-    float *kc = state, *vc = state + L * C; // (L, C) each
-    memcpy(kc + pos * C, k, C * sizeof(float));
-    memcpy(vc + pos * C, v, C * sizeof(float));
+    float *kc = state, *vc = state + L * KC; // (L, KC) each
+    if (k != kc + pos * KC) memcpy(kc + pos * KC, k, KC * sizeof(float)); // streaming hands the row in place
+    if (v != vc + pos * KC) memcpy(vc + pos * KC, v, KC * sizeof(float));
     // the cache holds positions 0..pos only, so no causal mask is needed; a window reads its last
     // `window` rows (the cache stays full size)
     const size_t first = o->window && pos + 1 > o->window ? pos + 1 - o->window : 0;
     aw_softmax_attention_desc ds = desc(f, 1, pos + 1 - first, 0);
     ds.window = 0;
     ds.q_offset = pos - first; // the score bias: the query is at position pos, key row 0 at first
-    const int st = softmax_attention_forward(out, NULL, q, kc + first * C, vc + first * C, &ds);
+    int st = AW_OK;
+    if (KC == C) st = softmax_attention_forward(out, NULL, q, kc + first * C, vc + first * C, &ds);
+    else grouped_attend(f, &ds, out, q, kc + first * KC, vc + first * KC, pos + 1 - first);
     if (!st && o->gate) gate_apply(f, out, NULL, x, 1);
     return st;
 }
@@ -305,10 +336,17 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
 // The sliding window, which generation's ring of rows follows (forms.h).
 static size_t step_window(const aw_attn_form *f) { return ((const softmax_own *)f->own)->window; }
 
-// The KV cache of positions 0..T-1 at once: the rows as step() stores them.
+// The KV cache of positions 0..T-1 at once: the rows as step() stores them (k, v (T, C) from the
+// forward, where each K/V head is copied to its group's heads: the K/V heads' columns when KC < C).
 static void prefill(aw_attn_form *f, float *state, size_t L, const float *k, const float *v, size_t T) {
-    memcpy(state, k, T * f->C * sizeof(float));
-    memcpy(state + L * f->C, v, T * f->C * sizeof(float));
+    const size_t C = f->C, KC = f->KC, hd = C / f->H;
+    if (KC == C) {
+        memcpy(state, k, T * C * sizeof(float));
+        memcpy(state + L * C, v, T * C * sizeof(float));
+        return;
+    }
+    kv_take(state, k, T, f->H, KC / hd, hd);
+    kv_take(state + L * KC, v, T, f->H, KC / hd, hd);
 }
 
 const aw_form AW_FORM_SOFTMAX_DESC = {
@@ -336,7 +374,8 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     },
     .family = "softmax",
     .cross = "softmax",
-    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SCORE_BIAS,
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SCORE_BIAS |
+             AW_FORM_KV_GROUPS,
     .options = SOFTMAX_OPTIONS,
     .n_options = N_SOFTMAX_OPTIONS,
     .finish = finish,

@@ -29,6 +29,8 @@ enum aw_form_flag {
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
     AW_FORM_SCORE_BIAS = 1u << 9,    // takes a score bias by distance (aw_attn_form.score_slopes: ALiBi's)
     AW_FORM_OWN_V = 1u << 10,        // makes its own values from X (MLA's latent): its sublayer has no Wv, bv
+    AW_FORM_KV_GROUPS = 1u << 11,    // its step keeps the K/V heads only under grouped-query attention
+                                     // (aw_attn_form.KC): generation hands it k, v of KC columns
 };
 
 typedef struct aw_form aw_form;
@@ -80,6 +82,9 @@ typedef struct {
     int causal;
     int uses_qk;           // 1 when Q and K are read (the sublayer then has Wq, Wk)
     size_t C, H, L;        // width, heads and the longest sequence
+    size_t KC;             // the K/V columns its step state keeps and step and prefill take: C, or the
+                           // K/V heads' kvHeads x dHead for a form with AW_FORM_KV_GROUPS in a model
+                           // with grouped-query attention
     void *own;             // the form's own state (its options as it reads them, its layer), set up
                            // by init and freed by release
     float *params, *grads; // the form's parameters: its own block until bind, then the model's
@@ -96,6 +101,7 @@ typedef struct {
 // values (checked) and the seed of this sublayer.
 typedef struct {
     size_t C, H, L;
+    size_t kv_heads; // the model's K/V heads (grouped-query attention); 0: H
     int causal;
     const aw_form_values *opts;
     uint32_t seed;

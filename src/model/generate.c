@@ -28,8 +28,9 @@ typedef struct {
     float *mem;
 } decode_state;
 
-// 1 when generation keeps its own cache of layer l's K/V heads (grouped-query softmax): KC columns
-// per position instead of the form's C. Each layer keeps its own kind (layerForms mixes them).
+// 1 when generation keeps its own cache of layer l's K/V heads (grouped-query softmax without
+// switches, which decode_attend reads): KC columns per position. A switched-on softmax keeps the same
+// columns in its form's step state (aw_attn_form.KC). Each layer keeps its own kind (layerForms mixes them).
 static int own_cache(const aw_model *m, int l) {
     return m->cfg.kv_heads < m->cfg.heads && strcmp(m->self_form[l].form->name, "softmax") == 0 &&
            !m->self_form[l].switches; // a switched-on softmax attends through its form's step
@@ -66,7 +67,7 @@ static int can_prefill(const aw_model *m) {
 static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t np, float *logits) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->max_len;
-    const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd, group = H / KH;
+    const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd;
     int st = model_reserve(m, 1, np, 0);
     if (st) return st;
     memcpy(m->tokens, prompt, np * sizeof(int32_t));
@@ -79,19 +80,15 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
         const aw_attn_acts *a = &m->a.dec_self[l];
         const size_t W = ring_window(m, l);
         if (own_cache(m, l)) { // K/V head g is the first of its group's copies (rotated already)
-            float *kc = s->self[l], *vc = s->self[l] + L * KC;
-            for (size_t p = 0; p < np; p++)
-                for (size_t g = 0; g < KH; g++) {
-                    memcpy(kc + p * KC + g * hd, a->k + p * C + g * group * hd, hd * sizeof(float));
-                    memcpy(vc + p * KC + g * hd, a->v + p * C + g * group * hd, hd * sizeof(float));
-                }
-        } else if (W) { // the last window positions into the ring, both copies (ring_step)
-            const size_t R = 2 * W;
+            kv_take(s->self[l], a->k, np, H, KH, hd);
+            kv_take(s->self[l] + L * KC, a->v, np, H, KH, hd);
+        } else if (W) { // the last window positions into the ring, both copies (ring_step), rows of the form's KC
+            const size_t R = 2 * W, FC = m->self_form[l].KC, FH = FC / hd; // FH: the heads a row keeps
             float *ring = s->self[l];
             for (size_t p = np > W ? np - W : 0; p < np; p++)
                 for (size_t row = p % W; row < R; row += W) {
-                    memcpy(ring + row * C, a->k + p * C, C * sizeof(float));
-                    memcpy(ring + (R + row) * C, a->v + p * C, C * sizeof(float));
+                    kv_take(ring + row * FC, a->k + p * C, 1, H, FH, hd);
+                    kv_take(ring + (R + row) * FC, a->v + p * C, 1, H, FH, hd);
                 }
         } else {
             m->self_form[l].form->prefill(&m->self_form[l], s->self[l], L, a->k, a->v, np);
@@ -199,13 +196,15 @@ void decode_attend(float *out, float *scores, const float *q, const float *kc, c
 // runs on that view as on a cache of those positions alone (the same keys in the same order, the
 // query at the same offset from the first: the bits of a full cache) and writes this position's row
 // of it; the other copy is written here.
-static int ring_step(aw_attn_form *f, decode_state *s, float *ring, size_t W, const float *xin, size_t pos) {
-    const size_t C = f->C, R = 2 * W;
+// Rows are the form's KC columns (the K/V heads' under grouped-query attention).
+static int ring_step(aw_attn_form *f, decode_state *s, float *ring, size_t W, const float *xin, const float *k,
+                     const float *v, size_t pos) {
+    const size_t KC = f->KC, R = 2 * W;
     const size_t start = pos < W ? 0 : (pos + 1) % W, at = pos < W ? pos : W - 1; // the view's first row; this one's in it
     const size_t row = start + at, twin = row < W ? row + W : row - W;
-    memcpy(ring + twin * C, s->kx, C * sizeof(float));
-    memcpy(ring + (R + twin) * C, s->vx, C * sizeof(float));
-    return f->form->step(f, ring + start * C, R, s->o, xin, s->q, s->kx, s->vx, at);
+    memcpy(ring + twin * KC, k, KC * sizeof(float));
+    memcpy(ring + (R + twin) * KC, v, KC * sizeof(float));
+    return f->form->step(f, ring + start * KC, R, s->o, xin, s->q, k, v, at);
 }
 
 static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_attn_weights *w, int l, size_t pos,
@@ -236,10 +235,14 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
             decode_attend(s->o, s->scores, s->q, kc, vc, pos + 1, H, KH, hd, m->score_slopes);
             st = AW_OK;
         } else {
-            kv_expand(s->kx, s->kv, 1, H, KH, hd);
-            kv_expand(s->vx, s->kv + KC, 1, H, KH, hd);
+            const float *k = s->kv, *v = s->kv + KC; // a form that keeps the K/V heads only takes them as they are
+            if (f->KC == C) { // the others take every head's: each K/V head copied to its group
+                kv_expand(s->kx, s->kv, 1, H, KH, hd);
+                kv_expand(s->vx, s->kv + KC, 1, H, KH, hd);
+                k = s->kx, v = s->vx;
+            }
             const size_t W = ring_window(m, l);
-            st = W ? ring_step(f, s, s->self[l], W, xin, pos) : f->form->step(f, s->self[l], L, s->o, xin, s->q, s->kx, s->vx, pos);
+            st = W ? ring_step(f, s, s->self[l], W, xin, k, v, pos) : f->form->step(f, s->self[l], L, s->o, xin, s->q, k, v, pos);
         }
     }
     if (st) return st;

@@ -88,6 +88,8 @@ void rope_apply(float *x, const float *cs, const float *sn, size_t B, size_t T, 
 // each group of dout (N, H hd) (overwrites dkv).
 void kv_expand(float *out, const float *kv, size_t N, size_t H, size_t KH, size_t hd);
 void kv_reduce(float *dkv, const float *dout, size_t N, size_t H, size_t KH, size_t hd);
+// kv_take: kv_expand's inverse on its output: (N, H hd) -> (N, KH hd), each group's first copy.
+void kv_take(float *kv, const float *x, size_t N, size_t H, size_t KH, size_t hd);
 // The classifier tied to the embedding: logits (N, V) = x (N, C) wte^T (+ b); its backward (+=).
 void tied_forward(float *logits, const float *x, const float *wte, const float *b, size_t N, size_t C, size_t V);
 void tied_backward(float *dx, float *dwte, float *db, const float *dlogits, const float *x, const float *wte, size_t N,

@@ -7,6 +7,7 @@
 #include "../kernels/parallel.h"
 
 #include <math.h>
+#include <string.h>
 
 // ---- RMSNorm ----------------------------------------------------------------------------------
 
@@ -124,6 +125,12 @@ void kv_expand(float *out, const float *kv, size_t N, size_t H, size_t KH, size_
             float *dst = out + r * C + h * hd;
             for (size_t i = 0; i < hd; i++) dst[i] = src[i];
         }
+}
+
+void kv_take(float *kv, const float *x, size_t N, size_t H, size_t KH, size_t hd) {
+    const size_t C = H * hd, KC = KH * hd, group = H / KH;
+    for (size_t r = 0; r < N; r++)
+        for (size_t g = 0; g < KH; g++) memcpy(kv + r * KC + g * hd, x + r * C + g * group * hd, hd * sizeof(float));
 }
 
 void kv_reduce(float *dkv, const float *dout, size_t N, size_t H, size_t KH, size_t hd) {

@@ -20,9 +20,6 @@ typedef struct {
     size_t C, KC, H, KH, hd, F, V;
     float *k[AW_MAX_LAYERS], *v[AW_MAX_LAYERS]; // (window, KC): slots 0..sinks-1, then a ring
     float *x, *ln, *q, *kv, *o, *res, *h, *u, *r, *kr, *vr, *scores, *logits, mean, rstd;
-    float *sw;                       // softmax with switches: the kept keys and values shared out to
-                                     // every head, (window, C) each, as its step's cache, then one
-                                     // key and value row (C) each; NULL without switches
     float *mem;
 } stream_state;
 
@@ -63,9 +60,6 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     aw_plan_take(&plan, 3, s->F);
     aw_plan_take(&plan, window, 2 * s->KC + 1);
     aw_plan_take(&plan, s->V, 1);
-    int any_switches = 0; // a softmax layer with switches (layerForms may set them on some layers only)
-    for (int l = 0; l < c->layers; l++) any_switches |= m->self_form[l].switches != 0;
-    const size_t at_sw = aw_plan_take(&plan, any_switches ? window + 1 : 0, 2 * s->C);
     if (!aw_plan_ok(&plan, sizeof(float)) || !(s->mem = aw_alloc_floats(plan.total)))
         return aw_fail(AW_ERR_NOMEM, "out of memory for the streaming cache");
     for (int l = 0; l < c->layers; l++) s->k[l] = s->mem + at_k[l], s->v[l] = s->mem + at_v[l];
@@ -79,11 +73,10 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     s->h = p, p += s->F;
     s->u = p, p += s->F;
     s->r = p, p += s->F;
-    s->kr = p, p += window * s->KC;
+    s->kr = p, p += window * s->KC; // kr then vr, adjacent: a switched-on softmax's step cache of window rows
     s->vr = p, p += window * s->KC;
     s->scores = p, p += window;
     s->logits = p;
-    s->sw = any_switches ? s->mem + at_sw : NULL;
     return AW_OK;
 }
 
@@ -128,13 +121,9 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
             m->pos->rotate_qk(m, s->q, 1, 1, n - 1, C, 0);
         }
-        if (f->switches) { // the form's step over the kept keys in slot order, shared out to every head
-            float *kc = s->sw, *vc = kc + s->window * C, *k1 = vc + s->window * C, *v1 = k1 + C;
-            kv_expand(kc, s->kr, n - 1, s->H, s->KH, hd);
-            kv_expand(vc, s->vr, n - 1, s->H, s->KH, hd);
-            kv_expand(k1, s->kr + (n - 1) * KC, 1, s->H, s->KH, hd);
-            kv_expand(v1, s->vr + (n - 1) * KC, 1, s->H, s->KH, hd);
-            f->form->step(f, kc, s->window, s->o, xin, s->q, k1, v1, n - 1); // n <= window, as decode_attend reads
+        if (f->switches) { // the form's step over the kept keys in slot order: kr then vr are its cache of
+            // window rows of the K/V heads (its KC), this token's row last, in place (n <= window)
+            f->form->step(f, s->kr, s->window, s->o, xin, s->q, s->kr + (n - 1) * KC, s->vr + (n - 1) * KC, n - 1);
         } else {
             decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
         }

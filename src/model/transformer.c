@@ -369,11 +369,13 @@ static int init_forms(aw_model *m) {
         // the options are the chosen form's: a decoder or cross form that differs takes its defaults;
         // the score bias goes to the self-attentions only
         su.score_slopes = m->score_slopes;
+        su.kv_heads = 0; // the encoder's self-attention and the cross-attention keep every head's K/V
         if (encdec) su.causal = 0, su.seed = s + 1, su.opts = &cfg->attn, st = attn_form_init(&m->enc_form[l], self, &su);
+        su.kv_heads = (size_t)cfg->kv_heads; // the decoder's self-attention: its step may keep the K/V heads only
         if (!st && cfg->layer_forms) // a decoder whose layers name their own forms (model_check_config refuses others)
             su.causal = 1, su.seed = s + 2, st = attn_form_init(&m->self_form[l], model_layer_form(cfg, l, &su.opts), &su);
         else if (!st) su.causal = 1, su.seed = s + 2, su.opts = dec == self ? &cfg->attn : NULL, st = attn_form_init(&m->self_form[l], dec, &su);
-        su.score_slopes = NULL;
+        su.score_slopes = NULL, su.kv_heads = 0;
         if (!st && encdec) su.causal = 0, su.seed = s + 3, su.opts = cross == self ? &cfg->attn : NULL, st = attn_form_init(&m->cross_form[l], cross, &su);
     }
     return st;

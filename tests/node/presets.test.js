@@ -152,10 +152,14 @@ test("presets: the library's own generation state (model.generationBytes, counte
   assert.deepEqual(win.gen.layers, [4 * 2 * (2 * 5) * 32, 4 * 2 * (2 * 5) * 32]);
   assert.equal(win.design.bytes(64), 4 * 2 * 5 * 2 * 32);
   assert.deepEqual(both({ attentionOptions: { window: 32 } }).gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
-  // a switch on a GQA softmax: its step keeps every head's K and V (full width), not the K/V heads'
+  // a switch on a GQA softmax: its step keeps the K/V heads' K and V only, as the design does; with a
+  // window, a ring of 2 window rows of them
   const gqaNorm = both({ kvHeads: 2, attentionOptions: { qkNorm: true } });
-  assert.deepEqual(gqaNorm.gen.layers, [4 * 2 * 64 * 32, 4 * 2 * 64 * 32]);
-  assert.equal(gqaNorm.design.bytes(64), 4 * 2 * 64 * 2 * 2 * 8);
+  assert.deepEqual(gqaNorm.gen.layers, [4 * 2 * 64 * 2 * 8, 4 * 2 * 64 * 2 * 8]);
+  assert.equal(gqaNorm.gen.total, gqaNorm.design.bytes(64), 'GQA with a switch on: the design\'s count is what C allocates');
+  const gqaWin = both({ kvHeads: 1, attentionOptions: { window: 5, learnedSinks: true } });
+  assert.deepEqual(gqaWin.gen.layers, [4 * 2 * (2 * 5) * 8, 4 * 2 * (2 * 5) * 8]);
+  assert.equal(gqaWin.design.bytes(64), 4 * 2 * 5 * 2 * 8);
   // a recurrent state is per sequence: the same bytes at maxLen 32 and 64 (its step's scratch
   // included, so more than the design's heads x 8 x 8)
   for (const attention of ['gated-delta', 'kda', 'gla', 'linear:elu+1']) {

@@ -181,12 +181,15 @@ for (const { name: build, lib } of builds) {
   test(`softmax switches [${build}]: a window layer generates from a ring of 2 window rows, as from a full cache`, () => {
     // window 5 of maxLen 48: the prompt (12 tokens, past the window) goes into the ring by the batched
     // prefill, and 36 new tokens wrap it seven times; GQA + rope, and ALiBi (its bias counts distances
-    // within the ring's view), with every other switch on
+    // within the ring's view), with every other switch on, with every head's K/V and with the K/V heads'
+    // only (grouped-query attention: the ring keeps kvHeads x dHead columns, and the step reads them)
     for (const c of [{ block: 'llama', kvHeads: 2, attentionOptions: { window: 5, qkNorm: true, outputGate: true } },
-      { positional: 'alibi', attentionOptions: { window: 5, learnedSinks: true, softcap: 3 } }]) {
+      { positional: 'alibi', attentionOptions: { window: 5, learnedSinks: true, softcap: 3 } },
+      { positional: 'alibi', kvHeads: 1, attentionOptions: { window: 5, learnedSinks: true, softcap: 3 } }]) {
       const m = lib.createModel({ ...small, maxLen: 48, ...c });
       m.trainStep({ inputs: [[1, 2, 3, 4, 5, 6, 7, 8]], targets: [[2, 3, 4, 5, 6, 7, 8, 9]], lr: 0.05 });
-      assert.deepEqual(m.generationBytes().layers, [4 * 2 * 10 * 16, 4 * 2 * 10 * 16], `${label(c)}: 2 x window rows of K and V`);
+      const KC = (c.kvHeads ?? small.heads) * (small.dModel / small.heads);
+      assert.deepEqual(m.generationBytes().layers, [4 * 2 * 10 * KC, 4 * 2 * 10 * KC], `${label(c)}: 2 x window rows of the K/V heads' K and V`);
       const prompt = Array.from({ length: 12 }, (_, i) => 1 + ((i * 5) % 11));
       for (const seed of [1, 2, 3]) {
         const opts = { maxTokens: 36, temperature: 1, seed };

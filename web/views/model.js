@@ -273,7 +273,7 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       }
       if (generation !== null) {
         text += ` This library's generation allocates ${generation.toLocaleString('en')} bytes for maxLen `
-          + '(a window layer a ring of twice its window, a switched-on softmax every head\'s K and V, a state its scratch).';
+          + '(a window layer a ring of twice its window, a recurrent state its step\'s scratch).';
       }
     }
     el.cache.textContent = text;
