@@ -1,7 +1,7 @@
 // scripts/hybrid-claim.mjs (issue 35, claim 3: gated-delta, a 3:1 gated-delta:softmax hybrid and
 // softmax on multi-query associative recall): --quick runs (one seed, a few steps) and prints the
-// table with every stack, parameters within 2% of each other, and each stack's memory computed from
-// its config. The result itself is not checked here (the README's table is the full run's).
+// table with every stack, parameters within 2% of each other, each stack's memory computed from
+// its config, and the step each seed first reached 90% recall. The result itself is not checked here (the README's table is the full run's).
 // Also the mqar task it trains on: its examples, through the library.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -74,6 +74,9 @@ test('hybrid-claim.mjs --quick: the table with the three stacks, their parameter
       assert.equal(c[9], `${((perToken * T + state) / T).toFixed(1)} B`, c[1]);
       const acc = Number(/^([\d.]+)%/.exec(c[4])[1]);
       assert.ok(acc >= 0 && acc <= 100, c[4]);
+      // the step each seed first reached 90% held-out recall (evaluated every 100 steps), or never
+      assert.match(c[10], /^(never|\d+)(, (never|\d+))*$/, c[1]);
+      assert.equal(c[10].split(', ').length, c[5].split(', ').length, 'a step (or never) per seed');
     }
     assert.deepEqual(rows.map((c) => c[2]), ['DDDD', 'DDDS', 'SSSS']);
     assert.match(r.stdout, /budget: \d+ steps of \d+ sequences/);
