@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-quick.sh (npm run test:quick): the inner loop, a few minutes on 2 cores. Every tests/node file
+# test-quick.sh (npm run test:quick): the inner loop, about a minute on 2 cores. Every tests/node file
 # except those listed in SLOW below: the unit, conformance and safety suites of the library, on the
 # wasm as built (rebuilt first when src/ or build.sh changed since: bash build.sh wasm). No browser,
 # no PyTorch, no native build, no tarball. A new test file runs here unless it is added to SLOW;
@@ -35,4 +35,4 @@ done
 echo "test-quick.sh: ${#files[@]} files of tests/node (npm test runs these, ${SLOW[*]} and tests/browser/)" >&2
 # tests that compare with a native build skip when it was never built (npm test always builds it)
 export AW_TEST_QUICK=1
-exec node --test "$@" "${files[@]}"
+exec node --test --test-concurrency=2 "$@" "${files[@]}"

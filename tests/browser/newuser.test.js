@@ -197,7 +197,9 @@ test('fix 8: the timings repeat in rounds; the legend gives each slope with its 
   const legend = await page.$$eval('#tlegend li', (lis) => lis.map((li) => li.textContent));
   t.diagnostic(legend.join('; '));
   assert.equal(legend.length, 2);
-  for (const l of legend) assert.match(l, /slope \d+\.\d\d ± \d+\.\d\d$/);
+  // the measured slopes as they came: on a busy machine the small sizes' times are noise, and a
+  // slope (linear attention's, about 1 when quiet) can come out below 0
+  for (const l of legend) assert.match(l, /slope -?\d+\.\d\d ± \d+\.\d\d$/);
   assert.match(await page.textContent('#tstatus'), /median of 3 rounds/);
   // The fit itself: an exact power law has slope 2 and no spread; noisy rounds give a spread.
   const fit = await page.evaluate(async () => {
