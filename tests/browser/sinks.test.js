@@ -83,6 +83,11 @@ test('attention sinks: where a sink forms, one head on the backcopy letters, gat
   assert.match(await page.textContent('#sinks figcaption'), /^Bits per letter, moving average over \d+ letters/);
   await page.$eval('#sinks', (el) => el.scrollIntoView());
   await screenshot(page, 'sinks-backcopy');
+  // in this mode the default-text button draws new letters
+  await page.click('#sreset');
+  const again = await page.inputValue('#stext');
+  assert.match(again, /^[a-z]{1024}$/);
+  assert.notEqual(again, letters);
   // back to one model: the prose returns to the box
   await page.selectOption('#sway', 'readings');
   await page.waitForFunction(() => !/^[a-z]+$/.test(document.querySelector('#stext').value));

@@ -232,6 +232,7 @@ export function createSinksView(el, { lib }) {
 
   el.form.addEventListener('submit', (e) => { e.preventDefault(); run(); });
   el.reset.addEventListener('click', async () => {
+    if (el.way?.value === 'backcopy') return void freshLetters(); // the letters mode's default: a new draw
     await fetchText();
     if (defaultText) el.text.value = defaultText;
   });
