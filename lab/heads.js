@@ -138,7 +138,8 @@ export function firstTokenWeight(model, ids) {
 /** Where the weight goes on rows that rest and rows that work: the mean over layers, heads and query
  * positions >= 1 of the weight on the first token, split by working(ids, i) (a row whose token has a
  * job for attention) and resting rows, and the weight no key takes (a learned sink's column: 1 less
- * the row's sum), on resting rows. Raw softmax weights, not re-normalised over the keys. */
+ * the row's sum), on resting rows. Raw softmax weights, not re-normalised over the keys; null for a
+ * kind of row the starts do not have (a text with no trigger has no working rows). */
 export function restingWeights(model, starts, working) {
   const sum = { resting: 0, working: 0, sink: 0 }, count = { resting: 0, working: 0 };
   for (const ids of starts) {
@@ -154,7 +155,8 @@ export function restingWeights(model, starts, working) {
       }
     }
   }
-  return { resting: sum.resting / count.resting, working: sum.working / count.working, sink: sum.sink / count.resting };
+  const per = (k, n) => (count[n] ? sum[k] / count[n] : null);
+  return { resting: per('resting', 'resting'), working: per('working', 'working'), sink: per('sink', 'resting') };
 }
 
 /**

@@ -156,7 +156,7 @@ export function createSinksView(el, { lib }) {
     el.panel.dataset.first = JSON.stringify(first);
     const measured = `Measured just now on ${tokens.length} ${unit}s, bits per ${unit} past the window (${window}): `
       + results.map((r, i) => `${r.label} ${past[i].toFixed(3)}`).join('; ');
-    const f = (x) => x.toFixed(3);
+    const f = (x) => (x === null ? 'none (no such rows)' : x.toFixed(3));
     el.summary.textContent = onLetters
       ? `${measured}. Weight on the first token where the head has nothing to fetch / after a trigger (${[...TRIGGERS].join(', ')}), `
         + `where it fetches the letter before: plain ${f(first.plain.resting)} / ${f(first.plain.working)}, output gate `
