@@ -64,3 +64,10 @@ export function backcopyText(seed, { docs = 20000, minChars = 160, maxChars = 32
 
 /** One document of `chars` letters from this seed. */
 export const backcopyStream = (seed, chars) => letters(rng(seed), chars);
+
+/** The rows attention has work on, for restingWeights (lab/heads.js): row i of ids when its token is a
+ * trigger (the next letter is the one before it). encode: the chars tokenizer's. */
+export function triggerRows(encode) {
+  const ids = new Set(encode(TRIGGERS));
+  return (tokens, i) => ids.has(tokens[i]);
+}

@@ -1,7 +1,7 @@
 // claim-tools.mjs: what the claim scripts that train with the native trainer share
 // (scripts/hybrid-claim.mjs, scripts/sink-claims.mjs): their integer flags, the trainer's build,
-// trainings a few at a time, and the mean and spread over seeds.
-import { spawnSync } from 'node:child_process';
+// one training's run and its output read, trainings a few at a time, and the mean and spread over seeds.
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 export const ROOT = new URL('../', import.meta.url).pathname;
@@ -30,6 +30,22 @@ export function buildTrainer(script) {
     process.exit(1);
   }
   return trainer;
+}
+
+/** Runs the trainer with args and resolves parse(its stdout); rejects with the command, the exit code
+ * and everything it printed when it exits non-zero or parse finds nothing (returns null). */
+export function runTrainer(trainer, args, parse) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(trainer, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => {
+      const r = code === 0 ? parse(out) : null;
+      if (r === null) reject(new Error(`trainer ${args.join(' ')}: exit ${code}\n${out}${err}`));
+      else resolve(r);
+    });
+  });
 }
 
 /** run(item) for every item, `jobs` at a time (each training takes one thread), in order of start. */

@@ -15,9 +15,8 @@
 // how fast; the claim's own regime (more than dModel pairs) is docs/experiments.md's next step.
 //   node scripts/hybrid-claim.mjs [--quick] [--seeds 3] [--steps N] [--batch N] [--pairs N] [--jobs 2]
 // --quick: one seed and a short budget (tests/node/hybrid-claim.test.js: it runs and prints the table).
-import { spawn } from 'node:child_process';
 import { cpuName } from '../lab/cpu.js';
-import { buildTrainer, inJobs, intFlags, mean, sd } from './claim-tools.mjs';
+import { buildTrainer, inJobs, intFlags, mean, runTrainer, sd } from './claim-tools.mjs';
 
 const args = process.argv.slice(2);
 const flag = intFlags('hybrid-claim.mjs', args);
@@ -65,18 +64,12 @@ function flags(stack, seed) {
 // One training: its parameters, its held-out accuracy (8 batches of 64 sequences: 512 x pairs queries)
 // and the first evaluated step at which that reached 90% (null if none did).
 function run(stack, seed) {
-  return new Promise((resolve, reject) => {
-    const p = spawn(trainer, flags(stack, seed), { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (err += d));
-    p.on('close', (code) => {
-      const params = /, (\d+) parameters,/.exec(out), fin = /final: eval loss ([\d.]+) .*accuracy ([\d.]+), ([\d.]+) ms\/step, ([\d.]+) s/.exec(out);
-      if (code !== 0 || !params || !fin) return reject(new Error(`trainer ${flags(stack, seed).join(' ')}: exit ${code}\n${out}${err}`));
-      const at90 = [...out.matchAll(/^step +(\d+) .*\| eval loss [\d.]+ acc ([\d.]+)/gm)].find((m) => Number(m[2]) >= 0.9);
-      resolve({ stack: stack.id, seed, params: Number(params[1]), loss: Number(fin[1]), accuracy: Number(fin[2]), seconds: Number(fin[4]),
-        at90: at90 ? Number(at90[1]) : null });
-    });
+  return runTrainer(trainer, flags(stack, seed), (out) => {
+    const params = /, (\d+) parameters,/.exec(out), fin = /final: eval loss ([\d.]+) .*accuracy ([\d.]+), ([\d.]+) ms\/step, ([\d.]+) s/.exec(out);
+    if (!params || !fin) return null;
+    const at90 = [...out.matchAll(/^step +(\d+) .*\| eval loss [\d.]+ acc ([\d.]+)/gm)].find((m) => Number(m[2]) >= 0.9);
+    return { stack: stack.id, seed, params: Number(params[1]), loss: Number(fin[1]), accuracy: Number(fin[2]), seconds: Number(fin[4]),
+      at90: at90 ? Number(at90[1]) : null };
   });
 }
 

@@ -29,15 +29,14 @@
 // sinks-backcopy-{plain,gate,learned}.safetensors (the attention-sinks panel's); --quick: one seed,
 // a short budget (its test: it runs and prints the tables);
 // --reuse: keep the models a previous run left in the directory (their training time beside them).
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpuName } from '../lab/cpu.js';
 import { loadAttention } from '../wasm/index.js';
-import { backcopyStream, backcopyText, TRIGGERS } from '../lab/backcopy.js';
+import { backcopyText, TRIGGERS, triggerRows } from '../lab/backcopy.js';
 import { ensureFortunes, FORTUNES } from './fortunes.mjs';
-import { buildTrainer, inJobs, intFlags, mean, ROOT, sd } from './claim-tools.mjs';
+import { buildTrainer, inJobs, intFlags, mean, ROOT, runTrainer, sd } from './claim-tools.mjs';
 import { restingWeights } from '../lab/heads.js';
-import { documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
+import { backcopyInputs, documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
 
 const args = process.argv.slice(2);
 const flag = intFlags('sink-claims.mjs', args);
@@ -95,18 +94,12 @@ function flags(p, v, seed) {
 function train(p, v, seed) {
   const file = out(p, v, seed);
   if (REUSE && existsSync(file) && existsSync(`${file}.json`)) return { ...JSON.parse(readFileSync(`${file}.json`, 'utf8')), reused: true };
-  return new Promise((resolve, reject) => {
-    const child = spawn(trainer, flags(p, v, seed), { stdio: ['ignore', 'pipe', 'pipe'] });
-    let so = '', se = '';
-    child.stdout.on('data', (d) => (so += d));
-    child.stderr.on('data', (d) => (se += d));
-    child.on('close', (code) => {
-      const fin = /final: eval loss ([\d.]+) \(([\d.]+) bits\/token\).*, ([\d.]+) s/.exec(so);
-      if (code !== 0 || !fin) return reject(new Error(`trainer ${flags(p, v, seed).join(' ')}: exit ${code}\n${so}${se}`));
-      const r = { seconds: Number(fin[3]), trainerBits: Number(fin[2]) };
-      writeFileSync(`${file}.json`, JSON.stringify(r));
-      resolve(r);
-    });
+  return runTrainer(trainer, flags(p, v, seed), (so) => {
+    const fin = /final: eval loss ([\d.]+) \(([\d.]+) bits\/token\).*, ([\d.]+) s/.exec(so);
+    if (!fin) return null;
+    const r = { seconds: Number(fin[3]), trainerBits: Number(fin[2]) };
+    writeFileSync(`${file}.json`, JSON.stringify(r));
+    return r;
   });
 }
 
@@ -127,17 +120,10 @@ const minutes = (Date.now() - t0) / 60000;
 
 // The measurements, in the SIMD build on one thread (scripts/sink-measure.mjs)
 const lib = await loadAttention();
-const enc = (s) => lib.charsTokenizer.encode(s);
-const triggerIds = new Set(enc(TRIGGERS));
+const working = triggerRows(lib.charsTokenizer.encode);
 const MEASURE = {
   fortunes: () => ({ texts: sinkTexts(lib, chars), starts: documentStarts(lib, SETUPS.fortunes.maxLen, SETUPS.fortunes.starts) }),
-  backcopy: () => {
-    const n = SETUPS.backcopy.maxLen - 1;
-    return {
-      texts: [{ id: 'backcopy', label: 'fresh backcopy letters (seed 3)', tokens: Int32Array.from([0, ...enc(backcopyStream(3, chars))]) }],
-      starts: backcopyText(2, { docs: SETUPS.backcopy.starts, minChars: n, maxChars: n }).split('\n%\n').map((d) => [0, ...enc(d.trim())]),
-    };
-  },
+  backcopy: () => backcopyInputs(lib, SETUPS.backcopy.maxLen, SETUPS.backcopy.starts, chars),
 };
 const ms = (xs, d = 3) => `${mean(xs).toFixed(d)} ± ${sd(xs).toFixed(d)}`;
 const perSeed = (xs) => xs.map((x) => x.toFixed(3)).join(', ');
@@ -150,7 +136,7 @@ for (const p of parts) {
     const model = lib.loadModel(readFileSync(out(p, v, seed)), { training: false });
     const row = { v: v.id, seed, params: model.parameterCount, seconds: trained[`${p} ${v.id} ${seed}`].seconds };
     if (p === 'fortunes') row.first = firstTokenWeight(model, starts);
-    else Object.assign(row, restingWeights(model, starts, (ids, i) => triggerIds.has(ids[i])));
+    else Object.assign(row, restingWeights(model, starts, working));
     for (const t of texts) row[t.id] = readPastWindow(model, t.tokens, W, K);
     rows.push(row);
     seconds.push(row.seconds);

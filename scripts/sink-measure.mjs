@@ -1,6 +1,7 @@
 // sink-measure.mjs: what scripts/sink-claims.mjs measures on each model, shared with its test
 // (tests/node/sink-claims.test.js recomputes the shipped models' figures with the same code).
 import { readFileSync } from 'node:fs';
+import { backcopyStream, backcopyText } from '../lab/backcopy.js';
 import { firstTokenWeight as weightOn } from '../lab/heads.js';
 import { fortunesDocuments } from './fortunes.mjs';
 
@@ -23,6 +24,17 @@ export function sinkTexts(lib, chars) {
 export function documentStarts(lib, maxLen, count) {
   return heldDocuments().filter((d) => d.length >= maxLen).slice(0, count)
     .map((d) => [0, ...lib.charsTokenizer.encode(d).slice(0, maxLen - 1)]);
+}
+
+/** The backcopy part's inputs, never trained on (the trainer reads seed 1): `count` documents of
+ * maxLen - 1 letters of seed 2, each after a token 0 (restingWeights' starts), and a token 0 then
+ * `chars` letters of seed 3, read past the window. */
+export function backcopyInputs(lib, maxLen, count, chars) {
+  const enc = (s) => lib.charsTokenizer.encode(s);
+  return {
+    texts: [{ id: 'backcopy', label: 'fresh backcopy letters (seed 3)', tokens: Int32Array.from([0, ...enc(backcopyStream(3, chars))]) }],
+    starts: backcopyText(2, { docs: count, minChars: maxLen - 1, maxChars: maxLen - 1 }).split('\n%\n').map((d) => [0, ...enc(d.trim())]),
+  };
 }
 
 /** Mean weight on the first token over layers, heads and query positions >= 1, over the starts. */

@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { backcopyStream, backcopyText, LETTERS, TRIGGER_SHARE, TRIGGERS } from '../../lab/backcopy.js';
+import { backcopyStream, backcopyText, LETTERS, TRIGGER_SHARE, TRIGGERS, triggerRows } from '../../lab/backcopy.js';
 import { restingWeights } from '../../lab/heads.js';
 import { builds } from './helpers.js';
 
@@ -49,11 +49,9 @@ function seed1(label) {
 
 test('the attention-sinks panel\'s backcopy models: one head each, their switch, and seed 1\'s README figures recomputed from the files', async () => {
   const { lib } = builds[0];
-  const { readPastWindow } = await import('../../scripts/sink-measure.mjs');
-  const enc = (s) => lib.charsTokenizer.encode(s), trig = new Set(enc(TRIGGERS));
+  const { backcopyInputs, readPastWindow } = await import('../../scripts/sink-measure.mjs');
   // as scripts/sink-claims.mjs measures: 256 fresh documents of 31 letters (seed 2), 4,096 letters of seed 3
-  const starts = backcopyText(2, { docs: 256, minChars: 31, maxChars: 31 }).split('\n%\n').map((d) => [0, ...enc(d.trim())]);
-  const stream = Int32Array.from([0, ...enc(backcopyStream(3, 4096))]);
+  const { starts, texts: [{ tokens: stream }] } = backcopyInputs(lib, 32, 256, 4096), working = triggerRows(lib.charsTokenizer.encode);
   const got = {};
   for (const [id, label, option] of [['plain', 'plain softmax', null], ['gate', 'output gate', 'outputGate'], ['learned', 'learned sink', 'learnedSinks']]) {
     const m = lib.loadModel(readFileSync(join(ROOT, `web/models/sinks-backcopy-${id}.safetensors`)), { training: false });
@@ -61,7 +59,7 @@ test('the attention-sinks panel\'s backcopy models: one head each, their switch,
       const o = m.config.attentionOptions ?? {};
       for (const k of ['outputGate', 'learnedSinks']) assert.equal(Boolean(o[k]), k === option, `${id}: ${k}`);
       assert.deepEqual([m.config.layers, m.config.heads, m.config.dFF, m.config.maxLen], [1, 1, 1, 32]);
-      const w = restingWeights(m, starts, (ids, i) => trig.has(ids[i])), r = readPastWindow(m, stream, 16, 4);
+      const w = restingWeights(m, starts, working), r = readPastWindow(m, stream, 16, 4);
       got[id] = { ...w, cost: r.window - r.kept };
       const row = seed1(label);
       assert.ok(Math.abs(w.resting - row.resting) < 0.0015, `${id}: resting weight ${w.resting} vs README ${row.resting}`);

@@ -19,7 +19,7 @@
 // (resting) and rows after a trigger letter (working).
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 import { firstTokenWeight, restingWeights } from '../../lab/heads.js';
-import { backcopyStream, TRIGGERS } from '../../lab/backcopy.js';
+import { backcopyStream, TRIGGERS, triggerRows } from '../../lab/backcopy.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const REST = { plain: '../models/sinks-plain.safetensors', learned: '../models/sinks-learned.safetensors', gate: '../models/sinks-gate.safetensors' };
@@ -141,9 +141,9 @@ export function createSinksView(el, { lib }) {
     const unit = onLetters ? 'letter' : 'character', maxLen = ms.plain.config.maxLen;
     let first;
     if (onLetters) {
-      const trig = new Set(lib.charsTokenizer.encode(TRIGGERS)), starts = [];
+      const working = triggerRows(lib.charsTokenizer.encode), starts = [];
       for (let a = 1; a + maxLen - 1 <= tokens.length && starts.length < 32; a += maxLen - 1) starts.push([0, ...tokens.subarray(a, a + maxLen - 1)]);
-      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, restingWeights(m, starts, (ids, i) => trig.has(ids[i]))]));
+      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, restingWeights(m, starts, working)]));
     } else {
       first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, firstTokenWeight(m, [...tokens.subarray(0, maxLen)])]));
     }
