@@ -135,6 +135,14 @@ export function firstTokenWeight(model, ids) {
   return hs.reduce((a, b) => a + b, 0) / hs.length;
 }
 
+/** The first token's share of a causal row's weight if every row i = 1 .. T - 1 spread it evenly
+ * (1 / (i + 1)), averaged over those rows: what firstTokenWeight and restingWeights compare with. */
+export function evenFirstWeight(T) {
+  let s = 0;
+  for (let i = 1; i < T; i++) s += 1 / (i + 1) / (T - 1);
+  return s;
+}
+
 /** Where the weight goes on rows that rest and rows that work: the mean over layers, heads and query
  * positions >= 1 of the weight on the first token, split by working(ids, i) (a row whose token has a
  * job for attention) and resting rows, and the weight no key takes (a learned sink's column: 1 less

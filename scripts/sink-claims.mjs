@@ -35,7 +35,7 @@ import { loadAttention } from '../wasm/index.js';
 import { backcopyText, TRIGGERS, triggerRows } from '../lab/backcopy.js';
 import { ensureFortunes, FORTUNES } from './fortunes.mjs';
 import { buildTrainer, inJobs, intFlags, mean, ROOT, runTrainer, sd } from './claim-tools.mjs';
-import { restingWeights } from '../lab/heads.js';
+import { evenFirstWeight, restingWeights } from '../lab/heads.js';
 import { backcopyInputs, documentStarts, firstTokenWeight, readPastWindow, sinkTexts } from './sink-measure.mjs';
 
 const args = process.argv.slice(2);
@@ -144,8 +144,7 @@ for (const p of parts) {
     if (SHIP && seed === 1) copyFileSync(out(p, v, seed), `${ROOT}web/models/sinks-${p === 'fortunes' ? '' : 'backcopy-'}${v.id}.safetensors`);
   }
   const of = (id) => rows.filter((r) => r.v === id);
-  let uniformFirst = 0; // mean over rows i = 1 .. maxLen - 1 of 1 / (i + 1)
-  for (let i = 1; i < S.maxLen; i++) uniformFirst += 1 / (i + 1) / (S.maxLen - 1);
+  const uniformFirst = evenFirstWeight(S.maxLen);
   const evict = `eviction cost: bits per character past the window (W = ${W}) of a rolling window minus the same window keeping the first ${K} tokens, `
     + `on ${texts.map((t) => `${t.tokens.length} tokens of ${t.label}`).join(' and ')}; mean ± sd over ${seeds} seed${seeds > 1 ? 's' : ''}`;
   if (p === 'fortunes') {

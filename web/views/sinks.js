@@ -18,7 +18,7 @@
 // on fresh letters, with each model's weight on the first token split into rows with nothing to fetch
 // (resting) and rows after a trigger letter (working).
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
-import { firstTokenWeight, restingWeights } from '../../lab/heads.js';
+import { evenFirstWeight, firstTokenWeight, restingWeights } from '../../lab/heads.js';
 import { backcopyStream, TRIGGERS, triggerRows } from '../../lab/backcopy.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
@@ -161,16 +161,9 @@ export function createSinksView(el, { lib }) {
       ? `${measured}. Weight on the first token where the head has nothing to fetch / after a trigger (${[...TRIGGERS].join(', ')}), `
         + `where it fetches the letter before: plain ${f(first.plain.resting)} / ${f(first.plain.working)}, output gate `
         + `${f(first.gate.resting)} / ${f(first.gate.working)}, learned sink ${f(first.learned.resting)} / ${f(first.learned.working)} `
-        + `(its own sink column takes ${f(first.learned.sink)} where it rests); an even spread gives about ${f(evenFirst(maxLen))}.`
+        + `(its own sink column takes ${f(first.learned.sink)} where it rests); an even spread gives about ${f(evenFirstWeight(maxLen))}.`
       : `${measured}. Weight on the first token (mean over heads and rows): `
         + `plain ${f(first.plain)}, learned sink ${f(first.learned)}, output gate ${f(first.gate)}.`;
-  }
-
-  // the mean over rows i = 1 .. T - 1 of 1 / (i + 1): the first token's share if each row spread its weight evenly
-  function evenFirst(T) {
-    let s = 0;
-    for (let i = 1; i < T; i++) s += 1 / (i + 1) / (T - 1);
-    return s;
   }
 
   async function run() {
