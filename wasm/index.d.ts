@@ -8,6 +8,7 @@ import type { GatedApi } from './gated.js';
 import type { SynthesizerApi } from './synthesizer.js';
 import type { ModelApi } from './model.js';
 import type { Llama2cApi } from './llama2c.js';
+import type { HuggingFaceApi } from './huggingface.js';
 import type { BpeApi } from './bpe.js';
 import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormInfo } from './forms.js';
 
@@ -124,7 +125,7 @@ export interface AttentionApi {
   attentionLayer<N extends AttentionName>(name: N, opts: FormAttentionOptions<N>): AttentionLayer<N>;
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi, Llama2cApi, BpeApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi, Llama2cApi, BpeApi, HuggingFaceApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** true when the relaxed-SIMD build runs (fused multiply-add; the last bits differ from the SIMD128 build's) */
@@ -182,4 +183,5 @@ export function simdSupported(): boolean;
 export function relaxedSupported(): boolean;
 export default loadAttention;
 export type { Llama2cApi, Llama2cModel, Llama2cTokenizer } from './llama2c.js';
+export type { HuggingFaceApi, HuggingFaceModel } from './huggingface.js';
 export type { BpeApi, BpeTokenizer, BpeTokenizerJSON } from './bpe.js';

@@ -43,14 +43,22 @@ export interface ModelConfig {
   positional?: 'sinusoidal' | 'learned' | 'none' | 'rope' | 'alibi';
   /** rotary positions' base, default 10000 */
   ropeTheta?: number;
+  /** Llama 3.1's rotary scaling (transformers' rope_type "llama3"): wavelengths past
+   *  originalMaxLen / lowFreqFactor turn factor times slower, those under originalMaxLen /
+   *  highFreqFactor are kept, the band between is blended; all four or none; positional 'rope' only */
+  ropeScaling?: { factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxLen: number };
+  /** the epsilon of every LayerNorm and RMSNorm (QK-norm's too), in (0, 0.1], default 1e-5 */
+  normEps?: number;
+  /** with bias false: q, k and v keep their biases (Qwen2); default false */
+  qkvBias?: boolean;
   /** a preset of the block's switches: 'classic' (default: LayerNorm, ReLU FFN, biases) or 'llama'
    *  (RMSNorm, SwiGLU, rotary positions, no biases); the fields below, given, override it */
   block?: 'classic' | 'llama';
-  /** 'layernorm' (default) or 'rmsnorm' (no shift; eps 1e-5) */
+  /** 'layernorm' (default) or 'rmsnorm' (no shift; eps normEps) */
   normType?: 'layernorm' | 'rmsnorm';
   /** 'relu' (default): relu(x W1 + b1) W2 + b2; 'swiglu': (silu(x W1) * x W3) W2, default dFF
-   *  8/3 dModel rounded up to a multiple of 8 */
-  ffn?: 'relu' | 'swiglu';
+   *  8/3 dModel rounded up to a multiple of 8; 'gelu': GPT-2's tanh GELU ("gelu_new") in place of relu */
+  ffn?: 'relu' | 'swiglu' | 'gelu';
   /** linear layers with biases, default true (false with block 'llama') */
   bias?: boolean;
   /** the classifier is the token embedding transposed (no out.w), default false */
@@ -260,6 +268,13 @@ export interface Model {
    *  position. Softmax decoders with positional 'rope' or 'none'. tokens.length - 1 values. */
   streamLosses(tokens: ArrayLike<number>, opts?: { window?: number; sinks?: number; recompute?: boolean }): Float32Array;
   saveLlama2c(): Uint8Array;
+  /** Hugging Face's files for this model (docs/huggingface.md): config.json's object and
+   *  model.safetensors' bytes (F32 by default, or BF16), that transformers' AutoModelForCausalLM
+   *  loads as LlamaForCausalLM, MistralForCausalLM (window), Qwen2ForCausalLM (qkvBias),
+   *  Qwen3ForCausalLM (qkNorm) or GPT2LMHeadModel (layernorm, gelu, learned positions, biases,
+   *  tied); tokenizer: tokenizer.json's text when the model has a tokenizer that writes one.
+   *  Anything the format cannot express is an Error naming it. */
+  saveHuggingFace(opts?: { dtype?: 'F32' | 'BF16' }): { config: Record<string, unknown>; weights: Uint8Array; tokenizer?: string };
   /** forward's logits and the activations at every hook point (or `names`); decoder-only models */
   runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[] }): { logits: Float32Array; cache: HookCache };
   /** the logits with heads ablated and activations patched from another input's cache */
@@ -279,7 +294,8 @@ export interface Model {
 }
 
 export interface ModelApi {
-  createModel(config?: ModelConfig): Model;
+  /** opts.training (default true): false makes the parameters only (no gradients or AdamW state) */
+  createModel(config?: ModelConfig, opts?: { training?: boolean }): Model;
   /** from save() or the native trainer's .safetensors file */
   /** training: false keeps the parameters only (no gradients or AdamW state: a quarter of the memory; trainStep is an Error) */
   loadModel(bytes: Uint8Array | ArrayBuffer, opts?: { training?: boolean }): Model;

@@ -13,8 +13,10 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
   block: 'string', normType: 'string', ffn: 'string', bias: 'boolean', tieEmbeddings: 'boolean', kvHeads: 'number',
-  ropeTheta: 'number',
+  ropeTheta: 'number', normEps: 'number', qkvBias: 'boolean',
 };
+// ropeScaling: Llama 3.1's rotary scaling, an object of four numbers (C checks them together)
+const ROPE_SCALING_KEYS = ['factor', 'lowFreqFactor', 'highFreqFactor', 'originalMaxLen'];
 // The text C parses for one config field, after its type is checked.
 function fieldText(what, value, type) {
   if (typeof value !== type) fail(`${what} must be a ${type}, got ${describe(value)}`);
@@ -29,10 +31,18 @@ function fieldText(what, value, type) {
  */
 function configFields(config, forms) {
   const what = 'createModel';
-  checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions', 'layerForms']);
+  checkKeys(what, config, [...Object.keys(CONFIG_TYPES), 'attentionOptions', 'layerForms', 'ropeScaling']);
   const fields = [];
   for (const [key, type] of Object.entries(CONFIG_TYPES))
     if (config[key] !== undefined) fields.push([key, fieldText(`${what}: ${key}`, config[key], type)]);
+  if (config.ropeScaling !== undefined) {
+    const rs = config.ropeScaling;
+    if (rs === null || typeof rs !== 'object' || Array.isArray(rs))
+      fail(`${what}: ropeScaling must be an object { ${ROPE_SCALING_KEYS.join(', ')} }, got ${describe(rs)}`);
+    checkKeys(`${what}: ropeScaling`, rs, ROPE_SCALING_KEYS);
+    for (const k of ROPE_SCALING_KEYS)
+      if (rs[k] !== undefined) fields.push([`ropeScaling.${k}`, fieldText(`${what}: ropeScaling.${k}`, rs[k], 'number')]);
+  }
   const declared = new Map(forms.flatMap((f) => f.options).map((opt) => [opt.name, opt]));
   // attentionOptions (the model's, or one layer's: name and key say which) as fields
   const options = (name, key, o) => {
@@ -145,6 +155,13 @@ function ownBatch(what, opts, arch) {
   }
   return { inputs, targets, mask, source };
 }
+
+/** The key under which modelMethods hands Model.prototype to the families that add methods to it. */
+export const MODEL_PROTOTYPE = Symbol('attention-wasm.Model.prototype');
+/** The key of the config check (createModel's, with no model made) that loaders call before reading weights. */
+export const CHECK_CONFIG = Symbol('attention-wasm.checkConfig');
+/** createModel's opts[UNINITIALISED] = true (with training: false): parameters left zero for a loader to write. */
+export const UNINITIALISED = Symbol('attention-wasm.uninitialised');
 
 // Frees the C model of a Model that was garbage-collected without dispose().
 const forgotten = typeof FinalizationRegistry === 'function'
@@ -561,15 +578,32 @@ export function modelMethods(core) {
   }
 
   return {
+    // for the families that add Model methods (huggingface.js); not enumerable on lib
+    [MODEL_PROTOTYPE]: Model.prototype,
     /** A new model; see ModelConfig in model.d.ts for the options and their defaults. */
-    createModel(config = {}) {
-      const what = 'createModel';
+    /** Checks createModel's options as createModel would, allocating no model (for loaders). */
+    [CHECK_CONFIG](config, what) {
       const fields = configFields(config, readForms(core));
       const builder = ex.aw_config_new();
       if (!builder) core.check(2, what);
       try {
         for (const [key, text] of fields) core.withStrings(what, [key, text], ([kp, vp]) => core.check(ex.aw_config_set(builder, kp, vp), what));
-        return core.withBuffers(what, [{ name: 'handle', bytes: 4 }], ([hp]) => fromHandle(what, ex.aw_model_create(hp, builder), hp));
+        core.check(ex.aw_config_check(builder), what);
+      } finally {
+        ex.aw_config_free(builder);
+      }
+    },
+    createModel(config = {}, opts = {}) {
+      const what = 'createModel';
+      checkKeys(`${what}: opts`, opts, ['training']);
+      const training = opts.training === undefined ? true : checkBool(`${what}: training`, opts.training);
+      const fields = configFields(config, readForms(core));
+      const builder = ex.aw_config_new();
+      if (!builder) core.check(2, what);
+      try {
+        for (const [key, text] of fields) core.withStrings(what, [key, text], ([kp, vp]) => core.check(ex.aw_config_set(builder, kp, vp), what));
+        return core.withBuffers(what, [{ name: 'handle', bytes: 4 }],
+          ([hp]) => fromHandle(what, training ? ex.aw_model_create(hp, builder) : ex.aw_model_create_ex(hp, builder, opts[UNINITIALISED] ? 2 : 1), hp));
       } finally {
         ex.aw_config_free(builder);
       }

@@ -40,7 +40,45 @@ AW_API int aw_model_create(aw_model **handle, aw_config_builder *b) {
     return api_done(st ? st : model_create(handle, &c));
 }
 
+// Checks the builder's fields as aw_model_create would, allocating nothing (loadHuggingFace checks a
+// config.json before it reads any weights).
+AW_API int aw_config_check(aw_config_builder *b) {
+    aw_clear_error();
+    aw_model_config c;
+    return api_done(config_builder_finish(b, &c));
+}
+
+// inference = 1: parameters only (no gradients or AdamW state): a quarter of the memory;
+// 2 (AW_CREATE_UNINITIALISED): parameters only, not initialised: the caller writes every one (loadHuggingFace).
+AW_API int aw_model_create_ex(aw_model **handle, aw_config_builder *b, int32_t inference) {
+    aw_clear_error();
+    aw_model_config c;
+    *handle = NULL;
+    const int st = config_builder_finish(b, &c);
+    if (!st && (inference < 0 || inference > AW_CREATE_UNINITIALISED)) return aw_fail(AW_ERR_ARG, "inference must be 0, 1 or 2");
+    return api_done(st ? st : model_create_ex(handle, &c, inference));
+}
+
 AW_API void aw_model_destroy(aw_model *m) { model_destroy(m); }
+
+// The parameter tensors, for a reader that writes them in place (loadHuggingFace): their count,
+// each one's name, and its place: out[0..7] = offset (floats into aw_model_params), rows, cols
+// (as kept here: a linear layer's weight (in, out)), transposed (1: stored (out, in) in
+// checkpoints), rank, and the checkpoint shape dims[0..2]. Writing through them is the caller's
+// promise to write finite floats only; the forward checks them.
+AW_API int32_t aw_model_tensor_count(const aw_model *m) { return (int32_t)m->n_tensors; }
+AW_API const char *aw_model_tensor_name(const aw_model *m, int32_t i) {
+    return i >= 0 && (size_t)i < m->n_tensors ? m->tensors[i].name : NULL;
+}
+AW_API int aw_model_tensor_info(const aw_model *m, int32_t i, double *out) {
+    aw_clear_error();
+    if (i < 0 || (size_t)i >= m->n_tensors) return aw_fail(AW_ERR_ARG, "tensor %d: the model has %zu", (int)i, m->n_tensors);
+    const aw_tensor_info *t = &m->tensors[i];
+    out[0] = (double)t->offset, out[1] = (double)t->rows, out[2] = (double)t->cols, out[3] = t->transposed;
+    out[4] = t->rank, out[5] = (double)t->dims[0], out[6] = (double)t->dims[1], out[7] = (double)t->dims[2];
+    return AW_OK;
+}
+AW_API float *aw_model_params(aw_model *m) { return m->params; }
 
 // The model's config as JSON into buf (cap bytes); returns the length it needs (without the NUL).
 AW_API int32_t aw_model_config_json(const aw_model *m, char *buf, int32_t cap) {

@@ -88,6 +88,12 @@ static int build_header(const aw_model *m, int optim, text *t) {
     if (c->tie) put(t, ",\"tie_embeddings\":\"1\"");
     if (c->kv_heads != c->heads) put(t, ",\"kv_heads\":\"%d\"", (int)c->kv_heads);
     if (AW_POSITIONALS[c->positional].rotate_qk) put(t, ",\"rope_theta\":\"%.9g\"", (double)c->rope_theta); // the rotation's base
+    // Hugging Face's architectures' switches (loadHuggingFace), where they differ from the default
+    if (c->norm_eps != 0.0f && c->norm_eps != 1e-5f) put(t, ",\"norm_eps\":\"%.9g\"", (double)c->norm_eps);
+    if (c->qkv_bias) put(t, ",\"qkv_bias\":\"1\"");
+    if (c->rope_factor > 0.0f)
+        put(t, ",\"rope_scaling\":\"llama3:%.9g,%.9g,%.9g,%d\"", (double)c->rope_factor, (double)c->rope_low_freq,
+            (double)c->rope_high_freq, (int)c->rope_original_len);
     // the form's options under their own keys, as text; an unset one (it does not apply to this
     // form's settings) is left out; booleans as 1 and 0. layerForms: "attention" and its options
     // are layer 0's, and every layer's are under "layer.<l>.attention" and "layer.<l>.<key>"
@@ -393,12 +399,29 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     long long kvh = c->heads, tie = 0, bias = 1;
     if ((meta(ps, "block") && !meta_enum(ps, "block", AW_BLOCK_NAMES, 2, &c->block)) ||
         (meta(ps, "norm_type") && !meta_enum(ps, "norm_type", AW_NORM_TYPE_NAMES, 2, &c->norm_type)) ||
-        (meta(ps, "ffn") && !meta_enum(ps, "ffn", AW_FFN_NAMES, 2, &c->ffn)) ||
+        (meta(ps, "ffn") && !meta_enum(ps, "ffn", AW_FFN_NAMES, AW_FFN_COUNT, &c->ffn)) ||
         (meta(ps, "bias") && !meta_int(ps, "bias", 0, 1, &bias)) ||
         (meta(ps, "tie_embeddings") && !meta_int(ps, "tie_embeddings", 0, 1, &tie)) ||
         (meta(ps, "kv_heads") && !meta_int(ps, "kv_heads", 1, 4096, &kvh)))
         return 0;
     c->no_bias = !bias, c->tie = (int32_t)tie, c->kv_heads = (int32_t)kvh;
+    long long qkv_bias = 0;
+    if (meta(ps, "qkv_bias") && !meta_int(ps, "qkv_bias", 0, 1, &qkv_bias)) return 0;
+    c->qkv_bias = (int32_t)qkv_bias;
+    if (meta(ps, "norm_eps")) {
+        char *end;
+        const double e = strtod(meta(ps, "norm_eps"), &end);
+        if (*end || !(e > 0.0 && e <= 0.1)) return 0;
+        c->norm_eps = (float)e;
+    }
+    if (meta(ps, "rope_scaling")) { // "llama3:factor,low,high,original"
+        double f, lo, hi;
+        int orig, used = 0;
+        if (sscanf(meta(ps, "rope_scaling"), "llama3:%lf,%lf,%lf,%d%n", &f, &lo, &hi, &orig, &used) != 4 ||
+            meta(ps, "rope_scaling")[used] || !(f >= 1.0 && f <= 1024.0 && lo >= 0.0 && hi > lo && hi <= 1024.0 && orig >= 1))
+            return 0;
+        c->rope_factor = (float)f, c->rope_low_freq = (float)lo, c->rope_high_freq = (float)hi, c->rope_original_len = orig;
+    }
     if (meta(ps, "rope_theta")) {
         char *end;
         const double th = strtod(meta(ps, "rope_theta"), &end);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 const char *const AW_NORM_TYPE_NAMES[2] = {"layernorm", "rmsnorm"};
-const char *const AW_FFN_NAMES[2] = {"relu", "swiglu"};
+const char *const AW_FFN_NAMES[AW_FFN_COUNT] = {"relu", "swiglu", "gelu"};
 const char *const AW_BLOCK_NAMES[2] = {"classic", "llama"};
 const char *const AW_NORM_NAMES[2] = {"pre", "post"};
 const char *const AW_ARCH_NAMES[AW_ARCH_COUNT] = {"decoder", "encoder-decoder", "gru", "gru-attention"};
@@ -22,10 +22,13 @@ int name_index(const char *const *names, int count, const char *name) {
 }
 
 enum { F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
-       F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_LAYER_FORMS, F_COUNT };
+       F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_LAYER_FORMS, F_NORM_EPS, F_QKV_BIAS,
+       F_ROPE_FACTOR, F_ROPE_LOW_FREQ, F_ROPE_HIGH_FREQ, F_ROPE_ORIGINAL_LEN, F_COUNT };
 static const char *const KEYS[F_COUNT] = {"vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention",
                                           "positional", "norm", "arch", "seed", "block", "normType", "ffn", "bias",
-                                          "tieEmbeddings", "kvHeads", "ropeTheta", "layerForms"};
+                                          "tieEmbeddings", "kvHeads", "ropeTheta", "layerForms", "normEps",
+                                          "qkvBias", "ropeScaling.factor", "ropeScaling.lowFreqFactor",
+                                          "ropeScaling.highFreqFactor", "ropeScaling.originalMaxLen"};
 static const char OPTION_PREFIX[] = "attentionOptions.";
 static const char LAYER_PREFIX[] = "layerForms.";
 
@@ -44,6 +47,17 @@ static int parse_int(const char *key, const char *text, double lo, double hi, lo
     if (end == text || *end != '\0' || errno || !(v >= lo && v <= hi) || v != floor(v))
         return aw_fail(AW_ERR_ARG, "%s must be an integer in [%.0f, %.0f], got %.40s", key, lo, hi, text);
     *out = (long long)v;
+    return AW_OK;
+}
+
+// A number in [lo, hi] (closed_lo) or (lo, hi]: an epsilon, a factor.
+static int parse_real(const char *key, const char *text, double lo, double hi, int closed_lo, double *out) {
+    char *end;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno || !(closed_lo ? v >= lo : v > lo) || !(v <= hi))
+        return aw_fail(AW_ERR_ARG, "%s must be a number in %s%g, %g], got %.40s", key, closed_lo ? "[" : "(", lo, hi, text);
+    *out = v;
     return AW_OK;
 }
 
@@ -118,6 +132,7 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     while (f < F_COUNT && strcmp(KEYS[f], key) != 0) f++;
     if (f == F_COUNT) return aw_fail(AW_ERR_ARG, "unknown option \"%.40s\"", key);
     long long v = 0;
+    double x = 0.0;
     int st = AW_OK;
     switch (f) {
     case F_VOCAB:
@@ -162,12 +177,29 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         break;
     case F_BLOCK: st = parse_name(key, value, AW_BLOCK_NAMES, 2, &c->block); break;
     case F_NORM_TYPE: st = parse_name(key, value, AW_NORM_TYPE_NAMES, 2, &c->norm_type); break;
-    case F_FFN: st = parse_name(key, value, AW_FFN_NAMES, 2, &c->ffn); break;
+    case F_FFN: st = parse_name(key, value, AW_FFN_NAMES, AW_FFN_COUNT, &c->ffn); break;
+    case F_NORM_EPS:
+        if (!(st = parse_real(key, value, 0.0, 0.1, 0, &x))) c->norm_eps = (float)x;
+        break;
+    case F_ROPE_FACTOR:
+        if (!(st = parse_real(key, value, 1.0, 1024.0, 1, &x))) c->rope_factor = (float)x;
+        break;
+    case F_ROPE_LOW_FREQ:
+        if (!(st = parse_real(key, value, 0.0, 1024.0, 0, &x))) c->rope_low_freq = (float)x;
+        break;
+    case F_ROPE_HIGH_FREQ:
+        if (!(st = parse_real(key, value, 0.0, 1024.0, 0, &x))) c->rope_high_freq = (float)x;
+        break;
+    case F_ROPE_ORIGINAL_LEN:
+        if (!(st = parse_int(key, value, 1, 1 << 24, &v))) c->rope_original_len = (int32_t)v;
+        break;
     case F_BIAS:
+    case F_QKV_BIAS:
     case F_TIE: {
         const int yes = strcmp(value, "true") == 0, no = strcmp(value, "false") == 0;
         if (!yes && !no) return aw_fail(AW_ERR_ARG, "%s must be true or false, got %.40s", key, value);
         if (f == F_BIAS) c->no_bias = no;
+        else if (f == F_QKV_BIAS) c->qkv_bias = yes;
         else c->tie = yes;
         break;
     }
@@ -264,6 +296,21 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
                                    "attention shares K/V heads between query heads); attention \"%s\" reads no keys: "
                                    "leave kvHeads out", (int)c.kv_heads, form->name);
     if (c.rope_theta == 0.0f) c.rope_theta = 10000.0f;
+    if (c.norm_eps == 0.0f) c.norm_eps = 1e-5f;
+    // ropeScaling (Llama 3.1's): all four fields or none, on rotary positions only
+    const unsigned scaling = b->given & (15u << F_ROPE_FACTOR);
+    if (scaling && scaling != (15u << F_ROPE_FACTOR))
+        return aw_fail(AW_ERR_ARG, "ropeScaling needs factor, lowFreqFactor, highFreqFactor and originalMaxLen together "
+                                   "(Llama 3.1's \"llama3\" scaling)");
+    if (scaling && !AW_POSITIONALS[c.positional].rotate_qk)
+        return aw_fail(AW_ERR_ARG, "ropeScaling applies to positional \"rope\" only, and this model's positions are \"%s\"",
+                       AW_POSITIONALS[c.positional].name);
+    if (scaling && !(c.rope_high_freq > c.rope_low_freq))
+        return aw_fail(AW_ERR_ARG, "ropeScaling.highFreqFactor (%g) must be greater than lowFreqFactor (%g)",
+                       (double)c.rope_high_freq, (double)c.rope_low_freq);
+    if (c.qkv_bias && !c.no_bias)
+        return aw_fail(AW_ERR_ARG, "qkvBias keeps q, k and v's biases in a model without biases (bias: false); this "
+                                   "model has every bias already: leave qkvBias out");
     // the GRU archs have one layer each: the default (2) becomes 1, a given layers must be 1
     if (aw_arch_is_rnn(c.arch) && !(b->given & (1u << F_LAYERS))) c.layers = 1;
     // the GRU archs read vocab, dModel, maxLen, seed and layers (= 1) only: a transformer option
@@ -325,6 +372,11 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
         PUT(",\"block\":\"%s\",\"normType\":\"%s\",\"ffn\":\"%s\",\"bias\":%s,\"tieEmbeddings\":%s,\"kvHeads\":%d",
             AW_BLOCK_NAMES[c->block], AW_NORM_TYPE_NAMES[c->norm_type], AW_FFN_NAMES[c->ffn],
             c->no_bias ? "false" : "true", c->tie ? "true" : "false", (int)(c->kv_heads ? c->kv_heads : c->heads));
+    if (!aw_arch_is_rnn(c->arch) && c->qkv_bias) PUT(",\"qkvBias\":true");
+    if (!aw_arch_is_rnn(c->arch) && c->norm_eps != 0.0f && c->norm_eps != 1e-5f) PUT(",\"normEps\":%.9g", (double)c->norm_eps);
+    if (!aw_arch_is_rnn(c->arch) && c->rope_factor > 0.0f)
+        PUT(",\"ropeScaling\":{\"factor\":%.9g,\"lowFreqFactor\":%.9g,\"highFreqFactor\":%.9g,\"originalMaxLen\":%d}",
+            (double)c->rope_factor, (double)c->rope_low_freq, (double)c->rope_high_freq, (int)c->rope_original_len);
     // ropeTheta only where it is read, so that createModel(model.config) makes the same model
     if (!aw_arch_is_rnn(c->arch) && AW_POSITIONALS[c->positional].rotate_qk)
         PUT(",\"ropeTheta\":%.9g", c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);

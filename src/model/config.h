@@ -34,7 +34,7 @@ typedef struct {
 // The names users write for the config's enums, and a name's index (-1 when absent); the
 // positional encodings' names are their table's (positional.h).
 extern const char *const AW_NORM_TYPE_NAMES[2];
-extern const char *const AW_FFN_NAMES[2];
+extern const char *const AW_FFN_NAMES[AW_FFN_COUNT];
 extern const char *const AW_BLOCK_NAMES[2];
 extern const char *const AW_NORM_NAMES[2];
 extern const char *const AW_ARCH_NAMES[AW_ARCH_COUNT];

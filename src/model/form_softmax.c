@@ -48,6 +48,7 @@ typedef struct {
     size_t window;          // 0: none
     float softcap;          // 0: none
     int sinks, gate, qk_norm;
+    float eps;              // QK-norm's epsilon: the model's normEps
     size_t n_params;        // floats: sinks (H), gate (C, C), q_norm (hd), k_norm (hd), those switched on
     size_t at_sinks, at_gate, at_qn, at_kn; // their offsets in f->params
 } softmax_own;
@@ -70,6 +71,7 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
     o->sinks = (int)aw_option_int(form, su->opts, "learnedSinks");
     o->gate = (int)aw_option_int(form, su->opts, "outputGate");
     o->qk_norm = (int)aw_option_int(form, su->opts, "qkNorm");
+    o->eps = su->norm_eps > 0.0f ? su->norm_eps : 1e-5f;
     f->switches = o->window || o->softcap > 0.0f || o->sinks || o->gate || o->qk_norm;
     if (f->switches && !f->causal) {
         const char *name = o->window ? "window" : o->softcap > 0.0f ? "softcap" : o->sinks ? "learnedSinks"
@@ -244,11 +246,11 @@ static int qk_forward(aw_attn_form *f, float *saved, float *q, float *k, size_t 
     if (!saved) { // no backward follows: in place, each rstd thrown away
         for (size_t r = 0; r < T * H; r++) {
             float rs;
-            rmsnorm_forward(q + r * hd, &rs, q + r * hd, wq, 1, hd);
+            rmsnorm_forward(q + r * hd, &rs, q + r * hd, wq, 1, hd, o->eps);
         }
         for (size_t r = 0; r < Tk * (kc / hd); r++) {
             float rs;
-            rmsnorm_forward(k + r * hd, &rs, k + r * hd, wk, 1, hd);
+            rmsnorm_forward(k + r * hd, &rs, k + r * hd, wk, 1, hd, o->eps);
         }
         return AW_OK;
     }
@@ -257,8 +259,8 @@ static int qk_forward(aw_attn_form *f, float *saved, float *q, float *k, size_t 
     // saved: x (the input), so the backward has what rmsnorm_backward reads; then in place
     memcpy(saved + sl.qhat, q, T * C * sizeof(float));
     memcpy(saved + sl.khat, k, Tk * C * sizeof(float));
-    rmsnorm_forward(q, saved + sl.rq, saved + sl.qhat, wq, T * H, hd);
-    rmsnorm_forward(k, saved + sl.rk, saved + sl.khat, wk, Tk * H, hd);
+    rmsnorm_forward(q, saved + sl.rq, saved + sl.qhat, wq, T * H, hd, o->eps);
+    rmsnorm_forward(k, saved + sl.rk, saved + sl.khat, wk, Tk * H, hd, o->eps);
     return AW_OK;
 }
 
@@ -374,7 +376,7 @@ const aw_form AW_FORM_SOFTMAX_DESC = {
     },
     .family = "softmax",
     .cross = "softmax",
-    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SCORE_BIAS |
+    .flags = AW_FORM_CAUSAL | AW_FORM_NONCAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_CROSS | AW_FORM_SCORE_BIAS | AW_FORM_NO_GRADS_OK |
              AW_FORM_KV_GROUPS,
     .options = SOFTMAX_OPTIONS,
     .n_options = N_SOFTMAX_OPTIONS,

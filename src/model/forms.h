@@ -29,6 +29,8 @@ enum aw_form_flag {
     AW_FORM_FIXED_LENGTH = 1u << 8,  // its parameters are sized by maxLen: sequences up to maxLen only
     AW_FORM_SCORE_BIAS = 1u << 9,    // takes a score bias by distance (aw_attn_form.score_slopes: ALiBi's)
     AW_FORM_OWN_V = 1u << 10,        // makes its own values from X (MLA's latent): its sublayer has no Wv, bv
+    AW_FORM_NO_GRADS_OK = 1u << 12,  // its parameters run without gradients bound (its backward
+                                     // skips them when f->grads is NULL): inference-only models keep none
     AW_FORM_KV_GROUPS = 1u << 11,    // its step keeps the K/V heads only under grouped-query attention
                                      // (aw_attn_form.KC): generation hands it k, v of KC columns
 };
@@ -106,6 +108,7 @@ typedef struct {
     const aw_form_values *opts;
     uint32_t seed;
     const float *score_slopes; // (H) the score bias' slopes (positional.h score_bias), or NULL
+    float norm_eps;            // the model's normEps, for a form's own norms (0: 1e-5)
 } aw_form_setup;
 
 // What a form says about itself: lib.forms carries it, the playground shows it.

@@ -263,7 +263,8 @@ void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln,
     if (w->w3) {
         linear_forward(u, pre ? ln : x, w->w3, w->b3, 1, C, F);
         swiglu_forward(r, h, u, F);
-    } else relu_forward(r, h, F);
+    } else if (m->cfg.ffn == AW_FFN_GELU) gelu_forward(r, h, F);
+    else relu_forward(r, h, F);
     linear_forward(res, r, w->w2, w->b2, 1, F, C);
     aw_axpy(res, 1.0f, x, C);
     if (pre) memcpy(x, res, C * sizeof(float));

@@ -1,4 +1,4 @@
-// layernorm.c: LayerNorm over the last axis, eps 1e-5.
+// layernorm.c: LayerNorm over the last axis (eps the model's normEps, 1e-5 by default).
 // Threads (src/kernels/parallel.h): the forward and dx by blocks of rows; dw and db by blocks of
 // columns, each column summed over the rows in row order, so any cut gives the same bits.
 #include "layers.h"
@@ -11,6 +11,7 @@ typedef struct {
     float *out, *mean, *rstd, *dx, *dw, *db;
     const float *x, *w, *b, *dout, *cmean, *crstd;
     size_t N, C;
+    float eps;
 } ln_job;
 
 static void forward_rows(void *ctx, size_t r0, size_t r1) {
@@ -23,7 +24,7 @@ static void forward_rows(void *ctx, size_t r0, size_t r1) {
         m /= (double)C;
         for (size_t c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
         v /= (double)C;
-        const float s = (float)(1.0 / sqrt(v + 1e-5));
+        const float s = (float)(1.0 / sqrt(v + (double)j->eps));
         float *o = j->out + r * C;
         for (size_t c = 0; c < C; c++) o[c] = ((xr[c] - (float)m) * s) * j->w[c] + j->b[c];
         j->mean[r] = (float)m, j->rstd[r] = s;
@@ -31,8 +32,8 @@ static void forward_rows(void *ctx, size_t r0, size_t r1) {
 }
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                       size_t N, size_t C) {
-    ln_job j = {.out = out, .mean = mean, .rstd = rstd, .x = x, .w = w, .b = b, .N = N, .C = C};
+                       size_t N, size_t C, float eps) {
+    ln_job j = {.out = out, .mean = mean, .rstd = rstd, .x = x, .w = w, .b = b, .N = N, .C = C, .eps = eps};
     aw_parallel_ranges(N, aw_rows_grain(C), forward_rows, &j);
 }
 

@@ -26,7 +26,7 @@ void sinusoidal_encoding(float *pe, size_t L, size_t C);
 // ---- LayerNorm ----------------------------------------------------------------------------
 // out = (x - mean) * rstd * w + b per row; saves mean (N) and rstd (N).
 void layernorm_forward(float *out, float *mean, float *rstd, const float *x, const float *w, const float *b,
-                       size_t N, size_t C);
+                       size_t N, size_t C, float eps);
 void layernorm_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                         const float *mean, const float *rstd, size_t N, size_t C);
 
@@ -42,6 +42,10 @@ void linear_backward(float *dx, float *dw, float *db, const float *dout, const f
 // ---- ReLU, residual -----------------------------------------------------------------------
 void relu_forward(float *out, const float *x, size_t n);                   // out = max(x, 0)
 void relu_backward(float *dx, const float *dout, const float *x, size_t n); // dx += dout * (x > 0)
+// GELU, tanh form (GPT-2's gelu_new): out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+void gelu_forward(float *out, const float *x, size_t n);
+// dx += dout * (0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 0.044715 x^2))
+void gelu_backward(float *dx, const float *dout, const float *x, size_t n);
 void residual_add(float *y, const float *x, size_t n);                     // y += x
 void zero_floats(float *y, size_t n);                                      // y = 0
 
@@ -69,8 +73,8 @@ void adamw_update(float *params, float *m, float *v, const float *grads, const u
 double clip_grad_norm(float *grads, size_t n, double max_norm);
 
 // ---- the llama-style block (llama_layers.c) ----------------------------------------------------
-// RMSNorm, eps 1e-5: out = x s w, s = (mean(x^2) + eps)^(-1/2) per row; saves s (N).
-void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C);
+// RMSNorm: out = x s w, s = (mean(x^2) + eps)^(-1/2) per row; saves s (N).
+void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C, float eps);
 void rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, const float *w, const float *rstd,
                       size_t N, size_t C);
 // SwiGLU's gate: out = silu(h) u elementwise (n values), and its backward (+= into dh, du).
@@ -78,7 +82,9 @@ void swiglu_forward(float *out, const float *h, const float *u, size_t n);
 void swiglu_backward(float *dh, float *du, const float *dout, const float *h, const float *u, size_t n);
 // Rotary positions, llama2.c's and Meta's pairing: within each head of hd columns the adjacent
 // pair (2i, 2i+1) turns by the angle p theta^(-2i/hd). cs, sn (L, hd/2): the table.
-void rope_table(float *cs, float *sn, size_t L, size_t hd, double theta);
+// llama3: NULL, or Llama 3.1's frequency scaling {factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings} (transformers' _compute_llama3_parameters).
+void rope_table(float *cs, float *sn, size_t L, size_t hd, double theta, const double *llama3);
 // Rotates rows (B, T, C) in place, row t of each sequence at position pos0 + t; inverse: by
 // minus the angle (the backward: a rotation's transpose is its inverse).
 void rope_apply(float *x, const float *cs, const float *sn, size_t B, size_t T, size_t pos0, size_t C, size_t hd,

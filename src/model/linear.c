@@ -2,6 +2,7 @@
 // Threads (src/kernels/parallel.h): the matmuls split themselves; the bias rows, ReLU and the
 // residual add by ranges of elements; the bias gradient by blocks of columns, each summed over the
 // rows in row order, so any cut gives the same bits.
+#include <math.h>
 #include "layers.h"
 
 #include "../kernels/kernels.h"
@@ -75,6 +76,33 @@ static void relu_back_range(void *ctx, size_t i0, size_t i1) { // x = dout, b = 
 void relu_backward(float *dx, const float *dout, const float *x, size_t n) {
     vec_job j = {.y = dx, .x = dout, .b = x};
     aw_parallel_ranges(n, AW_GRAIN, relu_back_range, &j);
+}
+
+static void gelu_range(void *ctx, size_t i0, size_t i1) {
+    const vec_job *j = ctx;
+    for (size_t i = i0; i < i1; i++) {
+        const double x = j->x[i], t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+        j->y[i] = (float)(0.5 * x * (1.0 + t));
+    }
+}
+
+void gelu_forward(float *out, const float *x, size_t n) {
+    vec_job j = {.y = out, .x = x};
+    aw_parallel_ranges(n, AW_GRAIN, gelu_range, &j);
+}
+
+static void gelu_back_range(void *ctx, size_t i0, size_t i1) { // x = dout, b = the forward's input
+    const vec_job *j = ctx;
+    for (size_t i = i0; i < i1; i++) {
+        const double x = j->b[i], t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+        const double d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+        j->y[i] += (float)(j->x[i] * d);
+    }
+}
+
+void gelu_backward(float *dx, const float *dout, const float *x, size_t n) {
+    vec_job j = {.y = dx, .x = dout, .b = x};
+    aw_parallel_ranges(n, AW_GRAIN, gelu_back_range, &j);
 }
 
 static void add_range(void *ctx, size_t i0, size_t i1) {

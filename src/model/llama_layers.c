@@ -15,6 +15,7 @@ typedef struct {
     float *out, *rstd, *dx, *dw;
     const float *x, *w, *dout, *crstd;
     size_t N, C;
+    float eps;
 } rms_job;
 
 static void rms_forward_rows(void *ctx, size_t r0, size_t r1) {
@@ -24,15 +25,15 @@ static void rms_forward_rows(void *ctx, size_t r0, size_t r1) {
         const float *xr = j->x + r * C;
         double ss = 0.0;
         for (size_t c = 0; c < C; c++) ss += (double)xr[c] * xr[c];
-        const float s = (float)(1.0 / sqrt(ss / (double)C + 1e-5));
+        const float s = (float)(1.0 / sqrt(ss / (double)C + (double)j->eps));
         float *o = j->out + r * C;
         for (size_t c = 0; c < C; c++) o[c] = (xr[c] * s) * j->w[c];
         j->rstd[r] = s;
     }
 }
 
-void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C) {
-    rms_job j = {.out = out, .rstd = rstd, .x = x, .w = w, .N = N, .C = C};
+void rmsnorm_forward(float *out, float *rstd, const float *x, const float *w, size_t N, size_t C, float eps) {
+    rms_job j = {.out = out, .rstd = rstd, .x = x, .w = w, .N = N, .C = C, .eps = eps};
     aw_parallel_ranges(N, aw_rows_grain(C), rms_forward_rows, &j);
 }
 
@@ -88,10 +89,23 @@ void swiglu_backward(float *dh, float *du, const float *dout, const float *h, co
 
 // ---- rotary positions -------------------------------------------------------------------------
 
-void rope_table(float *cs, float *sn, size_t L, size_t hd, double theta) {
+// Llama 3.1's scaling of one frequency f (wavelength 2 pi / f) with s = {factor, low, high, original}:
+// wavelengths past original / low are slowed by factor, those under original / high kept, and
+// between, f ((1 - a) / factor + a) with a = (original / wavelength - low) / (high - low).
+static double llama3_frequency(double f, const double *s) {
+    const double wavelen = 2.0 * 3.14159265358979323846 / f, lo_wave = s[3] / s[1], hi_wave = s[3] / s[2];
+    if (wavelen > lo_wave) return f / s[0];
+    if (wavelen < hi_wave) return f;
+    const double a = (s[3] / wavelen - s[1]) / (s[2] - s[1]);
+    return (1.0 - a) * f / s[0] + a * f;
+}
+
+void rope_table(float *cs, float *sn, size_t L, size_t hd, double theta, const double *llama3) {
     for (size_t p = 0; p < L; p++)
         for (size_t i = 0; 2 * i + 1 < hd; i++) {
-            const double angle = (double)p * pow(theta, -(double)(2 * i) / (double)hd); // in double: every build agrees
+            double f = pow(theta, -(double)(2 * i) / (double)hd);
+            if (llama3) f = llama3_frequency(f, llama3);
+            const double angle = (double)p * f; // in double: every build agrees
             cs[p * (hd / 2) + i] = (float)cos(angle);
             sn[p * (hd / 2) + i] = (float)sin(angle);
         }

@@ -72,7 +72,9 @@ static int rope_tables(aw_model *m) {
     m->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
     m->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
     if (!m->rope_cos || !m->rope_sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
-    rope_table(m->rope_cos, m->rope_sin, L, C / (size_t)m->cfg.heads, (double)m->cfg.rope_theta);
+    const aw_model_config *c = &m->cfg;
+    const double llama3[4] = {c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_original_len};
+    rope_table(m->rope_cos, m->rope_sin, L, C / (size_t)c->heads, (double)c->rope_theta, c->rope_factor > 0.0f ? llama3 : NULL);
     return AW_OK;
 }
 

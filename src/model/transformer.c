@@ -76,7 +76,9 @@ int model_check_config(const aw_model_config *c) {
     if (c->norm != AW_NORM_PRE && c->norm != AW_NORM_POST) return aw_fail(AW_ERR_ARG, "norm must be \"pre\" or \"post\"");
     if (c->norm_type != AW_NORMTYPE_LAYER && c->norm_type != AW_NORMTYPE_RMS)
         return aw_fail(AW_ERR_ARG, "normType must be \"layernorm\" or \"rmsnorm\"");
-    if (c->ffn != AW_FFN_RELU && c->ffn != AW_FFN_SWIGLU) return aw_fail(AW_ERR_ARG, "ffn must be \"relu\" or \"swiglu\"");
+    if (c->ffn < 0 || c->ffn >= AW_FFN_COUNT) return aw_fail(AW_ERR_ARG, "ffn must be \"relu\", \"swiglu\" or \"gelu\"");
+    if (!(c->norm_eps >= 0.0f && c->norm_eps <= 0.1f)) return aw_fail(AW_ERR_ARG, "normEps must be a number in (0, 0.1], got %g", (double)c->norm_eps);
+    if ((c->qkv_bias | 1) != 1) return aw_fail(AW_ERR_ARG, "qkvBias must be true or false");
     if ((c->no_bias | 1) != 1 || (c->tie | 1) != 1) return aw_fail(AW_ERR_ARG, "bias and tieEmbeddings must be true or false");
     if (c->kv_heads < 0 || c->kv_heads > c->heads || (c->kv_heads && c->heads % c->kv_heads))
         return aw_fail(AW_ERR_ARG, "kvHeads must divide heads (%d): %d is the default (a K/V head per query head), 1 "
@@ -155,6 +157,10 @@ static float *take_named(walker *wk, const char *prefix, const char *suffix, siz
 static float *take_bias(walker *wk, const char *prefix, const char *suffix, size_t n) {
     return wk->m->cfg.no_bias ? NULL : take_named(wk, prefix, suffix, n, 0);
 }
+// q, k and v's biases: with qkvBias a model without biases keeps these three (Qwen2)
+static float *take_qkv_bias(walker *wk, const char *prefix, const char *suffix, size_t n) {
+    return wk->m->cfg.no_bias && !wk->m->cfg.qkv_bias ? NULL : take_named(wk, prefix, suffix, n, 0);
+}
 
 // A norm's weight and (LayerNorm only) its shift.
 static void take_norm(walker *wk, float **w, float **b, const char *prefix, const char *suffix, size_t C) {
@@ -176,13 +182,13 @@ static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t
     a->wq = a->bq = a->wk = a->bk = NULL;
     if (f->uses_qk) {
         a->wq = take_named(wk, prefix, "wq", C, C);
-        a->bq = take_bias(wk, prefix, "bq", C);
+        a->bq = take_qkv_bias(wk, prefix, "bq", C);
         a->wk = take_named(wk, prefix, "wk", C, KC);
-        a->bk = take_bias(wk, prefix, "bk", KC);
+        a->bk = take_qkv_bias(wk, prefix, "bk", KC);
     }
     const int own_v = (f->form->flags & AW_FORM_OWN_V) != 0; // the form makes its values itself (mla)
     a->wv = own_v ? NULL : take_named(wk, prefix, "wv", C, KC);
-    a->bv = own_v ? NULL : take_bias(wk, prefix, "bv", KC);
+    a->bv = own_v ? NULL : take_qkv_bias(wk, prefix, "bv", KC);
     a->wo = take_named(wk, prefix, "wo", C, C);
     a->bo = take_bias(wk, prefix, "bo", C);
     *form_offset = wk->off;
@@ -301,7 +307,7 @@ static void init_params(aw_model *m) {
         float *x = m->params + t->offset;
         const size_t n = model_tensor_size(t);
         if (t->of_form) { // the form initialised it (bind copied the values); decay what it trains
-            memset(m->decay + t->offset, t->trainable && !t->no_decay, n);
+            if (m->decay) memset(m->decay + t->offset, t->trainable && !t->no_decay, n);
             continue;
         }
         const char *leaf = strrchr(t->name, '.');
@@ -320,7 +326,7 @@ static void init_params(aw_model *m) {
         else if (strcmp(leaf, "w2") == 0) init_uniform(x, n, resid / sqrtf(F), &rng);
         else init_uniform(x, n, 1.0f / sqrtf(C), &rng);
         // weight decay on matrices other than the embeddings
-        memset(m->decay + t->offset, t->cols != 0 && strcmp(t->name, "wte") && strcmp(t->name, "wpe"), n);
+        if (m->decay) memset(m->decay + t->offset, t->cols != 0 && strcmp(t->name, "wte") && strcmp(t->name, "wpe"), n);
     }
 }
 
@@ -361,7 +367,7 @@ static int init_forms(aw_model *m) {
         m->pos->score_bias(m->score_slopes, (size_t)cfg->heads);
     }
     const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
-                               .opts = &cfg->attn};
+                               .opts = &cfg->attn, .norm_eps = cfg->norm_eps};
     aw_form_setup su = su0;
     int st = AW_OK;
     for (int l = 0; l < cfg->layers && !st; l++) {
@@ -384,7 +390,7 @@ static int init_forms(aw_model *m) {
 // 1 when a sublayer's form has parameters of its own to bind into the arena (softmax has them only
 // with its switches on: without, an inference-only model keeps no gradients for it).
 static int form_owns(const aw_attn_form *f) {
-    if (!f->form || !f->form->bind) return 0;
+    if (!f->form || !f->form->bind || (f->form->flags & AW_FORM_NO_GRADS_OK)) return 0;
     aw_form_tensor t[AW_SYNTH_MAX_TENSORS];
     return f->params || !f->form->tensors || f->form->tensors(f, t, AW_SYNTH_MAX_TENSORS) > 0;
 }
@@ -420,14 +426,16 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
         forms_own |= form_owns(&m->self_form[l]) || form_owns(&m->enc_form[l]) || form_owns(&m->cross_form[l]);
     m->inference = inference && !forms_own;
-    const size_t bytes = aw_size_add(aw_size_mul3(m->inference ? 1 : 4, P, sizeof(float)), P);
+    // (an inference-only model keeps no decay mask: nothing trains it)
+    const size_t bytes = m->inference ? aw_size_mul(P, sizeof(float)) : aw_size_add(aw_size_mul3(4, P, sizeof(float)), P);
     if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
         model_destroy(m);
         return aw_fail(AW_ERR_NOMEM, "the model is too large: its parameters and optimizer state do not fit in "
                                      "this build's %u-bit address space (vocab * dModel, dModel * dFF and layers "
                                      "set its size)", (unsigned)(sizeof(size_t) * 8));
     }
-    m->params = aw_alloc_zero(bytes, 1);
+    // uninitialised: every float is the caller's to write (zeroing half a gigabyte costs a pass over it)
+    m->params = inference == AW_CREATE_UNINITIALISED && m->inference ? aw_alloc(bytes, 1) : aw_alloc_zero(bytes, 1);
     if (!m->params) {
         model_destroy(m);
         return aw_fail(AW_ERR_NOMEM, "out of memory: the model needs %.1f MiB for its parameters and optimizer "
@@ -435,7 +443,7 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     }
     if (m->inference) {
         m->grads = m->adam_m = m->adam_v = NULL;
-        m->decay = (uint8_t *)(m->params + P);
+        m->decay = NULL;
         walk_params(m, m->params, &m->w);
     } else {
         m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
@@ -446,14 +454,16 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     aw_attn_form *kinds[3] = {m->enc_form, m->self_form, m->cross_form};
     for (int g = 0; g < 3; g++) // the forms' parameters move into the arena
         for (int l = 0; l < cfg->layers; l++)
-            if (kinds[g][l].form && kinds[g][l].form->bind && (!m->inference || form_owns(&kinds[g][l])))
-                kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l], m->grads + m->form_offset[g][l]);
+            if (kinds[g][l].form && kinds[g][l].form->bind &&
+                (!m->inference || form_owns(&kinds[g][l]) || (kinds[g][l].form->flags & AW_FORM_NO_GRADS_OK)))
+                kinds[g][l].form->bind(&kinds[g][l], m->params + m->form_offset[g][l],
+                                       m->grads ? m->grads + m->form_offset[g][l] : NULL);
     if (m->pos->tables && (st = m->pos->tables(m))) { // the encoding's tables: the sinusoid, rotary angles
         model_destroy(m);
         return st;
     }
     m->pe = m->pos->embed ? m->pos->embed(m) : NULL;
-    init_params(m);
+    if (inference != AW_CREATE_UNINITIALISED) init_params(m); // else the caller writes every parameter
     aw_rng_seed(&m->data_rng, ((uint64_t)cfg->seed << 32) ^ 0xDA7Au);
     *out = m;
     return AW_OK;
@@ -617,8 +627,9 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
 void norm_forward(const aw_model *m, float *out, float *mean, float *rstd, const float *x, const float *w,
                   const float *b, size_t N) {
     const size_t C = (size_t)m->cfg.d_model;
-    if (m->cfg.norm_type == AW_NORMTYPE_RMS) rmsnorm_forward(out, rstd, x, w, N, C);
-    else layernorm_forward(out, mean, rstd, x, w, b, N, C);
+    const float eps = m->cfg.norm_eps > 0.0f ? m->cfg.norm_eps : 1e-5f;
+    if (m->cfg.norm_type == AW_NORMTYPE_RMS) rmsnorm_forward(out, rstd, x, w, N, C, eps);
+    else layernorm_forward(out, mean, rstd, x, w, b, N, C, eps);
 }
 
 void norm_backward(const aw_model *m, float *dx, float *dw, float *db, const float *dout, const float *x,
@@ -806,7 +817,8 @@ static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_ac
     if (w->w3) { // SwiGLU: r = silu(x W1) * (x W3)
         linear_forward(a->u, pre ? a->ln : in, w->w3, w->b3, N, C, F);
         swiglu_forward(a->r, a->h, a->u, N * F);
-    } else relu_forward(a->r, a->h, N * F);
+    } else if (m->cfg.ffn == AW_FFN_GELU) gelu_forward(a->r, a->h, N * F);
+    else relu_forward(a->r, a->h, N * F);
     linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
     HOOK(AW_HOOK_MLP_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
@@ -824,7 +836,8 @@ static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_w
     if (w->w3) { // r = silu(h) u, u = x W3 + b3
         swiglu_backward(da->h, da->u, da->r, a->h, a->u, N * F);
         linear_backward(pre ? da->ln : d_in, g->w3, g->b3, da->u, pre ? a->ln : in, w->w3, N, C, F);
-    } else relu_backward(da->h, da->r, a->h, N * F); // r = relu(h)
+    } else if (m->cfg.ffn == AW_FFN_GELU) gelu_backward(da->h, da->r, a->h, N * F); // r = gelu(h)
+    else relu_backward(da->h, da->r, a->h, N * F); // r = relu(h)
     linear_backward(pre ? da->ln : d_in, g->w1, g->b1, da->h, pre ? a->ln : in, w->w1, N, C, F); // h = x W1 + b1
     if (pre) norm_backward(m, d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N);
 }

@@ -21,7 +21,8 @@
 
 enum aw_norm { AW_NORM_PRE = 0, AW_NORM_POST = 1 };
 enum aw_norm_type { AW_NORMTYPE_LAYER = 0, AW_NORMTYPE_RMS = 1 };
-enum aw_ffn { AW_FFN_RELU = 0, AW_FFN_SWIGLU = 1 };
+// GELU: GPT-2's tanh approximation ("gelu_new"): 0.5 h (1 + tanh(sqrt(2/pi) (h + 0.044715 h^3)))
+enum aw_ffn { AW_FFN_RELU = 0, AW_FFN_SWIGLU = 1, AW_FFN_GELU = 2, AW_FFN_COUNT = 3 };
 // A preset of the block's switches (config.c): classic (the 2017 block) or llama (RMSNorm,
 // SwiGLU, rotary positions, no biases); fields given explicitly override it.
 enum aw_block { AW_BLOCK_CLASSIC = 0, AW_BLOCK_LLAMA = 1 };
@@ -31,7 +32,7 @@ enum aw_arch { AW_ARCH_DECODER = 0, AW_ARCH_ENCODER_DECODER = 1, AW_ARCH_GRU = 2
 // 1 for the architectures that read a source sequence (an encoder), 1 for the RNN ones.
 static inline int aw_arch_has_source(int arch) { return arch != AW_ARCH_DECODER; }
 static inline int aw_arch_is_rnn(int arch) { return arch == AW_ARCH_GRU || arch == AW_ARCH_GRU_ATTENTION; }
-enum { AW_MAX_LAYERS = 16, AW_MAX_TENSORS = 512 };
+enum { AW_MAX_LAYERS = 32, AW_MAX_TENSORS = 1024 };
 
 typedef struct aw_model_config {
     int32_t vocab, d_model, heads, layers, d_ff, max_len;
@@ -52,6 +53,13 @@ typedef struct aw_model_config {
     int32_t kv_heads;   // K/V heads (grouped-query attention): divides heads; heads (or 0): every
                         // head has its own, 1: multi-query
     float rope_theta;   // rotary positions' base (0: 10000)
+    // Llama 3.1's rotary scaling ("rope_type": "llama3"): factor 0 is none; else each frequency
+    // below original_len / low_freq of a wavelength is divided by factor, those above
+    // original_len / high_freq are kept, and the band between is blended (positional.c)
+    float rope_factor, rope_low_freq, rope_high_freq;
+    int32_t rope_original_len;
+    float norm_eps;     // the epsilon of every LayerNorm / RMSNorm (0: 1e-5)
+    int32_t qkv_bias;   // 1: q, k and v keep their biases even when no_bias (Qwen2)
     int32_t block;      // enum aw_block: the preset the defaults came from (for display)
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks;
                         // gru, gru-attention: layers must be 1, heads, attention, positional, norm and
@@ -221,6 +229,9 @@ void model_destroy(aw_model *m);
 // inference = 1: only the parameters are allocated (no gradients or AdamW state; a model whose
 // form has parameters of its own keeps them anyway). model_refuse_inference: the Error for `what`
 // (training, a gradient check, saving the optimizer state) on such a model.
+// inference: 0 a trainable model; 1 parameters only (no gradients, AdamW state or decay mask);
+// AW_CREATE_UNINITIALISED parameters only, not initialised: the caller writes every one (loadHuggingFace)
+enum { AW_CREATE_UNINITIALISED = 2 };
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference);
 int model_refuse_inference(const aw_model *m, const char *what);
 

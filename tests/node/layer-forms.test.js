@@ -32,8 +32,8 @@ for (const { name, lib } of builds) {
     const cases = [
       [{ ...small, layers: 3, layerForms: [soft, soft] }, /layerForms has 2 entries and layers is 3: give one entry per layer/],
       [{ ...small, layerForms: [soft, soft, soft] }, /layerForms has 3 entries and layers is 2/], // layers' default
-      [{ ...small, layers: 2, layerForms: [] }, /layerForms has 0 entries; it must have one per layer, 1 to 16/],
-      [{ ...small, layers: 16, layerForms: Array(17).fill(soft) }, /layerForms has 17 entries; it must have one per layer, 1 to 16/],
+      [{ ...small, layers: 2, layerForms: [] }, /layerForms has 0 entries; it must have one per layer, 1 to 32/],
+      [{ ...small, layers: 32, layerForms: Array(33).fill(soft) }, /layerForms has 33 entries; it must have one per layer, 1 to 32/],
       [{ ...small, layerForms: 'softmax' }, /layerForms must be an array of \{ attention, attentionOptions \}, one per layer, got "softmax"/],
       [two(soft, { attention: 'nope' }), /layerForms\[1\]\.attention must be one of "softmax", "local", .*"gated-delta".*, got "nope"/],
       [two(soft, {}), /layerForms\[1\]\.attention is missing: each entry names its form, one of "softmax"/],

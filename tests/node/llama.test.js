@@ -105,7 +105,7 @@ for (const { name, lib } of builds) {
     expectError(() => lib.createModel({ ...small, ropeTheta: 1 }), /ropeTheta must be a number in \(1, 1e9\], got 1/);
     expectError(() => lib.createModel({ ...small, bias: 'no' }), /bias must be a boolean, got/);
     expectError(() => lib.createModel({ ...small, normType: 'batchnorm' }), /normType must be one of "layernorm", "rmsnorm", got "batchnorm"/);
-    expectError(() => lib.createModel({ ...small, ffn: 'gelu' }), /ffn must be one of "relu", "swiglu", got "gelu"/);
+    expectError(() => lib.createModel({ ...small, ffn: 'geglu' }), /ffn must be one of "relu", "swiglu", "gelu", got "geglu"/);
     expectError(() => lib.createModel({ ...small, block: 'gpt' }), /block must be one of "classic", "llama", got "gpt"/);
     expectError(() => lib.createModel({ vocab: 12, arch: 'gru', kvHeads: 1 }), /kvHeads does not apply to arch "gru"/);
     const ok = lib.createModel({ ...small, block: 'llama' }); // the library is still usable

@@ -75,7 +75,7 @@ for (const { name, lib } of builds) {
       /attentionOptions.decay does not apply to attention "softmax" \(it is an option of "retention"\)/);
     expectError(() => lib.createModel({ attention: 'linformer', arch: 'encoder-decoder', attentionOptions: { window: 3 } }),
       /attentionOptions.window does not apply to attention "linformer"/);
-    expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 16\], got 40/);
+    expectError(() => lib.createModel({ layers: 40 }), /layers must be an integer in \[1, 32\], got 40/);
     expectError(() => lib.createModel({ dmodel: 8 }), /unknown option "dmodel"/);
     expectError(() => lib.createModel({ attention: 'softmax', attentionOptions: { k: 2 } }), /attentionOptions\.k does not apply to attention "softmax" \(it is an option of "synth:dense", .*"linformer"\)/);
     expectError(() => lib.createModel({ attention: 'synth:factorized-dense', maxLen: 12, attentionOptions: { a: 5, b: 2 } }),

@@ -131,8 +131,18 @@ lib.trainTokenizer('text', { vocab: 300 });
 // @ts-expect-error encode takes text or bytes
 bpe.encode(42);
 
+// Hugging Face checkpoints (wasm/huggingface.d.ts)
+const hfSaved = lib.createModel({ block: 'llama', qkvBias: true, normEps: 1e-6 }).saveHuggingFace({ dtype: 'BF16' });
+const hf = lib.loadHuggingFace({ config: JSON.stringify(hfSaved.config), weights: [hfSaved.weights], maxLen: 32 });
+const hfArch: string = hf.huggingFace.architecture + (hf.tokenizer ? hf.tokenizer.decode(hf.tokenizer.encode('x')) : '');
+lib.createModel({ ffn: 'gelu', positional: 'learned', ropeScaling: undefined }, { training: false });
+// @ts-expect-error weights are bytes
+lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
+// @ts-expect-error saveHuggingFace writes F32 or BF16
+hf.saveHuggingFace({ dtype: 'F16' });
+
 export {
-  bpeBack, bpeBin,
+  hfArch, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames,
 };

@@ -1,0 +1,29 @@
+// huggingface.d.ts: Hugging Face checkpoints (wasm/huggingface.js, docs/huggingface.md).
+import type { Model } from './model.js';
+
+export interface HuggingFaceModel extends Model {
+  /** tokenizer.json read by lib.loadTokenizer, or null when none was given */
+  readonly tokenizer: { encode(text: string, opts?: object): Int32Array; decode(ids: ArrayLike<number>, opts?: object): string } | null;
+  /** the architecture read and config.json as given */
+  readonly huggingFace: { readonly architecture: string; readonly config: Record<string, unknown> };
+}
+
+export interface HuggingFaceApi {
+  /**
+   * A Hugging Face checkpoint as a model of this library: LlamaForCausalLM (Llama 2/3/3.2, rope
+   * scaling "llama3", TinyLlama, SmolLM/SmolLM2), MistralForCausalLM (sliding_window),
+   * Qwen2ForCausalLM, Qwen3ForCausalLM and GPT2LMHeadModel, in F32, F16 or BF16, one file or
+   * shards (any order). config: config.json's text or object; weights: model.safetensors' bytes
+   * or every shard's; tokenizer: tokenizer.json's text (becomes model.tokenizer). maxLen: the
+   * positions kept (default the model's, at most 2048; GPT-2's 1024). training (default false).
+   * Everything is checked before anything is allocated; the weights are copied into wasm memory
+   * once, tensor by tensor.
+   */
+  loadHuggingFace(args: {
+    config: string | object | Uint8Array;
+    weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+    tokenizer?: string | Uint8Array;
+    maxLen?: number;
+    training?: boolean;
+  }): HuggingFaceModel;
+}

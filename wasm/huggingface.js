@@ -1,0 +1,639 @@
+// huggingface.js: Hugging Face checkpoints (config.json + model.safetensors, sharded or not, and
+// tokenizer.json) read into the library's model and written from it (docs/huggingface.md).
+//
+// An architecture is a row of ARCHS: which config.json fields it reads, the createModel options
+// they become, and where each of the model's tensors comes from (names, layouts). Saving walks
+// the same row backwards. Every check (the config, the safetensors headers, the shapes, the
+// memory) runs before anything is allocated; then the weights go into wasm memory once, one
+// tensor at a time, widened from BF16/F16 as they are copied (no second full copy in JS).
+//
+// Two layout facts, as transformers' modeling code has them:
+// - Llama, Mistral and Qwen rotate column i with column i + head_dim / 2 of each head
+//   (rotate_half); this library (and llama2.c) rotates columns 2i and 2i + 1. The rows of q_proj
+//   and k_proj (and their biases and Qwen3's q_norm / k_norm) are permuted on load, and back on save.
+// - GPT-2's Conv1D keeps its weights (in, out), and c_attn holds q, k and v side by side.
+import { checkBool, checkKeys, describe, fail } from './core.js';
+import { CHECK_CONFIG, MODEL_PROTOTYPE, UNINITIALISED } from './model.js';
+
+const ELEMENT_BYTES = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1, F8_E4M3: 1, F8_E5M2: 1 };
+const READABLE = ['F32', 'F16', 'BF16'];
+// The wasm32 build's memory (build.sh: -sMAXIMUM_MEMORY=2GB); the weights must fit beside the rest.
+const MEMORY_LIMIT = 2 ** 31;
+const HEADROOM = 96 * 2 ** 20; // activations of a short forward and the loader's own buffers
+
+function asBytes(what, bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (ArrayBuffer.isView(bytes) && !(bytes instanceof DataView)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  fail(`${what} must be a Uint8Array or ArrayBuffer (a .safetensors file's bytes), got ${describe(bytes)}`);
+}
+
+// ---- safetensors headers ------------------------------------------------------------------------
+
+/**
+ * One safetensors file's header, checked against its bytes: Map(name -> { dtype, shape, begin,
+ * end, file }) with begin/end absolute byte offsets into `bytes`. Refuses a header longer than the
+ * file, offsets past the end, overlapping or out-of-order ranges, a size that disagrees with the
+ * shape and dtype, and an unknown dtype.
+ */
+export function safetensorsHeader(bytes, what) {
+  const u8 = asBytes(what, bytes);
+  if (u8.length < 8) fail(`${what}: ${u8.length} bytes is too short for a safetensors file (its header length alone is 8)`);
+  const dv = new DataView(u8.buffer, u8.byteOffset, 8);
+  const n = dv.getBigUint64(0, true);
+  if (n > BigInt(u8.length - 8)) fail(`${what}: the header says it is ${n} bytes long and the file has ${u8.length - 8} after its length`);
+  const len = Number(n);
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(u8.subarray(8, 8 + len)));
+  } catch (e) {
+    fail(`${what}: the header is not JSON text (${e.message}); is this a .safetensors file?`);
+  }
+  if (header === null || typeof header !== 'object' || Array.isArray(header)) fail(`${what}: the header must be a JSON object`);
+  const base = 8 + len, data = u8.length - base, out = new Map();
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const where = `${what}: tensor "${name}"`;
+    if (t === null || typeof t !== 'object') fail(`${where} must be { dtype, shape, data_offsets }`);
+    if (!(t.dtype in ELEMENT_BYTES)) fail(`${where} has dtype ${describe(t.dtype)}, which is not a safetensors dtype (${Object.keys(ELEMENT_BYTES).join(', ')})`);
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
+      fail(`${where} has shape ${describe(t.shape)}; a shape is a list of non-negative integers`);
+    const o = t.data_offsets;
+    if (!Array.isArray(o) || o.length !== 2 || !o.every((x) => Number.isSafeInteger(x) && x >= 0) || o[1] < o[0])
+      fail(`${where} has data_offsets ${describe(o)}; expected [begin, end] with 0 <= begin <= end`);
+    if (o[1] > data) fail(`${where} ends at byte ${o[1]} of the data, and the file holds ${data} bytes of data: the header lies or the file is cut short`);
+    const count = t.shape.reduce((a, b) => a * b, 1);
+    if (count * ELEMENT_BYTES[t.dtype] !== o[1] - o[0])
+      fail(`${where}: shape [${t.shape}] of ${t.dtype} is ${count * ELEMENT_BYTES[t.dtype]} bytes, and its data_offsets span ${o[1] - o[0]}`);
+    out.set(name, { dtype: t.dtype, shape: t.shape, begin: base + o[0], end: base + o[1], bytes: u8 });
+  }
+  // the ranges, in order of their start, must not overlap (each tensor its own bytes)
+  const ranges = [...out.entries()].filter(([, t]) => t.end > t.begin).sort((a, b) => a[1].begin - b[1].begin);
+  for (let i = 1; i < ranges.length; i++)
+    if (ranges[i][1].begin < ranges[i - 1][1].end)
+      fail(`${what}: tensors "${ranges[i - 1][0]}" and "${ranges[i][0]}" overlap (bytes ${ranges[i - 1][1].begin - base}-${ranges[i - 1][1].end - base} and ` +
+        `${ranges[i][1].begin - base}-${ranges[i][1].end - base} of the data): the header lies`);
+  return out;
+}
+
+// Every shard's tensors in one map; a name in two shards is an Error.
+function readShards(weights, what) {
+  const list = Array.isArray(weights) ? weights : [weights];
+  if (list.length === 0) fail(`${what}: weights is an empty array; give model.safetensors' bytes or every shard's`);
+  const all = new Map();
+  list.forEach((bytes, i) => {
+    const w = list.length > 1 ? `${what}: weights[${i}]` : `${what}: weights`;
+    for (const [name, t] of safetensorsHeader(bytes, w)) {
+      if (all.has(name)) fail(`${w}: tensor "${name}" is in two shards`);
+      all.set(name, { ...t, file: i });
+    }
+  });
+  return all;
+}
+
+// ---- config.json --------------------------------------------------------------------------------
+
+function readConfig(config, what) {
+  let c = config;
+  if (typeof c === 'string') {
+    try {
+      c = JSON.parse(c);
+    } catch (e) {
+      fail(`${what}: config is not JSON text (${e.message}); give config.json's text or object`);
+    }
+  } else if (c instanceof Uint8Array || c instanceof ArrayBuffer) {
+    return readConfig(new TextDecoder().decode(c), what);
+  }
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) fail(`${what}: config must be config.json's text or object, got ${describe(config)}`);
+  return c;
+}
+
+// A field of config.json: a positive integer (lo..hi) when required, else its default.
+function intField(c, key, what, { lo = 1, hi = 2 ** 31 - 1, def } = {}) {
+  const v = c[key];
+  if (v === undefined || v === null) {
+    if (def !== undefined) return def;
+    fail(`${what}: config.json has no ${key}; this architecture needs it`);
+  }
+  if (!Number.isSafeInteger(v) || v < lo || v > hi) fail(`${what}: config.json's ${key} is ${describe(v)}; expected an integer in [${lo}, ${hi}]`);
+  return v;
+}
+function numField(c, key, what, def, lo, hi) {
+  const v = c[key];
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'number' || !(v > lo && v <= hi)) fail(`${what}: config.json's ${key} is ${describe(v)}; expected a number in (${lo}, ${hi}]`);
+  return v;
+}
+function refuseIf(cond, what, key, value, why) {
+  if (cond) fail(`${what}: config.json's ${key} is ${describe(value)}; ${why}`);
+}
+
+// rope_theta and the scaling, from the old fields (rope_theta, rope_scaling) or the newer
+// rope_parameters; an unknown scaling type is an Error, never ignored.
+function ropeFields(c, what) {
+  const rp = c.rope_parameters && typeof c.rope_parameters === 'object' ? c.rope_parameters : null;
+  const theta = rp?.rope_theta ?? c.rope_theta ?? 10000;
+  if (typeof theta !== 'number' || !(theta > 1 && theta <= 1e9)) fail(`${what}: config.json's rope_theta is ${describe(theta)}; expected a number in (1, 1e9]`);
+  const sc = c.rope_scaling ?? (rp && (rp.rope_type ?? rp.type) !== 'default' ? rp : null);
+  let scaling = null;
+  if (sc) {
+    const type = sc.rope_type ?? sc.type;
+    const key = c.rope_scaling ? 'rope_scaling' : 'rope_parameters';
+    if (type === 'default') return { theta, scaling: null };
+    if (type !== 'llama3') fail(`${what}: config.json's ${key}.rope_type is ${describe(type)}; this loader implements "llama3" and "default" only (another scaling changes every position's angles, so it is refused rather than ignored)`);
+    for (const k of ['factor', 'low_freq_factor', 'high_freq_factor', 'original_max_position_embeddings'])
+      if (typeof sc[k] !== 'number' || !(sc[k] > 0)) fail(`${what}: config.json's ${key}.${k} is ${describe(sc[k])}; "llama3" scaling needs a positive number`);
+    scaling = { factor: sc.factor, lowFreqFactor: sc.low_freq_factor, highFreqFactor: sc.high_freq_factor, originalMaxLen: sc.original_max_position_embeddings };
+  }
+  if (c.partial_rotary_factor !== undefined && c.partial_rotary_factor !== 1)
+    refuseIf(true, what, 'partial_rotary_factor', c.partial_rotary_factor, 'this loader rotates whole heads only');
+  return { theta, scaling };
+}
+
+// Fields that name a design this loader does not run: an Error naming the field and its value.
+function refuseUnsupported(c, what) {
+  for (const k of ['num_local_experts', 'num_experts', 'n_routed_experts', 'moe_intermediate_size'])
+    refuseIf(c[k] !== undefined && c[k] !== null && c[k] !== 0, what, k, c[k], 'mixture-of-experts models are not read by this loader');
+}
+
+// The row of a Llama-like architecture: its config fields as createModel options.
+function llamaLike(arch, extra) {
+  return {
+    arch,
+    kind: 'llama',
+    fields: { vocab: 'vocab_size', dModel: 'hidden_size', heads: 'num_attention_heads', layers: 'num_hidden_layers',
+      kvHeads: 'num_key_value_heads', dFF: 'intermediate_size', ropeTheta: 'rope_theta', normEps: 'rms_norm_eps',
+      maxLen: 'max_position_embeddings', 'attentionOptions.window': 'sliding_window' },
+    options(c, what, maxLen) {
+      refuseUnsupported(c, what);
+      const dModel = intField(c, 'hidden_size', what), heads = intField(c, 'num_attention_heads', what);
+      const layers = intField(c, 'num_hidden_layers', what);
+      const kvHeads = intField(c, 'num_key_value_heads', what, { def: heads });
+      if (dModel % heads) fail(`${what}: config.json's hidden_size (${dModel}) is not divisible by num_attention_heads (${heads})`);
+      if (heads % kvHeads) fail(`${what}: config.json's num_attention_heads (${heads}) is not divisible by num_key_value_heads (${kvHeads})`);
+      const headDim = intField(c, 'head_dim', what, { def: dModel / heads });
+      if (headDim !== dModel / heads)
+        fail(`${what}: config.json's head_dim is ${headDim} and hidden_size / num_attention_heads is ${dModel / heads}; this library's attention ` +
+          'is as wide as the model (head_dim = hidden_size / num_attention_heads), so such a checkpoint cannot be read yet');
+      const act = c.hidden_act ?? c.hidden_activation ?? 'silu';
+      refuseIf(act !== 'silu', what, 'hidden_act', act, 'this architecture runs SwiGLU with silu only');
+      refuseIf(c.attention_bias === true && arch !== 'Qwen2ForCausalLM', what, 'attention_bias', true, 'biases on every attention projection (o_proj too) are not read');
+      refuseIf(c.mlp_bias === true, what, 'mlp_bias', true, 'MLP biases are not read');
+      const { theta, scaling } = ropeFields(c, what);
+      const o = {
+        vocab: intField(c, 'vocab_size', what), dModel, heads, layers, kvHeads,
+        dFF: intField(c, 'intermediate_size', what), maxLen, block: 'llama', attention: 'softmax', positional: 'rope',
+        normType: 'rmsnorm', ffn: 'swiglu', bias: false, tieEmbeddings: c.tie_word_embeddings === true,
+        ropeTheta: theta, normEps: numField(c, 'rms_norm_eps', what, 1e-6, 0, 0.1),
+      };
+      if (scaling) o.ropeScaling = scaling;
+      extra?.(c, o, what, maxLen);
+      return o;
+    },
+    tensors(o) { // [our name, source] for every tensor of the model
+      const hd = o.dModel / o.heads, list = [['wte', { name: 'model.embed_tokens.weight', layout: 'rows' }]];
+      for (let l = 0; l < o.layers; l++) {
+        const p = `model.layers.${l}.`, d = `dec.${l}.`;
+        list.push([`${d}self.ln.w`, { name: `${p}input_layernorm.weight` }]);
+        for (const x of ['q', 'k', 'v']) {
+          list.push([`${d}self.w${x}`, { name: `${p}self_attn.${x}_proj.weight`, layout: 'linear', rope: x !== 'v' ? hd : 0 }]);
+          if (o.qkvBias) list.push([`${d}self.b${x}`, { name: `${p}self_attn.${x}_proj.bias`, rope: x !== 'v' ? hd : 0 }]);
+        }
+        list.push([`${d}self.wo`, { name: `${p}self_attn.o_proj.weight`, layout: 'linear' }]);
+        if (o.attentionOptions?.qkNorm) {
+          list.push([`${d}self.*.q_norm`, { name: `${p}self_attn.q_norm.weight`, rope: hd }]);
+          list.push([`${d}self.*.k_norm`, { name: `${p}self_attn.k_norm.weight`, rope: hd }]);
+        }
+        list.push([`${d}ffn.ln.w`, { name: `${p}post_attention_layernorm.weight` }]);
+        list.push([`${d}ffn.w1`, { name: `${p}mlp.gate_proj.weight`, layout: 'linear' }]);
+        list.push([`${d}ffn.w2`, { name: `${p}mlp.down_proj.weight`, layout: 'linear' }]);
+        list.push([`${d}ffn.w3`, { name: `${p}mlp.up_proj.weight`, layout: 'linear' }]);
+      }
+      list.push(['lnf.w', { name: 'model.norm.weight' }]);
+      if (!o.tieEmbeddings) list.push(['out.w', { name: 'lm_head.weight', layout: 'linear' }]);
+      return list;
+    },
+    // tensors old checkpoints carry that hold nothing to load
+    ignored: (name, o) => /\.rotary_emb\.inv_freq$/.test(name) || (o.tieEmbeddings && name === 'lm_head.weight'),
+    config(o, orig) { // createModel options -> config.json
+      const c = {
+        architectures: [arch], model_type: MODEL_TYPES[arch], vocab_size: o.vocab, hidden_size: o.dModel,
+        intermediate_size: o.dFF, num_hidden_layers: o.layers, num_attention_heads: o.heads,
+        num_key_value_heads: o.kvHeads, head_dim: o.dModel / o.heads, hidden_act: 'silu', max_position_embeddings: o.maxLen,
+        rms_norm_eps: o.normEps ?? 1e-5, rope_theta: o.ropeTheta ?? 10000, tie_word_embeddings: !!o.tieEmbeddings,
+        attention_bias: arch === 'Qwen2ForCausalLM', torch_dtype: 'float32',
+        bos_token_id: orig?.bos_token_id ?? null, eos_token_id: orig?.eos_token_id ?? null,
+      };
+      if (o.ropeScaling) c.rope_scaling = { rope_type: 'llama3', factor: o.ropeScaling.factor, low_freq_factor: o.ropeScaling.lowFreqFactor,
+        high_freq_factor: o.ropeScaling.highFreqFactor, original_max_position_embeddings: o.ropeScaling.originalMaxLen };
+      if (arch === 'MistralForCausalLM') c.sliding_window = o.attentionOptions?.window ?? null;
+      if (arch === 'Qwen2ForCausalLM') c.use_sliding_window = false;
+      return c;
+    },
+  };
+}
+
+const MODEL_TYPES = { LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', GPT2LMHeadModel: 'gpt2' };
+
+const GPT2 = {
+  arch: 'GPT2LMHeadModel',
+  kind: 'gpt2',
+  fields: { vocab: 'vocab_size', dModel: 'n_embd', heads: 'n_head', layers: 'n_layer', dFF: 'n_inner',
+    normEps: 'layer_norm_epsilon', maxLen: 'n_positions' },
+  options(c, what, maxLen) {
+    refuseUnsupported(c, what);
+    const dModel = intField(c, 'n_embd', what), heads = intField(c, 'n_head', what);
+    if (dModel % heads) fail(`${what}: config.json's n_embd (${dModel}) is not divisible by n_head (${heads})`);
+    const act = c.activation_function ?? 'gelu_new';
+    refuseIf(!['gelu_new', 'gelu_pytorch_tanh'].includes(act), what, 'activation_function', act, 'this loader runs GPT-2\'s tanh GELU ("gelu_new") only');
+    refuseIf(c.scale_attn_by_inverse_layer_idx === true, what, 'scale_attn_by_inverse_layer_idx', true, 'not read by this loader');
+    refuseIf(c.scale_attn_weights === false, what, 'scale_attn_weights', false, 'unscaled attention is not read by this loader');
+    refuseIf(c.add_cross_attention === true, what, 'add_cross_attention', true, 'cross-attention is not read by this loader');
+    return {
+      vocab: intField(c, 'vocab_size', what), dModel, heads, layers: intField(c, 'n_layer', what),
+      dFF: intField(c, 'n_inner', what, { def: 4 * dModel }), maxLen, block: 'classic', attention: 'softmax', positional: 'learned',
+      normType: 'layernorm', ffn: 'gelu', bias: true, tieEmbeddings: true, normEps: numField(c, 'layer_norm_epsilon', what, 1e-5, 0, 0.1),
+    };
+  },
+  positions: (c, what) => intField(c, 'n_positions', what, { def: intField(c, 'n_ctx', what, { def: 1024 }) }),
+  tensors(o) {
+    const C = o.dModel, list = [['wte', { name: 'wte.weight', layout: 'rows' }], ['wpe', { name: 'wpe.weight', layout: 'rows', firstRows: o.maxLen }]];
+    for (let l = 0; l < o.layers; l++) {
+      const p = `h.${l}.`, d = `dec.${l}.`;
+      list.push([`${d}self.ln.w`, { name: `${p}ln_1.weight` }], [`${d}self.ln.b`, { name: `${p}ln_1.bias` }]);
+      ['q', 'k', 'v'].forEach((x, i) => {
+        list.push([`${d}self.w${x}`, { name: `${p}attn.c_attn.weight`, layout: 'conv1d', col0: i * C }]);
+        list.push([`${d}self.b${x}`, { name: `${p}attn.c_attn.bias`, col0: i * C }]);
+      });
+      list.push([`${d}self.wo`, { name: `${p}attn.c_proj.weight`, layout: 'conv1d' }], [`${d}self.bo`, { name: `${p}attn.c_proj.bias` }]);
+      list.push([`${d}ffn.ln.w`, { name: `${p}ln_2.weight` }], [`${d}ffn.ln.b`, { name: `${p}ln_2.bias` }]);
+      list.push([`${d}ffn.w1`, { name: `${p}mlp.c_fc.weight`, layout: 'conv1d' }], [`${d}ffn.b1`, { name: `${p}mlp.c_fc.bias` }]);
+      list.push([`${d}ffn.w2`, { name: `${p}mlp.c_proj.weight`, layout: 'conv1d' }], [`${d}ffn.b2`, { name: `${p}mlp.c_proj.bias` }]);
+    }
+    list.push(['lnf.w', { name: 'ln_f.weight' }], ['lnf.b', { name: 'ln_f.bias' }]);
+    list.push(['out.b', { zero: true }]); // GPT-2's head has no bias; the classic block's does
+    return list;
+  },
+  ignored: (name) => /^h\.\d+\.attn\.(bias|masked_bias)$/.test(name) || name === 'lm_head.weight',
+  config(o) {
+    return {
+      architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', vocab_size: o.vocab, n_embd: o.dModel, n_layer: o.layers,
+      n_head: o.heads, n_inner: o.dFF, n_positions: o.maxLen, n_ctx: o.maxLen, activation_function: 'gelu_new',
+      layer_norm_epsilon: o.normEps ?? 1e-5, tie_word_embeddings: true, scale_attn_weights: true, torch_dtype: 'float32',
+      resid_pdrop: 0, embd_pdrop: 0, attn_pdrop: 0,
+    };
+  },
+};
+
+export const ARCHS = {
+  LlamaForCausalLM: llamaLike('LlamaForCausalLM'),
+  MistralForCausalLM: llamaLike('MistralForCausalLM', (c, o, what, maxLen) => {
+    const w = c.sliding_window;
+    if (w !== undefined && w !== null) {
+      if (!Number.isSafeInteger(w) || w < 1) fail(`${what}: config.json's sliding_window is ${describe(w)}; expected a positive integer or null`);
+      if (w < maxLen) o.attentionOptions = { window: w }; // a window as long as maxLen is full attention
+    }
+  }),
+  Qwen2ForCausalLM: llamaLike('Qwen2ForCausalLM', (c, o, what) => {
+    refuseIf(c.use_sliding_window === true, what, 'use_sliding_window', true, 'Qwen2\'s per-layer sliding window is not read by this loader');
+    o.qkvBias = true;
+  }),
+  Qwen3ForCausalLM: llamaLike('Qwen3ForCausalLM', (c, o, what) => {
+    refuseIf(c.use_sliding_window === true, what, 'use_sliding_window', true, 'Qwen3\'s per-layer sliding window is not read by this loader');
+    o.attentionOptions = { qkNorm: true };
+  }),
+  GPT2LMHeadModel: GPT2,
+};
+
+function archRow(c, what) {
+  const names = c.architectures;
+  let arch = Array.isArray(names) && names.length ? names[0] : null;
+  if (!arch && typeof c.model_type === 'string') arch = Object.keys(MODEL_TYPES).find((a) => MODEL_TYPES[a] === c.model_type) ?? null;
+  if (!arch) fail(`${what}: config.json names no architecture (architectures or model_type); this loader reads ${Object.keys(ARCHS).join(', ')}`);
+  const row = ARCHS[arch];
+  if (!row) fail(`${what}: config.json's architectures is ${JSON.stringify(names ?? c.model_type)}; this loader reads ${Object.keys(ARCHS).join(', ')}`);
+  return row;
+}
+
+// ---- element conversion ------------------------------------------------------------------------
+
+let F16_BITS = null; // (65536) the float32 bits of every half-precision value
+function f16Table() {
+  if (F16_BITS) return F16_BITS;
+  const f = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+    f[h] = e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
+  }
+  return (F16_BITS = new Uint32Array(f.buffer));
+}
+
+// A tensor's elements as 32-bit or 16-bit words (a view when aligned, else a copy of that tensor).
+function words(t) {
+  const size = ELEMENT_BYTES[t.dtype], off = t.bytes.byteOffset + t.begin, n = (t.end - t.begin) / size;
+  const Arr = size === 4 ? Uint32Array : Uint16Array;
+  if (off % size === 0) return new Arr(t.bytes.buffer, off, n);
+  return new Arr(t.bytes.slice(t.begin, t.end).buffer, 0, n);
+}
+
+// dst[dOff + k] (float32 bits) = the source element src[sOff + k * sStep] for k < n.
+function copyRun(dst, dOff, src, sOff, n, sStep, dtype) {
+  if (dtype === 'F32') for (let k = 0; k < n; k++) dst[dOff + k] = src[sOff + k * sStep];
+  else if (dtype === 'BF16') for (let k = 0; k < n; k++) dst[dOff + k] = src[sOff + k * sStep] << 16;
+  else {
+    const tab = f16Table();
+    for (let k = 0; k < n; k++) dst[dOff + k] = tab[src[sOff + k * sStep]];
+  }
+}
+
+// Within each head of hd rows: Hugging Face's row j (pairs j, j + hd/2) is this library's row
+// 2j (j < hd/2) or 2(j - hd/2) + 1 (pairs 2i, 2i + 1).
+const ropeRow = (r, hd) => {
+  if (!hd) return r;
+  const h = Math.floor(r / hd), j = r % hd, half = hd / 2;
+  return h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+};
+
+// ---- the loader --------------------------------------------------------------------------------
+
+export function huggingFaceMethods(core, lib) {
+  const ex = core.exports;
+
+  // The model's tensors by name: { index, offset, rows, cols, transposed, dims }.
+  function tensorTable(model) {
+    const out = new Map(), info = new Float64Array(8);
+    const n = ex.aw_model_tensor_count(model.handle);
+    core.withBuffers('tensors', [{ name: 'info', bytes: 64 }], ([p]) => {
+      for (let i = 0; i < n; i++) {
+        core.check(ex.aw_model_tensor_info(model.handle, i, p), 'tensors');
+        info.set(new Float64Array(core.memory.buffer, p, 8));
+        const name = core.cString(ex.aw_model_tensor_name(model.handle, i));
+        out.set(name, { offset: info[0], rows: info[1], cols: info[2], transposed: info[3] === 1, dims: Array.from(info.subarray(5, 5 + info[4])) });
+      }
+    });
+    return out;
+  }
+  // A tensor name of the plan ("dec.0.self.*.q_norm": a form's tensor, whatever its group) in the model.
+  const resolve = (table, name) => {
+    if (!name.includes('*')) return table.has(name) ? name : null;
+    const [head, tail] = name.split('*');
+    for (const k of table.keys()) if (k.startsWith(head) && k.endsWith(tail)) return k;
+    return null;
+  };
+
+  // The checkpoint shape of our tensor `ours`, from the options alone (before the model exists).
+  function ourShape(o, ours) {
+    const C = o.dModel, F = o.dFF, hd = C / o.heads, kc = o.kvHeads ? hd * o.kvHeads : C;
+    const last = ours.split('.').pop();
+    if (ours === 'wte' || ours === 'out.w') return [o.vocab, C];
+    if (ours === 'wpe') return [o.maxLen, C];
+    if (ours === 'out.b') return [o.vocab];
+    if (last === 'wq' || last === 'wo') return [C, C];
+    if (last === 'wk' || last === 'wv') return [kc, C];
+    if (last === 'bk' || last === 'bv') return [kc];
+    if (last === 'w1' || last === 'w3') return [F, C];
+    if (last === 'w2') return [C, F];
+    if (last === 'b1') return [F];
+    if (last === 'q_norm' || last === 'k_norm') return [hd];
+    return [C]; // norms, bq, bo, b2
+  }
+
+  // Checks every source against the model's shapes, before anything is allocated: returns the plan.
+  function plan(row, o, found, what) {
+    const C = o.dModel, shapeOf = (ours) => ourShape(o, ours);
+    const used = new Set(), steps = [];
+    for (const [ours, src] of row.tensors(o)) {
+      const want = shapeOf(ours);
+      if (src.zero) {
+        steps.push({ ours, src, want });
+        continue;
+      }
+      const t = found.get(src.name);
+      if (!t) fail(`${what}: the weights have no tensor "${src.name}" (${row.arch} with ${o.layers} layers needs it${found.size ? '' : '; the file holds none'}); is a shard missing?`);
+      if (!READABLE.includes(t.dtype)) fail(`${what}: tensor "${src.name}" is ${t.dtype}; this loader reads ${READABLE.join(', ')}`);
+      used.add(src.name);
+      const shape = t.shape;
+      const bad = (expect) => fail(`${what}: tensor "${src.name}" has shape [${shape}], and config.json makes it [${expect}]`);
+      if (src.layout === 'conv1d') {
+        // Conv1D (in, out): ours is (out, in) in checkpoint terms; c_attn holds 3 C columns
+        const total = src.col0 !== undefined ? 3 * C : want[0];
+        if (shape.length !== 2 || shape[0] !== want[1] || shape[1] !== total) bad([want[1], total]);
+      } else if (src.col0 !== undefined) { // c_attn's bias (3 C)
+        if (shape.length !== 1 || shape[0] !== 3 * C) bad([3 * C]);
+      } else if (src.firstRows !== undefined) { // wpe: n_positions rows, of which maxLen are kept
+        if (shape.length !== 2 || shape[1] !== C || shape[0] < src.firstRows) bad([`>= ${src.firstRows}`, C]);
+      } else if (shape.length !== want.length || shape.some((d, i) => d !== want[i])) bad(want);
+      steps.push({ ours, src, want, t });
+    }
+    const extra = [...found.keys()].filter((n) => !used.has(n) && !row.ignored(n, o));
+    if (extra.length) fail(`${what}: the weights hold ${extra.length} tensor(s) ${row.arch} does not have, e.g. "${extra[0]}"; is this config.json the weights' own?`);
+    return steps;
+  }
+
+  // Copies one planned tensor into the model's parameters (float32 bits in u32).
+  function writeTensor(u32, base, step, dst) {
+    const at = base + dst.offset;
+    const { src, t } = step;
+    if (src.zero) {
+      u32.fill(0, at, at + dst.dims.reduce((a, b) => a * b, 1));
+      return;
+    }
+    const w = words(t);
+    if (src.layout === 'linear') { // nn.Linear (out, in) -> kept (in, out): dst[i * out + o'] = src[o * in + i]
+      const [out, inn] = dst.dims, hd = src.rope || 0;
+      for (let r = 0; r < out; r++) {
+        const o2 = ropeRow(r, hd);
+        copyStrided(u32, at + o2, out, w, r * inn, inn, t.dtype);
+      }
+    } else if (src.layout === 'conv1d') { // Conv1D (in, total) -> kept (in, out): row i, columns col0..col0+out
+      const [out, inn] = dst.dims, total = t.shape[1], c0 = src.col0 ?? 0;
+      if (dst.transposed) for (let i = 0; i < inn; i++) copyRun(u32, at + i * out, w, i * total + c0, out, 1, t.dtype);
+      else fail('loadHuggingFace: internal: a Conv1D weight for a tensor kept as stored');
+    } else { // vectors and row tables (embeddings): as stored, optionally a column slice or the first rows
+      const n = step.want.reduce((a, b) => a * b, 1), c0 = src.col0 ?? 0, hd = src.rope || 0;
+      if (hd) for (let r = 0; r < n; r++) copyRun(u32, at + ropeRow(r, hd), w, c0 + r, 1, 1, t.dtype);
+      else copyRun(u32, at, w, c0, n, 1, t.dtype);
+    }
+  }
+  // dst[dOff + k * dStep] = src[sOff + k], k < n (a source row into a destination column)
+  function copyStrided(dst, dOff, dStep, src, sOff, n, dtype) {
+    if (dtype === 'F32') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k];
+    else if (dtype === 'BF16') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k] << 16;
+    else {
+      const tab = f16Table();
+      for (let k = 0; k < n; k++) dst[dOff + k * dStep] = tab[src[sOff + k]];
+    }
+  }
+
+  function loadHuggingFace(args) {
+    const what = 'loadHuggingFace';
+    checkKeys(what, args, ['config', 'weights', 'tokenizer', 'maxLen', 'training']);
+    if (args.config === undefined) fail(`${what}: config is required (config.json's text or object)`);
+    if (args.weights === undefined) fail(`${what}: weights is required (model.safetensors' bytes, or an array of every shard's bytes)`);
+    const training = args.training === undefined ? false : checkBool(`${what}: training`, args.training);
+    const c = readConfig(args.config, what);
+    const row = archRow(c, what);
+    const positions = row.positions ? row.positions(c, what) : intField(c, 'max_position_embeddings', what, { def: 2048 });
+    let maxLen;
+    if (args.maxLen !== undefined) {
+      if (!Number.isSafeInteger(args.maxLen) || args.maxLen < 2 || args.maxLen > Math.min(positions, 4096))
+        fail(`${what}: maxLen must be an integer in [2, ${Math.min(positions, 4096)}] (the model's positions, at most 4096), got ${describe(args.maxLen)}`);
+      maxLen = args.maxLen;
+    } else maxLen = Math.min(positions, row.kind === 'gpt2' ? 1024 : 2048);
+    const o = row.options(c, what, maxLen);
+    // the config as createModel would check it, before any weights are read: its message names
+    // config.json's field
+    try {
+      lib[CHECK_CONFIG](o, what);
+    } catch (e) {
+      const said = e.message.replace(/^(attention-wasm: )?loadHuggingFace: /, '');
+      const key = Object.keys(row.fields).find((k) => said.startsWith(`${k} `) || said.startsWith(`${k}:`) || said.startsWith(`attentionOptions.${k.split('.').pop()} `));
+      fail(`${what}: ${key ? `config.json's ${row.fields[key]} (${describe(c[row.fields[key]] ?? o[key])})` : 'config.json'} makes a model this library cannot hold: ${said}`);
+    }
+    // the memory rule, from the config alone: the weights in float32 (and, to train, gradients and
+    // AdamW's two moments) must fit wasm32's memory
+    const floats = row.tensors(o).reduce((a, [ours]) => a + ourShape(o, ours).reduce((x, y) => x * y, 1), 0);
+    const need = floats * 4 * (training ? 4 : 1);
+    if (need + HEADROOM > MEMORY_LIMIT)
+      fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in float32` +
+        `${training ? ' with gradients and AdamW state' : ''}, and the library's wasm32 memory holds 2 GiB in all; choose a smaller model`);
+    let found = readShards(args.weights, what);
+    // GPT-2's names come with or without "transformer." (GPT2LMHeadModel's or GPT2Model's)
+    if (row.kind === 'gpt2' && [...found.keys()].some((n) => n.startsWith('transformer.')))
+      found = new Map([...found].map(([n, t]) => [n.replace(/^transformer\./, ''), t]));
+    const steps = plan(row, o, found, what);
+    const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer);
+    const model = lib.createModel(o, { training, [UNINITIALISED]: !training });
+    try {
+      const table = tensorTable(model);
+      const u32 = new Uint32Array(core.memory.buffer), base = ex.aw_model_params(model.handle) / 4;
+      const written = new Set();
+      for (const step of steps) {
+        const name = resolve(table, step.ours);
+        const dst = name && table.get(name);
+        if (!dst && step.src.zero) continue; // a bias this block does not have
+        if (!dst || dst.dims.reduce((a, b) => a * b, 1) !== step.want.reduce((a, b) => a * b, 1))
+          fail(`${what}: internal: tensor ${step.ours} of the plan does not match the model's (${name ? `[${dst.dims}]` : 'absent'})`);
+        writeTensor(u32, base, step, dst);
+        written.add(name);
+      }
+      const missed = [...table.keys()].filter((n) => !written.has(n));
+      if (missed.length) fail(`${what}: internal: the model's tensor ${missed[0]} has no source in ${row.arch}'s row`);
+    } catch (e) {
+      model.dispose();
+      throw e;
+    }
+    Object.defineProperty(model, 'tokenizer', { value: tokenizer, enumerable: true });
+    Object.defineProperty(model, 'huggingFace', { value: Object.freeze({ architecture: row.arch, config: c }), enumerable: false });
+    return model;
+  }
+
+  // ---- saving ---------------------------------------------------------------------------------
+
+  // The architecture that expresses a model of this library, or an Error naming what does not fit.
+  function rowFor(model) {
+    const cfg = model.config, what = 'saveHuggingFace';
+    const no = (why) => fail(`${what}: ${why}; Hugging Face's Llama/Mistral/Qwen2/Qwen3 and GPT-2 formats cannot express it`);
+    if (cfg.arch !== 'decoder') no(`arch "${cfg.arch}" is not a decoder-only model`);
+    if (cfg.layerForms) no('layerForms gives layers different forms');
+    if (cfg.attention !== 'softmax') no(`attention "${cfg.attention}" is not softmax`);
+    if (cfg.norm !== 'pre') no('norm "post" (post-norm blocks)');
+    const ao = cfg.attentionOptions ?? {};
+    const on = Object.entries(ao).filter(([k, v]) => v !== undefined && v !== false && v !== 'off' && k !== 'window' && k !== 'qkNorm');
+    if (on.length) no(`attentionOptions.${on[0][0]} (${describe(on[0][1])})`);
+    if (cfg.normType === 'layernorm' && cfg.ffn === 'gelu' && cfg.positional === 'learned' && cfg.bias) {
+      if (!cfg.tieEmbeddings) no('a GPT-2 block with an untied classifier (GPT-2 ties it to the embedding)');
+      if (cfg.kvHeads !== cfg.heads) no('grouped-query attention in a GPT-2 block');
+      if (ao.window || ao.qkNorm) no(`attentionOptions.${ao.window ? 'window' : 'qkNorm'} in a GPT-2 block`);
+      return GPT2;
+    }
+    if (cfg.normType !== 'rmsnorm') no(`normType "${cfg.normType}" with ffn "${cfg.ffn}" (Llama-like needs rmsnorm + swiglu + rope; GPT-2 needs layernorm + gelu + learned positions + biases)`);
+    if (cfg.ffn !== 'swiglu') no(`ffn "${cfg.ffn}" in an RMSNorm model`);
+    if (cfg.positional !== 'rope') no(`positional "${cfg.positional}" in an RMSNorm model`);
+    if (cfg.bias) no('biases on every projection in an RMSNorm model');
+    if (ao.window && (ao.qkNorm || cfg.qkvBias)) no('a sliding window together with qkNorm or qkvBias');
+    if (ao.qkNorm && cfg.qkvBias) no('qkNorm together with qkvBias');
+    if (ao.qkNorm) return ARCHS.Qwen3ForCausalLM;
+    if (cfg.qkvBias) return ARCHS.Qwen2ForCausalLM;
+    if (ao.window) return ARCHS.MistralForCausalLM;
+    return ARCHS.LlamaForCausalLM;
+  }
+
+  function saveHuggingFace(model, opts = {}) {
+    const what = 'saveHuggingFace';
+    checkKeys(what, opts, ['dtype']);
+    const dtype = opts.dtype ?? 'F32';
+    if (dtype !== 'F32' && dtype !== 'BF16') fail(`${what}: dtype must be "F32" or "BF16", got ${describe(dtype)}`);
+    if (!model.handle) fail(`${what}: this model was disposed`);
+    const row = rowFor(model);
+    const o = { ...model.config, attentionOptions: model.config.attentionOptions ?? {} };
+    const table = tensorTable(model);
+    // the Hugging Face tensors, each filled from ours (c_attn from three of ours)
+    const hf = new Map();
+    for (const [ours, src] of row.tensors(o)) {
+      if (src.zero) continue;
+      const name = resolve(table, ours), dst = table.get(name);
+      let shape;
+      if (src.layout === 'conv1d') shape = [dst.dims[1], src.col0 !== undefined ? 3 * o.dModel : dst.dims[0]];
+      else if (src.col0 !== undefined) shape = [3 * o.dModel];
+      else shape = dst.dims;
+      if (!hf.has(src.name)) hf.set(src.name, { shape, parts: [] });
+      hf.get(src.name).parts.push({ src, dst });
+    }
+    const size = dtype === 'F32' ? 4 : 2;
+    const header = { __metadata__: { format: 'pt', saved_by: 'attention-wasm' } };
+    let off = 0;
+    for (const [name, t] of hf) {
+      const bytes = t.shape.reduce((a, b) => a * b, 1) * size;
+      header[name] = { dtype, shape: t.shape, data_offsets: [off, off + bytes] };
+      t.at = off;
+      off += bytes;
+    }
+    let json = JSON.stringify(header);
+    json += ' '.repeat((8 - (json.length % 8)) % 8);
+    const head = new TextEncoder().encode(json), base = 8 + head.length;
+    const out = new Uint8Array(base + off);
+    new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
+    out.set(head, 8);
+    const u32 = new Uint32Array(core.memory.buffer), pBase = ex.aw_model_params(model.handle) / 4;
+    // F32: written in place (the data starts 8-byte aligned); BF16: rounded into two bytes each
+    const f32out = size === 4 ? new Uint32Array(out.buffer, base, off / 4) : null;
+    for (const [, t] of hf) {
+      const at = t.at / size;
+      for (const { src, dst } of t.parts) {
+        const from = pBase + dst.offset;
+        if (src.layout === 'linear') {
+          const [outN, inN] = dst.dims, hd = src.rope || 0;
+          for (let r = 0; r < outN; r++) {
+            const o2 = ropeRow(r, hd);
+            for (let i = 0; i < inN; i++) put(at + r * inN + i, u32[from + i * outN + o2]);
+          }
+        } else if (src.layout === 'conv1d') {
+          const [outN, inN] = dst.dims, total = t.shape[1], c0 = src.col0 ?? 0;
+          for (let i = 0; i < inN; i++) for (let k = 0; k < outN; k++) put(at + i * total + c0 + k, u32[from + i * outN + k]);
+        } else {
+          const n = dst.dims.reduce((a, b) => a * b, 1), c0 = src.col0 ?? 0, hd = src.rope || 0;
+          for (let r = 0; r < n; r++) put(at + c0 + r, u32[from + ropeRow(r, hd)]);
+        }
+      }
+    }
+    function put(i, bits) {
+      if (size === 4) f32out[i] = bits;
+      else { // round to nearest even into the top 16 bits (NaN stays NaN)
+        const v = (bits & 0x7fffffff) > 0x7f800000 ? (bits >>> 16) | 0x40 : (bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16;
+        out[base + 2 * i] = v & 255, out[base + 2 * i + 1] = v >>> 8;
+      }
+    }
+    const config = row.config(o, model.huggingFace?.config);
+    if (dtype === 'BF16') config.torch_dtype = 'bfloat16';
+    const result = { config, weights: out };
+    if (model.tokenizer && typeof model.tokenizer.toJSON === 'function') result.tokenizer = JSON.stringify(model.tokenizer.toJSON());
+    return result;
+  }
+
+  // model.saveHuggingFace(opts) on every Model
+  lib[MODEL_PROTOTYPE].saveHuggingFace = function (opts) {
+    return saveHuggingFace(this, opts);
+  };
+  return { loadHuggingFace };
+}
