@@ -13,6 +13,8 @@ SLOW=(
   install.test.js   # installs from a checkout and a git URL, bundles with esbuild and Vite
   pack.test.js      # npm pack, installs the tarball, loads it in Chromium
   torch.test.js     # PyTorch (Debian's python3-torch): the round trip of checkpoints and logits
+  huggingface.test.js # PyTorch (Debian's python3-torch): Hugging Face checkpoints against a float64 reference
+  hf-reference-selftest.test.js # PyTorch: the float64 reference's own checks (scripts/hf_reference.py selftest)
   llama2c.test.js   # PyTorch's llama against ours
   hooks-torch.test.js # PyTorch's forward hooks against the named points
   native.test.js    # the native C suites under sanitizers (bash build.sh native native32)

@@ -3,6 +3,7 @@
 // llama2.c's tokenizer.bin. A tokenizer is its merges (left, right, result ids in rank order)
 // and its pieces' bytes, kept here; the C side is stateless and gets the merges with each call.
 import { checkKeys, describe, fail } from './core.js';
+import { hfTokenizerFrom } from './hf-tokenizer.js';
 
 const FIRST_BYTE = 3, FIRST_MERGE = 259;
 const SPECIALS = ['<unk>', '<s>', '</s>']; // ids 0, 1, 2 (tokenizer.json)
@@ -236,6 +237,19 @@ function fromLlama2c(core, what, u8) {
   return { pieces, byteIds: Int32Array.from({ length: 256 }, (_, b) => b + FIRST_BYTE), merges };
 }
 
+/**
+ * A tokenizer.json with a part this library's own writer never writes (added tokens, a normalizer,
+ * a post-processor, a pre-tokenizer other than ByteLevel, byte fallback, ignore_merges): Hugging
+ * Face's families (GPT-2, Llama 2/3, Qwen, Gemma), which hf-tokenizer.js reads. Everything else
+ * stays with the C reader, its checks and its messages.
+ */
+function isForeignJSON(json) {
+  const m = json.model, pre = json.pre_tokenizer;
+  return (Array.isArray(json.added_tokens) && json.added_tokens.length > 0) || (json.normalizer ?? null) !== null ||
+    (json.post_processor ?? null) !== null || ['Sequence', 'Split', 'Metaspace'].includes(pre?.type) ||
+    m?.byte_fallback === true || m?.ignore_merges === true;
+}
+
 /** lib.trainTokenizer and lib.loadTokenizer. */
 export function bpeMethods(core) {
   return {
@@ -293,6 +307,7 @@ export function bpeMethods(core) {
       } else if (source !== null && typeof source === 'object' && !Array.isArray(source)) json = source;
       if (json === null || typeof json !== 'object' || Array.isArray(json))
         fail(`${what}: source must be a tokenizer.json (object, text or bytes) or tokenizer.bin bytes, got ${describe(source)}`);
+      if (isForeignJSON(json)) return hfTokenizerFrom(what, json);
       const { pieces, byteIds, merges } = fromJSON(`${what} (tokenizer.json)`, json);
       return makeTokenizer(core, pieces, byteIds, merges);
     },

@@ -163,18 +163,18 @@ function llamaLike(arch, extra) {
     kind: 'llama',
     fields: { vocab: 'vocab_size', dModel: 'hidden_size', heads: 'num_attention_heads', layers: 'num_hidden_layers',
       kvHeads: 'num_key_value_heads', dFF: 'intermediate_size', ropeTheta: 'rope_theta', normEps: 'rms_norm_eps',
-      maxLen: 'max_position_embeddings', 'attentionOptions.window': 'sliding_window' },
+      maxLen: 'max_position_embeddings', 'attentionOptions.window': 'sliding_window', headDim: 'head_dim' },
     options(c, what, maxLen) {
       refuseUnsupported(c, what);
       const dModel = intField(c, 'hidden_size', what), heads = intField(c, 'num_attention_heads', what);
       const layers = intField(c, 'num_hidden_layers', what);
       const kvHeads = intField(c, 'num_key_value_heads', what, { def: heads });
-      if (dModel % heads) fail(`${what}: config.json's hidden_size (${dModel}) is not divisible by num_attention_heads (${heads})`);
+      if (dModel % heads && c.head_dim === undefined)
+        fail(`${what}: config.json's hidden_size (${dModel}) is not divisible by num_attention_heads (${heads}), and it gives no head_dim`);
       if (heads % kvHeads) fail(`${what}: config.json's num_attention_heads (${heads}) is not divisible by num_key_value_heads (${kvHeads})`);
-      const headDim = intField(c, 'head_dim', what, { def: dModel / heads });
-      if (headDim !== dModel / heads)
-        fail(`${what}: config.json's head_dim is ${headDim} and hidden_size / num_attention_heads is ${dModel / heads}; this library's attention ` +
-          'is as wide as the model (head_dim = hidden_size / num_attention_heads), so such a checkpoint cannot be read yet');
+      // an explicit head_dim sets the heads' width (and the scale) even where hidden / heads differs
+      // (Qwen3-0.6B: 128 where 1024 / 16 = 64): the library's headDim
+      const headDim = intField(c, 'head_dim', what, { def: dModel % heads ? undefined : dModel / heads, hi: 1024 });
       const act = c.hidden_act ?? c.hidden_activation ?? 'silu';
       refuseIf(act !== 'silu', what, 'hidden_act', act, 'this architecture runs SwiGLU with silu only');
       refuseIf(c.attention_bias === true && arch !== 'Qwen2ForCausalLM', what, 'attention_bias', true, 'biases on every attention projection (o_proj too) are not read');
@@ -187,11 +187,12 @@ function llamaLike(arch, extra) {
         ropeTheta: theta, normEps: numField(c, 'rms_norm_eps', what, 1e-6, 0, 0.1),
       };
       if (scaling) o.ropeScaling = scaling;
+      if (headDim * heads !== dModel) o.headDim = headDim;
       extra?.(c, o, what, maxLen);
       return o;
     },
     tensors(o) { // [our name, source] for every tensor of the model
-      const hd = o.dModel / o.heads, list = [['wte', { name: 'model.embed_tokens.weight', layout: 'rows' }]];
+      const hd = o.headDim ?? o.dModel / o.heads, list = [['wte', { name: 'model.embed_tokens.weight', layout: 'rows' }]];
       for (let l = 0; l < o.layers; l++) {
         const p = `model.layers.${l}.`, d = `dec.${l}.`;
         list.push([`${d}self.ln.w`, { name: `${p}input_layernorm.weight` }]);
@@ -219,15 +220,16 @@ function llamaLike(arch, extra) {
       const c = {
         architectures: [arch], model_type: MODEL_TYPES[arch], vocab_size: o.vocab, hidden_size: o.dModel,
         intermediate_size: o.dFF, num_hidden_layers: o.layers, num_attention_heads: o.heads,
-        num_key_value_heads: o.kvHeads, head_dim: o.dModel / o.heads, hidden_act: 'silu', max_position_embeddings: o.maxLen,
+        num_key_value_heads: o.kvHeads, head_dim: o.headDim ?? o.dModel / o.heads, hidden_act: 'silu', max_position_embeddings: o.maxLen,
         rms_norm_eps: o.normEps ?? 1e-5, rope_theta: o.ropeTheta ?? 10000, tie_word_embeddings: !!o.tieEmbeddings,
-        attention_bias: arch === 'Qwen2ForCausalLM', torch_dtype: 'float32',
+        torch_dtype: 'float32',
         bos_token_id: orig?.bos_token_id ?? null, eos_token_id: orig?.eos_token_id ?? null,
       };
       if (o.ropeScaling) c.rope_scaling = { rope_type: 'llama3', factor: o.ropeScaling.factor, low_freq_factor: o.ropeScaling.lowFreqFactor,
         high_freq_factor: o.ropeScaling.highFreqFactor, original_max_position_embeddings: o.ropeScaling.originalMaxLen };
       if (arch === 'MistralForCausalLM') c.sliding_window = o.attentionOptions?.window ?? null;
-      if (arch === 'Qwen2ForCausalLM') c.use_sliding_window = false;
+      if (arch === 'Qwen2ForCausalLM' || arch === 'Qwen3ForCausalLM') c.use_sliding_window = false; // Qwen2's q, k, v biases need no flag
+      else c.attention_bias = false, c.mlp_bias = false;
       return c;
     },
   };
@@ -383,19 +385,21 @@ export function huggingFaceMethods(core, lib) {
 
   // The checkpoint shape of our tensor `ours`, from the options alone (before the model exists).
   function ourShape(o, ours) {
-    const C = o.dModel, F = o.dFF, hd = C / o.heads, kc = o.kvHeads ? hd * o.kvHeads : C;
+    const C = o.dModel, F = o.dFF, hd = o.headDim ?? C / o.heads, A = hd * o.heads, kc = o.kvHeads ? hd * o.kvHeads : A;
     const last = ours.split('.').pop();
     if (ours === 'wte' || ours === 'out.w') return [o.vocab, C];
     if (ours === 'wpe') return [o.maxLen, C];
     if (ours === 'out.b') return [o.vocab];
-    if (last === 'wq' || last === 'wo') return [C, C];
+    if (last === 'wq') return [A, C];
+    if (last === 'wo') return [C, A];
+    if (last === 'bq') return [A];
     if (last === 'wk' || last === 'wv') return [kc, C];
     if (last === 'bk' || last === 'bv') return [kc];
     if (last === 'w1' || last === 'w3') return [F, C];
     if (last === 'w2') return [C, F];
     if (last === 'b1') return [F];
     if (last === 'q_norm' || last === 'k_norm') return [hd];
-    return [C]; // norms, bq, bo, b2
+    return [C]; // norms, bo, b2
   }
 
   // Checks every source against the model's shapes, before anything is allocated: returns the plan.
@@ -487,7 +491,9 @@ export function huggingFaceMethods(core, lib) {
       lib[CHECK_CONFIG](o, what);
     } catch (e) {
       const said = e.message.replace(/^(attention-wasm: )?loadHuggingFace: /, '');
-      const key = Object.keys(row.fields).find((k) => said.startsWith(`${k} `) || said.startsWith(`${k}:`) || said.startsWith(`attentionOptions.${k.split('.').pop()} `));
+      const keys = Object.keys(row.fields);
+      const key = keys.find((k) => said.startsWith(`${k} `) || said.startsWith(`${k}:`) || said.startsWith(`attentionOptions.${k.split('.').pop()} `)) ??
+        keys.find((k) => new RegExp(`\\b${k.split('.').pop()}\\b`).test(said));
       fail(`${what}: ${key ? `config.json's ${row.fields[key]} (${describe(c[row.fields[key]] ?? o[key])})` : 'config.json'} makes a model this library cannot hold: ${said}`);
     }
     // the memory rule, from the config alone: the weights in float32 (and, to train, gradients and

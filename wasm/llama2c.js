@@ -138,6 +138,10 @@ export function llama2cRefusal(c) {
   if (c.norm !== 'pre') return `norm "${c.norm}": llama2.c normalises before each sublayer (norm "pre")`;
   if (c.ffn !== 'swiglu') return `ffn "${c.ffn}": llama2.c's feed-forward is SwiGLU`;
   if (c.bias) return 'bias true: llama2.c\'s linear layers have no biases';
+  if (c.qkvBias) return 'qkvBias: llama2.c\'s linear layers have no biases';
+  if (c.headDim) return `headDim ${c.headDim}: llama2.c's heads are dim / n_heads wide`;
+  if (c.ropeScaling) return 'ropeScaling: run.c computes unscaled rotary frequencies';
+  if (c.normEps !== undefined && c.normEps !== 1e-5) return `normEps ${c.normEps}: run.c's RMSNorm uses 1e-5`;
   const o = c.attentionOptions ?? {}; // softmax's 2025 switches: run.c has none of them
   const on = ['window', 'softcap', 'learnedSinks', 'outputGate', 'qkNorm'].find((k) => o[k] !== undefined && o[k] !== false && o[k] !== 'off');
   if (on) return `attentionOptions.${on}: llama2.c's attention has no ${on}`;

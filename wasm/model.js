@@ -13,7 +13,7 @@ const CONFIG_TYPES = {
   vocab: 'number', dModel: 'number', heads: 'number', layers: 'number', dFF: 'number', maxLen: 'number',
   attention: 'string', positional: 'string', norm: 'string', arch: 'string', seed: 'number',
   block: 'string', normType: 'string', ffn: 'string', bias: 'boolean', tieEmbeddings: 'boolean', kvHeads: 'number',
-  ropeTheta: 'number', normEps: 'number', qkvBias: 'boolean',
+  ropeTheta: 'number', normEps: 'number', qkvBias: 'boolean', headDim: 'number',
 };
 // ropeScaling: Llama 3.1's rotary scaling, an object of four numbers (C checks them together)
 const ROPE_SCALING_KEYS = ['factor', 'lowFreqFactor', 'highFreqFactor', 'originalMaxLen'];

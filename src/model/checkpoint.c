@@ -91,6 +91,7 @@ static int build_header(const aw_model *m, int optim, text *t) {
     // Hugging Face's architectures' switches (loadHuggingFace), where they differ from the default
     if (c->norm_eps != 0.0f && c->norm_eps != 1e-5f) put(t, ",\"norm_eps\":\"%.9g\"", (double)c->norm_eps);
     if (c->qkv_bias) put(t, ",\"qkv_bias\":\"1\"");
+    if (c->head_dim) put(t, ",\"head_dim\":\"%d\"", (int)c->head_dim);
     if (c->rope_factor > 0.0f)
         put(t, ",\"rope_scaling\":\"llama3:%.9g,%.9g,%.9g,%d\"", (double)c->rope_factor, (double)c->rope_low_freq,
             (double)c->rope_high_freq, (int)c->rope_original_len);
@@ -408,6 +409,9 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     long long qkv_bias = 0;
     if (meta(ps, "qkv_bias") && !meta_int(ps, "qkv_bias", 0, 1, &qkv_bias)) return 0;
     c->qkv_bias = (int32_t)qkv_bias;
+    long long head_dim = 0;
+    if (meta(ps, "head_dim") && !meta_int(ps, "head_dim", 1, 1024, &head_dim)) return 0;
+    c->head_dim = (int32_t)head_dim;
     if (meta(ps, "norm_eps")) {
         char *end;
         const double e = strtod(meta(ps, "norm_eps"), &end);

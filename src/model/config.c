@@ -23,12 +23,12 @@ int name_index(const char *const *names, int count, const char *name) {
 
 enum { F_VOCAB, F_D_MODEL, F_HEADS, F_LAYERS, F_D_FF, F_MAX_LEN, F_ATTENTION, F_POSITIONAL, F_NORM, F_ARCH, F_SEED,
        F_BLOCK, F_NORM_TYPE, F_FFN, F_BIAS, F_TIE, F_KV_HEADS, F_ROPE_THETA, F_LAYER_FORMS, F_NORM_EPS, F_QKV_BIAS,
-       F_ROPE_FACTOR, F_ROPE_LOW_FREQ, F_ROPE_HIGH_FREQ, F_ROPE_ORIGINAL_LEN, F_COUNT };
+       F_ROPE_FACTOR, F_ROPE_LOW_FREQ, F_ROPE_HIGH_FREQ, F_ROPE_ORIGINAL_LEN, F_HEAD_DIM, F_COUNT };
 static const char *const KEYS[F_COUNT] = {"vocab", "dModel", "heads", "layers", "dFF", "maxLen", "attention",
                                           "positional", "norm", "arch", "seed", "block", "normType", "ffn", "bias",
                                           "tieEmbeddings", "kvHeads", "ropeTheta", "layerForms", "normEps",
                                           "qkvBias", "ropeScaling.factor", "ropeScaling.lowFreqFactor",
-                                          "ropeScaling.highFreqFactor", "ropeScaling.originalMaxLen"};
+                                          "ropeScaling.highFreqFactor", "ropeScaling.originalMaxLen", "headDim"};
 static const char OPTION_PREFIX[] = "attentionOptions.";
 static const char LAYER_PREFIX[] = "layerForms.";
 
@@ -190,6 +190,9 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
     case F_ROPE_HIGH_FREQ:
         if (!(st = parse_real(key, value, 0.0, 1024.0, 0, &x))) c->rope_high_freq = (float)x;
         break;
+    case F_HEAD_DIM:
+        if (!(st = parse_int(key, value, 1, 1024, &v))) c->head_dim = (int32_t)v;
+        break;
     case F_ROPE_ORIGINAL_LEN:
         if (!(st = parse_int(key, value, 1, 1 << 24, &v))) c->rope_original_len = (int32_t)v;
         break;
@@ -308,6 +311,28 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     if (scaling && !(c.rope_high_freq > c.rope_low_freq))
         return aw_fail(AW_ERR_ARG, "ropeScaling.highFreqFactor (%g) must be greater than lowFreqFactor (%g)",
                        (double)c.rope_high_freq, (double)c.rope_low_freq);
+    // headDim: the heads' width, when it is not dModel / heads (Qwen3-0.6B's); q, k, v and the heads'
+    // output are then heads x headDim wide. Decoder softmax only: the other forms and the output
+    // gate size their own parameters by the model's width
+    if (c.head_dim && c.d_model % c.heads == 0 && c.head_dim == c.d_model / c.heads) c.head_dim = 0; // the usual width
+    if (c.head_dim) {
+        if (c.arch != AW_ARCH_DECODER)
+            return aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to arch \"decoder\" only",
+                           (int)c.head_dim, (double)c.d_model / c.heads);
+        const aw_form *softmax = aw_form_find("softmax");
+        for (int l = 0; l < (b->given & (1u << F_LAYER_FORMS) ? b->n_layer_forms : 1); l++) {
+            const int fi = b->given & (1u << F_LAYER_FORMS) ? b->layer_form[l] : c.form;
+            if (aw_form_at((size_t)fi) != softmax)
+                return aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to attention \"softmax\" "
+                                           "only, and %s is \"%s\"", (int)c.head_dim, (double)c.d_model / c.heads,
+                               b->given & (1u << F_LAYER_FORMS) ? "a layer's form" : "attention", aw_form_at((size_t)fi)->name);
+        }
+        for (size_t j = 0; j < b->n_pending; j++)
+            if (strcmp(b->pending[j].name, "outputGate") == 0 && strcmp(b->pending[j].text, "false") != 0 &&
+                strcmp(b->pending[j].text, "0") != 0)
+                return aw_fail(AW_ERR_ARG, "headDim (%d) and attentionOptions.outputGate cannot go together: the gate's "
+                                           "weights are dModel x dModel", (int)c.head_dim);
+    }
     if (c.qkv_bias && !c.no_bias)
         return aw_fail(AW_ERR_ARG, "qkvBias keeps q, k and v's biases in a model without biases (bias: false); this "
                                    "model has every bias already: leave qkvBias out");
@@ -343,6 +368,15 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     return AW_OK;
 }
 
+// x as the shortest %g text that reads back as the same float (1e-06, not 9.99999997e-07).
+static const char *float_text(float x, char *buf, size_t cap) {
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, cap, "%.*g", digits, (double)x);
+        if ((float)strtod(buf, NULL) == x) break;
+    }
+    return buf;
+}
+
 #define PUT(...) (len += (size_t)snprintf(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, __VA_ARGS__))
 
 size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
@@ -373,13 +407,16 @@ size_t config_json(const aw_model_config *c, char *buf, size_t cap) {
             AW_BLOCK_NAMES[c->block], AW_NORM_TYPE_NAMES[c->norm_type], AW_FFN_NAMES[c->ffn],
             c->no_bias ? "false" : "true", c->tie ? "true" : "false", (int)(c->kv_heads ? c->kv_heads : c->heads));
     if (!aw_arch_is_rnn(c->arch) && c->qkv_bias) PUT(",\"qkvBias\":true");
-    if (!aw_arch_is_rnn(c->arch) && c->norm_eps != 0.0f && c->norm_eps != 1e-5f) PUT(",\"normEps\":%.9g", (double)c->norm_eps);
+    if (!aw_arch_is_rnn(c->arch) && c->head_dim) PUT(",\"headDim\":%d", (int)c->head_dim);
+    char f1[24], f2[24], f3[24];
+    if (!aw_arch_is_rnn(c->arch) && c->norm_eps != 0.0f && c->norm_eps != 1e-5f) PUT(",\"normEps\":%s", float_text(c->norm_eps, f1, sizeof f1));
     if (!aw_arch_is_rnn(c->arch) && c->rope_factor > 0.0f)
-        PUT(",\"ropeScaling\":{\"factor\":%.9g,\"lowFreqFactor\":%.9g,\"highFreqFactor\":%.9g,\"originalMaxLen\":%d}",
-            (double)c->rope_factor, (double)c->rope_low_freq, (double)c->rope_high_freq, (int)c->rope_original_len);
+        PUT(",\"ropeScaling\":{\"factor\":%s,\"lowFreqFactor\":%s,\"highFreqFactor\":%s,\"originalMaxLen\":%d}",
+            float_text(c->rope_factor, f1, sizeof f1), float_text(c->rope_low_freq, f2, sizeof f2),
+            float_text(c->rope_high_freq, f3, sizeof f3), (int)c->rope_original_len);
     // ropeTheta only where it is read, so that createModel(model.config) makes the same model
     if (!aw_arch_is_rnn(c->arch) && AW_POSITIONALS[c->positional].rotate_qk)
-        PUT(",\"ropeTheta\":%.9g", c->rope_theta == 0.0f ? 10000.0 : (double)c->rope_theta);
+        PUT(",\"ropeTheta\":%s", float_text(c->rope_theta == 0.0f ? 10000.0f : c->rope_theta, f1, sizeof f1));
     // the options the form reads, in the order of its list
     if (!aw_arch_is_rnn(c->arch) && !c->layer_forms && form->n_options) {
         char opts[1024];

@@ -66,8 +66,8 @@ static int can_prefill(const aw_model *m) {
 // the last prompt position into logits.
 static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t np, float *logits) {
     const aw_model_config *c = &m->cfg;
-    const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->max_len;
-    const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd;
+    const size_t A = model_attn_cols(c), V = (size_t)c->vocab, L = (size_t)c->max_len; // A: the heads' width
+    const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = model_head_dim(c), KC = KH * hd;
     int st = model_reserve(m, 1, np, 0);
     if (st) return st;
     memcpy(m->tokens, prompt, np * sizeof(int32_t));
@@ -87,8 +87,8 @@ static int prefill(aw_model *m, decode_state *s, const int32_t *prompt, size_t n
             float *ring = s->self[l];
             for (size_t p = np > W ? np - W : 0; p < np; p++)
                 for (size_t row = p % W; row < R; row += W) {
-                    kv_take(ring + row * FC, a->k + p * C, 1, H, FH, hd);
-                    kv_take(ring + (R + row) * FC, a->v + p * C, 1, H, FH, hd);
+                    kv_take(ring + row * FC, a->k + p * A, 1, H, FH, hd);
+                    kv_take(ring + (R + row) * FC, a->v + p * A, 1, H, FH, hd);
                 }
         } else {
             m->self_form[l].form->prefill(&m->self_form[l], s->self[l], L, a->k, a->v, np);
@@ -109,8 +109,10 @@ static int has_steps(const aw_model *m) {
 // state that holds a struct stays aligned) and the cross K, V; then one position's vectors.
 static int state_init(decode_state *s, aw_model *m, size_t S) {
     const aw_model_config *c = &m->cfg;
-    const size_t C = (size_t)c->d_model, L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
-    const size_t KC = model_kv_cols(m);
+    const size_t L = (size_t)c->max_len, F = (size_t)c->d_ff, V = (size_t)c->vocab;
+    const size_t KC = model_kv_cols(m), A = model_attn_cols(c);
+    // one position's vectors: the stream's (dModel) and the heads' (A) alike take the wider
+    const size_t C = (size_t)c->d_model > A ? (size_t)c->d_model : A;
     const int nl = c->layers;
     memset(s, 0, sizeof *s);
     size_t at_self[AW_MAX_LAYERS], at_ck[AW_MAX_LAYERS], at_cv[AW_MAX_LAYERS];
@@ -209,12 +211,12 @@ static int ring_step(aw_attn_form *f, decode_state *s, float *ring, size_t W, co
 
 static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_attn_weights *w, int l, size_t pos,
                      int cross, size_t Sk) {
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H;
-    const size_t KC = KH * hd, L = (size_t)m->cfg.max_len;
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads;
+    const size_t hd = model_head_dim(&m->cfg), A = H * hd, KC = KH * hd, L = (size_t)m->cfg.max_len;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
     const float *xin = pre ? s->ln : s->x;
-    if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
+    if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, A);
     int st;
     if (cross) {
         st = f->form->forward(f, s->o, NULL, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
@@ -224,7 +226,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         if (f->form->qk_forward && w->wq && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
             return st; // before the rotation: the form's own (QK-norm), on the K/V heads' key
         if (m->pos->rotate_qk && w->wq) { // rotary positions: the query and the key at this position
-            m->pos->rotate_qk(m, s->q, 1, 1, pos, C, 0);
+            m->pos->rotate_qk(m, s->q, 1, 1, pos, A, 0);
             m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);
         }
         if (own_cache(m, l)) { // the cache holds the K/V heads only
@@ -236,7 +238,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
             st = AW_OK;
         } else {
             const float *k = s->kv, *v = s->kv + KC; // a form that keeps the K/V heads only takes them as they are
-            if (f->KC == C) { // the others take every head's: each K/V head copied to its group
+            if (f->KC == A) { // the others take every head's: each K/V head copied to its group
                 kv_expand(s->kx, s->kv, 1, H, KH, hd);
                 kv_expand(s->vx, s->kv + KC, 1, H, KH, hd);
                 k = s->kx, v = s->vx;
@@ -246,7 +248,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         }
     }
     if (st) return st;
-    linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
+    linear_forward(s->res, s->o, w->wo, w->bo, 1, A, C);
     aw_axpy(s->res, 1.0f, s->x, C);
     if (pre) memcpy(s->x, s->res, C * sizeof(float));
     else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);

@@ -93,7 +93,7 @@ int hook_has_heads(const aw_model *m, int point, size_t *heads) {
 }
 
 int hook_shape(const aw_model *m, int point, size_t n, size_t dims[3], size_t *floats) {
-    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, hd = C / H;
+    const size_t C = (size_t)m->cfg.d_model, H = (size_t)m->cfg.heads, hd = model_head_dim(&m->cfg);
     size_t G;
     if (point == AW_HOOK_PATTERN) {
         dims[0] = H, dims[1] = n, dims[2] = n;
@@ -122,7 +122,7 @@ static void hook_run_point(struct aw_hooks *h, int point, int layer, float *x) {
     for (size_t e = 0; e < r->n_edits; e++) {
         const aw_hook_edit *ed = &r->edits[e];
         if (ed->point != point || ed->layer != layer) continue;
-        size_t G, w = C / (size_t)m->cfg.heads; // a position's row: G groups (heads) of w floats
+        size_t G, w = model_head_dim(&m->cfg); // a position's row: G groups (heads) of w floats
         if (!hook_has_heads(m, point, &G)) G = 1, w = C;
         for (size_t g = 0; g < G; g++) {
             if (ed->heads && !ed->heads[g]) continue;
@@ -345,7 +345,8 @@ int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *t
     if (m->cfg.norm != AW_NORM_PRE)
         return aw_fail(AW_ERR_ARG, "headAttribution needs a pre-norm model: a post-norm block normalises the stream "
                                    "after every sublayer, so no head's output reaches the logits through one linear map");
-    const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, hd = C / H;
+    const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab, H = (size_t)m->cfg.heads, hd = model_head_dim(&m->cfg);
+    const size_t A = H * hd; // the heads' width (C unless headDim)
     const int L = m->cfg.layers;
     for (size_t p = 0; p < n; p++)
         if (targets[p] < 0 || targets[p] >= m->cfg.vocab)
@@ -357,7 +358,7 @@ int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *t
     for (int l = 0; l < L && !st; l++)
         if (!(st = hook_run_keep(&r, AW_HOOK_Z, l))) st = hook_run_keep(&r, AW_HOOK_MLP_OUT, l);
     if (!st) st = hook_run_forward(&r, ids, NULL);
-    float *s = st ? NULL : aw_alloc_floats(aw_size_mul(2, C));
+    float *s = st ? NULL : aw_alloc_floats(aw_size_add(C, A));
     if (!st && !s) st = aw_fail(AW_ERR_NOMEM, "out of memory for the attribution");
     const int centre = m->cfg.norm_type == AW_NORMTYPE_LAYER;
     for (size_t p = 0; p < n && !st; p++) {
@@ -379,9 +380,9 @@ int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *t
         for (size_t c = 0; c < C; c++) e += (double)r.cache[AW_HOOK_EMBED][0][p * C + c] * s[c];
         embed[p] = (float)e;
         for (int l = 0; l < L; l++) {
-            const float *wo = m->w.dec[l].self.wo, *bo = m->w.dec[l].self.bo, *z = r.cache[AW_HOOK_Z][l + 1] + p * C;
-            float *u = s + C; // u = W_O s: what each column of z adds to the logit
-            for (size_t k = 0; k < C; k++) {
+            const float *wo = m->w.dec[l].self.wo, *bo = m->w.dec[l].self.bo, *z = r.cache[AW_HOOK_Z][l + 1] + p * A;
+            float *u = s + C; // u = W_O s (A): what each column of z adds to the logit
+            for (size_t k = 0; k < A; k++) {
                 double a = 0.0;
                 for (size_t c = 0; c < C; c++) a += (double)wo[k * C + c] * s[c];
                 u[k] = (float)a;

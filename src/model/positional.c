@@ -54,10 +54,9 @@ void aw_positional_names(char *out, size_t cap, unsigned flags, int or_last) {
 }
 
 static int rope_check(const aw_model_config *c, const aw_form *f) {
-    if ((c->d_model / c->heads) % 2)
-        return aw_fail(AW_ERR_ARG, "positional \"rope\" turns pairs of a head's columns: the head width dModel / "
-                                   "heads must be even, got %d / %d = %d", (int)c->d_model, (int)c->heads,
-                       (int)(c->d_model / c->heads));
+    if (model_head_dim(c) % 2)
+        return aw_fail(AW_ERR_ARG, "positional \"rope\" turns pairs of a head's columns: the head width %s must be "
+                                   "even, got %d", c->head_dim ? "headDim" : "dModel / heads", (int)model_head_dim(c));
     if (!(f->flags & AW_FORM_USES_QK)) {
         char list[128];
         names_where(list, sizeof list, plain, 0, 1);
@@ -68,18 +67,18 @@ static int rope_check(const aw_model_config *c, const aw_form *f) {
 }
 
 static int rope_tables(aw_model *m) {
-    const size_t L = (size_t)m->cfg.max_len, C = (size_t)m->cfg.d_model, half = C / (size_t)m->cfg.heads / 2;
+    const size_t L = (size_t)m->cfg.max_len, hd = model_head_dim(&m->cfg), half = hd / 2;
     m->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
     m->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
     if (!m->rope_cos || !m->rope_sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
     const aw_model_config *c = &m->cfg;
     const double llama3[4] = {c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_original_len};
-    rope_table(m->rope_cos, m->rope_sin, L, C / (size_t)c->heads, (double)c->rope_theta, c->rope_factor > 0.0f ? llama3 : NULL);
+    rope_table(m->rope_cos, m->rope_sin, L, hd, (double)c->rope_theta, c->rope_factor > 0.0f ? llama3 : NULL);
     return AW_OK;
 }
 
 static void rope_rotate(const aw_model *m, float *x, size_t B, size_t T, size_t pos0, size_t width, int inverse) {
-    rope_apply(x, m->rope_cos, m->rope_sin, B, T, pos0, width, (size_t)(m->cfg.d_model / m->cfg.heads), inverse);
+    rope_apply(x, m->rope_cos, m->rope_sin, B, T, pos0, width, model_head_dim(&m->cfg), inverse);
 }
 
 // ---- alibi: -m_h |i - j| on every self-attention score, m_h = 2^(-8h/H) for heads h = 1..H ----------

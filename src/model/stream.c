@@ -17,7 +17,7 @@
 
 typedef struct {
     size_t window, sinks, count;     // capacity, kept first tokens, tokens seen so far
-    size_t C, KC, H, KH, hd, F, V;
+    size_t C, A, KC, H, KH, hd, F, V; // A: the heads' width (C unless headDim)
     float *k[AW_MAX_LAYERS], *v[AW_MAX_LAYERS]; // (window, KC): slots 0..sinks-1, then a ring
     float *x, *ln, *q, *kv, *o, *res, *h, *u, *r, *kr, *vr, *scores, *logits, mean, rstd;
     float *mem;
@@ -50,12 +50,12 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
     const aw_model_config *c = &m->cfg;
     memset(s, 0, sizeof *s);
     s->window = window, s->sinks = sinks;
-    s->C = (size_t)c->d_model, s->H = (size_t)c->heads, s->KH = (size_t)c->kv_heads, s->hd = s->C / s->H;
-    s->KC = s->KH * s->hd, s->F = (size_t)c->d_ff, s->V = (size_t)c->vocab;
+    s->C = (size_t)c->d_model, s->H = (size_t)c->heads, s->KH = (size_t)c->kv_heads, s->hd = model_head_dim(c);
+    s->A = s->H * s->hd, s->KC = s->KH * s->hd, s->F = (size_t)c->d_ff, s->V = (size_t)c->vocab;
     aw_plan plan = {0};
     size_t at_k[AW_MAX_LAYERS], at_v[AW_MAX_LAYERS];
     for (int l = 0; l < c->layers; l++) at_k[l] = aw_plan_take(&plan, window, s->KC), at_v[l] = aw_plan_take(&plan, window, s->KC);
-    const size_t at = aw_plan_take(&plan, 5, s->C);
+    const size_t at = aw_plan_take(&plan, 5, s->C > s->A ? s->C : s->A);
     aw_plan_take(&plan, 2, s->KC);
     aw_plan_take(&plan, 3, s->F);
     aw_plan_take(&plan, window, 2 * s->KC + 1);
@@ -64,11 +64,12 @@ static int stream_init(stream_state *s, const aw_model *m, size_t window, size_t
         return aw_fail(AW_ERR_NOMEM, "out of memory for the streaming cache");
     for (int l = 0; l < c->layers; l++) s->k[l] = s->mem + at_k[l], s->v[l] = s->mem + at_v[l];
     float *p = s->mem + at;
-    s->x = p, p += s->C;
-    s->ln = p, p += s->C;
-    s->q = p, p += s->C;
-    s->o = p, p += s->C;
-    s->res = p, p += s->C;
+    const size_t wide = s->C > s->A ? s->C : s->A;
+    s->x = p, p += wide;
+    s->ln = p, p += wide;
+    s->q = p, p += wide;
+    s->o = p, p += wide;
+    s->res = p, p += wide;
     s->kv = p, p += 2 * s->KC;
     s->h = p, p += s->F;
     s->u = p, p += s->F;
@@ -90,7 +91,7 @@ static size_t slot_of(const stream_state *s, size_t i) {
 // One token through the model with the rolling cache; the logits in s->logits.
 static void stream_token(aw_model *m, stream_state *s, int32_t token) {
     const aw_model_config *c = &m->cfg;
-    const size_t C = s->C, KC = s->KC, hd = s->hd;
+    const size_t C = s->C, A = s->A, KC = s->KC, hd = s->hd;
     const int pre = c->norm == AW_NORM_PRE;
     // the cache after this token: which tokens (by the order they came) it holds, in slot order
     const size_t seen = s->count + 1, kept = seen < s->window ? seen : s->window;
@@ -101,7 +102,7 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         const aw_attn_weights *w = &m->w.dec[l].self;
         if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
         const float *xin = pre ? s->ln : s->x;
-        linear_forward(s->q, xin, w->wq, w->bq, 1, C, C);
+        linear_forward(s->q, xin, w->wq, w->bq, 1, C, A);
         linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
         linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
         aw_attn_form *f = &m->self_form[l];
@@ -119,7 +120,7 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         }
         if (m->pos->rotate_qk) { // positions by cache slot
             m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
-            m->pos->rotate_qk(m, s->q, 1, 1, n - 1, C, 0);
+            m->pos->rotate_qk(m, s->q, 1, 1, n - 1, A, 0);
         }
         if (f->switches) { // the form's step over the kept keys in slot order: kr then vr are its cache of
             // window rows of the K/V heads (its KC), this token's row last, in place (n <= window)
@@ -127,7 +128,7 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         } else {
             decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
         }
-        linear_forward(s->res, s->o, w->wo, w->bo, 1, C, C);
+        linear_forward(s->res, s->o, w->wo, w->bo, 1, A, C);
         aw_axpy(s->res, 1.0f, s->x, C);
         if (pre) memcpy(s->x, s->res, C * sizeof(float));
         else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);

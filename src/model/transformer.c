@@ -40,8 +40,11 @@ int model_check_config(const aw_model_config *c) {
                                        "decoder), got %d", c->arch == AW_ARCH_GRU ? "gru" : "gru-attention", (int)c->layers);
         return AW_OK;
     }
-    if (c->d_model % c->heads)
+    if (c->head_dim < 0 || c->head_dim > 1024) return aw_fail(AW_ERR_ARG, "headDim must be an integer in [1, 1024], got %d", (int)c->head_dim);
+    if (!c->head_dim && c->d_model % c->heads)
         return aw_fail(AW_ERR_ARG, "dModel (%d) must be divisible by heads (%d)", (int)c->d_model, (int)c->heads);
+    if (model_attn_cols(c) > 65536)
+        return aw_fail(AW_ERR_ARG, "heads x headDim (%d x %d) must be at most 65536", (int)c->heads, (int)model_head_dim(c));
     if (c->layer_forms && c->arch != AW_ARCH_DECODER)
         return aw_fail(AW_ERR_ARG, "layerForms applies to arch \"decoder\" only (an encoder-decoder's encoder, decoder "
                                    "and cross-attention take the one attention); leave layerForms out, or use arch "
@@ -171,25 +174,23 @@ static void take_norm(walker *wk, float **w, float **b, const char *prefix, cons
     *b = wk->m->cfg.norm_type == AW_NORMTYPE_RMS ? NULL : take(wk, name, C, 0);
 }
 
-size_t model_kv_cols(const aw_model *m) {
-    return (size_t)m->cfg.d_model / (size_t)m->cfg.heads * (size_t)m->cfg.kv_heads;
-}
+size_t model_kv_cols(const aw_model *m) { return model_head_dim(&m->cfg) * (size_t)m->cfg.kv_heads; }
 
 static void walk_attn(walker *wk, aw_attn_weights *a, const char *prefix, size_t C, const aw_attn_form *f,
                       size_t *form_offset) {
-    const size_t KC = model_kv_cols(wk->m);
+    const size_t KC = model_kv_cols(wk->m), A = model_attn_cols(&wk->m->cfg); // A: the heads' width (C unless headDim)
     take_norm(wk, &a->ln_w, &a->ln_b, prefix, "ln", C);
     a->wq = a->bq = a->wk = a->bk = NULL;
     if (f->uses_qk) {
-        a->wq = take_named(wk, prefix, "wq", C, C);
-        a->bq = take_qkv_bias(wk, prefix, "bq", C);
+        a->wq = take_named(wk, prefix, "wq", C, A);
+        a->bq = take_qkv_bias(wk, prefix, "bq", A);
         a->wk = take_named(wk, prefix, "wk", C, KC);
         a->bk = take_qkv_bias(wk, prefix, "bk", KC);
     }
     const int own_v = (f->form->flags & AW_FORM_OWN_V) != 0; // the form makes its values itself (mla)
     a->wv = own_v ? NULL : take_named(wk, prefix, "wv", C, KC);
     a->bv = own_v ? NULL : take_qkv_bias(wk, prefix, "bv", KC);
-    a->wo = take_named(wk, prefix, "wo", C, C);
+    a->wo = take_named(wk, prefix, "wo", A, C);
     a->bo = take_bias(wk, prefix, "bo", C);
     *form_offset = wk->off;
     if (!f->form->tensors) return;
@@ -366,7 +367,7 @@ static int init_forms(aw_model *m) {
         if (!m->score_slopes) return AW_ERR_NOMEM;
         m->pos->score_bias(m->score_slopes, (size_t)cfg->heads);
     }
-    const aw_form_setup su0 = {.C = (size_t)cfg->d_model, .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
+    const aw_form_setup su0 = {.C = model_attn_cols(cfg), .H = (size_t)cfg->heads, .L = (size_t)cfg->max_len,
                                .opts = &cfg->attn, .norm_eps = cfg->norm_eps};
     aw_form_setup su = su0;
     int st = AW_OK;
@@ -484,14 +485,14 @@ static float *carve(carver *cv, size_t a, size_t b) {
 
 // keep: the weights for display (B, H, T, Tk); else none. saved: the form's own, linear in T, Tk.
 static void carve_attn(carver *cv, aw_attn_acts *a, const aw_attn_form *f, int keep, size_t B, size_t T, size_t Tk,
-                       size_t C, size_t H, size_t KC) {
+                       size_t C, size_t A, size_t H, size_t KC) {
     const size_t N = aw_size_mul(B, T), Nk = aw_size_mul(B, Tk);
     a->ln = carve(cv, N, C), a->ln_mean = carve(cv, N, 1), a->ln_rstd = carve(cv, N, 1);
-    a->q = carve(cv, N, C), a->k = carve(cv, Nk, C), a->v = carve(cv, Nk, C);
+    a->q = carve(cv, N, A), a->k = carve(cv, Nk, A), a->v = carve(cv, Nk, A);
     a->att = keep ? carve(cv, aw_size_mul(B, H), aw_size_mul(T, Tk)) : NULL;
-    a->kv = KC < C ? carve(cv, Nk, aw_size_mul(2, KC)) : NULL;
+    a->kv = KC < A ? carve(cv, Nk, aw_size_mul(2, KC)) : NULL;
     a->saved = f->form->saved_floats ? carve(cv, B, f->form->saved_floats(f, T, Tk)) : NULL;
-    a->o = carve(cv, N, C), a->res = carve(cv, N, C);
+    a->o = carve(cv, N, A), a->res = carve(cv, N, C);
 }
 
 static void carve_ffn(carver *cv, aw_ffn_acts *f, size_t N, size_t C, size_t F, int swiglu) {
@@ -529,14 +530,14 @@ static size_t carve_acts(const aw_model *m, float *base, aw_acts *a, size_t B, s
     if (encdec) {
         a->e0 = carve(&cv, Ne, C);
         for (int l = 0; l < c->layers; l++) {
-            carve_attn(&cv, &a->enc_attn[l], &m->enc_form[l], m->keep_attention, B, S, S, C, H, KC);
+            carve_attn(&cv, &a->enc_attn[l], &m->enc_form[l], m->keep_attention, B, S, S, C, model_attn_cols(c), H, KC);
             carve_ffn(&cv, &a->enc_ffn[l], Ne, C, F, swiglu);
         }
         a->enc_lnf = carve(&cv, Ne, C), a->enc_lnf_mean = carve(&cv, Ne, 1), a->enc_lnf_rstd = carve(&cv, Ne, 1);
     }
     for (int l = 0; l < c->layers; l++) {
-        carve_attn(&cv, &a->dec_self[l], &m->self_form[l], m->keep_attention, B, T, T, C, H, KC);
-        if (encdec) carve_attn(&cv, &a->dec_cross[l], &m->cross_form[l], m->keep_attention, B, T, S, C, H, KC);
+        carve_attn(&cv, &a->dec_self[l], &m->self_form[l], m->keep_attention, B, T, T, C, model_attn_cols(c), H, KC);
+        if (encdec) carve_attn(&cv, &a->dec_cross[l], &m->cross_form[l], m->keep_attention, B, T, S, C, model_attn_cols(c), H, KC);
         carve_ffn(&cv, &a->dec_ffn[l], N, C, F, swiglu);
     }
     a->lnf = carve(&cv, N, C), a->lnf_mean = carve(&cv, N, 1), a->lnf_rstd = carve(&cv, N, 1);
@@ -672,28 +673,29 @@ typedef struct {
 
 static void seq_forward(void *ctx, size_t b) {
     seq_job *j = ctx;
-    const size_t C = (size_t)j->m->cfg.d_model, H = (size_t)j->m->cfg.heads, T = j->T, Tk = j->Tk;
+    const size_t C = (size_t)j->m->cfg.d_model, A = model_attn_cols(&j->m->cfg), H = (size_t)j->m->cfg.heads;
+    const size_t T = j->T, Tk = j->Tk;
     const aw_attn_form *f = j->f;
     // a forward for display (keep) has no backward after it: the form saves nothing then, so
     // softmax builds its weights once instead of also streaming for the backward's statistics
     const size_t saved = f->form->saved_floats && !j->keep ? f->form->saved_floats(f, T, Tk) : 0;
-    const int st = f->form->forward(j->f, j->a->o + b * T * C, j->keep ? j->a->att + b * H * T * Tk : NULL,
-                                    saved ? j->a->saved + b * saved : NULL, j->xq + b * T * C, j->a->q + b * T * C,
-                                    j->a->k + b * Tk * C, j->a->v + b * Tk * C, T, Tk);
+    const int st = f->form->forward(j->f, j->a->o + b * T * A, j->keep ? j->a->att + b * H * T * Tk : NULL,
+                                    saved ? j->a->saved + b * saved : NULL, j->xq + b * T * C, j->a->q + b * T * A,
+                                    j->a->k + b * Tk * A, j->a->v + b * Tk * A, T, Tk);
     aw_first_failure(&j->status, st);
 }
 
 static void seq_backward(void *ctx, size_t b) {
     seq_job *j = ctx;
     aw_model *m = j->m;
-    const size_t C = (size_t)m->cfg.d_model, T = j->T, Tk = j->Tk;
+    const size_t C = (size_t)m->cfg.d_model, A = model_attn_cols(&m->cfg), T = j->T, Tk = j->Tk;
     const aw_attn_acts *a = j->a;
     aw_attn_acts *da = j->da;
     const size_t saved = j->f->form->saved_floats ? j->f->form->saved_floats(j->f, T, Tk) : 0;
-    const int st = j->f->form->backward(j->f, j->dxq + b * T * C, da->q + b * T * C, da->k + b * Tk * C,
-                                        da->v + b * Tk * C, m->scratch + b * j->work, da->o + b * T * C,
-                                        saved ? a->saved + b * saved : NULL, j->xq + b * T * C, a->q + b * T * C,
-                                        a->k + b * Tk * C, a->v + b * Tk * C, T, Tk);
+    const int st = j->f->form->backward(j->f, j->dxq + b * T * C, da->q + b * T * A, da->k + b * Tk * A,
+                                        da->v + b * Tk * A, m->scratch + b * j->work, da->o + b * T * A,
+                                        saved ? a->saved + b * saved : NULL, j->xq + b * T * C, a->q + b * T * A,
+                                        a->k + b * Tk * A, a->v + b * Tk * A, T, Tk);
     aw_first_failure(&j->status, st);
 }
 
@@ -709,14 +711,14 @@ static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
 // encoder output (B*Tk, C), or NULL for self-attention.
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
                                  const float *in, const float *kv_src, size_t B, size_t T, size_t Tk, int layer) {
-    const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
+    const size_t C = (size_t)m->cfg.d_model, A = model_attn_cols(&m->cfg), N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
-    if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, C);
+    if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, A);
     if (w->wq) HOOK(AW_HOOK_Q, layer, a->q);
     if (a->kv) { // grouped-query: the K/V heads' projections, shared out to the query heads
-        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H, KC = KH * hd;
+        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = model_head_dim(&m->cfg), KC = KH * hd;
         if (w->wk) {
             linear_forward(a->kv, xkv, w->wk, w->bk, Nk, C, KC);
             HOOK(AW_HOOK_K, layer, a->kv);
@@ -727,11 +729,11 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
         kv_expand(a->v, a->kv + Nk * KC, Nk, H, KH, hd);
     } else {
         if (w->wk) {
-            linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, C);
+            linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, A);
             HOOK(AW_HOOK_K, layer, a->k);
         }
         if (w->wv) {
-            linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, C);
+            linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, A);
             HOOK(AW_HOOK_V, layer, a->v);
         }
     }
@@ -739,14 +741,14 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
         const int keep_only = m->keep_attention && a->att != NULL; // a display forward saves nothing
         const size_t sf = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
         for (size_t b = 0; b < B; b++) {
-            const int st = f->form->qk_forward(f, keep_only || !sf ? NULL : a->saved + b * sf, a->q + b * T * C,
-                                               a->k + b * Tk * C, T, Tk, C);
+            const int st = f->form->qk_forward(f, keep_only || !sf ? NULL : a->saved + b * sf, a->q + b * T * A,
+                                               a->k + b * Tk * A, T, Tk, A);
             if (st) return st;
         }
     }
     if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
-        m->pos->rotate_qk(m, a->q, B, T, 0, C, 0);
-        m->pos->rotate_qk(m, a->k, B, Tk, 0, C, 0);
+        m->pos->rotate_qk(m, a->q, B, T, 0, A, 0);
+        m->pos->rotate_qk(m, a->k, B, Tk, 0, A, 0);
     }
     const int keep = m->keep_attention && a->att != NULL;
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};
@@ -754,7 +756,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (j.status) return j.status;
     if (keep) HOOK(AW_HOOK_PATTERN, layer, a->att);
     HOOK(AW_HOOK_Z, layer, a->o);
-    linear_forward(a->res, a->o, w->wo, w->bo, N, C, C);
+    linear_forward(a->res, a->o, w->wo, w->bo, N, A, C);
     HOOK(AW_HOOK_ATTN_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
     if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
@@ -765,13 +767,13 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
 static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_weights *g,
                                   const aw_attn_acts *a, aw_attn_acts *da, const float *in, float *d_in,
                                   const float *kv_src, float *d_kv_src, size_t B, size_t T, size_t Tk) {
-    const size_t C = (size_t)m->cfg.d_model, N = B * T, Nk = B * Tk;
+    const size_t C = (size_t)m->cfg.d_model, A = model_attn_cols(&m->cfg), N = B * T, Nk = B * Tk;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     // post: out = LN(res)
     if (!pre) norm_backward(m, da->res, g->ln_w, g->ln_b, da->ln, a->res, w->ln_w, a->ln_mean, a->ln_rstd, N);
     // res = in + o Wo + bo
     residual_add(d_in, da->res, N * C);
-    linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, C, C);
+    linear_backward(da->o, g->wo, g->bo, da->res, a->o, w->wo, N, A, C);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
     float *dxq = pre ? da->ln : d_in, *dxkv = kv_src ? d_kv_src : dxq;
     // o = form(q, k, v); in the threaded build each sequence has its own slice of the scratch
@@ -780,17 +782,17 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
     run_sequences(&j, B, seq_backward);
     if (j.status) return j.status;
     if (m->pos->rotate_qk && !kv_src && w->wq) { // q, k were rotated: turn their gradients back
-        m->pos->rotate_qk(m, da->q, B, T, 0, C, 1);
-        m->pos->rotate_qk(m, da->k, B, Tk, 0, C, 1);
+        m->pos->rotate_qk(m, da->q, B, T, 0, A, 1);
+        m->pos->rotate_qk(m, da->k, B, Tk, 0, A, 1);
     }
     if (f->form->qk_backward && w->wq) { // the form's own before the rotation (QK-norm), one sequence at a time
         const size_t sf = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
         for (size_t b = 0; b < B; b++)
-            f->form->qk_backward(f, da->q + b * T * C, da->k + b * Tk * C, m->scratch, a->saved + b * sf, T, Tk);
+            f->form->qk_backward(f, da->q + b * T * A, da->k + b * Tk * A, m->scratch, a->saved + b * sf, T, Tk);
     }
     // q = xq Wq + bq, k = xkv Wk + bk, v = xkv Wv + bv
     if (a->kv) { // grouped-query: each K/V head gathers the gradients of the query heads it served
-        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = C / H, KC = KH * hd;
+        const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = model_head_dim(&m->cfg), KC = KH * hd;
         kv_reduce(da->kv + Nk * KC, da->v, Nk, H, KH, hd);
         linear_backward(dxkv, g->wv, g->bv, da->kv + Nk * KC, xkv, w->wv, Nk, C, KC);
         if (w->wk) {
@@ -798,10 +800,10 @@ static int attn_sublayer_backward(aw_model *m, aw_attn_form *f, const aw_attn_we
             linear_backward(dxkv, g->wk, g->bk, da->kv, xkv, w->wk, Nk, C, KC);
         }
     } else {
-        if (w->wv) linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, C);
-        if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, C);
+        if (w->wv) linear_backward(dxkv, g->wv, g->bv, da->v, xkv, w->wv, Nk, C, A);
+        if (w->wk) linear_backward(dxkv, g->wk, g->bk, da->k, xkv, w->wk, Nk, C, A);
     }
-    if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, C);
+    if (w->wq) linear_backward(dxq, g->wq, g->bq, da->q, xq, w->wq, N, C, A);
     // pre: ln = LN(in)
     if (pre) norm_backward(m, d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N);
     return AW_OK;

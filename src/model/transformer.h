@@ -59,6 +59,9 @@ typedef struct aw_model_config {
     float rope_factor, rope_low_freq, rope_high_freq;
     int32_t rope_original_len;
     float norm_eps;     // the epsilon of every LayerNorm / RMSNorm (0: 1e-5)
+    int32_t head_dim;   // each head's width (0: d_model / heads); with another width (Qwen3-0.6B's 128
+                        // where 1024 / 16 = 64) q, k, v and the heads' output have heads x head_dim
+                        // columns: Wq (C, A), Wo (A, C) with A = heads head_dim (decoder softmax only)
     int32_t qkv_bias;   // 1: q, k and v keep their biases even when no_bias (Qwen2)
     int32_t block;      // enum aw_block: the preset the defaults came from (for display)
     int32_t arch;       // enum aw_arch; encoder-decoder has `layers` encoder and `layers` decoder blocks;
@@ -202,6 +205,13 @@ typedef struct aw_model {
 static inline aw_rnn_weights model_rnn_weights(const aw_weights *w) {
     return (aw_rnn_weights){w->wte, w->w_out, w->b_out, w->enc_gru, w->dec_gru, w->attn};
 }
+
+// Each head's width, and the attention's width A = heads x head width (d_model unless headDim says
+// otherwise): q, k, v and the heads' output have A columns (the K/V heads' kv_heads x head width).
+static inline size_t model_head_dim(const aw_model_config *c) {
+    return c->head_dim ? (size_t)c->head_dim : (size_t)(c->d_model / c->heads);
+}
+static inline size_t model_attn_cols(const aw_model_config *c) { return (size_t)c->heads * model_head_dim(c); }
 
 // Decoder layer l's self-attention form (the registry's row; NULL for an unknown index) and, in
 // *opts when opts is not NULL, its options: layer_form[l] with layerForms, else the model's form.

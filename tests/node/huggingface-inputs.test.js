@@ -16,6 +16,9 @@ const CASES = [
   [{ ...SMALL, block: 'llama', kvHeads: 2, qkvBias: true }, 'Qwen2ForCausalLM'],
   [{ ...SMALL, block: 'llama', tieEmbeddings: true, attentionOptions: { qkNorm: true } }, 'Qwen3ForCausalLM'],
   [{ ...SMALL, block: 'llama', attentionOptions: { window: 8 } }, 'MistralForCausalLM'],
+  // heads wider than dModel / heads (Qwen3-0.6B's 128 where 1024 / 16 = 64), and narrower
+  [{ ...SMALL, block: 'llama', kvHeads: 2, headDim: 16, attentionOptions: { qkNorm: true } }, 'Qwen3ForCausalLM'],
+  [{ ...SMALL, block: 'llama', headDim: 6, qkvBias: true }, 'Qwen2ForCausalLM'],
   [{ ...SMALL, ffn: 'gelu', positional: 'learned', tieEmbeddings: true }, 'GPT2LMHeadModel'],
 ];
 
@@ -54,7 +57,7 @@ for (const { name, lib } of builds) {
         if (dtype === 'F32') assert.equal(e, 0, `${arch}: F32 round trip is exact`);
         else assert.ok(e < 0.2, `${arch}: BF16 rounding keeps the logits near (${e})`);
         // the config read back is the one saved
-        for (const k of ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'kvHeads', 'tieEmbeddings', 'ffn', 'normType', 'positional'])
+        for (const k of ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'kvHeads', 'headDim', 'qkvBias', 'normEps', 'tieEmbeddings', 'ffn', 'normType', 'positional'])
           assert.deepEqual(back.config[k], m.config[k], `${arch}: ${k}`);
         back.dispose();
       }
@@ -147,7 +150,8 @@ for (const { name, lib } of builds) {
     bad((c) => (c.rope_scaling = { rope_type: 'yarn', factor: 4 }), /rope_scaling\.rope_type is "yarn"/);
     bad((c) => (c.rope_parameters = { rope_type: 'dynamic', rope_theta: 1e4 }), /rope_parameters\.rope_type is "dynamic"/);
     bad((c) => (c.hidden_act = 'gelu'), /hidden_act is "gelu"/);
-    bad((c) => (c.head_dim = 16), /head_dim is 16 and hidden_size \/ num_attention_heads is 8/);
+    bad((c) => (c.head_dim = 16), /tensor "model\.layers\.0\.self_attn\.q_proj\.weight" has shape \[32,32\], and config\.json makes it \[64,32\]/);
+    bad((c) => (c.head_dim = 7), /config\.json's head_dim \(7\).*even/);
     // weights that disagree with the config, or headers that lie
     bad((c) => (c.intermediate_size = 64), /tensor "model\.layers\.0\.mlp\.gate_proj\.weight" has shape \[\d+,32\], and config\.json makes it \[64,32\]/);
     const lie = (edit) => withHeader(weights, edit);

@@ -26,6 +26,13 @@ const CONFIGS = [
   { positional: 'none', bias: false, tieEmbeddings: true },
   { positional: 'alibi', block: 'llama', kvHeads: 2 },
   { positional: 'alibi', arch: 'encoder-decoder' },
+  // Hugging Face's switches (docs/huggingface.md): heads wider and narrower than dModel / heads,
+  // QK-norm with them, q/k/v-only biases, another norm epsilon, Llama 3.1's rotary scaling, GPT-2's block
+  { block: 'llama', headDim: 6, kvHeads: 2 },
+  { block: 'llama', headDim: 4, attentionOptions: { qkNorm: true } },
+  { block: 'llama', qkvBias: true, normEps: 1e-3 },
+  { block: 'llama', ropeScaling: { factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxLen: 4 } },
+  { ffn: 'gelu', positional: 'learned', tieEmbeddings: true },
 ];
 const label = (c) => JSON.stringify(c);
 
@@ -50,6 +57,17 @@ for (const { name, lib } of builds) {
       assert.ok(bad.worstTensorError > TOL.grad_check_tensor, `a 10% error in ${tensor}'s gradient passes (${bad.worstTensorError})`);
     }
     m.dispose();
+    // and where headDim reshapes Wq, Wo and the K/V heads, GELU's W1, and qkvBias's biases
+    const wide = lib.createModel({ ...small, block: 'llama', headDim: 6, kvHeads: 2, qkvBias: true });
+    const gelu = lib.createModel({ ...small, ffn: 'gelu', positional: 'learned' });
+    for (const [mm, tensor] of [[wide, 'dec.0.self.wq'], [wide, 'dec.1.self.wo'], [wide, 'dec.0.self.wk'], [wide, 'dec.1.self.bq'],
+      [wide, 'dec.0.self.bv'], [gelu, 'dec.0.ffn.w1'], [gelu, 'dec.1.ffn.b1']]) {
+      const bad = mm.gradientCheck({ mutate: { tensor, factor: 1.1 } });
+      t.diagnostic(`${tensor} x 1.1: error ${bad.worstTensorError.toExponential(2)}`);
+      assert.ok(bad.worstTensorError > TOL.grad_check_tensor, `a 10% error in ${tensor}'s gradient passes (${bad.worstTensorError})`);
+    }
+    wide.dispose();
+    gelu.dispose();
   });
 
   test(`llama [${name}]: cached generation samples what the full forward samples`, () => {
@@ -97,7 +115,7 @@ for (const { name, lib } of builds) {
     expectError(() => lib.createModel({ ...small, kvHeads: 3 }), /kvHeads must divide heads \(4\).*got 3/);
     expectError(() => lib.createModel({ ...small, kvHeads: 0 }), /kvHeads must be an integer in \[1, 4096\], got 0/);
     expectError(() => lib.createModel({ ...small, heads: 8, positional: 'rope' }),
-      /positional "rope" turns pairs of a head's columns: the head width dModel \/ heads must be even, got 8 \/ 8 = 1/);
+      /positional "rope" turns pairs of a head's columns: the head width dModel \/ heads must be even, got 1/);
     expectError(() => lib.createModel({ ...small, positional: 'rope', attention: 'synth:random' }),
       /positional "rope" rotates queries and keys, and attention "synth:random" reads neither/);
     expectError(() => lib.createModel({ ...small, positional: 'alibi', attention: 'linear:elu+1' }),
