@@ -331,13 +331,14 @@ export const PANELS = [
     applies: () => true,
     create(section, { lib }) {
       const q = finder(section);
-      createLlama2cView({
+      const view = createLlama2cView({
         panel: section, input: q('l2files'), drop: q('l2drop'), files: q('l2files-names'), status: q('l2status'),
         form: q('l2form'), text: q('l2text'), count: q('l2count'), layer: q('l2layer'), generate: q('l2generate'),
         output: q('l2output'), grid: q('l2heatmaps'), legend: q('l2legend'), readout: q('l2readout'), exports: q('l2exports'),
-        probe: q('l2probe'), names: q('l2names'),
+        probe: q('l2probe'), names: q('l2names'), folder: q('l2folder'), hub: q('l2hub'), hubid: q('l2hubid'), fetch: q('l2fetch'),
+        busy: q('l2busy'), progress: q('l2progress'), bytes: q('l2bytes'), cancel: q('l2cancel'), table: q('l2table'),
       }, { lib });
-      return {};
+      return { resize: () => view.resize() };
     },
   },
 ];

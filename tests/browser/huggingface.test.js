@@ -145,6 +145,21 @@ async function openPanel(expected = []) {
   return { page, unexpected, hosts };
 }
 
+// The panel (and some of its parts) at 1280 x 800 and 390 x 844, as PNGs in /tmp/hf-shots to look
+// at; the panel must not be wider than its box at either size.
+async function shoot(page, name, selectors) {
+  for (const [w, h] of [[1280, 800], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.waitForTimeout(400); // the page's resize handler lays the heatmaps out again
+    const overflow = await page.$eval('#llama2c', (s) => s.scrollWidth - s.clientWidth);
+    assert.ok(overflow <= 1, `the panel does not overflow at ${w} px (by ${overflow} px)`);
+    for (const sel of selectors) {
+      const part = sel === '#llama2c' ? '' : `-${sel.replace(/[^a-z0-9]+/gi, '')}`;
+      await page.locator(sel).first().screenshot({ path: join(SHOTS, `${name}${part}-${w}.png`) });
+    }
+  }
+}
+
 async function fetchId(page, id) {
   await page.fill('#l2hubid', id);
   await page.click('#l2fetch');
@@ -184,8 +199,9 @@ test('the Hub path: one file and shards fetched with progress, loaded, generatin
   assert.ok(hub.requests.includes('HEAD /test/gpt2-sharded/resolve/main/model-00002-of-00002.safetensors'), 'shard sizes asked first');
   assert.deepEqual([...hosts].filter((h) => h !== suite.server().url.replace(/\/$/, '') && h !== hub.url), [],
     'the page asked no host but its own and the Hub');
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await page.locator('#llama2c').screenshot({ path: join(SHOTS, 'hub-loaded-1280.png') });
+  await page.click('#l2generate');
+  await page.waitForSelector('#llama2c[data-done]', { timeout: LONG });
+  await shoot(page, 'hub-loaded', ['#llama2c']);
   assert.deepEqual(await unexpected(), []);
   await page.close();
 });
@@ -236,13 +252,8 @@ test('picked files: the model loads, the probe fills a 12 x 12 table, a clicked 
   assert.equal(await page.inputValue('#l2layer'), '4');
   await page.selectOption('#l2layer', '11');
   await page.waitForFunction(() => document.querySelector('#l2heatmaps figcaption')?.textContent.startsWith('layer 12'), null, { timeout: LONG });
-  for (const [w, h] of [[1280, 800], [390, 844]]) {
-    await page.setViewportSize({ width: w, height: h });
-    await page.waitForTimeout(300);
-    const overflow = await page.$eval('#llama2c', (s) => s.scrollWidth - s.clientWidth);
-    assert.ok(overflow <= 1, `the panel does not overflow at ${w} px (by ${overflow} px)`);
-    await page.locator('#llama2c').screenshot({ path: join(SHOTS, `files-probe-${w}.png`) });
-  }
+  assert.equal(await page.$eval('#l2table tbody tr.picked th', (th) => th.textContent), 'L12', 'the table marks the layer shown');
+  await shoot(page, 'files-probe', ['#llama2c', '#l2table', '#l2heatmaps figure']);
   assert.deepEqual(await unexpected(), []);
   await page.close();
 });

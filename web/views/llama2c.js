@@ -1,22 +1,36 @@
-// llama2c.js: "Open a model file": a llama2.c model (.bin) and its tokenizer.bin, picked or dropped,
-// read in this tab (never uploaded) with lib.loadLlama2c; the user's text is encoded with the
-// model's own tokenizer, the model generates greedily, and the attention of every head of the
-// chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
-// Heads that share a K/V head (grouped-query attention) say which one in their titles.
+// llama2c.js: "Open a model file": a model picked, dropped or fetched, read in this tab (never
+// uploaded): llama2.c's model (.bin) and tokenizer.bin with lib.loadLlama2c, or a Hugging Face
+// checkpoint (config.json, model.safetensors or its shards, tokenizer.json; files, a folder, or a
+// Hub id fetched by hub.js) with lib.loadHuggingFace. The user's text is encoded with the model's
+// own tokenizer, the model generates greedily, and the attention of every head of the chosen layer
+// is drawn row by row as the tokens appear, with the sub-word tokens as labels. Heads that share a
+// K/V head (grouped-query attention) say which one in their titles. "Find the induction heads"
+// scores every head on a repeated random sequence: a list for a few heads, a layers x heads table
+// (colour = induction score, a click shows that layer) for many.
 // "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
 import { createHeatmapView } from './heatmap.js';
+import { viridisCss } from './colormap.js';
+import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensorsDtypes, sortFiles } from './hub.js';
 import { SAMPLE, bpeSampleLlama2c } from '../../lab/llama2c-sample.js';
-import { describeInduction, nameHead, probeTokens, scoreHead, scoreHeads } from '../../lab/heads.js';
+import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
+import { publishOpened } from '../opened.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
+
+const MANY_HEADS = 32; // more heads than this: the probe's result is a layers x heads table, not a list
 
 function formatBytes(n) {
   return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
 }
 
+const frame = () => new Promise((r) => setTimeout(r, 0)); // lets the page paint and take clicks
+const isAbort = (e) => e?.name === 'AbortError';
+
 export function createLlama2cView(el, { lib }) {
-  let model = null, files = { model: null, tokenizer: null }, run = 0;
+  // model: the open model; kind: 'llama2c' | 'huggingface'; busy: the AbortController of a long run
+  let model = null, kind = null, files = { model: null, tokenizer: null }, run = 0, busy = null;
+  let last = null; // { ids, attention, rows } of the last generation (or the probe, once a head of its table is clicked)
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
   const status = (text) => { el.status.textContent = text; };
@@ -54,11 +68,68 @@ export function createLlama2cView(el, { lib }) {
     }
   });
 
+  // A long run (a download, reading files, the probe): the progress row with Cancel; returns its signal.
+  function startBusy(what) {
+    busy?.abort();
+    busy = new AbortController();
+    el.busy.hidden = false;
+    el.progress.removeAttribute('value'); // indeterminate until a size is known
+    el.bytes.textContent = '';
+    el.panel.dataset.busy = what;
+    el.fetch.disabled = true;
+    return busy.signal;
+  }
+  // false once a newer run took the row (its status line is the newer run's)
+  const current = (signal) => !busy || busy.signal === signal;
+  function endBusy(signal) {
+    if (busy?.signal !== signal) return; // a newer run owns the row
+    busy = null;
+    el.busy.hidden = true;
+    delete el.panel.dataset.busy;
+    el.fetch.disabled = false;
+  }
+  const showBytes = (done, total) => {
+    if (total) {
+      el.progress.max = total;
+      el.progress.value = done;
+    }
+    el.bytes.textContent = total ? `${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB` : `${(done / 1e6).toFixed(1)} MB`;
+  };
+  el.cancel.addEventListener('click', () => busy?.abort());
+
+  // Forgets the open model and what was drawn from it (its memory goes back to the library).
+  function closeModel() {
+    run++;
+    if (model) publishOpened(null); // the other panels let go of it first
+    model?.dispose();
+    model = null;
+    kind = null;
+    last = null;
+    for (const k of ['loaded', 'kind', 'probe', 'induction', 'tokens', 'done', 'stop']) delete el.panel.dataset[k];
+    el.generate.disabled = true;
+    el.probe.disabled = true;
+    el.output.textContent = '';
+    names.replaceChildren();
+    el.table.replaceChildren();
+    el.table.hidden = true;
+    el.layer.replaceChildren();
+    heatmaps.render({ maps: [], n: 0, m: 0, rowLabels: [], colLabels: [] });
+  }
+
+  // The tokenizer's side of the views, for either kind of model.
   // llama2.c's convention: token 1 is <s> (generation stops there) and 2 is </s>, and decode prints
   // neither. A tokenizer whose pieces 1 and 2 are ordinary tokens (a model saved here from the
   // number tasks or the chars tokenizer) neither stops there nor drops them.
-  const marks = () => /<s>/.test(model.tokenizer.pieces[1] ?? '');
-  const decode = (ids) => (marks() ? model.tokenizer.decode(ids) : Array.from(ids, (id) => model.tokenizer.piece(id)).join(''));
+  const marks = () => kind === 'llama2c' && /<s>/.test(model.tokenizer.pieces[1] ?? '');
+  const decode = (ids) => (kind === 'huggingface' || marks() ? model.tokenizer.decode(ids)
+    : Array.from(ids, (id) => model.tokenizer.piece(id)).join(''));
+  const label = (id) => (kind === 'huggingface' ? model.tokenizer.decode([id]) : model.tokenizer.piece(id)).replace(/\n/g, '⏎');
+  // The token generation stops at: llama2.c's <s>, or config.json's eos_token_id (the first of a list).
+  function stopToken() {
+    if (kind === 'llama2c') return marks() ? { id: 1, name: 'the start-of-text token <s> (id 1), where llama2.c\'s models end a text' } : null;
+    const eos = [model.huggingFace.config.eos_token_id].flat()[0];
+    return Number.isInteger(eos) && eos >= 0 && eos < model.config.vocab ? { id: eos, name: `the end-of-text token (id ${eos})` } : null;
+  }
   // The text as tokens; a tokenizer without byte pieces may still spell it lower-cased (the sample's).
   function encode(text) {
     try {
@@ -73,8 +144,28 @@ export function createLlama2cView(el, { lib }) {
     }
   }
 
+  // A model just opened: the layer picker and the buttons; the other panels may run on it (opened.js).
+  function opened(m, k, name) {
+    model = m;
+    kind = k;
+    publishOpened(m, k, name);
+    el.layer.replaceChildren(...Array.from({ length: m.config.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
+    el.panel.dataset.loaded = '1';
+    el.panel.dataset.kind = k;
+    el.generate.disabled = false;
+    el.probe.disabled = false;
+  }
+  const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
+
   async function take(list) {
-    for (const f of list) {
+    const sorted = sortFiles(list);
+    if (sorted.kind === 'huggingface') return openHuggingFaceFiles(sorted);
+    if (sorted.kind === null) {
+      status(`None of ${list.map((f) => f.name).join(', ') || 'these'} is a model file: give llama2.c's .bin files, or Hugging Face's `
+        + 'config.json, model.safetensors and tokenizer.json.');
+      return;
+    }
+    for (const f of sorted.list) {
       if (/tokenizer/i.test(f.name)) files.tokenizer = f;
       else files.model = f;
     }
@@ -84,43 +175,136 @@ export function createLlama2cView(el, { lib }) {
       status('Give both files: the model (.bin) and its tokenizer.bin.');
       return;
     }
-    model?.dispose();
-    model = null;
-    el.generate.disabled = true;
+    closeModel();
+    kind = 'llama2c'; // the files given so far are llama2.c's, even if this one fails
     status(`Reading ${files.model.name} in this tab…`);
     try {
       const [bytes, tok] = await Promise.all([files.model.arrayBuffer(), files.tokenizer.arrayBuffer()]);
       const t0 = performance.now();
-      model = lib.loadLlama2c(bytes, { tokenizer: tok });
+      const m = lib.loadLlama2c(bytes, { tokenizer: tok });
       const ms = performance.now() - t0;
-      const c = model.config;
-      el.layer.replaceChildren(...Array.from({ length: c.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
+      const c = m.config;
+      opened(m, 'llama2c', files.model.name);
       const shared = c.kvHeads < c.heads ? `${c.kvHeads} K/V heads, each shared by ${c.heads / c.kvHeads} query heads` : 'a K/V head per head';
       status(`Loaded in ${ms.toFixed(0)} ms: dim ${c.dModel}, ${c.layers} layers, ${c.heads} heads (${shared}), ` +
-        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${model.parameterCount >= 1e6 ? `${(model.parameterCount / 1e6).toFixed(1)}M` : model.parameterCount.toLocaleString('en')} parameters` +
+        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(m.parameterCount)} parameters` +
         `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}.`);
-      el.panel.dataset.loaded = '1';
-      el.generate.disabled = false;
-      el.probe.disabled = false;
     } catch (e) {
       status(e.message);
     }
   }
 
+  // Hugging Face files from this device: every shard the index names must be there.
+  async function openHuggingFaceFiles({ config, tokenizer, index, weights }) {
+    el.files.textContent = [config, index, ...weights, tokenizer].filter(Boolean)
+      .map((f) => `${f.name} (${formatBytes(f.size)})`).join(', ');
+    const missing = [!config && 'config.json', !weights.length && 'model.safetensors (or its shards)', !tokenizer && 'tokenizer.json'].filter(Boolean);
+    if (missing.length) {
+      status(`A Hugging Face model needs config.json, model.safetensors (or its shards) and tokenizer.json: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} missing.`);
+      return;
+    }
+    closeModel();
+    files = { model: null, tokenizer: null }; // llama2.c's pair starts again
+    const signal = startBusy('read');
+    try {
+      if (index) {
+        const map = JSON.parse(await index.text())?.weight_map ?? {};
+        const have = new Set(weights.map((f) => f.name));
+        const absent = [...new Set(Object.values(map))].filter((f) => !have.has(f));
+        if (absent.length) throw new Error(`model.safetensors.index.json names ${absent.length} shard(s) not given: ${absent.join(', ')}`);
+      }
+      const total = weights.reduce((a, f) => a + f.size, 0);
+      status(`Reading ${weights.length} weights file(s), ${formatMB(total)}, in this tab…`);
+      let done = 0;
+      const parts = [];
+      for (const f of weights) {
+        parts.push(new Uint8Array(await f.arrayBuffer()));
+        if (signal.aborted) throw signal.reason;
+        showBytes((done += f.size), total);
+        await frame();
+      }
+      await loadHuggingFace({ config: await config.text(), tokenizer: await tokenizer.text(), weights: parts, bytes: total, signal,
+        source: weights.length > 1 ? `${weights.length} shards` : weights[0].name });
+    } catch (e) {
+      if (current(signal)) status(isAbort(e) ? 'Cancelled: nothing was loaded.' : e.message);
+    } finally {
+      endBusy(signal);
+    }
+  }
+
+  // config.json, tokenizer.json and the weights' bytes into the library; the status says what it is.
+  async function loadHuggingFace({ config, tokenizer, weights, bytes, signal, source, fetched = null }) {
+    if (typeof lib.loadHuggingFace !== 'function') throw new Error('this build of the library has no loadHuggingFace: it opens llama2.c files only');
+    status(`Loading ${source} (${formatMB(bytes)}) into the library…`);
+    el.progress.removeAttribute('value');
+    await frame();
+    if (signal.aborted) throw signal.reason;
+    const t0 = performance.now();
+    const m = lib.loadHuggingFace({ config, weights, tokenizer });
+    const ms = performance.now() - t0;
+    const c = m.config, dtypes = [...new Set(weights.flatMap((w) => safetensorsDtypes(w)))].join('+') || 'no tensors';
+    weights.length = 0; // the bytes are in wasm memory now: drop the JS copy
+    opened(m, 'huggingface', fetched ? source : `${m.huggingFace.architecture} (${source})`);
+    const kv = c.kvHeads < c.heads ? ` (${c.kvHeads} K/V heads)` : '';
+    status(`Loaded ${m.huggingFace.architecture} in ${ms.toFixed(0)} ms${fetched ? ` (fetched in ${(fetched / 1000).toFixed(1)} s)` : ''}: `
+      + `dim ${c.dModel}, ${c.layers} layers x ${c.heads} heads${kv}, vocab ${c.vocab}, up to ${c.maxLen} tokens, `
+      + `${params(m.parameterCount)} parameters, ${dtypes}, ${formatMB(bytes)} of weights.`);
+  }
+
+  // A Hub id: the files from the Hub's resolve URLs (hub.js), then loaded as if dropped.
+  el.hub.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = el.hubid.value.trim();
+    const why = checkHubId(id);
+    if (why) {
+      status(why);
+      return;
+    }
+    closeModel();
+    files = { model: null, tokenizer: null };
+    el.files.textContent = `${id} from the Hub`;
+    const signal = startBusy('fetch');
+    const t0 = performance.now();
+    try {
+      const got = await fetchHubModel({
+        base: PAGE_HUB, id, signal,
+        onStatus: status,
+        onSize: (total, names) => {
+          el.panel.dataset.total = String(total ?? '');
+          status(`${id}: ${total ? formatMB(total) : 'size not given'} of weights in ${names.length > 1 ? `${names.length} shards` : names[0]}; fetching…`);
+          showBytes(0, total);
+        },
+        onProgress: showBytes,
+      });
+      el.panel.dataset.fetched = String(got.bytes);
+      el.files.textContent = `${id}: config.json, tokenizer.json, ${got.files.join(', ')} (${formatMB(got.bytes)})`;
+      await loadHuggingFace({ ...got, signal, source: id, fetched: performance.now() - t0 });
+    } catch (err) {
+      if (current(signal)) status(isAbort(err) ? `Cancelled: ${id} was not loaded, and what was fetched is freed.` : err.message);
+    } finally {
+      endBusy(signal);
+    }
+  });
+
   el.input.addEventListener('change', () => take([...el.input.files]));
+  el.folder.addEventListener('change', () => take([...el.folder.files]));
   el.drop.addEventListener('dragover', (e) => { e.preventDefault(); el.drop.classList.add('over'); });
   el.drop.addEventListener('dragleave', () => el.drop.classList.remove('over'));
-  el.drop.addEventListener('drop', (e) => {
+  el.drop.addEventListener('drop', async (e) => {
     e.preventDefault();
     el.drop.classList.remove('over');
-    take([...e.dataTransfer.files]);
+    try {
+      take(await droppedFiles(e.dataTransfer)); // folders walked
+    } catch (err) {
+      status(`Could not read the dropped files: ${err.message}`);
+    }
   });
 
   // Draws the heads of the chosen layer over the first `rows` tokens (causal rows do not change
   // as later tokens come, so the growing picture is the model's attention at each step).
   function draw(ids, attention, rows) {
     const c = model.config, l = Number(el.layer.value || 0), n = ids.length, group = c.heads / c.kvHeads;
-    const labels = Array.from(ids, (id) => model.tokenizer.piece(id).replace(/\n/g, '⏎'));
+    const labels = Array.from(ids, label);
     const maps = attention[l].map((w, h) => {
       const cut = new Float32Array(n * n);
       for (let i = 0; i < rows; i++) cut.set(w.subarray(i * n, i * n + i + 1), i * n);
@@ -132,33 +316,135 @@ export function createLlama2cView(el, { lib }) {
       return { title: `layer ${l + 1}, head ${h + 1}: ${named.name} ${named.score.toFixed(2)}` +
         `${group > 1 ? ` (K/V head ${kv + 1}, shared with heads ${kv * group + 1}–${kv * group + group})` : ''}`, weights: cut };
     });
-    heatmaps.render({ maps, n, m: n, rowLabels: labels, colLabels: labels });
+    // many heads on a narrow screen: thumbnails a few to a row, a click on a title shows one large and labelled
+    const thumbs = maps.length > 4 && el.grid.clientWidth < 600;
+    heatmaps.render({ maps, n, m: n, rowLabels: labels, colLabels: labels, columns: thumbs ? maps.length : 0 });
+  }
+
+  // The probe's result for many heads: one cell per head, colour = induction score (0..1), the
+  // heads named induction heads marked; a click shows that layer's heads on the probe.
+  function probeTable(heads, showLayer) {
+    const c = model.config, table = document.createElement('table');
+    table.className = 'heads-table';
+    table.createCaption().textContent = `Induction score of each head (colour: 0 dark … 1 yellow; ● at ${NAMED_AT} or more). `
+      + 'Click a head to see its layer on the probe.';
+    const top = table.createTHead().insertRow();
+    top.append(document.createElement('th'));
+    for (let h = 0; h < c.heads; h++) {
+      const th = document.createElement('th');
+      th.scope = 'col';
+      th.textContent = String(h + 1);
+      top.append(th);
+    }
+    const body = table.createTBody();
+    for (let l = 0; l < c.layers; l++) {
+      const tr = body.insertRow();
+      const th = document.createElement('th');
+      th.scope = 'row';
+      th.textContent = `L${l + 1}`;
+      tr.append(th);
+      for (const hd of heads.filter((x) => x.layer === l)) {
+        const s = hd.scores.induction, b = document.createElement('button');
+        b.type = 'button';
+        b.style.background = viridisCss(Math.min(1, s));
+        b.classList.toggle('named', s >= NAMED_AT);
+        b.classList.toggle('light', s > 0.6); // a dark mark on the yellow end
+        b.textContent = s >= NAMED_AT ? '●' : '';
+        b.title = `layer ${l + 1}, head ${hd.head + 1}: induction ${s.toFixed(2)}, previous token ${hd.scores['previous token'].toFixed(2)}`
+          + ` (${hd.name})`;
+        b.setAttribute('aria-label', b.title);
+        b.addEventListener('click', () => showLayer(l));
+        tr.insertCell().append(b);
+      }
+    }
+    return table;
   }
 
   // Every head of every layer on the standard probe: random tokens, then the same tokens again.
-  el.probe.addEventListener('click', () => {
+  // One forward pass, then the heads scored a layer at a time with the page free in between.
+  el.probe.addEventListener('click', async () => {
     if (!model) return;
-    const c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
-    // BOS, then ordinary pieces: past the byte pieces (3..258) when the vocabulary has room, else past <unk>, <s>, </s>
-    const tokens = [1, ...probeTokens(c.vocab, half, 5, c.vocab >= 259 + half ? 259 : 3)];
-    const heads = scoreHeads(model.forward(tokens).attention, tokens);
-    const induction = describeInduction(heads);
-    names.replaceChildren(...heads.map((h) => {
-      const li = document.createElement('li');
-      li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
-        `(induction ${h.scores.induction.toFixed(2)}, previous token ${h.scores['previous token'].toFixed(2)})`;
-      return li;
-    }));
-    el.panel.dataset.probe = JSON.stringify(heads.map((h) => ({ layer: h.layer, head: h.head, name: h.name, induction: h.scores.induction })));
-    el.panel.dataset.induction = induction.found ? 'found' : 'none';
-    status(`On ${half} random tokens shown twice, ${induction.text}` + (induction.found
-      ? ': it looks from each repeated token to the token that followed it the first time. Type a phrase twice and '
-        + 'generate to see it jump back on your words.'
-      : '. This model has not learned to copy from earlier in its context.'));
+    const mine = ++run, c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
+    const vocab = Math.min(c.vocab, model.tokenizer?.vocabSize ?? model.tokenizer?.pieces?.length ?? c.vocab);
+    // a start token, then ordinary pieces: past the byte pieces (3..258) when the vocabulary has room, else past <unk>, <s>, </s>
+    const bos = kind === 'llama2c' ? 1 : [model.huggingFace.config.bos_token_id].flat()[0];
+    const start = Number.isInteger(bos) && bos >= 0 && bos < c.vocab ? [bos] : [];
+    const tokens = [...start, ...probeTokens(vocab, half, 5, vocab >= 259 + half ? 259 : 3)];
+    const many = c.layers * c.heads > MANY_HEADS;
+    const signal = many ? startBusy('probe') : null;
+    el.probe.disabled = true;
+    try {
+      if (many) {
+        status(`Running the probe (${tokens.length} tokens) through ${c.layers} layers…`);
+        await frame();
+      }
+      const { attention } = model.forward(tokens);
+      const heads = [];
+      for (let l = 0; l < c.layers; l++) {
+        attention[l].forEach((w, head) => {
+          const scores = scoreHead(w, tokens);
+          heads.push({ layer: l, head, scores, ...nameHead(scores) });
+        });
+        if (many) {
+          if (signal.aborted || mine !== run) throw signal.reason ?? new DOMException('superseded', 'AbortError');
+          el.progress.max = c.layers;
+          el.progress.value = l + 1;
+          el.bytes.textContent = `layer ${l + 1} of ${c.layers}`;
+          await frame();
+        }
+      }
+      if (mine !== run) return;
+      const induction = describeInduction(heads);
+      const probeView = { ids: Int32Array.from(tokens), attention, rows: tokens.length };
+      if (many) {
+        names.replaceChildren();
+        const showLayer = (l) => {
+          el.layer.value = String(l);
+          last = probeView;
+          draw(probeView.ids, attention, probeView.rows);
+          markLayer();
+        };
+        const found = heads.filter((h) => h.scores.induction >= NAMED_AT).sort((a, b) => b.scores.induction - a.scores.induction);
+        const list = document.createElement('p');
+        list.className = 'note';
+        list.textContent = found.length ? `Induction heads (score ${NAMED_AT} or more): ${found.slice(0, 12)
+          .map((h) => `L${h.layer + 1} H${h.head + 1} ${h.scores.induction.toFixed(2)}`).join(', ')}${found.length > 12 ? `, and ${found.length - 12} more` : ''}.`
+          : `No head reaches an induction score of ${NAMED_AT}.`;
+        el.table.replaceChildren(probeTable(heads, showLayer), list);
+        el.table.hidden = false;
+        markLayer();
+      } else {
+        el.table.replaceChildren();
+        el.table.hidden = true;
+        names.replaceChildren(...heads.map((h) => {
+          const li = document.createElement('li');
+          li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
+            `(induction ${h.scores.induction.toFixed(2)}, previous token ${h.scores['previous token'].toFixed(2)})`;
+          return li;
+        }));
+      }
+      el.panel.dataset.probe = JSON.stringify(heads.map((h) => ({ layer: h.layer, head: h.head, name: h.name, induction: h.scores.induction })));
+      el.panel.dataset.induction = induction.found ? 'found' : 'none';
+      status(`On ${half} random tokens shown twice, ${induction.text}` + (induction.found
+        ? ': it looks from each repeated token to the token that followed it the first time. Type a phrase twice and '
+          + 'generate to see it jump back on your words.'
+        : '. This model has not learned to copy from earlier in its context.'));
+    } catch (e) {
+      if (mine === run) status(isAbort(e) ? 'Cancelled: the probe stopped.' : e.message);
+    } finally {
+      if (signal) endBusy(signal);
+      el.probe.disabled = !model;
+    }
   });
 
-  let last = null; // { ids, attention, rows } of the last generation
-  el.layer.addEventListener('change', () => { if (last) draw(last.ids, last.attention, last.rows); });
+  // the probe table's row of the layer shown
+  const markLayer = () => {
+    for (const tr of el.table.querySelectorAll('tbody tr')) tr.classList.toggle('picked', tr.sectionRowIndex === Number(el.layer.value));
+  };
+  el.layer.addEventListener('change', () => {
+    markLayer();
+    if (last) draw(last.ids, last.attention, last.rows);
+  });
 
   el.form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -170,19 +456,19 @@ export function createLlama2cView(el, { lib }) {
       const cap = Math.min(c.maxLen, MAX_SHOWN), asked = Number(el.count.value);
       const room = cap - prompt.length;
       if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${cap}`);
-      const want = Math.min(asked, room);
+      const want = Math.min(asked, room), stop = stopToken();
       const t0 = performance.now();
-      const out = model.generate(prompt, marks() ? { maxTokens: want, stop: 1 } : { maxTokens: want });
+      const out = model.generate(prompt, stop ? { maxTokens: want, stop: stop.id } : { maxTokens: want });
       const ms = performance.now() - t0;
       const ids = Int32Array.from([...prompt, ...out]);
       const { attention } = model.forward(ids);
       el.panel.dataset.tokens = JSON.stringify([...out]);
       // why it stopped where it did, when that is before the count asked for
-      const why = out.length < want || out.at(-1) === 1 && marks()
-        ? 'it stopped at the start-of-text token <s> (id 1), where llama2.c\'s models end a text'
+      const atStop = stop && (out.length < want || out.at(-1) === stop.id);
+      const why = atStop ? `it stopped at ${stop.name}`
         : want < asked ? `it stopped at ${want}: ${cap === c.maxLen ? `the model reads at most ${c.maxLen} tokens` : `this view `
           + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
-      el.panel.dataset.stop = out.length < want || (out.at(-1) === 1 && marks()) ? 'bos' : want < asked ? 'length' : '';
+      el.panel.dataset.stop = atStop ? 'bos' : want < asked ? 'length' : '';
       status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache)`
         + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
       // token by token: the text grows and each head gains the new token's row
@@ -197,4 +483,7 @@ export function createLlama2cView(el, { lib }) {
       status(err.message);
     }
   });
+
+  // the page's width changed: the heads are laid out again for it
+  return { resize: () => { if (model && last) draw(last.ids, last.attention, last.rows); } };
 }

@@ -1,0 +1,196 @@
+// hub.js: the files of a model, from this device or from the Hugging Face Hub, for "Open a model
+// file" (llama2c.js). Picked or dropped files (folders walked) are sorted by name into a llama2.c
+// pair or a Hugging Face set; a Hub id is fetched from the Hub's resolve URLs only
+// (${hub}/${id}/resolve/main/${file}), with the size said first, progress in bytes and an
+// AbortSignal that stops it. Nothing is sent anywhere else: no analytics, no other host (the Hub
+// itself may redirect a large file to its own download host).
+
+export const HUB = 'https://huggingface.co';
+const FILES = { config: 'config.json', tokenizer: 'tokenizer.json', weights: 'model.safetensors', index: 'model.safetensors.index.json' };
+
+/**
+ * The Hub to fetch from: https://huggingface.co, or the page's ?hub= URL parameter when it is an
+ * http(s) URL. The parameter exists for the browser test (tests/browser/huggingface.test.js), which
+ * serves a mock Hub on 127.0.0.1.
+ */
+export function hubBase(search = globalThis.location?.search ?? '') {
+  const given = new URLSearchParams(search).get('hub');
+  if (!given) return HUB;
+  try {
+    const u = new URL(given);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return u.href.replace(/\/+$/, '');
+  } catch { /* not a URL: the default */ }
+  return HUB;
+}
+
+// The Hub's own rule: owner and name of letters, digits, '-', '_' and '.', neither starting nor
+// ending with '-' or '.', no '--' or '..', at most 96 characters each.
+const PART = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$/;
+
+/** null when id is a Hub model id owner/name, else why it is not (a sentence for the status line). */
+export function checkHubId(id) {
+  const parts = id.split('/');
+  if (parts.length !== 2) return `"${id}" is not a Hub id: write it as owner/name, e.g. HuggingFaceTB/SmolLM2-135M`;
+  for (const p of parts) {
+    if (!PART.test(p) || p.includes('--') || p.includes('..')) {
+      return `"${id}" is not a Hub id: "${p}" may hold only letters, digits, '-', '_' and '.', start and end with a letter or digit, and hold no '--' or '..'`;
+    }
+  }
+  return null;
+}
+
+// Read when this module is first imported: main.js rewrites the address bar to the page's own
+// settings at start-up, which drops ?hub=.
+export const PAGE_HUB = hubBase();
+
+export const hubUrl = (base, id, file) => `${base}/${id}/resolve/main/${file.split('/').map(encodeURIComponent).join('/')}`;
+
+/** Bytes as the status line says them: 123.4 MB (decimal, as the Hub says them), 12.3 kB or 123 bytes. */
+export function formatMB(n) {
+  return n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} kB` : `${n} bytes`;
+}
+
+async function get(url, file, signal, method = 'GET') {
+  // credentials 'omit': no cookies go to the Hub either
+  const r = await fetch(url, { method, signal, credentials: 'omit', referrerPolicy: 'no-referrer' });
+  // a body nobody reads leaves the request open until it is dropped (Chromium then counts it aborted)
+  if (method === 'HEAD' || !r.ok) await r.arrayBuffer().catch(() => {});
+  if (!r.ok) {
+    const e = new Error(`Could not fetch ${file}: HTTP ${r.status}${r.statusText ? ` ${r.statusText}` : ''} at ${url}`
+      + (r.status === 401 || r.status === 403 ? ' (a gated or private model: download it on the Hub and drop its files here)' : ''));
+    e.status = r.status;
+    throw e;
+  }
+  return r;
+}
+
+// The size a response says: Content-Length, or the Hub's X-Linked-Size for a file it stores apart.
+function sizeOf(r) {
+  const n = Number(r.headers.get('content-length') ?? r.headers.get('x-linked-size'));
+  return Number.isFinite(n) && n > 0 ? n : null;
+}
+
+/** A body read chunk by chunk into one buffer, onBytes(n) after each chunk; size: the expected length or null. */
+async function readBody(r, size, onBytes) {
+  const reader = r.body.getReader();
+  let buf = new Uint8Array(size ?? 1 << 20), at = 0;
+  for (;;) {
+    const { done, value } = await reader.read(); // rejects with an AbortError when the signal fires
+    if (done) break;
+    if (at + value.length > buf.length) { // longer than said: grow (doubling)
+      const bigger = new Uint8Array(Math.max(buf.length * 2, at + value.length));
+      bigger.set(buf.subarray(0, at));
+      buf = bigger;
+    }
+    buf.set(value, at);
+    at += value.length;
+    onBytes(value.length);
+  }
+  return at === buf.length ? buf : buf.slice(0, at);
+}
+
+/**
+ * Fetches a model's Hugging Face files from the Hub: config.json, tokenizer.json, then
+ * model.safetensors or (when that is 404) model.safetensors.index.json and every shard it names.
+ * onStatus(text), onSize(total bytes of the weights or null, files), onProgress(done, total).
+ * Returns { config, tokenizer, weights: Uint8Array[], files: [name], bytes }. Throws on any HTTP
+ * error (naming the file, the URL and the status) and with an AbortError when signal fires.
+ */
+export async function fetchHubModel({ base, id, signal, onStatus = () => {}, onSize = () => {}, onProgress = () => {} }) {
+  const why = checkHubId(id);
+  if (why) throw new Error(why);
+  const url = (file) => hubUrl(base, id, file);
+  onStatus(`Fetching ${id}'s ${FILES.config} and ${FILES.tokenizer} from ${new URL(base).host}…`);
+  const config = await (await get(url(FILES.config), FILES.config, signal)).text();
+  const tokenizer = await (await get(url(FILES.tokenizer), FILES.tokenizer, signal)).text();
+  // one file, or shards: HEAD model.safetensors first (its size, before any weight is fetched)
+  let files, sizes;
+  try {
+    const head = await get(url(FILES.weights), FILES.weights, signal, 'HEAD');
+    files = [FILES.weights];
+    sizes = [sizeOf(head)];
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    const index = await (await get(url(FILES.index), `${FILES.index} (there is no ${FILES.weights})`, signal)).json();
+    const map = index?.weight_map;
+    if (!map || typeof map !== 'object') throw new Error(`${FILES.index} at ${url(FILES.index)} has no weight_map`);
+    files = [...new Set(Object.values(map))].sort();
+    if (!files.length || files.some((f) => typeof f !== 'string' || f.includes('..'))) {
+      throw new Error(`${FILES.index} at ${url(FILES.index)} names no usable shard files`);
+    }
+    sizes = [];
+    for (const f of files) sizes.push(sizeOf(await get(url(f), f, signal, 'HEAD')));
+  }
+  const known = sizes.every((s) => s !== null);
+  const total = known ? sizes.reduce((a, b) => a + b, 0) : null;
+  onSize(total, files);
+  let done = 0;
+  const weights = [];
+  for (let k = 0; k < files.length; k++) {
+    onStatus(`Fetching ${files[k]}${files.length > 1 ? ` (${k + 1} of ${files.length})` : ''}${total ? `: ${formatMB(total)} in all` : ''}…`);
+    const r = await get(url(files[k]), files[k], signal);
+    const size = sizes[k] ?? sizeOf(r);
+    weights.push(await readBody(r, size, (n) => {
+      done += n;
+      onProgress(done, total);
+    }));
+  }
+  return { config, tokenizer, weights, files, bytes: done };
+}
+
+/**
+ * Sorts files by name: { kind: 'huggingface', config, weights: [File], index, tokenizer } when a
+ * config.json or .safetensors is among them, { kind: 'llama2c', model, tokenizer } for .bin files,
+ * or { kind: null }. Files in a dropped folder count by their base name.
+ */
+export function sortFiles(list) {
+  const base = (f) => f.name.split('/').pop().toLowerCase();
+  const hf = list.filter((f) => base(f) === 'config.json' || base(f).endsWith('.safetensors') || base(f) === 'tokenizer.json'
+    || base(f) === FILES.index);
+  if (hf.some((f) => base(f) === 'config.json' || base(f).endsWith('.safetensors'))) {
+    return {
+      kind: 'huggingface',
+      config: hf.find((f) => base(f) === 'config.json') ?? null,
+      tokenizer: hf.find((f) => base(f) === 'tokenizer.json') ?? null,
+      index: hf.find((f) => base(f) === FILES.index) ?? null,
+      weights: hf.filter((f) => base(f).endsWith('.safetensors')),
+    };
+  }
+  const bins = list.filter((f) => base(f).endsWith('.bin'));
+  if (bins.length) return { kind: 'llama2c', list: bins };
+  return { kind: null };
+}
+
+/** Every file of a drop, folders walked (DataTransferItem.webkitGetAsEntry); plain files when entries are not offered. */
+export async function droppedFiles(dataTransfer) {
+  const entries = [...(dataTransfer.items ?? [])].map((it) => it.webkitGetAsEntry?.()).filter(Boolean);
+  if (!entries.length) return [...dataTransfer.files];
+  const out = [];
+  const file = (entry) => new Promise((resolve, reject) => entry.file(resolve, reject));
+  // readEntries returns a batch at a time (100 in Chromium): read until it returns none
+  const children = async (dir) => {
+    const reader = dir.createReader(), all = [];
+    for (;;) {
+      const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+      if (!batch.length) return all;
+      all.push(...batch);
+    }
+  };
+  const walk = async (entry, depth) => {
+    if (entry.isFile) out.push(await file(entry));
+    else if (entry.isDirectory && depth < 4) for (const c of await children(entry)) await walk(c, depth + 1);
+  };
+  for (const e of entries) await walk(e, 0);
+  return out;
+}
+
+/** The dtypes a safetensors file's header lists (e.g. ['BF16']), [] when it cannot be read: for the status line. */
+export function safetensorsDtypes(bytes) {
+  try {
+    const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+    return [...new Set(Object.entries(header).filter(([k]) => k !== '__metadata__').map(([, t]) => t.dtype))];
+  } catch {
+    return [];
+  }
+}
