@@ -7,6 +7,10 @@
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
 //                 (random tokens read twice); limit: the tokenizer's size (the guesses' range).
 //                 The page's codec (lab/codec.js) makes them, so the worker reads any tokenizer.
+//               { type: 'run', ..., file: 'opened-<n>', bytes? }   the model open in the page's
+//                 "Open a model file" (web/opened.js): file is its key, bytes (an ArrayBuffer,
+//                 transferred) its library checkpoint (model.save()), sent with the first run on
+//                 it only; the worker keeps that one model (the one before is freed).
 // Messages out (each with its request's id; the page drops those of older requests):
 //               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
 //               { type: 'result', id, ... }   see run() below; every array is a plain one
@@ -31,11 +35,25 @@ function model(lib, file) {
   return models.get(file);
 }
 
+// The model opened in the page: one at a time, by its key.
+let opened = null; // { key, promise }
+function openedModel(lib, key, bytes) {
+  if (opened?.key !== key) {
+    if (!bytes) throw new Error('the worker does not have this opened model: run it again');
+    const old = opened;
+    opened = { key, promise: Promise.resolve().then(() => lib.loadModel(new Uint8Array(bytes), { training: false })) };
+    opened.promise.catch(() => { if (opened?.key === key) opened = null; });
+    old?.promise.then((m) => m.dispose(), () => {});
+  }
+  return opened.promise;
+}
+
 class Superseded extends Error {}
 
-async function run({ id, file, ids: idList, bad: badList, period, probe: probeList, limit }) {
+async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: probeList, limit }) {
   const lib = await libPromise;
-  const m = await model(lib, file);
+  const m = await (file.startsWith('opened-') ? openedModel(lib, file, bytes) : model(lib, file));
+  if (latest !== id) throw new Superseded(); // a newer request came while the model loaded
   const { layers, heads, vocab } = m.config;
   const ids = Int32Array.from(idList), bad = Int32Array.from(badList), probe = Int32Array.from(probeList);
   if (!(period >= 2 && period < ids.length)) throw new Error('the text is not a phrase read twice ("phrase. phrase")');

@@ -257,3 +257,74 @@ test('picked files: the model loads, the probe fills a 12 x 12 table, a clicked 
   assert.deepEqual(await unexpected(), []);
   await page.close();
 });
+
+// Issue 43, section 4: "What does this head do?" runs on the model opened here. The picked files'
+// model is offered in the circuits panel's picker; chosen, its checkpoint goes to the panel's worker,
+// the learned panel's text is read twice with its own tokenizer, and every grid has its 12 layers
+// x 12 heads, inside the panel's box at 1280 and at 390 px. Screenshots in /tmp/circuits-shots.
+test('the opened model in "What does this head do?": 12 layers x 12 heads ablated, patched and lensed', async (t) => {
+  const CIRCUIT_SHOTS = '/tmp/circuits-shots';
+  mkdirSync(CIRCUIT_SHOTS, { recursive: true });
+  const { page, unexpected } = await openPanel();
+  await page.setInputFiles('#l2files', ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => join(dir, f)));
+  await page.waitForSelector('#llama2c[data-loaded="1"]', { timeout: LONG });
+  await page.waitForSelector('#hdmodel option[value="opened"]', { state: 'attached', timeout: LONG });
+  assert.equal(await page.textContent('#hdmodel option[value="opened"]'), 'Opened: GPT2LMHeadModel (model.safetensors)');
+  assert.equal(await page.isHidden('#hdmodel-field'), false, 'the picker is shown: there is a choice');
+  await page.selectOption('#hdmodel', 'opened');
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#circuits');
+    return s.dataset.state === 'error' || (s.dataset.state === 'ready' && (s.dataset.file ?? '').startsWith('opened-')
+      && JSON.parse(s.dataset.result).file === s.dataset.file);
+  }, null, { timeout: 2 * LONG });
+  const status = await page.textContent('#hdstatus');
+  t.diagnostic(status);
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', status);
+  assert.match(status, /^12 layers x 12 heads, 288 ablations in [\d.]+ s .* bits per piece/);
+  const result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  assert.equal(result.rows.filter((r) => r.mode === 'zero').length, 144);
+  assert.equal(result.resid.length, 12);
+  assert.deepEqual([...new Set(result.z.map((r) => r.length))], [12]);
+  assert.match(await page.textContent('#hdtexts'), /^Clean: .+Corrupted/);
+  // the grids: a row per layer, a cell per head
+  const rows = (sel, cells) => page.$$eval(`${sel} tr`, (trs, c) => trs.slice(1).map((tr) => tr.querySelectorAll(c).length), cells);
+  assert.deepEqual(await rows('#hdgrid', '.grid-cell'), Array(12).fill(12));
+  assert.deepEqual(await rows('#hdz', 'td'), Array(12).fill(12));
+  assert.equal((await rows('#hdresid', 'td')).length, 12);
+  assert.equal((await rows('#hdlens', 'td')).length, 12);
+  assert.equal(await page.$$eval('#hdgrid .grid-cell[aria-pressed="true"]', (b) => b.length), 1);
+  await page.click('#hdgrid tr:nth-child(12) td:nth-of-type(12) .grid-cell');
+  assert.match(await page.textContent('#hdhead-title'), /^Layer 11, head 12 \(/);
+  assert.equal(await page.$$eval('#hdpromoted li', (l) => l.length), 5);
+  for (const [w, h] of [[1280, 800], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await page.waitForTimeout(400);
+    // the panel's wide grids scroll inside their boxes: neither the panel nor its box is wider than the window
+    const overflow = await page.$eval('#circuits', (s) => ({ panel: s.scrollWidth - s.clientWidth,
+      window: Math.round(s.getBoundingClientRect().right - window.innerWidth) }));
+    assert.ok(overflow.panel <= 1 && overflow.window <= 0, `the panel overflows at ${w} px: ${JSON.stringify(overflow)}`);
+    await page.locator('#circuits').screenshot({ path: join(CIRCUIT_SHOTS, `opened-${w}.png`) });
+    for (const part of ['hdgrid', 'hdresid', 'hdz', 'hdlens']) await page.locator(`#${part}`).screenshot({ path: join(CIRCUIT_SHOTS, `opened-${part}-${w}.png`) });
+  }
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready');
+
+  // another model opened (the sample pair, llama2.c's files): the choice is replaced, and the panel,
+  // on the opened model, runs again on the new one with its llama2.c tokenizer
+  const before = await page.getAttribute('#circuits', 'data-file');
+  await page.click('#l2sample');
+  await page.waitForFunction(() => /^Opened: .*\.bin$/.test(document.querySelector('#hdmodel option[value="opened"]')?.textContent ?? ''),
+    null, { timeout: LONG });
+  assert.equal(await page.$$eval('#hdmodel option[value="opened"]', (os) => os.length), 1);
+  await page.waitForFunction((prev) => {
+    const s = document.querySelector('#circuits');
+    return s.dataset.state === 'error' || (s.dataset.state === 'ready' && s.dataset.file !== prev && (s.dataset.file ?? '').startsWith('opened-')
+      && JSON.parse(s.dataset.result).file === s.dataset.file);
+  }, before, { timeout: 2 * LONG });
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', await page.textContent('#hdstatus'));
+  assert.equal(await page.inputValue('#hdmodel'), 'opened');
+  assert.match(await page.textContent('#hdstatus'), /bits per token/);
+  const sample = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
+  assert.ok(sample.rows.length > 0 && sample.rows.length < 288, 'the sample is a smaller model');
+  assert.deepEqual(await unexpected(), []);
+  await page.close();
+});

@@ -10,10 +10,15 @@ import { corruptFirstCopy, corruptFirstCopyIds } from '../../lab/circuits.js';
 import { modelCatalog } from './learned.js';
 import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
 import { charsCodec, entryCodec } from '../../lab/codec.js';
+import { onOpened, openedCodec, openedModel } from '../opened.js';
 
 const SHOWN = 64; // tokens at most: the learned panel's
 const MODELS = new URL('../models/', import.meta.url);
 const headName = (l, h) => `L${l + 1} H${h + 1}`;
+const OPENED = 'opened'; // the picker's value for the model open in "Open a model file" (opened.js)
+// what a head promotes is searched over at most this many tokens of an opened model's vocabulary
+// (one headAttribution call per token: a 50,000-token vocabulary would take minutes)
+const PROMOTED_MAX = 4096;
 
 // A diverging colour for x in [-1, 1]: blue below 0, white at 0, red above.
 function diverging(x) {
@@ -47,6 +52,8 @@ export function createCircuitsView(el, { lib }) {
   let text = '';
   const chosen = new Map(); // form id -> file
   let pending = 0; // the timer of a run waiting for typing to pause
+  let sent = null; // the key of the opened model whose bytes the worker has (opened.js)
+  let shown = null; // the opened model's key when the result drawn is its
 
   const heatmap = createHeatmapView({ grid: el.pattern, legend: el.patternLegend, readout: el.patternReadout, name: 'head-pattern',
     onCursor: ([i]) => showPromoted(i) });
@@ -56,11 +63,13 @@ export function createCircuitsView(el, { lib }) {
       worker = new Worker(new URL('../circuits-worker.js', import.meta.url), { type: 'module' });
       worker.onmessage = (e) => receive(e.data);
       worker.onerror = (e) => fail(e.message || 'the worker failed to start');
+      sent = null;
     }
     return worker;
   }
 
   function fail(message) {
+    sent = null; // the worker may not have kept the opened model: its bytes go again next time
     el.panel.dataset.state = 'error';
     el.status.textContent = `Could not run: ${message}`;
   }
@@ -77,20 +86,46 @@ export function createCircuitsView(el, { lib }) {
     chosen.set(form.id, el.model.value);
     start();
   });
+  // a model opened (or another one, or none): the picker offers it; when it was the one picked,
+  // the panel runs on the new one (or goes back to the shipped ones)
+  onOpened((o) => {
+    if (!form) return;
+    if (chosen.get(form.id) === OPENED || shown || !el.model.options.length) start();
+    else fillPicker(lastOptions);
+  });
+  let lastOptions = [];
+  // the shipped models of this form, then the opened model; shown when there is a choice
+  function fillPicker(options) {
+    lastOptions = options;
+    const o = openedModel();
+    const items = options.map((e) => new Option(e.file.replace(/\.safetensors$/, ''), e.file));
+    if (o) items.push(new Option(`Opened: ${o.name}`, OPENED));
+    const value = el.model.value;
+    el.model.replaceChildren(...items);
+    if (items.some((i) => i.value === value)) el.model.value = value;
+    el.modelField.hidden = items.length < 2;
+  }
   el.mode.addEventListener('change', () => draw());
 
   async function start() {
     const list = await modelCatalog();
     const entry = pick(list);
     const options = optionsOf(list);
-    el.modelField.hidden = options.length < 2;
-    el.model.replaceChildren(...options.map((e) => new Option(e.file.replace(/\.safetensors$/, ''), e.file)));
+    fillPicker(options);
+    const o = openedModel();
+    // the opened model when picked, or when this form has no shipped model that read real text
+    if (o && (chosen.get(form.id) === OPENED || !entry)) {
+      el.model.value = OPENED;
+      startOpened(o);
+      return;
+    }
     if (!entry) {
       el.panel.dataset.state = 'none';
       el.status.textContent = `No model of ${form.label} here has read real text; pick Softmax in Settings to see its heads tested.`;
       return;
     }
     el.model.value = entry.file;
+    shown = null;
     const request = ++id;
     let c;
     try {
@@ -106,12 +141,7 @@ export function createCircuitsView(el, { lib }) {
     // shifted, a sub-word model's with each merged piece swapped for another
     let twice, ids, bad, period, corrupt;
     if (codec.kind === 'bpe') {
-      const enc = codec.encode(text).ids;
-      twice = codec.period(enc) && enc.length <= entry.length ? text : codec.twice(text, Math.min(SHOWN, entry.length));
-      ids = codec.encode(twice).ids;
-      period = codec.period(ids);
-      bad = corruptFirstCopyIds(ids, period, { from: 259, vocab: codec.vocab });
-      corrupt = codec.tokenizer.decode(bad);
+      ({ twice, ids, period, bad, corrupt } = pieces(codec, entry.length));
     } else {
       const chars = [...text.toLowerCase()].slice(0, SHOWN);
       twice = phrasePeriod(chars) ? chars.join('') : phraseTwice(text.toLowerCase(), Math.min(SHOWN, entry.length));
@@ -130,6 +160,55 @@ export function createCircuitsView(el, { lib }) {
     el.progress.value = 0;
     ensureWorker().postMessage({ type: 'run', id: request, file: entry.file, ids: Array.from(ids), bad: Array.from(bad), period,
       probe: Array.from(codec.probe()), limit: codec.vocab });
+  }
+
+  // the text as a phrase read twice in a sub-word codec's tokens (at most `length`), and its
+  // corrupted twin: each merged piece of the first copy swapped for another
+  function pieces(c, length) {
+    const enc = c.encode(text).ids;
+    const twice = c.period(enc) && enc.length <= length ? text : c.twice(text, Math.min(SHOWN, length));
+    const ids = c.encode(twice).ids;
+    const period = c.period(ids);
+    const bad = corruptFirstCopyIds(ids, period, { from: c.vocab > 259 + 7 ? 259 : 3, vocab: c.vocab });
+    return { twice, ids, period, bad, corrupt: c.tokenizer.decode(bad) };
+  }
+
+  // The model open in "Open a model file": its checkpoint's bytes go to the worker once (it keeps
+  // the model by its key), the text is read with its own tokenizer.
+  function startOpened(o) {
+    const request = ++id;
+    const w = ensureWorker(); // first: a new worker has no model yet
+    let c, t, bytes = null;
+    try {
+      c = openedCodec(o);
+      t = pieces(c, Math.min(SHOWN, o.config.maxLen));
+      if (!t.period) throw new Error(`its tokenizer does not read "${text.slice(0, 40)}" as a phrase read twice`);
+      if (sent !== o.key) {
+        bytes = o.bytes();
+        // a buffer of its own to transfer (not a view into a larger one)
+        if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = bytes.slice();
+      }
+    } catch (e) {
+      fail(e.message);
+      return;
+    }
+    codec = c;
+    shown = o.key;
+    el.texts.replaceChildren(
+      cell('span', 'Clean: '), cell('code', t.twice), document.createElement('br'),
+      cell('span', 'Corrupted (the first copy\'s tokens swapped for others): '), cell('code', t.corrupt));
+    el.panel.dataset.state = 'running';
+    el.panel.dataset.file = o.key;
+    el.status.textContent = `Testing the heads of ${o.name} (${o.config.layers} layers x ${o.config.heads} heads)`
+      + `${bytes ? `, its ${(bytes.length / 2 ** 20).toFixed(1)} MiB checkpoint sent to the worker` : ''}…`;
+    el.progress.value = 0;
+    const msg = { type: 'run', id: request, file: o.key, ids: Array.from(t.ids), bad: Array.from(t.bad), period: t.period,
+      probe: Array.from(c.probe()), limit: Math.min(c.vocab, PROMOTED_MAX) };
+    if (bytes) {
+      msg.bytes = bytes.buffer;
+      sent = o.key;
+    }
+    w.postMessage(msg, bytes ? [bytes.buffer] : []);
   }
 
   function receive(msg) {
@@ -200,7 +279,9 @@ export function createCircuitsView(el, { lib }) {
     const rows = result.ablation.rows.filter((r) => r.mode === mode);
     const max = Math.max(1e-9, ...rows.map((r) => Math.abs(r.second)), ...rows.map((r) => Math.abs(r.first)));
     const table = document.createElement('table');
-    table.className = 'grid-table';
+    // many heads (an opened model's 12): narrower cells, the first copy's number without its "1st"
+    const many = result.heads > 6;
+    table.className = many ? 'grid-table many' : 'grid-table';
     const head = document.createElement('tr');
     head.append(cell('th', ''), ...Array.from({ length: result.heads }, (_, h) => cell('th', `head ${h + 1}`)));
     table.append(head);
@@ -214,7 +295,7 @@ export function createCircuitsView(el, { lib }) {
         b.type = 'button';
         b.className = 'grid-cell';
         b.style.background = diverging(r.second / max);
-        b.append(cell('strong', `${r.second >= 0 ? '+' : ''}${r.second.toFixed(2)}`), cell('small', `1st ${r.first >= 0 ? '+' : ''}${r.first.toFixed(2)}`));
+        b.append(cell('strong', `${r.second >= 0 ? '+' : ''}${r.second.toFixed(2)}`), cell('small', `${many ? '' : '1st '}${r.first >= 0 ? '+' : ''}${r.first.toFixed(2)}`));
         b.title = `${headName(l, h)} (${result.names[l][h]}), ${mode}-ablated: ${r.second.toFixed(3)} bits per ${codec.unit} on the second copy, `
           + `${r.first.toFixed(3)} on the first. Click to see its pattern and what it promotes.`;
         b.setAttribute('aria-pressed', String(picked.layer === l && picked.head === h));
