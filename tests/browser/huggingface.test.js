@@ -118,6 +118,14 @@ before(async () => {
   writeFileSync(join(dir, 'config.json'), config);
   writeFileSync(join(dir, 'model.safetensors'), saved.weights);
   writeFileSync(join(dir, 'tokenizer.json'), TOKENIZER);
+  // SmolLM2-135M's grid, 30 layers x 9 heads (3 K/V heads), as a LlamaForCausalLM in a folder of its own
+  const smol = lib.createModel({ vocab, dModel: 72, heads: 9, kvHeads: 3, layers: 30, maxLen: 128, block: 'llama', tieEmbeddings: true, seed: 3 });
+  const smolSaved = smol.saveHuggingFace({ dtype: 'BF16' });
+  smol.dispose();
+  mkdirSync(join(dir, 'smol'));
+  writeFileSync(join(dir, 'smol', 'config.json'), JSON.stringify(smolSaved.config));
+  writeFileSync(join(dir, 'smol', 'model.safetensors'), smolSaved.weights);
+  writeFileSync(join(dir, 'smol', 'tokenizer.json'), TOKENIZER);
   mkdirSync(SHOTS, { recursive: true });
 });
 after(async () => {
@@ -254,6 +262,32 @@ test('picked files: the model loads, the probe fills a 12 x 12 table, a clicked 
   await page.waitForFunction(() => document.querySelector('#l2heatmaps figcaption')?.textContent.startsWith('layer 12'), null, { timeout: LONG });
   assert.equal(await page.$eval('#l2table tbody tr.picked th', (th) => th.textContent), 'L12', 'the table marks the layer shown');
   await shoot(page, 'files-probe', ['#llama2c', '#l2table', '#l2heatmaps figure']);
+  assert.deepEqual(await unexpected(), []);
+  await page.close();
+});
+
+test('picked files of SmolLM2-135M\'s grid: a 30 x 9 probe table, inside the panel at 1280 and 390 px', async (t) => {
+  const { page, unexpected } = await openPanel();
+  await page.setInputFiles('#l2files', ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => join(dir, 'smol', f)));
+  await page.waitForSelector('#llama2c[data-loaded="1"]', { timeout: LONG });
+  assert.match(await page.textContent('#l2status'), /^Loaded LlamaForCausalLM in \d+ ms: dim 72, 30 layers x 9 heads/);
+  await page.click('#l2probe');
+  await page.waitForSelector('#llama2c[data-probe]', { timeout: LONG });
+  assert.equal(JSON.parse(await page.getAttribute('#llama2c', 'data-probe')).length, 270);
+  assert.equal(await page.$$eval('#l2table tbody tr', (rs) => rs.length), 30);
+  assert.deepEqual(await page.$$eval('#l2table tbody tr', (rs) => [...new Set(rs.map((r) => r.querySelectorAll('td button').length))]), [9]);
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    await page.setViewportSize({ width, height });
+    const fits = await page.$eval('#l2table', (el) => {
+      const box = el.getBoundingClientRect(), panel = el.closest('section').getBoundingClientRect();
+      return box.right <= panel.right + 1 && box.width > 0;
+    });
+    assert.ok(fits, `the 30 x 9 table fits the panel at ${width} px`);
+    const cell = await page.$eval('#l2table tbody td button', (b) => b.getBoundingClientRect());
+    t.diagnostic(`${width} px: a cell is ${cell.width.toFixed(0)} x ${cell.height.toFixed(0)} px`);
+    assert.ok(cell.width >= 12 && cell.height >= 12, `cells stay tappable at ${width} px`);
+  }
+  await shoot(page, 'smol-probe', ['#l2table']);
   assert.deepEqual(await unexpected(), []);
   await page.close();
 });
