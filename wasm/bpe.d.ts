@@ -1,4 +1,5 @@
 // bpe.d.ts: the byte-level BPE tokenizer (wasm/bpe.js, src/model/bpe.h, docs/tokenizers.md).
+import type { HfTokenizer } from './hf-tokenizer.js';
 
 /** A byte-level BPE: <unk>, <s>, </s> at ids 0..2, the 256 bytes at 3..258, then one piece per merge. */
 export interface BpeTokenizer {
@@ -43,6 +44,17 @@ export interface BpeApi {
    * vocabSize pieces (259..8192, default 512), or fewer when the text runs out of pairs.
    */
   trainTokenizer(text: string | Uint8Array, opts?: { vocabSize?: number }): BpeTokenizer;
-  /** Reads a tokenizer.json (object, text or bytes) or llama2.c's tokenizer.bin (bytes) back. */
-  loadTokenizer(source: BpeTokenizerJSON | object | string | Uint8Array | ArrayBuffer): BpeTokenizer;
+  /**
+   * Reads llama2.c's tokenizer.bin (bytes) or this library's own tokenizer.json back (the C
+   * byte-level BPE). The bytes of a Hugging Face tokenizer.json also go through here at run time
+   * and give an HfTokenizer: pass its text or object to have that typed.
+   */
+  loadTokenizer(source: BpeTokenizerJSON | Uint8Array | ArrayBuffer): BpeTokenizer;
+  /**
+   * Reads any tokenizer.json (object, text or bytes): this library's own layout gives a
+   * BpeTokenizer; a Hugging Face file with added tokens, a normalizer, a post-processor, a Split,
+   * Sequence or Metaspace pre-tokenizer, byte fallback or ignore_merges (GPT-2, Llama 2/3, Qwen,
+   * Gemma) gives an HfTokenizer (wasm/hf-tokenizer.js).
+   */
+  loadTokenizer(source: object | string | Uint8Array | ArrayBuffer): BpeTokenizer | HfTokenizer;
 }

@@ -20,12 +20,12 @@ const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}
 const HEX = Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
 const utf8 = new TextEncoder();
 const NORMALIZERS = ['Sequence', 'Prepend', 'Replace', 'NFC', 'NFD', 'NFKC', 'NFKD', 'Lowercase'];
-const PRE_TOKENIZERS = ['Sequence', 'Split', 'ByteLevel', 'Metaspace'];
+const PRE_TOKENIZERS = ['Sequence', 'Split', 'ByteLevel', 'Metaspace', 'Digits'];
 const DECODERS = ['Sequence', 'ByteLevel', 'Replace', 'ByteFallback', 'Fuse', 'Strip', 'Metaspace'];
 const POST_PROCESSORS = ['TemplateProcessing', 'ByteLevel', 'Sequence'];
 
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
-const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * An Oniguruma/Rust pattern (tokenizer.json's Split "Regex") as a JavaScript `u` regex: `(?i:...)`
@@ -58,7 +58,7 @@ export function onigurumaToJs(src) {
       } else if (/[A-Za-z0-9]/.test(n)) {
         if (!'nrtfvbB0123456789'.includes(n) && !(depth === 0 && 'AzZ'.includes(n))) throw new SyntaxError(`the escape \\${n}, which this reader does not translate`);
         out += n === 'A' ? '(?<![\\s\\S])' : n === 'z' ? '(?![\\s\\S])' : n === 'Z' ? '(?=\\n?(?![\\s\\S]))' : `\\${n}`;
-      } else out += '^$\\.*+?()[]{}|/-'.includes(n) ? `\\${n}` : n;
+      } else out += '^$\\.*+?()[]{}|/'.includes(n) || (depth > 0 && n === '-') ? `\\${n}` : n;
       i += 2;
       continue;
     }
@@ -141,33 +141,29 @@ function makeNormalizer(what, n) {
 
 // ---- pre-tokenizers: the pieces of a section, then whether the model reads them as bytes -------
 
-// split text by re (global) with a Split's behaviour: the pieces, in order, none empty
+// split text by re (global) with a Split's behaviour (as the Rust tokenizers define them; on
+// "the-final--countdown" by "-": Isolated the,-,final,-,-,countdown; Removed the,final,countdown;
+// MergedWithPrevious the-,final-,-,countdown; MergedWithNext the,-final,-,-countdown; Contiguous
+// the,-,final,--,countdown), appended to out; no piece is empty
 function splitBy(text, re, behavior, out) {
-  let prev = 0, pending = null; // pending: text to put in front of the next piece (MergedWithNext)
-  const push = (s) => { if (pending !== null) { s = pending + s; pending = null; } if (s.length) out.push(s); };
-  re.lastIndex = 0;
-  let lastWasMatch = false;
+  const base = out.length;
+  let prev = 0, lastMatch = null; // lastMatch: whether the previous piece of this text was a match
+  const piece = (s, isMatch) => {
+    if (behavior === 'Removed' && isMatch) { lastMatch = true; return; }
+    const join = lastMatch !== null && out.length > base && (
+      (behavior === 'Contiguous' && isMatch && lastMatch) ||
+      (behavior === 'MergedWithPrevious' && isMatch && !lastMatch) ||
+      (behavior === 'MergedWithNext' && !isMatch && lastMatch));
+    if (join) out[out.length - 1] += s; else out.push(s);
+    lastMatch = isMatch;
+  };
   for (const m of text.matchAll(re)) {
-    const s = m[0];
-    if (s.length === 0) continue;
-    const gap = text.slice(prev, m.index);
-    if (gap.length) { push(gap); lastWasMatch = false; }
-    switch (behavior) {
-      case 'Removed': break;
-      case 'MergedWithPrevious':
-        if (out.length && (gap.length || lastWasMatch) && pending === null) out[out.length - 1] += s; else push(s);
-        break;
-      case 'MergedWithNext': pending = (pending ?? '') + s; break;
-      case 'Contiguous':
-        if (lastWasMatch && out.length && !gap.length) out[out.length - 1] += s; else push(s);
-        break;
-      default: push(s); // Isolated
-    }
-    lastWasMatch = true;
-    prev = m.index + s.length;
+    if (m[0].length === 0) continue;
+    if (m.index > prev) piece(text.slice(prev, m.index), false);
+    piece(m[0], true);
+    prev = m.index + m[0].length;
   }
-  if (prev < text.length) push(text.slice(prev));
-  else if (pending !== null) out.push(pending);
+  if (prev < text.length) piece(text.slice(prev), false);
   return out;
 }
 
@@ -201,6 +197,10 @@ function makePreTokenizer(what, p, state) {
         }
         return out;
       };
+    }
+    case 'Digits': { // SmolLM's: digits apart from the rest, each alone with individual_digits (ASCII \d, as the oracle)
+      const re = p.individual_digits ? /[^\d]+|\d/gu : /[^\d]+|\d+/gu;
+      return (pieces) => { const out = []; for (const s of pieces) for (const m of s.matchAll(re)) out.push(m[0]); return out; };
     }
     case 'Metaspace': {
       const rep = p.replacement ?? '▁';
@@ -633,7 +633,7 @@ export function hfTokenizerFrom(what, source, config) {
     return hit;
   };
   const modelWord = (w) => {
-    if (!byteLevel && joins.size < 65536 && w.length >= CACHE_LEN) { // cut a long word where merges never join
+    if (!byteLevel && !ignoreMerges && w.length >= CACHE_LEN) { // cut a long word where merges never join
       let at = 0;
       for (let i = w.indexOf(cutBefore, 1); i > 0; i = w.indexOf(cutBefore, i + 1)) {
         const c = w.charCodeAt(i - 1);

@@ -503,12 +503,15 @@ export function huggingFaceMethods(core, lib) {
     if (need + HEADROOM > MEMORY_LIMIT)
       fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in float32` +
         `${training ? ' with gradients and AdamW state' : ''}, and the library's wasm32 memory holds 2 GiB in all; choose a smaller model`);
+    const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer);
+    if (tokenizer && tokenizer.vocabSize > o.vocab)
+      fail(`${what}: the tokenizer has ${tokenizer.vocabSize} ids and config.json's ${row.fields.vocab} is ${o.vocab}: ` +
+        'the model cannot read the ids past its vocabulary; is this tokenizer.json the model\'s own?');
     let found = readShards(args.weights, what);
     // GPT-2's names come with or without "transformer." (GPT2LMHeadModel's or GPT2Model's)
     if (row.kind === 'gpt2' && [...found.keys()].some((n) => n.startsWith('transformer.')))
       found = new Map([...found].map(([n, t]) => [n.replace(/^transformer\./, ''), t]));
     const steps = plan(row, o, found, what);
-    const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer);
     const model = lib.createModel(o, { training, [UNINITIALISED]: !training });
     try {
       const table = tensorTable(model);

