@@ -87,6 +87,12 @@ for (const { name, lib } of builds) {
         assert.ok(cache[k]?.data.every(Number.isFinite), `${arch}: ${k}`);
       assert.deepEqual(cache['blocks.0.attn.hook_pattern'].shape, [4, IDS.length, IDS.length]);
       assert.ok(m.logitLens(IDS).data.every(Number.isFinite));
+      assert.deepEqual(m.headAttribution(IDS).heads.shape, [2, 4, IDS.length]);
+      assert.deepEqual(m.ablationGrid(IDS.slice(0, 8)).shape, [2, 2, 4, 7]);
+      if (m.config.positional === 'rope') { // a stream longer than maxLen through the rolling cache
+        const long = Array.from({ length: 80 }, (_, i) => (i * 13) % 50);
+        assert.ok(m.streamLosses(long, { window: 16 }).every(Number.isFinite), `${arch}: streamLosses`);
+      }
       m.dispose();
     }
   });
