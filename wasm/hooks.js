@@ -1,6 +1,6 @@
 // hooks.js: a model's interpretability calls (docs/interpretability.md): runWithCache,
-// runWithHooks, logitLens, headAttribution and ablationGrid, over the named points of
-// src/model/hooks.h (TransformerLens's names, layers from 0). Types are checked here; names,
+// runWithHooks, logitLens, headAttribution, ablationGrid and patchingGrid, over the named points of
+// src/model/hooks.h, and compositionScores from the weights alone (src/model/composition.h) (TransformerLens's names, layers from 0). Types are checked here; names,
 // layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
 import { checkKeys, describe, fail } from './core.js';
 
@@ -265,5 +265,25 @@ export function installHooks(core, proto, checkTokens) {
       core.check(ex.aw_hooks_patching_grid(this.handle, ip, n, np, fp, stacked.length, tp, op, cp), what);
       return { data: core.readF32(op, L * n * k), shape: [L, n, k], clean: core.readF32(cp, k) };
     });
+  };
+
+  /**
+   * Elhage et al. 2021's composition scores from the weights (src/model/composition.c says what is
+   * folded in): { q, k, v }, each { data: Float32Array, shape: [layers, heads, layers, heads] } where
+   * [l2, h2, l1, h1] is how much the later head (l2, h2)'s queries (q), keys (k) or values (v) read
+   * what the earlier head (l1, h1) writes: ||W_OV^1 W_QK^2||_F / (||W_OV^1||_F ||W_QK^2||_F), with
+   * W_QK^2 transposed for k and W_OV^2 in its place for v; 0 where l1 >= l2. Pre-norm decoders with
+   * softmax attention only.
+   */
+  proto.compositionScores = function compositionScores() {
+    const what = 'compositionScores';
+    live(this, what);
+    const { layers: L, heads: H } = this.config, count = L * H * L * H, shape = [L, H, L, H];
+    return core.withBuffers(what, [{ name: 'q', bytes: count * 4 }, { name: 'k', bytes: count * 4 }, { name: 'v', bytes: count * 4 }],
+      ([qp, kp, vp]) => {
+        core.check(ex.aw_model_composition_scores(this.handle, qp, kp, vp), what);
+        return { q: { data: core.readF32(qp, count), shape }, k: { data: core.readF32(kp, count), shape: [...shape] },
+          v: { data: core.readF32(vp, count), shape: [...shape] } };
+      });
   };
 }

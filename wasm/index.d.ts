@@ -170,7 +170,7 @@ export type {
 export type {
   ModelAttention, ModelLayerForm, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
-  FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution,
+  FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution, CompositionScores,
 } from './model.js';
 export type {
   AttentionName, CausalAttentionName, NonCausalAttentionName, AttentionFamily, AttentionOptionsByForm,

@@ -159,6 +159,16 @@ export interface HookTensor {
 
 export type HookCache = { [name: string]: HookTensor };
 
+/** model.compositionScores(): one [layers, heads, layers, heads] tensor per kind of composition. */
+export interface CompositionScores {
+  /** the later head's queries read the earlier head's output: ||W_OV^1 W_QK^2||_F / (||W_OV^1||_F ||W_QK^2||_F) */
+  q: HookTensor;
+  /** its keys: ||W_OV^1 W_QK^2^T||_F / (||W_OV^1||_F ||W_QK^2||_F) */
+  k: HookTensor;
+  /** its values: ||W_OV^1 W_OV^2||_F / (||W_OV^1||_F ||W_OV^2||_F) */
+  v: HookTensor;
+}
+
 export interface Ablation {
   layer: number;
   head: number;
@@ -287,6 +297,11 @@ export interface Model {
   ablationGrid(ids: ArrayLike<number>, opts?: { modes?: ('zero' | 'mean')[] }): HookTensor & { modes: ('zero' | 'mean')[]; clean: Float32Array };
   /** activation patching over layers x positions: log p(targets[q]) for each (layer, patched position, q); shape [layers, n, n - 1] */
   patchingGrid(ids: ArrayLike<number>, opts: { from: HookCache; name?: 'hook_resid_pre' | 'hook_attn_out' | 'hook_resid_mid' | 'hook_mlp_out' | 'hook_resid_post'; targets?: ArrayLike<number> }): HookTensor & { clean: Float32Array };
+  /** Elhage et al. 2021's Q-, K- and V-composition of every earlier head into every later head, from the weights
+   *  (norm weights folded in, biases and positions left out; docs/interpretability.md): each shape
+   *  [layers, heads, layers, heads], [l2, h2, l1, h1] the earlier head (l1, h1) into the later (l2, h2), 0 where
+   *  l1 >= l2. Pre-norm decoders with softmax attention in every layer; other models are an Error naming why */
+  compositionScores(): CompositionScores;
   /** finite-difference check of every gradient on a random batch (for tests); mutate scales one tensor's analytic gradient */
   gradientCheck(opts?: { batchSize?: number; length?: number; sourceLength?: number; seed?: number; mutate?: { tensor: string; factor: number } }): GradientCheckResult;
   /** frees the wasm memory; later calls throw */

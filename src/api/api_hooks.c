@@ -1,9 +1,11 @@
 // api_hooks.c: the exported C ABI of hooked runs (src/model/hooks.h): model.runWithCache,
-// runWithHooks, logitLens, headAttribution and ablationGrid in wasm/model.js.
+// runWithHooks, logitLens, headAttribution and ablationGrid in wasm/model.js, and the weights-only
+// compositionScores (composition.h).
 #include "api.h"
 
 #include "../kernels/kernels.h"
 #include "../kernels/size.h"
+#include "../model/composition.h"
 #include "../model/hooks.h"
 
 #include <stdio.h>
@@ -127,4 +129,10 @@ AW_API int aw_hooks_patching_grid(aw_model *m, const int32_t *ids, int32_t n, co
                        (int)m->cfg.d_model, want);
     if (aw_find_nonfinite(from, want) != want) return aw_fail(AW_ERR_ARG, "from holds NaN or Infinity");
     return api_done(hook_patching_grid(m, ids, (size_t)n, point, from, targets, out, clean));
+}
+
+// The composition scores (composition.h model_composition_scores): q, k, v (layers, H, layers, H) each.
+AW_API int aw_model_composition_scores(aw_model *m, float *q, float *k, float *v) {
+    aw_clear_error();
+    return api_done(model_composition_scores(m, q, k, v));
 }

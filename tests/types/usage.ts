@@ -3,7 +3,7 @@
 import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
 import type {
   Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo, AttentionName, AttentionLayer, ModelAttention, FormOption,
-  BpeTokenizer, BpeTokenizerJSON,
+  BpeTokenizer, BpeTokenizerJSON, CompositionScores,
 } from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
@@ -39,6 +39,10 @@ const lensShape: number[] = model.logitLens([1, 2, 3]).shape;
 const dla: Float32Array = model.headAttribution([1, 2, 3], { target: 4 }).heads.data;
 const grid: Float32Array = model.ablationGrid([1, 2, 3], { modes: ['zero'] }).clean;
 const patchGrid: number[] = model.patchingGrid([1, 2, 3], { from: run.cache }).shape;
+const composition: CompositionScores = model.compositionScores();
+const kComposition: Float32Array = composition.k.data;
+// @ts-expect-error: compositionScores reads the weights only, no ids
+model.compositionScores([1, 2, 3]);
 model.dispose();
 lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
 
@@ -144,5 +148,5 @@ hf.saveHuggingFace({ dtype: 'F16' });
 export {
   hfArch, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
-  asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames,
+  asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
 };
