@@ -19,6 +19,19 @@ function indexList(what, list) {
   return out;
 }
 
+/**
+ * A hook name as C reads it: a string with no NUL (C would stop at the NUL and read a different
+ * name). Whether the name exists in this model is C's to say, with the list of names.
+ */
+function hookName(what, name) {
+  if (typeof name !== 'string') fail(`${what} must be a hook name (a string), got ${describe(name)}`);
+  const nul = name.indexOf('\0');
+  if (nul >= 0)
+    fail(`${what} is ${describe(name)}, which holds a NUL character (U+0000) at index ${nul}; hook names such as ` +
+      '"hook_embed" or "blocks.0.hook_resid_pre" hold none (runWithCache(ids) without names keeps every point of the model)');
+  return name;
+}
+
 function intArg(what, x) {
   if (!Number.isInteger(x) || Math.abs(x) >= 2 ** 31) fail(`${what} must be an integer, got ${describe(x)}`);
   return x;
@@ -80,8 +93,9 @@ export function installHooks(core, proto, checkTokens) {
     checkKeys(what, opts, ['names']);
     const tok = checkTokens(`${what}: ids`, ids);
     const { names } = opts;
-    if (names !== undefined && (!Array.isArray(names) || !names.every((x) => typeof x === 'string')))
+    if (names !== undefined && !Array.isArray(names))
       fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);
+    names?.forEach((x, i) => hookName(`${what}: names[${i}]`, x));
     return withRun(this, what, tok.length, (r) => {
       if (names === undefined) core.check(ex.aw_hooks_keep(r, 0), what);
       else for (const name of names) core.withStrings(what, [name], ([np]) => core.check(ex.aw_hooks_keep(r, np), what));
@@ -116,7 +130,7 @@ export function installHooks(core, proto, checkTokens) {
     const pa = patch.map((p, i) => {
       const w = `${what}: patch[${i}]`;
       checkKeys(w, p, ['name', 'positions', 'heads', 'from']);
-      if (typeof p.name !== 'string') fail(`${w}: name must be a hook name (a string), got ${describe(p.name)}`);
+      hookName(`${w}: name`, p.name);
       if (p.from === null || typeof p.from !== 'object') fail(`${w}: from must be a cache from runWithCache, got ${describe(p.from)}`);
       const entry = p.from[p.name];
       if (!entry || !(entry.data instanceof Float32Array))
@@ -239,6 +253,7 @@ export function installHooks(core, proto, checkTokens) {
     const tok = checkTokens(`${what}: ids`, ids);
     const name = opts.name ?? 'hook_resid_pre';
     if (typeof name !== 'string') fail(`${what}: name must be a block's point name such as "hook_resid_pre", got ${describe(name)}`);
+    hookName(`${what}: name`, name);
     const { from } = opts;
     if (from === null || typeof from !== 'object') fail(`${what}: from must be a cache from runWithCache, got ${describe(from)}`);
     const { layers: L, dModel: C } = this.config, n = tok.length;
