@@ -3,6 +3,7 @@
 // llama2.c's tokenizer.bin. A tokenizer is its merges (left, right, result ids in rank order)
 // and its pieces' bytes, kept here; the C side is stateless and gets the merges with each call.
 import { checkKeys, describe, fail } from './core.js';
+import { jsonStart, refuseJsonTokenizer } from './llama2c.js';
 
 const FIRST_BYTE = 3, FIRST_MERGE = 259;
 const SPECIALS = ['<unk>', '<s>', '</s>']; // ids 0, 1, 2 (tokenizer.json)
@@ -210,6 +211,7 @@ function fromJSON(what, json) {
 function fromLlama2c(core, what, u8) {
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
   if (u8.length < 4) fail(`${what}: ${u8.length} bytes is too short for llama2.c's tokenizer.bin`);
+  refuseJsonTokenizer(what, u8, 'give its text or its object, or its bytes without anything before the "{"');
   const pieces = [];
   for (let at = 4; at < u8.length;) {
     if (at + 8 > u8.length) fail(`${what}: the file ends inside the header of piece ${pieces.length}`);
@@ -276,15 +278,15 @@ export function bpeMethods(core) {
       let json = null;
       const u8 = asBytes(source);
       if (u8) {
-        let i = 0;
-        while (i < u8.length && (u8[i] === 32 || u8[i] === 9 || u8[i] === 10 || u8[i] === 13)) i++;
-        if (u8[i] !== 123) { // not "{": llama2.c's tokenizer.bin
+        const at = jsonStart(u8);
+        if (at < 0 || u8[at] !== 123) { // not "{" (after a byte-order mark): llama2.c's tokenizer.bin
           const { pieces, byteIds, merges } = fromLlama2c(core, `${what} (tokenizer.bin)`, u8);
           return makeTokenizer(core, pieces, byteIds, merges);
         }
-        source = new TextDecoder().decode(u8);
+        source = new TextDecoder().decode(u8.subarray(at));
       }
       if (typeof source === 'string') {
+        if (source.charCodeAt(0) === 0xfeff) source = source.slice(1); // a byte-order mark: not part of the JSON
         try {
           json = JSON.parse(source);
         } catch (e) {

@@ -83,3 +83,35 @@ for (const { name, lib } of builds) {
     m.dispose();
   });
 }
+
+const TEXT = 'the cat sat on the mat; the dog sat on the log. '.repeat(20);
+
+for (const { name, lib } of builds) {
+  test(`entry points [${name}]: JSON given to a tokenizer.bin reader is named as a tokenizer.json; a BOM is not part of the JSON`, () => {
+    const tok = lib.trainTokenizer(TEXT, { vocabSize: 300 });
+    const text = JSON.stringify(tok.toJSON(), null, 2);
+    const enc = (s) => new TextEncoder().encode(s);
+    const bom = Uint8Array.from([0xef, 0xbb, 0xbf, ...enc(text)]);
+    const ids = tok.encode('the cat sat');
+    // loadTokenizer reads a tokenizer.json with a byte-order mark, as bytes or as text
+    assert.deepEqual(lib.loadTokenizer(bom).encode('the cat sat'), ids);
+    assert.deepEqual(lib.loadTokenizer(`\ufeff${text}`).encode('the cat sat'), ids);
+    // loadLlama2c's tokenizer takes tokenizer.bin only: JSON is named, never "piece 0 has length 1852795251"
+    const model = lib.createModel({ vocab: tok.vocabSize, dModel: 16, heads: 2, layers: 1, dFF: 32, maxLen: 8, block: 'llama' });
+    const bin = model.saveLlama2c();
+    for (const bytes of [bom, enc(text), enc(JSON.stringify(tok.toJSON())), enc('[1, 2, 3]')])
+      expectError(() => lib.loadLlama2c(bin, { tokenizer: bytes }), /tokenizer: the bytes look like JSON.*a tokenizer\.json, not llama2\.c's tokenizer\.bin.*lib\.loadTokenizer/);
+    expectError(() => lib.loadTokenizer(Uint8Array.from([0xef, 0xbb, 0xbf, ...enc('[1]')])), /look like JSON \(after a UTF-8 byte-order mark\)/);
+    // and the real thing still loads
+    const back = lib.loadLlama2c(bin, { tokenizer: tok.toLlama2c() });
+    assert.equal(back.tokenizer.vocab, tok.vocabSize);
+    assert.deepEqual(lib.loadTokenizer(tok.toLlama2c()).encode('the cat sat'), ids);
+    model.dispose();
+  });
+
+  test(`entry points [${name}]: writeLlama2cTokenizer refuses scores that are not finite float32 numbers`, () => {
+    for (const s of [NaN, Infinity, 1e39, '1'])
+      expectError(() => lib.writeLlama2cTokenizer(['a', 'b'], [0, s]), /scores\[1\] is .*; scores must be numbers finite in float32/);
+    assert.equal(lib.writeLlama2cTokenizer(['a', 'b'], [0, -1.5]).length, 4 + 2 * 9);
+  });
+}
