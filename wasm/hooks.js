@@ -2,7 +2,7 @@
 // runWithHooks, logitLens, headAttribution and ablationGrid, over the named points of
 // src/model/hooks.h (TransformerLens's names, layers from 0). Types are checked here; names,
 // layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
-import { checkKeys, describe, fail } from './core.js';
+import { checkInt, checkKeys, describe, fail } from './core.js';
 
 const MODES = ['zero', 'mean'];
 
@@ -13,8 +13,7 @@ function indexList(what, list) {
   if (!ok) fail(`${what} must be an array of integer indices, got ${describe(list)}`);
   const out = new Int32Array(list.length);
   for (let i = 0; i < list.length; i++) {
-    if (!Number.isInteger(list[i]) || Math.abs(list[i]) >= 2 ** 31) fail(`${what}[${i}] is ${describe(list[i])}; expected an integer`);
-    out[i] = list[i];
+    out[i] = checkInt(`${what}[${i}]`, list[i]);
   }
   return out;
 }
@@ -32,10 +31,6 @@ function hookName(what, name) {
   return name;
 }
 
-function intArg(what, x) {
-  if (!Number.isInteger(x) || Math.abs(x) >= 2 ** 31) fail(`${what} must be an integer, got ${describe(x)}`);
-  return x;
-}
 
 /**
  * Adds the calls to Model.prototype. checkTokens(what, ids) -> Int32Array is model.js's.
@@ -124,7 +119,7 @@ export function installHooks(core, proto, checkTokens) {
       const w = `${what}: ablate[${i}]`;
       checkKeys(w, a, ['layer', 'head', 'mode', 'positions']);
       if (!MODES.includes(a.mode)) fail(`${w}: mode must be one of "zero", "mean", got ${describe(a.mode)}`);
-      return { w, layer: intArg(`${w}: layer`, a.layer), head: intArg(`${w}: head`, a.head), mode: MODES.indexOf(a.mode),
+      return { w, layer: checkInt(`${w}: layer`, a.layer), head: checkInt(`${w}: head`, a.head), mode: MODES.indexOf(a.mode),
         positions: indexList(`${w}: positions`, a.positions) };
     });
     const pa = patch.map((p, i) => {
@@ -197,7 +192,7 @@ export function installHooks(core, proto, checkTokens) {
       let best = 0;
       for (let v = 1; v < V; v++) if (logits[(n - 1) * V + v] > logits[(n - 1) * V + best]) best = v;
       target[n - 1] = best;
-    } else if (typeof opts.target === 'number') target = new Int32Array(n).fill(intArg(`${what}: target`, opts.target));
+    } else if (typeof opts.target === 'number') target = new Int32Array(n).fill(checkInt(`${what}: target`, opts.target));
     else {
       target = indexList(`${what}: target`, opts.target);
       if (target.length !== n) fail(`${what}: target has ${target.length} ids, expected one per position (${n})`);

@@ -9,7 +9,7 @@
 // hidden, dim); the final RMSNorm (dim); two rotary tables (seq_len, head_size / 2) each, which
 // run.c skips (it computes the angles itself); the classifier (vocab, dim) when not shared.
 // tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
-import { checkBool, checkKeys, describe, fail } from './core.js';
+import { checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
 const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
@@ -346,7 +346,7 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
     return m ? [parseInt(m[1], 16)] : Array.from(p, (ch) => ch.charCodeAt(0));
   };
   const check = (id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id >= vocab) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocab})`);
+    if (!isIntIn(id, 0, vocab - 1)) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocab})`);
   };
   const decode = (ids, prev = -1) => {
     const out = [];

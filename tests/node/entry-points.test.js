@@ -115,3 +115,65 @@ for (const { name, lib } of builds) {
     assert.equal(lib.writeLlama2cTokenizer(['a', 'b'], [0, -1.5]).length, 4 + 2 * 9);
   });
 }
+
+// Integers: every public integer argument is checked in JS (core.js checkInt) before it becomes a
+// C int32 or uint32: past the type it would arrive wrapped (2^32 + 300 as 300, 2^53 as 0).
+const WRAPS = [2 ** 32 + 300, 2 ** 53, 2 ** 31, -1, 1.5, NaN, Infinity];
+
+for (const { name, lib } of builds) {
+  test(`entry points [${name}]: integers past int32 (and -1, 1.5, NaN) are Errors naming the argument and its range`, async (t) => {
+    const m = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, dFF: 32, maxLen: 16 });
+    const tok = lib.trainTokenizer(TEXT, { vocabSize: 280 });
+    const layer = lib.attentionLayer('softmax', { n: 4, d: 4, causal: true });
+    const cache = m.runWithCache([1, 2, 3]).cache;
+    const f4 = () => new Float32Array(4);
+    // [argument, call, the words naming it and its range]; -1 is fine for some (stop: none), skipped there
+    const calls = [
+      ['vocabSize', (v) => lib.trainTokenizer('abcabc abc', { vocabSize: v }), /trainTokenizer: vocabSize must be an integer, got .*; accepted: an integer in \[259, 8192\]|vocabSize is -1, outside \[259, 8192\]/],
+      ['merges', (v) => tok.encode('the cat', { merges: v }), /tokenizer\.encode: merges (must be an integer \(how many merges apply, 0\.\.\d+\), got|is -1, outside \[0, \d+\])/],
+      ['decode id', (v) => tok.decode([1, v]), /tokenizer\.decode: ids\[1\] is .*, outside \[0, \d+\)/],
+      ['token id', (v) => m.forward([1, v]), /forward: tokens\[1\] is (.*; token ids must be integers in \[0, vocab\)|-1, outside the vocabulary \[0, 12\))/],
+      ['trainStep row', (v) => m.trainStep({ inputs: [[1, v]], targets: [[1, 2]] }), /trainStep: inputs\[0\]\[1\] is (.*; token ids must be integers in \[0, vocab\)|-1, outside)/],
+      ['maxTokens', (v) => m.generate([1], { maxTokens: v }), /generate: maxTokens must be an integer >= 0, got .*; accepted: an integer in \[0, 1048576\]/],
+      ['topK', (v) => m.generate([1], { topK: v, temperature: 1 }), /generate: topK must be an integer >= 0 \(0 = all\), got .*accepted: an integer in \[0, 2147483647\]/],
+      ['seed', (v) => m.generate([1], { seed: v }), /generate: seed must be an integer in \[0, 2\^32 - 1\], got/],
+      ['stop', (v) => m.generate([1], { stop: v }), /generate: stop must be a token id in \[0, 12\), got/],
+      ['window', (v) => m.streamLosses([1, 2, 3], { window: v }), /streamLosses: window must be an integer in \[1, maxLen = 16\], got/],
+      ['sinks', (v) => m.streamLosses([1, 2, 3], { window: 8, sinks: v }), /streamLosses: sinks must be an integer >= 0, got .*accepted: an integer in \[0, 2147483647\]/],
+      ['gen sinks', (v) => m.generate([1], { window: 8, sinks: v }), /generate: sinks must be an integer >= 0, got/],
+      ['gradientCheck', (v) => m.gradientCheck({ length: v }), /gradientCheck: length must be an integer in \[1, 4096\], got/],
+      ['ablate layer', (v) => m.runWithHooks([1, 2, 3], { ablate: [{ layer: v, head: 0, mode: 'zero' }] }), /ablate\[0\]: layer must be an integer in \[-2147483648, 2147483647\], got|layer -1|outside/],
+      ['ablate head', (v) => m.runWithHooks([1, 2, 3], { ablate: [{ layer: 0, head: v, mode: 'zero' }] }), /ablate\[0\]: head must be an integer in \[-2147483648, 2147483647\], got|head -1|outside/],
+      ['patch positions', (v) => m.runWithHooks([1, 2, 3], { patch: [{ name: 'hook_embed', from: cache, positions: [v] }] }), /patch\[0\]: positions\[0\] must be an integer in \[-2147483648, 2147483647\], got|-1|outside/],
+      ['attribution target', (v) => m.headAttribution([1, 2, 3], { target: v }), /headAttribution: target must be an integer in \[-2147483648, 2147483647\], got|-1|outside/],
+      ['attentionLayer n', (v) => lib.attentionLayer('softmax', { n: v, d: 4 }), /attentionLayer\("softmax"\): n must be a positive integer, got .*; accepted: an integer in \[1, 2147483647\]/],
+      ['softmaxAttention d', (v) => lib.softmaxAttention({ q: f4(), k: f4(), v: f4(), n: 1, d: v }), /softmaxAttention: d must be a positive integer, got .*accepted: an integer in \[1, 2147483647\]/],
+      ['step pos', (v) => layer.step(v, { q: f4(), k: f4(), v: f4() }), /step: pos must be an integer in \[0, maxLen = 4\), got/],
+      ['setThreads', (v) => lib.setThreads(v), /setThreads: n must be a positive integer, got .*accepted: an integer in \[1, 64\]/],
+    ];
+    let errors = 0;
+    for (const [arg, call, words] of calls) {
+      for (const v of WRAPS) {
+        if (arg === 'seed' && v === 2 ** 31) continue; // a seed is a uint32: 2^31 is one
+        if (arg === 'stop' && v === -1) continue; // stop -1: no stop token (the default)
+        let threw = null;
+        try {
+          call(v);
+        } catch (e) {
+          threw = e;
+        }
+        if (!threw) assert.fail(`${arg} = ${v} was accepted`);
+        if (!words.test(threw.message)) assert.fail(`${arg} = ${v}: ${threw.message}`);
+        errors++;
+      }
+    }
+    // train is async: its Error is a rejection; steps is JS's own loop count (up to 2^53 - 1)
+    for (const v of [2 ** 53, 0, -1, 1.5, NaN, Infinity]) await assert.rejects(() => m.train({ steps: v, task: 'copy' }), /train: steps must be an integer >= 1, got/);
+    t.diagnostic(`${errors} bad integers refused, each naming its argument`);
+    // every call still works
+    assert.equal(m.forward([1, 2]).logits.length, 24);
+    assert.ok(tok.encode('the cat', { merges: 0 }).length > 0);
+    assert.equal(lib.trainTokenizer('abcabc abc', { vocabSize: 260 }).vocabSize <= 260, true);
+    m.dispose(), layer.dispose();
+  });
+}
