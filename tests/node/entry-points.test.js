@@ -177,3 +177,185 @@ for (const { name, lib } of builds) {
     m.dispose(), layer.dispose();
   });
 }
+
+// Checkpoints: the metadata goes through createModel's parser, the tensors' byte ranges tile the
+// data. A file is taken apart and put back together with the package's own safetensors writer.
+import { readSafetensors, writeSafetensors } from '../../wasm/safetensors.js';
+
+const withMeta = (bytes, edit) => {
+  const { meta, tensors } = readSafetensors(bytes);
+  const m = { ...meta };
+  edit(m);
+  return writeSafetensors(m, tensors);
+};
+// the header and the data of a file, to change the header's tensor entries by hand
+function splitFile(bytes) {
+  const hlen = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  return { header: JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + hlen))), data: bytes.subarray(8 + hlen) };
+}
+function joinFile(header, data) {
+  const text = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + text.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(text.length), true);
+  out.set(text, 8), out.set(data, 8 + text.length);
+  return out;
+}
+const errorOf = (fn) => {
+  try {
+    fn();
+  } catch (e) {
+    return e.message;
+  }
+  return null;
+};
+const TINY = { vocab: 12, dModel: 16, heads: 2, layers: 2, dFF: 32, maxLen: 16 };
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+for (const { name, lib } of builds) {
+  const causal = lib.forms.filter((f) => f.causal);
+
+  test(`entry points [${name}]: a checkpoint createModel would accept round-trips bit for bit (every form, version 2 and 3)`, () => {
+    const cfgs = causal.map((f) => ({ attention: f.name }));
+    for (const f of causal) cfgs.push({ layerForms: [{ attention: 'softmax', attentionOptions: { window: 4 } }, { attention: f.name }] });
+    cfgs.push({ arch: 'gru' }, { block: 'llama', kvHeads: 1 }, { positional: 'rope', ropeTheta: 500 });
+    for (const cfg of cfgs) {
+      const m = lib.createModel(cfg.arch ? { vocab: 12, dModel: 16, maxLen: 16, ...cfg } : { ...TINY, ...cfg });
+      const bytes = m.save();
+      const back = lib.loadModel(bytes);
+      assert.deepEqual(back.save(), bytes, JSON.stringify(cfg));
+      assert.deepEqual(back.config, m.config, JSON.stringify(cfg));
+      m.dispose(), back.dispose();
+    }
+  });
+
+  test(`entry points [${name}]: a metadata value createModel refuses is refused with createModel's words, after its key`, (t) => {
+    const base = lib.createModel(TINY);
+    const bytes = base.save();
+    const expectSame = (file, key, text, createModelError) => {
+      const tail = createModelError.replace(/^attention-wasm: createModel: (layerForms\[\d+\]: )?/, '');
+      const got = errorOf(() => lib.loadModel(file));
+      const want = `loadModel: the checkpoint's __metadata__ is not an attention-wasm model config: "${key}" is "${text}": ${tail}`;
+      if (!got?.endsWith(want)) assert.fail(`${key} = ${JSON.stringify(text)}:\n  got  ${got}\n  want ${want}`);
+    };
+    let checked = 0;
+    // the config's integers: createModel's bound and words for a number; the same for text only a file can hold
+    const ints = [['vocab', 'vocab'], ['d_model', 'dModel'], ['heads', 'heads'], ['layers', 'layers'], ['d_ff', 'dFF'], ['max_len', 'maxLen'], ['seed', 'seed']];
+    for (const [key, option] of ints) {
+      const words = errorOf(() => lib.createModel({ ...TINY, [option]: -1 })).match(/must be an integer in \[\d+, \d+\]/)[0];
+      for (const text of ['-1', '1.5', '0x8', '', ' 8', '8 ', '+8', 'inf', '1e99'])
+        expectSame(withMeta(bytes, (m) => { m[key] = text; }), key, text, `attention-wasm: createModel: ${option} ${words}, got ${text}`), checked++;
+    }
+    for (const [key, option] of [['positional', 'positional'], ['norm', 'norm'], ['arch', 'arch'], ['block', 'block'], ['norm_type', 'normType'], ['ffn', 'ffn']]) {
+      expectSame(withMeta(bytes, (m) => { m[key] = 'nope'; }), key, 'nope', errorOf(() => lib.createModel({ ...TINY, [option]: 'nope' }))), checked++;
+    }
+    // every option of every form, at the top level (version 2) and as layer 1's (version 3)
+    for (const f of causal)
+      for (const o of f.options) {
+        const bad = o.kind === 'int' ? [[o.min - 1, String(o.min - 1)], [o.max + 1, String(o.max + 1)], [null, '0x8'], [null, '']]
+          : o.kind === 'bool' ? [] : o.kind === 'list' ? [[['nope'], 'nope']] : [['nope', 'nope']];
+        const single = lib.createModel({ ...TINY, attention: f.name });
+        const v2 = single.save();
+        const mixed = lib.createModel({ ...TINY, layerForms: [{ attention: 'softmax' }, { attention: f.name }] });
+        const v3 = mixed.save();
+        for (const [value, text] of bad) {
+          const words = value === null
+            ? `attention-wasm: createModel: attentionOptions.${o.name} must be an integer in [${o.min}, ${o.max}], got ${text}`
+            : errorOf(() => lib.createModel({ ...TINY, attention: f.name, attentionOptions: { [o.name]: value } }));
+          if (text !== '' && !(text === '0' && o.min >= 1)) // version 2: "" and "0" below 1 are the first release's "unset"
+            expectSame(withMeta(v2, (m) => { m[o.key] = text; }), o.key, text, words), checked++;
+          const layerWords = value === null ? words
+            : errorOf(() => lib.createModel({ ...TINY, layerForms: [{ attention: 'softmax' }, { attention: f.name, attentionOptions: { [o.name]: value } }] }));
+          expectSame(withMeta(v3, (m) => { m[`layer.1.${o.key}`] = text; }), `layer.1.${o.key}`, text, layerWords), checked++;
+        }
+        if (o.kind === 'bool')
+          expectError(() => lib.loadModel(withMeta(v3, (m) => { m[`layer.1.${o.key}`] = 'true'; })),
+            new RegExp(`"layer\\.1\\.${escape(o.key)}" is "true": attentionOptions\\.${o.name} is stored as 1 \\(true\\) or 0 \\(false\\)`));
+        single.dispose(), mixed.dispose();
+      }
+    t.diagnostic(`${checked} refused values, each with createModel's words`);
+    assert.equal(base.forward([1, 2]).logits.length, 24); // still works
+    assert.deepEqual(lib.loadModel(bytes).save(), bytes);
+    base.dispose();
+  });
+
+  test(`entry points [${name}]: version-3 metadata: no layer past the model's, no option a layer's form does not take, no contradiction, no unknown key`, () => {
+    const m = lib.createModel({ ...TINY, layerForms: [{ attention: 'local', attentionOptions: { window: 4 } }, { attention: 'kda' }] });
+    const bytes = m.save();
+    const bad = (edit, re) => expectError(() => lib.loadModel(withMeta(bytes, edit)), re);
+    const P = /loadModel: the checkpoint's __metadata__ is not an attention-wasm model config: /.source;
+    bad((x) => { x['layer.4.window'] = '4'; }, new RegExp(`${P}"layer\\.4\\.window" is for layer 4, and its model has 2 layers \\(layer\\.0 to layer\\.1\\)`));
+    bad((x) => { x['layer.2.attention'] = 'softmax'; }, /"layer\.2\.attention" is for layer 2, and its model has 2 layers/);
+    bad((x) => { x['layer.-1.window'] = '4'; }, /unknown key "layer\.-1\.window": per-layer keys are layer\.<l>\.attention and layer\.<l>\.<option> with l in \[0, 2\)/);
+    bad((x) => { x['layer.01.window'] = '4'; }, /unknown key "layer\.01\.window"/);
+    bad((x) => { x['layer.1.window'] = '4'; }, /"layer\.1\.window" is "4": attentionOptions\.window does not apply to attention "kda" \(it is an option of .*"local".*\); "kda" takes/);
+    bad((x) => { x['layer.0.window'] = '0'; }, /"layer\.0\.window" is "0": attentionOptions\.window must be an integer in \[1, /);
+    bad((x) => { x['layer.1.delta_chunk'] = ''; }, /"layer\.1\.delta_chunk" is "": attentionOptions\.chunk must be an integer in \[1, \d+\], got $/);
+    bad((x) => { x['layer.1.nonsense'] = '1'; }, /unknown key "layer\.1\.nonsense" \(no form has an option stored as "nonsense"\)/);
+    bad((x) => { x.attention = 'kda'; }, /"attention" is "kda" and "layer\.0\.attention" is "local": in a version-3 file the top-level attention is layer 0's/);
+    bad((x) => { x.window = '8'; }, /"window" is "8" and "layer\.0\.window" is "4": in a version-3 file the top-level options are layer 0's/);
+    bad((x) => { delete x.window; }, /"window" is missing and "layer\.0\.window" is "4"/);
+    bad((x) => { delete x['layer.1.attention']; }, /it has no "layer\.1\.attention": a version-3 file names every layer's form/);
+    bad((x) => { x.frobnicate = '1'; }, /it has an unknown key "frobnicate"/);
+    bad((x) => { x.layers = 'x'; }, /"layers" is "x": layers must be an integer in \[1, 16\], got x/);
+    bad((x) => { x.step = '-1'; }, /"step" is "-1", expected an integer in \[0, 2147483647\]/);
+    bad((x) => { x.optimizer = 'sgd'; }, /"optimizer" is "sgd", expected "adamw"/);
+    bad((x) => { x.bias = 'yes'; }, /"bias" is "yes": bias is stored as 1 \(true\) or 0 \(false\)/);
+    // a version-2 file has no per-layer keys
+    const one = lib.createModel(TINY);
+    expectError(() => lib.loadModel(withMeta(one.save(), (x) => { x['layer.0.window'] = '4'; })), /unknown key "layer\.0\.window" \(per-layer keys are version 3's\)/);
+    expectError(() => lib.loadModel(withMeta(one.save(), (x) => { x.window = '0x8'; })), /"window" is "0x8": attentionOptions\.window must be an integer in \[1, \d+\], got 0x8/);
+    expectError(() => lib.loadModel(withMeta(one.save(), (x) => { x.delta_chunk = '8'; })), /"delta_chunk" is "8": attentionOptions\.chunk does not apply to attention "softmax"/);
+    // a GRU reads no heads, dFF or attention form: a file that says otherwise is refused
+    const gru = lib.createModel({ vocab: 12, dModel: 16, maxLen: 16, arch: 'gru' });
+    expectError(() => lib.loadModel(withMeta(gru.save(), (x) => { x.heads = '8'; })), /"heads" is "8", and arch "gru" does not read it .*createModel makes it "4"/);
+    assert.deepEqual(lib.loadModel(bytes).save(), bytes); // the file itself still loads
+    m.dispose(), one.dispose(), gru.dispose();
+  });
+
+  test(`entry points [${name}]: tensors' data_offsets must tile the data: overlaps, gaps, trailing bytes, reversed or huge offsets, missing and extra tensors are named`, () => {
+    const m = lib.createModel(TINY);
+    const bytes = m.save();
+    const { header, data } = splitFile(bytes);
+    const names = Object.keys(header).filter((k) => k !== '__metadata__').sort((a, b) => header[a].data_offsets[0] - header[b].data_offsets[0]);
+    const [first, second] = names, last = names[names.length - 1];
+    const edit = (fn, extra = 0) => {
+      const h = structuredClone(header);
+      fn(h);
+      const d = new Uint8Array(data.length + extra);
+      d.set(data);
+      return joinFile(h, d);
+    };
+    const bad = (file, re) => expectError(() => lib.loadModel(file), re);
+    const [b1, e1] = header[second].data_offsets;
+    bad(edit((h) => { h[second].data_offsets = [b1 - 4, e1 - 4]; }), new RegExp(`tensors "${escape(first)}" \\[0, ${b1}\\] and "${escape(second)}" \\[${b1 - 4}, ${e1 - 4}\\] overlap`));
+    bad(edit((h) => { h[second].data_offsets = [0, e1 - b1]; }), /overlap: each tensor must have bytes of its own/);
+    const [bl, el] = header[last].data_offsets;
+    bad(edit((h) => { h[last].data_offsets = [bl + 4, el + 4]; }, 4), new RegExp(`tensor "${escape(last)}" begins at byte ${bl + 4}, and the bytes before it end at ${bl}: safetensors data has no gaps`));
+    bad(edit(() => {}, 4), new RegExp(`the checkpoint has 4 bytes after its last tensor \\(the tensors end at byte ${el} of ${el + 4}\\)`));
+    bad(edit((h) => { h[last].data_offsets = [bl, el + 4]; }), new RegExp(`tensor "${escape(last)}"'s data_offsets \\[${bl}, ${el + 4}\\] run past the end of the data \\(${el} bytes`));
+    bad(edit((h) => { h[first].data_offsets = [8, 4]; }), new RegExp(`tensor "${escape(first)}"'s data_offsets \\[8, 4\\] end before they begin`));
+    // valid JSON whose offsets are no byte count: negative, past 2^64, fractional, an exponent
+    const entry = `"${first}":${JSON.stringify(header[first])}`;
+    assert.ok(JSON.stringify(header).includes(entry));
+    for (const off of ['-4', '18446744073709551616', '1.5', '1e3']) {
+      const text = JSON.stringify(header).replace(entry, entry.replace('"data_offsets":[0,', `"data_offsets":[${off},`));
+      JSON.parse(text); // still JSON
+      const t = new TextEncoder().encode(text);
+      const out = new Uint8Array(8 + t.length + data.length);
+      new DataView(out.buffer).setBigUint64(0, BigInt(t.length), true);
+      out.set(t, 8), out.set(data, 8 + t.length);
+      bad(out, new RegExp(`tensor "${escape(first)}"'s data_offsets must be whole numbers in \\[0, \\d+\\] \\(byte counts\\), got ${escape(off)}`));
+    }
+    // missing and extra tensors, by name
+    const { meta, tensors } = readSafetensors(bytes);
+    const fewer = new Map(tensors);
+    fewer.delete(second);
+    bad(writeSafetensors(meta, fewer), new RegExp(`the checkpoint has no tensor "${escape(second)}", which its config's model has`));
+    const more = new Map(tensors);
+    more.set('blocks.9.attn.wq', { shape: [1], data: new Float32Array(1) });
+    bad(writeSafetensors(meta, more), /the checkpoint has a tensor "blocks\.9\.attn\.wq" that its config's model does not have/);
+    // the same bytes in another order of the header still tile: they load
+    assert.deepEqual(lib.loadModel(joinFile(Object.fromEntries(Object.entries(header).reverse()), data)).forward([1, 2]).logits, m.forward([1, 2]).logits);
+    m.dispose();
+  });
+}
