@@ -256,9 +256,13 @@ static int parse_string(parser *ps, char *out, size_t cap) {
             c = *ps->p++;
             if (c == 'n') c = '\n';
             else if (c == 't') c = '\t';
-            else if (c != '"' && c != '\\' && c != '/') return 0;
+            else if (c != '"' && c != '\\' && c != '/')
+                return refuse(ps, "a string in the header has the escape \\%c; this reader takes \\n, \\t, \\\", \\\\ and \\/ "
+                                  "(names and metadata of this library are plain text)", c);
         }
-        if (n + 1 >= cap) return 0;
+        if (n + 1 >= cap)
+            return refuse(ps, "a string in the header, starting \"%.*s\", is longer than the %zu bytes this reader "
+                              "holds for it (tensor names 47, metadata keys 39, values 127)", (int)(n < 24 ? n : 24), out, cap - 1);
         out[n++] = c;
     }
     if (ps->p >= ps->end) return 0;
@@ -339,7 +343,8 @@ static int parse_header(parser *ps) {
             if (!expect(ps, '{')) return 0;
             if (expect(ps, '}')) continue;
             do {
-                if (ps->n_meta >= MAX_META) return 0;
+                if (ps->n_meta >= MAX_META)
+                    return refuse(ps, "__metadata__ has more than %d keys (a model's config has fewer)", MAX_META);
                 meta_kv *kv = &ps->meta[ps->n_meta++];
                 if (!parse_string(ps, kv->key, sizeof kv->key) || !expect(ps, ':')) return 0;
                 skip_ws(ps);
@@ -487,28 +492,35 @@ static const aw_form *meta_form(const parser *ps, int version) {
     return form;
 }
 
-// A GRU checkpoint's fields the GRU does not read: as createModel makes them (c), or refused.
-static int meta_rnn_unread(const parser *ps, const aw_model_config *c) {
-    char want[48];
+// bias and tie_embeddings are stored as 1 and 0, createModel's as true and false: *text becomes
+// the latter (other keys pass as they are).
+static int meta_switch(const char *key, const char *option, const char **text) {
+    if (strcmp(key, "bias") != 0 && strcmp(key, "tie_embeddings") != 0) return AW_OK;
+    if (strcmp(*text, "1") && strcmp(*text, "0"))
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\": %s is stored as 1 (true) or 0 (false)", key, *text,
+                       option);
+    *text = (*text)[0] == '1' ? "true" : "false";
+    return AW_OK;
+}
+
+// A GRU checkpoint's fields the GRU does not read (heads, dFF, positional, ...): createModel takes
+// none of them with a GRU arch, but a config made in C may hold any, and save writes them; each is
+// read by createModel's parser (a scratch builder: the same bounds and words) and kept as written,
+// so that the file round-trips.
+static int meta_rnn_kept(const parser *ps, const aw_form *form, aw_model_config *c) {
+    aw_config_builder b;
+    config_builder_init(&b);
     for (size_t k = 0; k < N_META_CONFIG; k++) {
         const char *key = META_CONFIG[k].key, *text = meta(ps, key);
         if (!text || IN_LIST(META_RNN, key)) continue;
-        if (strcmp(key, "heads") == 0) snprintf(want, sizeof want, "%d", (int)c->heads);
-        else if (strcmp(key, "d_ff") == 0) snprintf(want, sizeof want, "%d", (int)c->d_ff);
-        else if (strcmp(key, "positional") == 0) snprintf(want, sizeof want, "%s", AW_POSITIONALS[c->positional].name);
-        else if (strcmp(key, "norm") == 0) snprintf(want, sizeof want, "%s", AW_NORM_NAMES[c->norm]);
-        else want[0] = '\0'; // the block's switches: never written for a GRU
-        if (!want[0] || strcmp(text, want))
-            return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\", and arch \"%s\" does "
-                                          "not read it (a GRU baseline reads vocab, dModel, maxLen, seed and layers = "
-                                          "1 only)%s%s%s", key, text, AW_ARCH_NAMES[c->arch], want[0] ? "; createModel "
-                                          "makes it \"" : "", want, want[0] ? "\"" : "");
+        int st = meta_switch(key, META_CONFIG[k].option, &text);
+        if (st || config_builder_set(&b, META_CONFIG[k].option, text)) return st ? st : meta_refuse(key, meta(ps, key));
     }
-    const char *att = meta(ps, "attention");
-    if (strcmp(att, aw_form_at((size_t)c->form)->name))
-        return aw_fail(AW_ERR_FORMAT, META_BAD "\"attention\" is \"%.40s\", and arch \"%s\" has no "
-                                      "attention form; createModel makes it \"%s\"", att, AW_ARCH_NAMES[c->arch],
-                       aw_form_at((size_t)c->form)->name);
+    const aw_model_config *s = &b.cfg;
+    c->heads = s->heads, c->d_ff = s->d_ff, c->positional = s->positional, c->norm = s->norm, c->block = s->block;
+    c->norm_type = s->norm_type, c->ffn = s->ffn, c->no_bias = s->no_bias, c->tie = s->tie, c->rope_theta = s->rope_theta;
+    c->kv_heads = meta(ps, "kv_heads") ? s->kv_heads : c->heads;
+    c->form = aw_form_index(form);
     return AW_OK;
 }
 
@@ -555,13 +567,8 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
     for (size_t k = 0; k < N_META_CONFIG; k++) {
         const char *key = META_CONFIG[k].key, *text = meta(ps, key);
         if (!text || strcmp(key, "arch") == 0 || (rnn && !IN_LIST(META_RNN, key))) continue;
-        if (strcmp(key, "bias") == 0 || strcmp(key, "tie_embeddings") == 0) { // stored as 1 and 0
-            if (strcmp(text, "1") && strcmp(text, "0"))
-                return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\": %s is stored as 1 "
-                                              "(true) or 0 (false)", key, text, META_CONFIG[k].option);
-            text = text[0] == '1' ? "true" : "false";
-        }
-        if (config_builder_set(&b, META_CONFIG[k].option, text)) return meta_refuse(key, meta(ps, key));
+        int st = meta_switch(key, META_CONFIG[k].option, &text);
+        if (st || config_builder_set(&b, META_CONFIG[k].option, text)) return st ? st : meta_refuse(key, meta(ps, key));
     }
     // the writer leaves out a switch at the 2017 block's value; block "llama" would default it to
     // its own, so an absent switch is set to what it means
@@ -639,7 +646,7 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
         aw_clear_error();
         return aw_fail(AW_ERR_FORMAT, META_BAD "%s", why);
     }
-    return rnn ? meta_rnn_unread(ps, c) : AW_OK;
+    return rnn ? meta_rnn_kept(ps, form, c) : AW_OK;
 }
 
 static int by_begin(const void *a, const void *b) {
