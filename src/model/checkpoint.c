@@ -608,8 +608,8 @@ static int config_from_meta(const parser *ps, aw_model_config *c, long long *ste
             lf[l] = aw_form_find(name);
         }
         for (size_t i = 0; i < ps->n_meta; i++) {
-            const char *k = ps->meta[i].key, *rest;
-            int l, st;
+            const char *k = ps->meta[i].key, *rest = "";
+            int l = 0, st;
             if (strncmp(k, "layer.", 6) != 0) continue;
             if ((st = meta_layer(k, layers, &l, &rest))) return st;
             if (strcmp(rest, "attention") == 0) continue;
