@@ -387,7 +387,7 @@ static const struct {
     {"kv_heads", "kvHeads"}, {"rope_theta", "ropeTheta"},
 };
 enum { N_META_CONFIG = sizeof META_CONFIG / sizeof META_CONFIG[0] };
-// the fields the GRU archs read (the others are checked against what createModel makes)
+// the fields the GRU archs read (the others are parsed and kept as written: meta_rnn_kept)
 static const char *const META_RNN[] = {"vocab", "d_model", "layers", "max_len", "seed", "arch"};
 // every file has these (the block's switches default to the 2017 block's, kv_heads to heads)
 static const char *const META_REQUIRED[] = {"vocab", "d_model", "heads",      "layers", "d_ff", "max_len", "seed",
@@ -427,9 +427,10 @@ static const aw_form_option *any_option_by_key(const char *key) {
 // part after any "layer.<l>."), as createModel's attentionOptions.<name> in builder field `field`
 // (the prefix before "attentionOptions."): checked now by the form's own parser, so that the
 // message names the key. legacy (version 1 and 2 files): "" and "0" for an integer that starts at
-// 1 are how the first release wrote an option that did not apply: unset. *skip: 1 when unset so.
+// 1 are how the first release wrote an option that did not apply: unset.
 static int meta_option(aw_config_builder *b, const char *field, const aw_form *f, const char *key, const char *bare,
                        const char *text, int legacy) {
+    const char *written = text;
     size_t i;
     const aw_form_option *o = option_by_key(f, bare, &i);
     const aw_form_option *any = o ? o : any_option_by_key(bare);
@@ -456,7 +457,7 @@ static int meta_option(aw_config_builder *b, const char *field, const aw_form *f
     memset(&scratch, 0, sizeof scratch);
     char option[96];
     snprintf(option, sizeof option, "%sattentionOptions.%s", field, o->name);
-    if (aw_option_set(f, &scratch, i, text) || config_builder_set(b, option, text)) return meta_refuse(key, text);
+    if (aw_option_set(f, &scratch, i, text) || config_builder_set(b, option, text)) return meta_refuse(key, written);
     return AW_OK;
 }
 
