@@ -3,7 +3,7 @@
 // functions (softmaxAttention, linearAttention, ...) stay, with the options only their family
 // has (masks, modes, states); these two take any form by name and its options as the form
 // declares them. No form is named here.
-import { checkBool, checkF32, checkKeys, checkSeed, checkSize, describe, fail, formOptionText, readForms } from './core.js';
+import { checkBool, checkF32, checkInt, checkKeys, checkSeed, checkSize, describe, fail, formOptionText, readForms } from './core.js';
 
 const SHAPE_KEYS = ['n', 'm', 'd', 'heads', 'causal', 'maxLen', 'seed', 'attentionOptions'];
 
@@ -165,7 +165,7 @@ export function attentionMethods(core) {
           const { d } = L;
           for (const key of ['q', 'k', 'v']) checkF32(`${w}: ${key}`, data[key], d, `d = ${d}`);
           if (data.x !== undefined) checkF32(`${w}: x`, data.x, d, `d = ${d}`);
-          if (!Number.isInteger(pos) || pos < 0 || pos >= L.maxLen) fail(`${w}: pos must be an integer in [0, maxLen = ${L.maxLen}), got ${describe(pos)}`);
+          checkInt(`${w}: pos`, pos, 0, L.maxLen - 1, { expected: `an integer in [0, maxLen = ${L.maxLen})`, accepted: '' });
           const x = data.x !== undefined ? data.x : data.q;
           return core.withBuffers(w, [{ name: 'x', bytes: d * 4, from: x }, { name: 'q', bytes: d * 4, from: data.q },
             { name: 'k', bytes: d * 4, from: data.k }, { name: 'v', bytes: d * 4, from: data.v }, { name: 'out', bytes: d * 4 }],

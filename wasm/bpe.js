@@ -2,8 +2,9 @@
 // and lib.loadTokenizer, and the two files it reads and writes: Hugging Face's tokenizer.json and
 // llama2.c's tokenizer.bin. A tokenizer is its merges (left, right, result ids in rank order)
 // and its pieces' bytes, kept here; the C side is stateless and gets the merges with each call.
-import { checkKeys, describe, fail } from './core.js';
+import { INT32_MAX, INT32_MIN, checkInt, checkKeys, describe, fail, isIntIn } from './core.js';
 import { hfTokenizerFrom } from './hf-tokenizer.js';
+import { jsonStart, refuseJsonTokenizer } from './llama2c.js';
 
 const FIRST_BYTE = 3, FIRST_MERGE = 259;
 const SPECIALS = ['<unk>', '<s>', '</s>']; // ids 0, 1, 2 (tokenizer.json)
@@ -64,7 +65,7 @@ function makeTokenizer(core, pieces, byteIds, merges) {
     const bytes = textBytes('tokenizer.encode', text);
     checkKeys('tokenizer.encode', opts, ['merges']);
     const use = opts.merges ?? nMerges;
-    if (!Number.isInteger(use)) fail(`tokenizer.encode: merges must be an integer (how many merges apply, 0..${nMerges}), got ${describe(use)}`);
+    checkInt('tokenizer.encode: merges', use, INT32_MIN, INT32_MAX, { expected: `an integer (how many merges apply, 0..${nMerges})`, accepted: '' });
     if (bytes.length === 0 && use >= 0 && use <= nMerges) return new Int32Array(0);
     return core.withBuffers('tokenizer.encode', [
       { name: 'ids', bytes: 4 * bytes.length }, { name: 'count', bytes: 4 }, { name: 'text', bytes: bytes.length, from: bytes },
@@ -81,7 +82,7 @@ function makeTokenizer(core, pieces, byteIds, merges) {
     let n = 0;
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocabSize})`);
+      if (!isIntIn(id, 0, vocabSize - 1)) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocabSize})`);
       n += pieces[id].length;
     }
     const out = new Uint8Array(n);
@@ -108,7 +109,7 @@ function makeTokenizer(core, pieces, byteIds, merges) {
     decode: (ids) => new TextDecoder().decode(decodeBytes(ids)),
     /** the bytes of one piece */
     pieceBytes(id) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) fail(`tokenizer.pieceBytes: id is ${describe(id)}, outside [0, ${vocabSize})`);
+      if (!isIntIn(id, 0, vocabSize - 1)) fail(`tokenizer.pieceBytes: id is ${describe(id)}, outside [0, ${vocabSize})`);
       return pieces[id].slice();
     },
     /** Hugging Face's tokenizer.json as an object (JSON.stringify it to write the file) */
@@ -176,7 +177,7 @@ function fromJSON(what, json) {
   const entries = Object.entries(m.vocab), V = entries.length;
   const pieces = new Array(V), ids = new Map();
   for (const [p, id] of entries) {
-    if (!Number.isInteger(id) || id < 0 || id >= V) fail(`${what}: model.vocab[${JSON.stringify(p)}] is ${describe(id)}; ids must be 0..${V - 1}, each once`);
+    if (!isIntIn(id, 0, V - 1)) fail(`${what}: model.vocab[${JSON.stringify(p)}] is ${describe(id)}; ids must be 0..${V - 1}, each once`);
     if (pieces[id]) fail(`${what}: model.vocab gives id ${id} to two pieces`);
     pieces[id] = fromByteLevel(`${what}: model.vocab`, p);
     ids.set(p, id);
@@ -211,6 +212,7 @@ function fromJSON(what, json) {
 function fromLlama2c(core, what, u8) {
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
   if (u8.length < 4) fail(`${what}: ${u8.length} bytes is too short for llama2.c's tokenizer.bin`);
+  refuseJsonTokenizer(what, u8, 'give its text or its object, or its bytes without anything before the "{"');
   const pieces = [];
   for (let at = 4; at < u8.length;) {
     if (at + 8 > u8.length) fail(`${what}: the file ends inside the header of piece ${pieces.length}`);
@@ -263,7 +265,8 @@ export function bpeMethods(core) {
       checkKeys(what, opts, ['vocabSize']);
       const bytes = textBytes(what, text);
       const vocabSize = opts.vocabSize ?? 512;
-      if (!Number.isInteger(vocabSize)) fail(`${what}: vocabSize must be an integer, got ${describe(vocabSize)}`);
+      // C checks [259, 8192] (aw_bpe_train_text); here only that the number reaches it as itself
+      checkInt(`${what}: vocabSize`, vocabSize, INT32_MIN, INT32_MAX, { expected: 'an integer', accepted: `an integer in [${FIRST_MERGE}, 8192]` });
       const cap = Math.max(0, Math.min(vocabSize, 8192) - FIRST_MERGE); // C checks the range
       const pairs = core.withBuffers(what, [
         { name: 'merges', bytes: 8 * cap }, { name: 'count', bytes: 4 }, { name: 'text', bytes: bytes.length, from: bytes },
@@ -290,15 +293,15 @@ export function bpeMethods(core) {
       let json = null;
       const u8 = asBytes(source);
       if (u8) {
-        let i = 0;
-        while (i < u8.length && (u8[i] === 32 || u8[i] === 9 || u8[i] === 10 || u8[i] === 13)) i++;
-        if (u8[i] !== 123) { // not "{": llama2.c's tokenizer.bin
+        const at = jsonStart(u8);
+        if (at < 0 || u8[at] !== 123) { // not "{" (after a byte-order mark): llama2.c's tokenizer.bin
           const { pieces, byteIds, merges } = fromLlama2c(core, `${what} (tokenizer.bin)`, u8);
           return makeTokenizer(core, pieces, byteIds, merges);
         }
-        source = new TextDecoder().decode(u8);
+        source = new TextDecoder().decode(u8.subarray(at));
       }
       if (typeof source === 'string') {
+        if (source.charCodeAt(0) === 0xfeff) source = source.slice(1); // a byte-order mark: not part of the JSON
         try {
           json = JSON.parse(source);
         } catch (e) {

@@ -20,14 +20,32 @@ const STATUS_MESSAGES = {
 
 export const MAX_HEAP = 2 ** 31; // -sMAXIMUM_MEMORY=2GB in build.sh
 
-export function isPositiveInt(x) {
-  return Number.isInteger(x) && x > 0 && x <= 0x7fffffff;
+export const INT32_MIN = -(2 ** 31), INT32_MAX = 2 ** 31 - 1, UINT32_MAX = 2 ** 32 - 1;
+
+/** x is a whole number in [min, max] that is exact in a double (never wrapped, never rounded). */
+export function isIntIn(x, min, max) {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= min && x <= max;
+}
+
+/**
+ * The one check of every integer the public API passes to C (int32_t, uint32_t, size_t): a JS
+ * number past the C type would reach C wrapped (2^32 + 300 as 300, 2^53 as 0), so it is refused
+ * here, before it becomes one. what names the argument; [min, max] is what gets through (the C
+ * type's range, or a range the caller already knows). The message is "<what> must be <expected>,
+ * got <value>; accepted: <accepted>": expected defaults to "an integer in [min, max]" (then
+ * nothing follows); accepted, to that same range; accepted '' leaves it out (expected says it),
+ * and a range C checks further (the int32 guard passes it on) is given as accepted's text.
+ */
+export function checkInt(what, value, min = INT32_MIN, max = INT32_MAX, { expected, accepted } = {}) {
+  if (isIntIn(value, min, max)) return value;
+  const range = `an integer in [${min}, ${max}]`;
+  const tail = expected === undefined ? '' : accepted === '' ? '' : `; accepted: ${accepted ?? range}`;
+  return fail(`${what} must be ${expected ?? range}, got ${describe(value)}${tail}`);
 }
 
 /** `name` must be a positive integer (a size). */
 export function checkSize(name, value) {
-  if (!isPositiveInt(value)) fail(`${name} must be a positive integer, got ${describe(value)}`);
-  return value;
+  return checkInt(name, value, 1, INT32_MAX, { expected: 'a positive integer' });
 }
 
 export function checkBool(name, value) {
@@ -118,9 +136,7 @@ export function formOptionText(name, option, value) {
 
 /** A seed: an integer in [0, 2^32 - 1] (createSynthesizer, linformer, createModel's calls). */
 export function checkSeed(name, seed) {
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    fail(`${name} must be an integer in [0, 2^32 - 1], got ${describe(seed)}`);
-  return seed;
+  return checkInt(name, seed, 0, UINT32_MAX, { expected: 'an integer in [0, 2^32 - 1]', accepted: '' });
 }
 
 export function describe(x) {

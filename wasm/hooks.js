@@ -2,7 +2,7 @@
 // runWithHooks, logitLens, headAttribution, ablationGrid and patchingGrid, over the named points of
 // src/model/hooks.h, and compositionScores from the weights alone (src/model/composition.h) (TransformerLens's names, layers from 0). Types are checked here; names,
 // layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
-import { checkKeys, describe, fail } from './core.js';
+import { checkInt, checkKeys, describe, fail } from './core.js';
 
 const MODES = ['zero', 'mean'];
 
@@ -13,16 +13,24 @@ function indexList(what, list) {
   if (!ok) fail(`${what} must be an array of integer indices, got ${describe(list)}`);
   const out = new Int32Array(list.length);
   for (let i = 0; i < list.length; i++) {
-    if (!Number.isInteger(list[i]) || Math.abs(list[i]) >= 2 ** 31) fail(`${what}[${i}] is ${describe(list[i])}; expected an integer`);
-    out[i] = list[i];
+    out[i] = checkInt(`${what}[${i}]`, list[i]);
   }
   return out;
 }
 
-function intArg(what, x) {
-  if (!Number.isInteger(x) || Math.abs(x) >= 2 ** 31) fail(`${what} must be an integer, got ${describe(x)}`);
-  return x;
+/**
+ * A hook name as C reads it: a string with no NUL (C would stop at the NUL and read a different
+ * name). Whether the name exists in this model is C's to say, with the list of names.
+ */
+function hookName(what, name) {
+  if (typeof name !== 'string') fail(`${what} must be a hook name (a string), got ${describe(name)}`);
+  const nul = name.indexOf('\0');
+  if (nul >= 0)
+    fail(`${what} is ${describe(name)}, which holds a NUL character (U+0000) at index ${nul}; hook names such as ` +
+      '"hook_embed" or "blocks.0.hook_resid_pre" hold none (runWithCache(ids) without names keeps every point of the model)');
+  return name;
 }
+
 
 /**
  * Adds the calls to Model.prototype. checkTokens(what, ids) -> Int32Array is model.js's.
@@ -80,8 +88,9 @@ export function installHooks(core, proto, checkTokens) {
     checkKeys(what, opts, ['names']);
     const tok = checkTokens(`${what}: ids`, ids);
     const { names } = opts;
-    if (names !== undefined && (!Array.isArray(names) || !names.every((x) => typeof x === 'string')))
+    if (names !== undefined && !Array.isArray(names))
       fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);
+    names?.forEach((x, i) => hookName(`${what}: names[${i}]`, x));
     return withRun(this, what, tok.length, (r) => {
       if (names === undefined) core.check(ex.aw_hooks_keep(r, 0), what);
       else for (const name of names) core.withStrings(what, [name], ([np]) => core.check(ex.aw_hooks_keep(r, np), what));
@@ -110,13 +119,13 @@ export function installHooks(core, proto, checkTokens) {
       const w = `${what}: ablate[${i}]`;
       checkKeys(w, a, ['layer', 'head', 'mode', 'positions']);
       if (!MODES.includes(a.mode)) fail(`${w}: mode must be one of "zero", "mean", got ${describe(a.mode)}`);
-      return { w, layer: intArg(`${w}: layer`, a.layer), head: intArg(`${w}: head`, a.head), mode: MODES.indexOf(a.mode),
+      return { w, layer: checkInt(`${w}: layer`, a.layer), head: checkInt(`${w}: head`, a.head), mode: MODES.indexOf(a.mode),
         positions: indexList(`${w}: positions`, a.positions) };
     });
     const pa = patch.map((p, i) => {
       const w = `${what}: patch[${i}]`;
       checkKeys(w, p, ['name', 'positions', 'heads', 'from']);
-      if (typeof p.name !== 'string') fail(`${w}: name must be a hook name (a string), got ${describe(p.name)}`);
+      hookName(`${w}: name`, p.name);
       if (p.from === null || typeof p.from !== 'object') fail(`${w}: from must be a cache from runWithCache, got ${describe(p.from)}`);
       const entry = p.from[p.name];
       if (!entry || !(entry.data instanceof Float32Array))
@@ -183,7 +192,7 @@ export function installHooks(core, proto, checkTokens) {
       let best = 0;
       for (let v = 1; v < V; v++) if (logits[(n - 1) * V + v] > logits[(n - 1) * V + best]) best = v;
       target[n - 1] = best;
-    } else if (typeof opts.target === 'number') target = new Int32Array(n).fill(intArg(`${what}: target`, opts.target));
+    } else if (typeof opts.target === 'number') target = new Int32Array(n).fill(checkInt(`${what}: target`, opts.target));
     else {
       target = indexList(`${what}: target`, opts.target);
       if (target.length !== n) fail(`${what}: target has ${target.length} ids, expected one per position (${n})`);
@@ -239,6 +248,7 @@ export function installHooks(core, proto, checkTokens) {
     const tok = checkTokens(`${what}: ids`, ids);
     const name = opts.name ?? 'hook_resid_pre';
     if (typeof name !== 'string') fail(`${what}: name must be a block's point name such as "hook_resid_pre", got ${describe(name)}`);
+    hookName(`${what}: name`, name);
     const { from } = opts;
     if (from === null || typeof from !== 'object') fail(`${what}: from must be a cache from runWithCache, got ${describe(from)}`);
     const { layers: L, dModel: C } = this.config, n = tok.length;

@@ -1,7 +1,7 @@
 // attention-wasm: the ES-module loader. Works unchanged in Node 20+ and in browsers with no
 // bundler: it finds the .wasm beside itself with import.meta.url, reads it with fs in Node
 // (a dynamic import, so browsers never load fs) or fetch in a browser, and instantiates it.
-import { Core, checkKeys, checkOneOf, describe, fail, isPositiveInt, readForms, readPositionals } from './core.js';
+import { Core, checkInt, checkKeys, checkOneOf, describe, fail, isIntIn, readForms, readPositionals } from './core.js';
 import { THREAD_BUILD, THREAD_BUILD_RELAXED, autoThreads, startThreads, threadImports, whyNoThreads } from './threads.js';
 import { kernelMethods } from './kernels.js';
 import { softmaxMethods } from './softmax.js';
@@ -190,7 +190,7 @@ export async function loadAttention(options = {}) {
   if (relaxedOpt === true && options.wasm !== undefined) fail('loadAttention: relaxed: true and wasm cannot both be given');
   const relaxed = relaxedOpt !== false && simd !== false && canRelaxed && options.wasm === undefined;
   const threads = options.threads ?? 1;
-  if (threads !== 'auto' && !(isPositiveInt(threads) && threads <= 64))
+  if (threads !== 'auto' && !isIntIn(threads, 1, 64))
     fail(`loadAttention: threads must be 'auto' or an integer in [1, 64], got ${describe(threads)}`);
   const want = threads === 'auto' ? await autoThreads() : threads;
   let reason = null, threaded = null;
@@ -267,7 +267,7 @@ export async function loadAttention(options = {}) {
      * cross-origin isolated. More than were asked for at load is an Error.
      */
     setThreads(n) {
-      if (!isPositiveInt(n)) fail(`setThreads: n must be a positive integer, got ${describe(n)}`);
+      checkInt('setThreads: n', n, 1, 64, { expected: 'a positive integer' });
       const asked = pool ? pool.count : want; // the threads asked for at load (started, when they run)
       if (n > asked)
         fail(`setThreads: n = ${n} is more than the ${asked} thread${asked === 1 ? '' : 's'} ${pool ? 'started' : 'asked for'} at load; ` +

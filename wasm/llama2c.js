@@ -9,7 +9,7 @@
 // hidden, dim); the final RMSNorm (dim); two rotary tables (seq_len, head_size / 2) each, which
 // run.c skips (it computes the angles itself); the classifier (vocab, dim) when not shared.
 // tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
-import { checkBool, checkKeys, describe, fail } from './core.js';
+import { checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
 const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
@@ -264,6 +264,7 @@ function mergePairs(tokens, scores, pair) {
  */
 export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
   const u8 = asBytes(what, bytes);
+  refuseJsonTokenizer(what, u8, 'load a tokenizer.json with lib.loadTokenizer');
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
   if (u8.length < 4) fail(`${what}: ${u8.length} bytes is too short for llama2.c's tokenizer.bin`);
   const maxTokenLength = dv.getInt32(0, true);
@@ -349,7 +350,7 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
     return m ? [parseInt(m[1], 16)] : Array.from(p, (ch) => ch.charCodeAt(0));
   };
   const check = (id, i) => {
-    if (!Number.isInteger(id) || id < 0 || id >= vocab) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocab})`);
+    if (!isIntIn(id, 0, vocab - 1)) fail(`tokenizer.decode: ids[${i}] is ${describe(id)}, outside [0, ${vocab})`);
   };
   const decode = (ids, prev = -1) => {
     const out = [];
@@ -367,6 +368,30 @@ export function llama2cTokenizer(bytes, vocab, what = 'tokenizer') {
   return { vocab, maxTokenLength, pieces, scores, encode, decode, piece };
 }
 
+/**
+ * Where JSON text starts in u8 (after an optional UTF-8 byte-order mark and whitespace), when u8
+ * is JSON rather than llama2.c's tokenizer.bin; -1 otherwise. A tokenizer.bin opens with its
+ * int32 max_token_length (1 to 65535 in practice), so its bytes 2 and 3 are zero: a file that
+ * opens with "{" or "[" and a larger (or negative) header is JSON.
+ */
+export function jsonStart(u8) {
+  let i = u8[0] === 0xef && u8[1] === 0xbb && u8[2] === 0xbf ? 3 : 0;
+  while (i < u8.length && (u8[i] === 32 || u8[i] === 9 || u8[i] === 10 || u8[i] === 13)) i++;
+  if (u8[i] !== 123 && u8[i] !== 91) return -1;
+  if (i > 0 || u8.length < 4) return i;
+  const header = new DataView(u8.buffer, u8.byteOffset, 4).getInt32(0, true);
+  return header < 1 || header > 0xffff ? i : -1;
+}
+
+/** The Error for JSON given to a tokenizer.bin reader, naming what it looks like and what to do. */
+export function refuseJsonTokenizer(what, u8, instead) {
+  const at = jsonStart(u8);
+  if (at < 0) return;
+  const bom = u8[0] === 0xef ? ' (after a UTF-8 byte-order mark)' : '';
+  fail(`${what}: the bytes look like JSON${bom}, starting ${JSON.stringify(new TextDecoder().decode(u8.subarray(at, at + 24)))}: ` +
+    `a tokenizer.json, not llama2.c's tokenizer.bin (an int32 max_token_length, then a score, length and bytes per piece); ${instead}`);
+}
+
 /** llama2.c's tokenizer.bin from pieces (strings, UTF-8 encoded) and scores (default 0). */
 export function writeLlama2cTokenizer(pieces, scores) {
   if (!Array.isArray(pieces) || !pieces.every((p) => typeof p === 'string'))
@@ -378,7 +403,8 @@ export function writeLlama2cTokenizer(pieces, scores) {
   let at = 4;
   enc.forEach((e, i) => {
     const s = scores?.[i] ?? 0;
-    if (!Number.isFinite(s)) fail(`writeLlama2cTokenizer: scores[${i}] is ${describe(s)}; scores must be finite numbers`);
+    if (typeof s !== 'number' || !Number.isFinite(Math.fround(s)))
+      fail(`writeLlama2cTokenizer: scores[${i}] is ${describe(s)}; scores must be numbers finite in float32 (|s| < 3.4e38)`);
     dv.setFloat32(at, s, true);
     dv.setInt32(at + 4, e.length, true);
     out.set(e, at + 8);

@@ -2,7 +2,7 @@
 // (C side: src/model, exported by src/api/api_model.c; docs/model.md). The model lives in the
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
-import { checkBool, checkFiniteNumber, checkKeys, checkSeed, describe, fail, formOptionText, readForms } from './core.js';
+import { INT32_MAX, INT32_MIN, checkBool, checkFiniteNumber, checkInt, checkKeys, checkSeed, describe, fail, formOptionText, isIntIn, readForms } from './core.js';
 import { safetensorsToLlama2c } from './llama2c.js';
 import { installHooks } from './hooks.js';
 
@@ -85,9 +85,11 @@ function numberArg(what, value) {
 // A rolling cache's window: a whole number that fits the call (C checks it against maxLen and
 // says so; a number past int32 would reach it wrapped, so the range is named here too).
 function checkWindow(what, window, maxLen) {
-  if (!Number.isInteger(window) || window < -(2 ** 31) || window >= 2 ** 31)
-    fail(`${what}: window must be an integer in [1, maxLen = ${maxLen}], got ${describe(window)}`);
+  checkInt(`${what}: window`, window, undefined, undefined, { expected: `an integer in [1, maxLen = ${maxLen}]`, accepted: '' });
 }
+
+// A rolling cache's sinks (the first tokens it keeps): C checks them against the window.
+const checkSinks = (what, sinks) => checkInt(`${what}: sinks`, sinks, 0, INT32_MAX, { expected: 'an integer >= 0' });
 
 function checkTokens(what, tokens) {
   const ok = Array.isArray(tokens) || (ArrayBuffer.isView(tokens) && !(tokens instanceof DataView));
@@ -96,7 +98,7 @@ function checkTokens(what, tokens) {
   const out = new Int32Array(tokens.length);
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i];
-    if (!Number.isInteger(t) || t < -(2 ** 31) || t >= 2 ** 31) fail(`${what}[${i}] is ${describe(t)}; token ids must be integers`);
+    if (!isIntIn(t, INT32_MIN, INT32_MAX)) fail(`${what}[${i}] is ${describe(t)}; token ids must be integers in [0, vocab)`);
     out[i] = t;
   }
   return out;
@@ -118,7 +120,7 @@ function tokenRows(what, rows, like = null) {
     if (row.length !== cols) fail(`${what}[${r}] has ${row.length} tokens and row 0 has ${cols}: every row must have the same length`);
     for (let c = 0; c < cols; c++) {
       const t = row[c];
-      if (!Number.isInteger(t) || t < -(2 ** 31) || t >= 2 ** 31) fail(`${what}[${r}][${c}] is ${describe(t)}; token ids must be integers`);
+      if (!isIntIn(t, INT32_MIN, INT32_MAX)) fail(`${what}[${r}][${c}] is ${describe(t)}; token ids must be integers in [0, vocab)`);
       out[r * cols + c] = t;
     }
   });
@@ -362,14 +364,14 @@ export function modelMethods(core) {
       const encdec = hasSource(c.arch);
       const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
       const maxTokens = opts.maxTokens !== undefined ? opts.maxTokens : 16;
-      if (!Number.isInteger(maxTokens) || maxTokens < 0 || maxTokens > 1 << 20) fail(`${what}: maxTokens must be an integer >= 0, got ${describe(maxTokens)}`);
+      checkInt(`${what}: maxTokens`, maxTokens, 0, 1 << 20, { expected: 'an integer >= 0' });
       const temperature = checkFiniteNumber(`${what}: temperature`, opts.temperature !== undefined ? opts.temperature : 0);
       if (temperature < 0) fail(`${what}: temperature must be >= 0 (0 = greedy), got ${temperature}`);
       const topK = opts.topK !== undefined ? opts.topK : 0;
-      if (!Number.isInteger(topK) || topK < 0 || topK >= 2 ** 31) fail(`${what}: topK must be an integer >= 0 (0 = all), got ${describe(topK)}`);
+      checkInt(`${what}: topK`, topK, 0, INT32_MAX, { expected: 'an integer >= 0 (0 = all)' });
       const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 1);
       const stop = opts.stop !== undefined ? opts.stop : -1;
-      if (stop !== -1 && (!Number.isInteger(stop) || stop < 0 || stop >= c.vocab)) fail(`${what}: stop must be a token id in [0, ${c.vocab}), got ${describe(stop)}`);
+      if (stop !== -1) checkInt(`${what}: stop`, stop, 0, c.vocab - 1, { expected: `a token id in [0, ${c.vocab})`, accepted: '' });
       const cache = checkBool(`${what}: cache`, opts.cache !== undefined ? opts.cache : true);
       if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
       const src = encdec ? checkTokens(`${what}: source`, opts.source !== undefined ? opts.source : fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
@@ -378,7 +380,7 @@ export function modelMethods(core) {
         if (opts.cache === false) fail(`${what}: window and sinks are a cache's; they do not go with cache: false`);
         const window = opts.window, sinks = opts.sinks !== undefined ? opts.sinks : 0;
         checkWindow(what, window, c.maxLen);
-        if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
+        checkSinks(what, sinks);
         const specs = [{ name: 'out', bytes: Math.max(maxTokens, 1) * 4 }, { name: 'count', bytes: 4 },
           { name: 'prompt', bytes: p.length * 4, from: p }];
         return core.withBuffers(what, specs, ([op, np, pp]) => {
@@ -415,7 +417,7 @@ export function modelMethods(core) {
       const t = checkTokens(`${what}: tokens`, tokens);
       const window = opts.window !== undefined ? opts.window : this.config.maxLen, sinks = opts.sinks !== undefined ? opts.sinks : 0;
       checkWindow(what, window, this.config.maxLen);
-      if (!Number.isInteger(sinks) || sinks < 0) fail(`${what}: sinks must be an integer >= 0, got ${describe(sinks)}`);
+      checkSinks(what, sinks);
       const recompute = checkBool(`${what}: recompute`, opts.recompute !== undefined ? opts.recompute : false);
       if (recompute && opts.sinks) fail(`${what}: recompute reads the last window tokens afresh; it keeps no sinks`);
       const specs = [{ name: 'tokens', bytes: t.length * 4, from: t }, { name: 'losses', bytes: Math.max(t.length - 1, 1) * 4 }];
@@ -504,8 +506,7 @@ export function modelMethods(core) {
       const c = this.config;
       const int = (k, def) => {
         const v = opts[k] ?? def;
-        if (!Number.isInteger(v) || v < 1 || v > 4096) fail(`${what}: ${k} must be an integer in [1, 4096], got ${describe(v)}`);
-        return v;
+        return checkInt(`${what}: ${k}`, v, 1, 4096);
       };
       const B = int('batchSize', 2), T = int('length', Math.min(6, c.maxLen));
       const S = hasSource(c.arch) ? int('sourceLength', Math.min(5, c.maxLen)) : 0;
@@ -539,11 +540,11 @@ export function modelMethods(core) {
       this.#live(what);
       if (opts === null || typeof opts !== 'object') fail(`${what} expects an options object, got ${describe(opts)}`);
       const { steps, onProgress, signal, batch, yieldEvery = 10, lr, ...step } = opts;
-      if (!Number.isInteger(steps) || steps < 1) fail(`${what}: steps must be an integer >= 1, got ${describe(steps)}`);
+      checkInt(`${what}: steps`, steps, 1, Number.MAX_SAFE_INTEGER, { expected: 'an integer >= 1' });
       if (onProgress !== undefined && typeof onProgress !== 'function') fail(`${what}: onProgress must be a function, got ${describe(onProgress)}`);
       if (batch !== undefined && typeof batch !== 'function') fail(`${what}: batch must be a function (step) => trainStep options, got ${describe(batch)}`);
       if (signal !== undefined && !(signal && typeof signal.aborted === 'boolean')) fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}`);
-      if (!Number.isInteger(yieldEvery) || yieldEvery < 1) fail(`${what}: yieldEvery must be an integer >= 1, got ${describe(yieldEvery)}`);
+      checkInt(`${what}: yieldEvery`, yieldEvery, 1, Number.MAX_SAFE_INTEGER, { expected: 'an integer >= 1' });
       if (lr !== undefined && typeof lr !== 'function') checkFiniteNumber(`${what}: lr`, lr);
       let last = null;
       for (let s = 0; s < steps; s++) {
@@ -646,7 +647,7 @@ export function modelMethods(core) {
         let s = '';
         for (let i = 0; i < ids.length; i++) {
           const t = ids[i];
-          if (!Number.isInteger(t) || t < 0 || t >= vocab) fail(`charsTokenizer.decode: ids[${i}] is ${describe(t)}, outside [0, ${vocab})`);
+          if (!isIntIn(t, 0, vocab - 1)) fail(`charsTokenizer.decode: ids[${i}] is ${describe(t)}, outside [0, ${vocab})`);
           s += String.fromCharCode(ex.aw_model_token_char(t) || 0xfffd);
         }
         return s;

@@ -22,14 +22,19 @@ export function readSafetensors(bytes, what = 'safetensors') {
   const base = 8 + n, meta = header.__metadata__ ?? {}, tensors = new Map();
   const entries = Object.entries(header).filter(([k]) => k !== '__metadata__')
     .sort((a, b) => a[1].data_offsets[0] - b[1].data_offsets[0]);
+  let at = 0; // in order of their offsets, the tensors tile the data (as checkpoint.c checks)
   for (const [name, t] of entries) {
     const [b0, b1] = t.data_offsets;
     if (t.dtype !== 'F32') fail(`${what}: tensor ${name} is ${t.dtype}; only F32 is read`);
-    if (!(b0 >= 0 && b1 >= b0 && base + b1 <= u8.length)) fail(`${what}: tensor ${name} lies outside the file`);
+    if (!(Number.isSafeInteger(b0) && Number.isSafeInteger(b1) && b0 >= 0 && b1 >= b0 && base + b1 <= u8.length))
+      fail(`${what}: tensor ${name} lies outside the file`);
+    if (b0 !== at) fail(`${what}: tensor ${name} begins at byte ${b0} and the tensors before it end at ${at}: its bytes ${b0 < at ? 'overlap theirs' : 'leave a gap'}`);
+    at = b1;
     const data = new Float32Array((b1 - b0) / 4);
     new Uint8Array(data.buffer).set(u8.subarray(base + b0, base + b1));
     tensors.set(name, { shape: t.shape, data });
   }
+  if (at !== u8.length - base) fail(`${what}: ${u8.length - base - at} bytes follow the last tensor`);
   return { meta, tensors };
 }
 

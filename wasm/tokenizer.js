@@ -1,7 +1,7 @@
 // tokenizer.js: a character tokenizer for your own text (the model's own-data training,
 // docs/model.md). Token ids are positions in a sorted list of code points (astral characters
 // such as emoji count as one); the list is built from a text, or given.
-import { describe, fail } from './core.js';
+import { describe, fail, isIntIn } from './core.js';
 
 /**
  * charTokenizer({ text }) builds the vocabulary from a text; charTokenizer({ chars }) takes it as
@@ -61,7 +61,7 @@ export function charTokenizer(opts) {
       let s = '';
       for (let i = 0; i < tokens.length; i++) {
         const t = tokens[i];
-        if (!Number.isInteger(t) || t < 0 || t >= chars.length) fail(`charTokenizer.decode: ids[${i}] is ${describe(t)}, outside [0, ${chars.length})`);
+        if (!isIntIn(t, 0, chars.length - 1)) fail(`charTokenizer.decode: ids[${i}] is ${describe(t)}, outside [0, ${chars.length})`);
         s += chars[t];
       }
       return s;

@@ -35,7 +35,8 @@ AW_API void aw_hooks_destroy(aw_hook_run *r) {
 AW_API int aw_hooks_keep(aw_hook_run *r, const char *name) {
     aw_clear_error();
     int point = -1, layer = -1, st;
-    if (name && name[0] && (st = hook_parse(r->m, name, &point, &layer))) return api_done(st);
+    // NULL keeps every point; "" is a name like any other (an unknown one), never "all"
+    if (name && (st = hook_parse(r->m, name, &point, &layer))) return api_done(st);
     return api_done(hook_run_keep(r, point, layer));
 }
 

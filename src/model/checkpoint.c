@@ -93,7 +93,8 @@ static int build_header(const aw_model *m, int optim, text *t) {
     if (c->qkv_bias) put(t, ",\"qkv_bias\":\"1\"");
     if (c->head_dim) put(t, ",\"head_dim\":\"%d\"", (int)c->head_dim);
     if (c->rope_factor > 0.0f)
-        put(t, ",\"rope_scaling\":\"llama3:%.9g,%.9g,%.9g,%d\"", (double)c->rope_factor, (double)c->rope_low_freq,
+        put(t, ",\"rope_factor\":\"%.9g\",\"rope_low_freq_factor\":\"%.9g\",\"rope_high_freq_factor\":\"%.9g\","
+               "\"rope_original_max_len\":\"%d\"", (double)c->rope_factor, (double)c->rope_low_freq,
             (double)c->rope_high_freq, (int)c->rope_original_len);
     // the form's options under their own keys, as text; an unset one (it does not apply to this
     // form's settings) is left out; booleans as 1 and 0. layerForms: "attention" and its options
@@ -224,7 +225,20 @@ typedef struct {
     entry *entries;
     size_t n_entries;
     char bad_meta[40]; // a __metadata__ key whose value is not a JSON string
+    char why[200];     // what in a JSON header that parses is not a safetensors header ("" when unknown)
 } parser;
+
+// Records why the header is refused (the first reason wins); returns 0 for the parser's caller.
+static int refuse(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(parser *ps, const char *fmt, ...) {
+    if (!ps->why[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ps->why, sizeof ps->why, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
 
 static void skip_ws(parser *ps) {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) ps->p++;
@@ -250,9 +264,13 @@ static int parse_string(parser *ps, char *out, size_t cap) {
             c = *ps->p++;
             if (c == 'n') c = '\n';
             else if (c == 't') c = '\t';
-            else if (c != '"' && c != '\\' && c != '/') return 0;
+            else if (c != '"' && c != '\\' && c != '/')
+                return refuse(ps, "a string in the header has the escape \\%c; this reader takes \\n, \\t, \\\", \\\\ and \\/ "
+                                  "(names and metadata of this library are plain text)", c);
         }
-        if (n + 1 >= cap) return 0;
+        if (n + 1 >= cap)
+            return refuse(ps, "a string in the header, starting \"%.*s\", is longer than the %zu bytes this reader "
+                              "holds for it (tensor names 47, metadata keys 39, values 127)", (int)(n < 24 ? n : 24), out, cap - 1);
         out[n++] = c;
     }
     if (ps->p >= ps->end) return 0;
@@ -261,30 +279,42 @@ static int parse_string(parser *ps, char *out, size_t cap) {
     return 1;
 }
 
-static int parse_uint(parser *ps, size_t *out) {
+// A JSON number that is a whole number in [0, SIZE_MAX]; what names it in the reason for a refusal.
+static int parse_uint(parser *ps, size_t *out, const char *what) {
     skip_ws(ps);
     size_t v = 0;
     const char *start = ps->p;
     while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
-        if (v > (SIZE_MAX - 9) / 10) return 0;
-        v = v * 10 + (size_t)(*ps->p++ - '0');
+        const size_t d = (size_t)(*ps->p - '0');
+        if (v > (SIZE_MAX - d) / 10) break;
+        v = v * 10 + d, ps->p++;
+    }
+    const int digit_left = ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9';
+    const int number_left = ps->p < ps->end && (*ps->p == '-' || *ps->p == '.' || *ps->p == 'e' || *ps->p == 'E');
+    if (ps->p == start || digit_left || number_left) {
+        const char *q = start;
+        while (q < ps->end && q - start < 24 && *q != ',' && *q != ']' && *q != '}') q++;
+        return refuse(ps, "%s must be whole numbers in [0, %zu] (byte counts), got %.*s", what, (size_t)SIZE_MAX,
+                      (int)(q - start), start);
     }
     *out = v;
-    return ps->p > start;
+    return 1;
 }
 
-static int parse_uint_array(parser *ps, size_t *out, size_t cap, size_t *count) {
-    if (!expect(ps, '[')) return 0;
+static int parse_uint_array(parser *ps, size_t *out, size_t cap, size_t *count, const char *what) {
+    if (!expect(ps, '[')) return refuse(ps, "%s must be an array of whole numbers", what);
     *count = 0;
     if (expect(ps, ']')) return 1;
     do {
-        if (*count >= cap || !parse_uint(ps, &out[(*count)++])) return 0;
+        if (*count >= cap) return refuse(ps, "%s has more than %zu numbers", what, cap);
+        if (!parse_uint(ps, &out[(*count)++], what)) return 0;
     } while (expect(ps, ','));
     return expect(ps, ']');
 }
 
 static int parse_entry(parser *ps, entry *e) {
-    if (!expect(ps, '{')) return 0;
+    char what[80];
+    if (!expect(ps, '{')) return refuse(ps, "tensor \"%s\" must be an object {dtype, shape, data_offsets}", e->name);
     int got = 0;
     do {
         char key[32];
@@ -294,16 +324,21 @@ static int parse_entry(parser *ps, entry *e) {
             if (!parse_string(ps, e->dtype, sizeof e->dtype)) return 0;
             got |= 1;
         } else if (strcmp(key, "shape") == 0) {
-            if (!parse_uint_array(ps, e->shape, 4, &e->rank)) return 0;
+            snprintf(what, sizeof what, "tensor \"%s\"'s shape", e->name);
+            if (!parse_uint_array(ps, e->shape, 4, &e->rank, what)) return 0;
             got |= 2;
         } else if (strcmp(key, "data_offsets") == 0) {
             size_t off[2];
-            if (!parse_uint_array(ps, off, 2, &n) || n != 2) return 0;
+            snprintf(what, sizeof what, "tensor \"%s\"'s data_offsets", e->name);
+            if (!parse_uint_array(ps, off, 2, &n, what)) return 0;
+            if (n != 2) return refuse(ps, "%s must be two numbers [begin, end], got %zu", what, n);
             e->begin = off[0], e->end = off[1];
             got |= 4;
-        } else return 0;
+        } else return refuse(ps, "tensor \"%s\" has a field \"%s\"; a tensor has dtype, shape and data_offsets", e->name, key);
     } while (expect(ps, ','));
-    return expect(ps, '}') && got == 7;
+    if (!expect(ps, '}')) return 0;
+    if (got != 7) return refuse(ps, "tensor \"%s\" has no %s", e->name, !(got & 1) ? "dtype" : !(got & 2) ? "shape" : "data_offsets");
+    return 1;
 }
 
 static int parse_header(parser *ps) {
@@ -316,7 +351,8 @@ static int parse_header(parser *ps) {
             if (!expect(ps, '{')) return 0;
             if (expect(ps, '}')) continue;
             do {
-                if (ps->n_meta >= MAX_META) return 0;
+                if (ps->n_meta >= MAX_META)
+                    return refuse(ps, "__metadata__ has more than %d keys (a model's config has fewer)", MAX_META);
                 meta_kv *kv = &ps->meta[ps->n_meta++];
                 if (!parse_string(ps, kv->key, sizeof kv->key) || !expect(ps, ':')) return 0;
                 skip_ws(ps);
@@ -328,7 +364,7 @@ static int parse_header(parser *ps) {
             } while (expect(ps, ','));
             if (!expect(ps, '}')) return 0;
         } else {
-            if (ps->n_entries >= MAX_ENTRIES) return 0;
+            if (ps->n_entries >= MAX_ENTRIES) return refuse(ps, "the header lists more than %d tensors", MAX_ENTRIES);
             entry *e = &ps->entries[ps->n_entries++];
             memcpy(e->name, key, sizeof e->name);
             if (!parse_entry(ps, e)) return 0;
@@ -343,125 +379,326 @@ static const char *meta(const parser *ps, const char *key) {
     return NULL;
 }
 
-static int meta_int(const parser *ps, const char *key, long long lo, long long hi, long long *out) {
-    const char *v = meta(ps, key);
-    if (!v || !*v) return 0;
-    char *end;
-    const long long x = strtoll(v, &end, 10);
-    if (*end || x < lo || x > hi) return 0;
-    *out = x;
-    return 1;
+#define META_BAD "the checkpoint's __metadata__ is not an attention-wasm model config: "
+
+// The metadata read as a config: every field through createModel's own parser (config.c's
+// config_builder_set, the forms' option lists), so a file is held to the same bounds and words as
+// createModel's options; a value it refuses is refused here with its message after the key. The
+// metadata keys and the createModel options they are:
+static const struct {
+    const char *key, *option;
+} META_CONFIG[] = {
+    {"vocab", "vocab"},     {"d_model", "dModel"}, {"heads", "heads"},       {"layers", "layers"},
+    {"d_ff", "dFF"},        {"max_len", "maxLen"}, {"seed", "seed"},         {"positional", "positional"},
+    {"norm", "norm"},       {"arch", "arch"},      {"block", "block"},       {"norm_type", "normType"},
+    {"ffn", "ffn"},         {"bias", "bias"},      {"tie_embeddings", "tieEmbeddings"},
+    {"kv_heads", "kvHeads"}, {"rope_theta", "ropeTheta"},
+    // Hugging Face's architectures' switches (loadHuggingFace)
+    {"norm_eps", "normEps"}, {"qkv_bias", "qkvBias"}, {"head_dim", "headDim"},
+    {"rope_factor", "ropeScaling.factor"}, {"rope_low_freq_factor", "ropeScaling.lowFreqFactor"},
+    {"rope_high_freq_factor", "ropeScaling.highFreqFactor"}, {"rope_original_max_len", "ropeScaling.originalMaxLen"},
+};
+enum { N_META_CONFIG = sizeof META_CONFIG / sizeof META_CONFIG[0] };
+// the fields the GRU archs read (the others are parsed and kept as written: meta_rnn_kept)
+static const char *const META_RNN[] = {"vocab", "d_model", "layers", "max_len", "seed", "arch"};
+// every file has these (the block's switches default to the 2017 block's, kv_heads to heads)
+static const char *const META_REQUIRED[] = {"vocab", "d_model", "heads",      "layers", "d_ff", "max_len", "seed",
+                                            "step",  "positional", "norm", "arch",   "attention"};
+// the keys that are not config fields; feature and synth_variant are the first release's (meta_form)
+static const char *const META_OTHER[] = {"format", "version", "step", "optimizer", "data_rng", "attention"};
+
+#define IN_LIST(list, key) (name_index(list, (int)(sizeof list / sizeof list[0]), key) >= 0)
+
+// A refused value: the message of the parser that refused it (createModel's words), after the
+// key and the value as the file has them. Returns AW_ERR_FORMAT.
+static int meta_refuse(const char *key, const char *value) {
+    char why[400];
+    snprintf(why, sizeof why, "%s", aw_error_message());
+    aw_clear_error();
+    return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\": %s", key, value, why);
 }
 
-static int meta_enum(const parser *ps, const char *key, const char *const *names, int count, int32_t *out) {
-    const char *v = meta(ps, key);
-    const int i = v ? name_index(names, count, v) : -1;
-    if (i < 0) return 0;
-    *out = i;
-    return 1;
+// A form's option by its metadata key (its index through *i), or NULL.
+static const aw_form_option *option_by_key(const aw_form *f, const char *key, size_t *i) {
+    for (size_t j = 0; j < f->n_options; j++)
+        if (strcmp(f->options[j].key, key) == 0) return *i = j, &f->options[j];
+    return NULL;
 }
 
-// A form's options from the metadata keys "<prefix><key>" into v, finished; 0 when one is bad. An
-// option missing or "" (or "0" for an integer that starts at 1, as version-2 files of the first
-// release wrote an option that did not apply) is unset; booleans are 1 and 0.
-static int options_from_meta(const parser *ps, const char *prefix, const aw_form *form, aw_form_values *v, size_t max_len) {
-    for (size_t i = 0; i < form->n_options; i++) {
-        const aw_form_option *o = &form->options[i];
-        char key[40];
-        snprintf(key, sizeof key, "%s%s", prefix, o->key);
-        const char *text = meta(ps, key);
-        if (!text || !text[0] || (o->kind == AW_OPTION_INT && o->lo >= 1 && strcmp(text, "0") == 0)) continue;
-        if (o->kind == AW_OPTION_BOOL) text = strcmp(text, "1") == 0 ? "true" : strcmp(text, "0") == 0 ? "false" : "?";
-        if (strlen(text) >= AW_OPTION_TEXT) return 0;
-        snprintf(v->text[i], AW_OPTION_TEXT, "%s", text);
+// The option of any form whose metadata key is key, or NULL.
+static const aw_form_option *any_option_by_key(const char *key) {
+    size_t i;
+    for (size_t f = 0; f < aw_form_count_all(); f++) {
+        const aw_form_option *o = option_by_key(aw_form_at(f), key, &i);
+        if (o) return o;
     }
-    return aw_option_finish(form, v, max_len) == AW_OK;
+    return NULL;
 }
 
-static int config_from_meta(const parser *ps, aw_model_config *c, long long *step, int *version) {
-    memset(c, 0, sizeof *c);
-    long long v[7];
-    const char *fmt = meta(ps, "format");
-    if (!fmt || strcmp(fmt, "attention-wasm-model") != 0) return 0;
-    const char *ver = meta(ps, "version");
-    *version = ver && strcmp(ver, "1") == 0 ? 1 : ver && strcmp(ver, "2") == 0 ? 2 : ver && strcmp(ver, "3") == 0 ? 3 : 0;
-    if (!*version) return 0;
-    if (!meta_int(ps, "vocab", 2, 1 << 20, &v[0]) || !meta_int(ps, "d_model", 1, 4096, &v[1]) ||
-        !meta_int(ps, "heads", 1, 4096, &v[2]) || !meta_int(ps, "layers", 1, AW_MAX_LAYERS, &v[3]) ||
-        !meta_int(ps, "d_ff", 1, 16384, &v[4]) || !meta_int(ps, "max_len", 2, 4096, &v[5]) ||
-        !meta_int(ps, "seed", 0, 4294967295LL, &v[6]) || !meta_int(ps, "step", 0, 2147483647LL, step))
-        return 0;
-    c->vocab = (int32_t)v[0], c->d_model = (int32_t)v[1], c->heads = (int32_t)v[2], c->layers = (int32_t)v[3];
-    c->d_ff = (int32_t)v[4], c->max_len = (int32_t)v[5], c->seed = (uint32_t)v[6];
-    if (!meta(ps, "positional") || !aw_positional_find(meta(ps, "positional"), &c->positional) ||
-        !meta_enum(ps, "norm", NORMS, 2, &c->norm) || !meta_enum(ps, "arch", ARCHS, AW_ARCH_COUNT, &c->arch))
-        return 0;
-    // the block's switches: absent = the 2017 block's
-    long long kvh = c->heads, tie = 0, bias = 1;
-    if ((meta(ps, "block") && !meta_enum(ps, "block", AW_BLOCK_NAMES, 2, &c->block)) ||
-        (meta(ps, "norm_type") && !meta_enum(ps, "norm_type", AW_NORM_TYPE_NAMES, 2, &c->norm_type)) ||
-        (meta(ps, "ffn") && !meta_enum(ps, "ffn", AW_FFN_NAMES, AW_FFN_COUNT, &c->ffn)) ||
-        (meta(ps, "bias") && !meta_int(ps, "bias", 0, 1, &bias)) ||
-        (meta(ps, "tie_embeddings") && !meta_int(ps, "tie_embeddings", 0, 1, &tie)) ||
-        (meta(ps, "kv_heads") && !meta_int(ps, "kv_heads", 1, 4096, &kvh)))
-        return 0;
-    c->no_bias = !bias, c->tie = (int32_t)tie, c->kv_heads = (int32_t)kvh;
-    long long qkv_bias = 0;
-    if (meta(ps, "qkv_bias") && !meta_int(ps, "qkv_bias", 0, 1, &qkv_bias)) return 0;
-    c->qkv_bias = (int32_t)qkv_bias;
-    long long head_dim = 0;
-    if (meta(ps, "head_dim") && !meta_int(ps, "head_dim", 1, 1024, &head_dim)) return 0;
-    c->head_dim = (int32_t)head_dim;
-    if (meta(ps, "norm_eps")) {
-        char *end;
-        const double e = strtod(meta(ps, "norm_eps"), &end);
-        if (*end || !(e > 0.0 && e <= 0.1)) return 0;
-        c->norm_eps = (float)e;
+// The option of form f stored under metadata key `key` (whole, e.g. "layer.1.window"; bare: the
+// part after any "layer.<l>."), as createModel's attentionOptions.<name> in builder field `field`
+// (the prefix before "attentionOptions."): checked now by the form's own parser, so that the
+// message names the key. legacy (version 1 and 2 files): "" and "0" for an integer that starts at
+// 1 are how the first release wrote an option that did not apply: unset.
+static int meta_option(aw_config_builder *b, const char *field, const aw_form *f, const char *key, const char *bare,
+                       const char *text, int legacy) {
+    const char *written = text;
+    size_t i;
+    const aw_form_option *o = option_by_key(f, bare, &i);
+    const aw_form_option *any = o ? o : any_option_by_key(bare);
+    if (legacy && any && (!text[0] || (any->kind == AW_OPTION_INT && any->lo >= 1 && strcmp(text, "0") == 0)))
+        return AW_OK;
+    if (!o) {
+        if (!any) {
+            aw_clear_error();
+            return aw_fail(AW_ERR_FORMAT, META_BAD "it has an unknown key \"%s\" (no form has an "
+                                          "option stored as \"%s\")", key, bare);
+        }
+        aw_option_refuse(f, any->name);
+        return meta_refuse(key, text);
     }
-    if (meta(ps, "rope_scaling")) { // "llama3:factor,low,high,original"
-        double f, lo, hi;
-        int orig, used = 0;
-        if (sscanf(meta(ps, "rope_scaling"), "llama3:%lf,%lf,%lf,%d%n", &f, &lo, &hi, &orig, &used) != 4 ||
-            meta(ps, "rope_scaling")[used] || !(f >= 1.0 && f <= 1024.0 && lo >= 0.0 && hi > lo && hi <= 1024.0 && orig >= 1))
-            return 0;
-        c->rope_factor = (float)f, c->rope_low_freq = (float)lo, c->rope_high_freq = (float)hi, c->rope_original_len = orig;
+    if (o->kind == AW_OPTION_BOOL) { // stored as 1 and 0
+        if (strcmp(text, "1") && strcmp(text, "0")) {
+            aw_clear_error();
+            return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\": attentionOptions.%s is "
+                                          "stored as 1 (true) or 0 (false)", key, text, o->name);
+        }
+        text = text[0] == '1' ? "true" : "false";
     }
-    if (meta(ps, "rope_theta")) {
-        char *end;
-        const double th = strtod(meta(ps, "rope_theta"), &end);
-        if (*end || !(th > 1.0 && th <= 1e9)) return 0;
-        c->rope_theta = (float)th;
-    }
-    // "attention" is a registry name; version-1 files of the first release wrote a form's family
-    // there and the rest of its name (after the ':') as "feature" or "synth_variant"
+    aw_form_values scratch;
+    memset(&scratch, 0, sizeof scratch);
+    char option[96];
+    snprintf(option, sizeof option, "%sattentionOptions.%s", field, o->name);
+    if (aw_option_set(f, &scratch, i, text) || config_builder_set(b, option, text)) return meta_refuse(key, written);
+    return AW_OK;
+}
+
+// Layer l of a "layer.<l>.<rest>" key (digits as the writer writes them, l < layers), its rest
+// through *rest; AW_ERR_FORMAT naming the key otherwise.
+static int meta_layer(const char *key, int layers, int *l, const char **rest) {
+    const char *p = key + 6; // after "layer."
+    long v = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9' && digits < 6) v = v * 10 + (*p++ - '0'), digits++;
+    if (!digits || *p != '.' || !p[1] || (digits > 1 && key[6] == '0'))
+        return aw_fail(AW_ERR_FORMAT, META_BAD "it has an unknown key \"%s\": per-layer keys are "
+                                      "layer.<l>.attention and layer.<l>.<option> with l in [0, %d)", key, layers);
+    if (v >= layers)
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is for layer %ld, and its model has %d "
+                                      "layers (layer.0 to layer.%d)", key, v, layers, layers - 1);
+    *l = (int)v, *rest = p + 1;
+    return AW_OK;
+}
+
+// The form that metadata "attention" names; files of the first release (version 1, and version 2
+// as its readers took them) wrote a form's family there and the rest of its name (after the ':')
+// as "feature" or "synth_variant".
+static const aw_form *meta_form(const parser *ps, int version) {
     const char *att = meta(ps, "attention");
-    if (!att) return 0;
     const aw_form *form = aw_form_find(att);
     const char *sub = meta(ps, "feature") ? meta(ps, "feature") : meta(ps, "synth_variant");
-    for (size_t i = 0; !form && sub && i < aw_form_count_all(); i++) {
+    for (size_t i = 0; !form && version < 3 && sub && i < aw_form_count_all(); i++) {
         const aw_form *f = aw_form_at(i);
         const char *colon = strchr(f->name, ':');
         if (strcmp(f->family, att) == 0 && colon && strcmp(colon + 1, sub) == 0) form = f;
     }
-    if (!form) return 0;
-    c->form = aw_form_index(form);
-    // the form's options by their keys (checked with the config, in model_create)
-    if (!aw_arch_is_rnn(c->arch) && !options_from_meta(ps, "", form, &c->attn, (size_t)c->max_len)) return 0;
-    // version 3: every layer's form (model_create checks them as createModel's layerForms)
-    if (*version == 3) {
-        c->layer_forms = 1;
-        for (int l = 0; l < c->layers; l++) {
-            char key[40];
-            snprintf(key, sizeof key, "layer.%d.attention", l);
-            const aw_form *f = meta(ps, key) ? aw_form_find(meta(ps, key)) : NULL;
-            if (!f) return 0;
-            c->layer_form[l] = aw_form_index(f);
-            snprintf(key, sizeof key, "layer.%d.", l);
-            if (!options_from_meta(ps, key, f, &c->layer_attn[l], (size_t)c->max_len)) return 0;
-        }
-        c->form = c->layer_form[0], c->attn = c->layer_attn[0]; // as createModel keeps them: layer 0's
+    return form;
+}
+
+// bias, tie_embeddings and qkv_bias are stored as 1 and 0, createModel's as true and false: *text
+// becomes the latter (other keys pass as they are).
+static int meta_switch(const char *key, const char *option, const char **text) {
+    if (strcmp(key, "bias") != 0 && strcmp(key, "tie_embeddings") != 0 && strcmp(key, "qkv_bias") != 0) return AW_OK;
+    if (strcmp(*text, "1") && strcmp(*text, "0"))
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is \"%.40s\": %s is stored as 1 (true) or 0 (false)", key, *text,
+                       option);
+    *text = (*text)[0] == '1' ? "true" : "false";
+    return AW_OK;
+}
+
+// A GRU checkpoint's fields the GRU does not read (heads, dFF, positional, ...): createModel takes
+// none of them with a GRU arch, but a config made in C may hold any, and save writes them; each is
+// read by createModel's parser (a scratch builder: the same bounds and words) and kept as written,
+// so that the file round-trips.
+static int meta_rnn_kept(const parser *ps, const aw_form *form, aw_model_config *c) {
+    aw_config_builder b;
+    config_builder_init(&b);
+    for (size_t k = 0; k < N_META_CONFIG; k++) {
+        const char *key = META_CONFIG[k].key, *text = meta(ps, key);
+        if (!text || IN_LIST(META_RNN, key)) continue;
+        int st = meta_switch(key, META_CONFIG[k].option, &text);
+        if (st || config_builder_set(&b, META_CONFIG[k].option, text)) return st ? st : meta_refuse(key, meta(ps, key));
     }
-    return 1;
+    const aw_model_config *s = &b.cfg;
+    c->heads = s->heads, c->d_ff = s->d_ff, c->positional = s->positional, c->norm = s->norm, c->block = s->block;
+    c->norm_type = s->norm_type, c->ffn = s->ffn, c->no_bias = s->no_bias, c->tie = s->tie, c->rope_theta = s->rope_theta;
+    c->kv_heads = meta(ps, "kv_heads") ? s->kv_heads : c->heads;
+    c->form = aw_form_index(form);
+    return AW_OK;
+}
+
+static int config_from_meta(const parser *ps, aw_model_config *c, long long *step, int *version) {
+    memset(c, 0, sizeof *c);
+    const char *fmt = meta(ps, "format"), *ver = meta(ps, "version");
+    if (!fmt || strcmp(fmt, "attention-wasm-model") != 0)
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"format\" is %s%.40s%s, expected "
+                                      "\"attention-wasm-model\": not a model of this library", fmt ? "\"" : "",
+                       fmt ? fmt : "missing", fmt ? "\"" : "");
+    *version = ver && strcmp(ver, "1") == 0 ? 1 : ver && strcmp(ver, "2") == 0 ? 2 : ver && strcmp(ver, "3") == 0 ? 3 : 0;
+    if (!*version)
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"version\" is %s%.40s%s, expected \"1\", \"2\" or "
+                                      "\"3\"", ver ? "\"" : "", ver ? ver : "missing", ver ? "\"" : "");
+    for (size_t k = 0; k < sizeof META_REQUIRED / sizeof META_REQUIRED[0]; k++)
+        if (!meta(ps, META_REQUIRED[k]))
+            return aw_fail(AW_ERR_FORMAT, META_BAD "it has no \"%s\" (every version-%d file has it)",
+                           META_REQUIRED[k], *version);
+    // every key once, and every key known: a config field, one of the others, a form option's key,
+    // or (version 3) a layer's
+    for (size_t i = 0; i < ps->n_meta; i++) {
+        const char *key = ps->meta[i].key;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ps->meta[j].key, key) == 0)
+                return aw_fail(AW_ERR_FORMAT, META_BAD "it has \"%s\" twice", key);
+        int known = IN_LIST(META_OTHER, key) || any_option_by_key(key) != NULL ||
+                    (*version < 3 && (strcmp(key, "feature") == 0 || strcmp(key, "synth_variant") == 0)) ||
+                    (*version == 3 && strncmp(key, "layer.", 6) == 0);
+        for (size_t k = 0; k < N_META_CONFIG && !known; k++) known = strcmp(META_CONFIG[k].key, key) == 0;
+        if (!known)
+            return aw_fail(AW_ERR_FORMAT, META_BAD "it has an unknown key \"%s\"%s", key,
+                           strncmp(key, "layer.", 6) == 0 ? " (per-layer keys are version 3's)" : "");
+    }
+    double st_step = NAN;
+    if (!aw_parse_decimal(meta(ps, "step"), &st_step) || !(st_step >= 0 && st_step <= 2147483647.0) || st_step != floor(st_step))
+        return aw_fail(AW_ERR_FORMAT, META_BAD "\"step\" is \"%.40s\", expected an integer in [0, "
+                                      "2147483647] (the training steps taken)", meta(ps, "step"));
+    *step = (long long)st_step;
+
+    aw_config_builder b;
+    config_builder_init(&b);
+    if (config_builder_set(&b, "arch", meta(ps, "arch"))) return meta_refuse("arch", meta(ps, "arch"));
+    const int rnn = aw_arch_is_rnn(b.cfg.arch);
+    for (size_t k = 0; k < N_META_CONFIG; k++) {
+        const char *key = META_CONFIG[k].key, *text = meta(ps, key);
+        if (!text || strcmp(key, "arch") == 0 || (rnn && !IN_LIST(META_RNN, key))) continue;
+        int st = meta_switch(key, META_CONFIG[k].option, &text);
+        if (st || config_builder_set(&b, META_CONFIG[k].option, text)) return st ? st : meta_refuse(key, meta(ps, key));
+    }
+    // the writer leaves out a switch at the 2017 block's value; block "llama" would default it to
+    // its own, so an absent switch is set to what it means
+    if (!rnn && (config_builder_set(&b, "normType", meta(ps, "norm_type") ? meta(ps, "norm_type") : "layernorm") ||
+                 config_builder_set(&b, "ffn", meta(ps, "ffn") ? meta(ps, "ffn") : "relu") ||
+                 (!meta(ps, "bias") && config_builder_set(&b, "bias", "true"))))
+        return meta_refuse("block", meta(ps, "block") ? meta(ps, "block") : "classic");
+    const aw_form *form = meta_form(ps, *version);
+    if (!form) {
+        config_builder_set(&b, "attention", meta(ps, "attention")); // createModel's message and list
+        return meta_refuse("attention", meta(ps, "attention"));
+    }
+    if (*version < 3) {
+        if (!rnn && config_builder_set(&b, "attention", form->name)) return meta_refuse("attention", meta(ps, "attention"));
+        for (size_t i = 0; i < ps->n_meta; i++) {
+            const char *key = ps->meta[i].key;
+            if (!any_option_by_key(key)) continue;
+            int st = meta_option(&b, "", form, key, key, ps->meta[i].value, 1);
+            if (st) return st;
+        }
+    } else {
+        // version 3: layers entries of layerForms, each with its options; the top-level attention
+        // and options repeat layer 0's (for readers of one form) and must agree with them
+        const int layers = b.cfg.layers;
+        char field[48], key[48];
+        snprintf(field, sizeof field, "%d", layers);
+        if (config_builder_set(&b, "layerForms", field)) return meta_refuse("layers", meta(ps, "layers"));
+        const aw_form *lf[AW_MAX_LAYERS];
+        for (int l = 0; l < layers; l++) {
+            snprintf(key, sizeof key, "layer.%d.attention", l);
+            const char *name = meta(ps, key);
+            if (!name)
+                return aw_fail(AW_ERR_FORMAT, META_BAD "it has no \"%s\": a version-3 file names "
+                                              "every layer's form (its model has %d layers)", key, layers);
+            snprintf(field, sizeof field, "layerForms.%d.attention", l);
+            if (config_builder_set(&b, field, name)) return meta_refuse(key, name);
+            lf[l] = aw_form_find(name);
+        }
+        for (size_t i = 0; i < ps->n_meta; i++) {
+            const char *k = ps->meta[i].key, *rest = "";
+            int l = 0, st;
+            if (strncmp(k, "layer.", 6) != 0) continue;
+            if ((st = meta_layer(k, layers, &l, &rest))) return st;
+            if (strcmp(rest, "attention") == 0) continue;
+            snprintf(field, sizeof field, "layerForms.%d.", l);
+            if ((st = meta_option(&b, field, lf[l], k, rest, ps->meta[i].value, 0))) return st;
+        }
+        if (strcmp(meta(ps, "attention"), lf[0]->name))
+            return aw_fail(AW_ERR_FORMAT, META_BAD "\"attention\" is \"%.40s\" and "
+                                          "\"layer.0.attention\" is \"%s\": in a version-3 file the top-level "
+                                          "attention is layer 0's", meta(ps, "attention"), lf[0]->name);
+        for (size_t i = 0; i < ps->n_meta; i++) { // a top-level option: layer 0's, with its value
+            const char *k = ps->meta[i].key;
+            size_t oi;
+            if (!any_option_by_key(k)) continue;
+            if (!option_by_key(lf[0], k, &oi)) {
+                aw_option_refuse(lf[0], any_option_by_key(k)->name);
+                return meta_refuse(k, ps->meta[i].value);
+            }
+        }
+        for (size_t o = 0; o < lf[0]->n_options; o++) {
+            const char *k = lf[0]->options[o].key, *top = meta(ps, k);
+            snprintf(key, sizeof key, "layer.0.%s", k);
+            const char *l0 = meta(ps, key);
+            if ((top || l0) && (!top || !l0 || strcmp(top, l0)))
+                return aw_fail(AW_ERR_FORMAT, META_BAD "\"%s\" is %s%.40s%s and \"%s\" is "
+                                              "%s%.40s%s: in a version-3 file the top-level options are layer 0's",
+                               k, top ? "\"" : "", top ? top : "missing", top ? "\"" : "", key, l0 ? "\"" : "",
+                               l0 ? l0 : "missing", l0 ? "\"" : "");
+        }
+    }
+    if (config_builder_finish(&b, c)) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", aw_error_message());
+        aw_clear_error();
+        return aw_fail(AW_ERR_FORMAT, META_BAD "%s", why);
+    }
+    return rnn ? meta_rnn_kept(ps, form, c) : AW_OK;
+}
+
+static int by_begin(const void *a, const void *b) {
+    const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
+}
+
+// The tensors' byte ranges, as the safetensors format has them: each [begin, end) with begin <=
+// end, and in order of begin they tile the data exactly: no overlap (two tensors read from the
+// same bytes), no gap and nothing after the last.
+static int check_ranges(const parser *ps, size_t data_len) {
+    const entry **order = malloc((ps->n_entries ? ps->n_entries : 1) * sizeof *order);
+    if (!order) return aw_fail(AW_ERR_NOMEM, "out of memory for the checkpoint's %zu tensors", ps->n_entries);
+    for (size_t i = 0; i < ps->n_entries; i++) order[i] = &ps->entries[i];
+    qsort(order, ps->n_entries, sizeof *order, by_begin);
+    int st = AW_OK;
+    size_t at = 0;
+    for (size_t i = 0; i < ps->n_entries && !st; i++) {
+        const entry *e = order[i];
+        if (e->end < e->begin)
+            st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\"'s data_offsets [%zu, %zu] end before they begin", e->name,
+                         e->begin, e->end);
+        else if (e->end > data_len)
+            st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\"'s data_offsets [%zu, %zu] run past the end of the data (%zu "
+                                        "bytes after the header)", e->name, e->begin, e->end, data_len);
+        else if (e->begin < at)
+            st = aw_fail(AW_ERR_FORMAT, "tensors \"%s\" [%zu, %zu] and \"%s\" [%zu, %zu] overlap: each tensor must "
+                                        "have bytes of its own", order[i - 1]->name, order[i - 1]->begin,
+                         order[i - 1]->end, e->name, e->begin, e->end);
+        else if (e->begin > at)
+            st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" begins at byte %zu, and the bytes before it end at %zu: "
+                                        "safetensors data has no gaps", e->name, e->begin, at);
+        at = e->end;
+    }
+    if (!st && at != data_len)
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint has %zu bytes after its last tensor (the tensors end at byte %zu of "
+                                    "%zu)", data_len - at, at, data_len);
+    free(order);
+    return st;
 }
 
 int checkpoint_read(aw_model **out, const uint8_t *buf, size_t len) { return checkpoint_read_ex(out, buf, len, 0); }
@@ -474,7 +711,7 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
     if (hlen < 2 || hlen > len - 8)
         return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint (safetensors): a header "
                                       "of %llu bytes does not fit in %zu", (unsigned long long)hlen, len);
-    parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0, {0}};
+    parser ps = {(const char *)buf + 8, (const char *)buf + 8 + hlen, {{{0}, {0}}}, 0, NULL, 0, {0}, {0}};
     ps.entries = malloc(MAX_ENTRIES * sizeof(entry));
     if (!ps.entries) return AW_ERR_NOMEM;
     aw_model_config cfg;
@@ -486,13 +723,13 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
                  ? aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ \"%s\" must be a JSON string (safetensors "
                                           "metadata values are strings, e.g. \"version\": \"2\"), got %.20s",
                            ps.bad_meta, ps.p)
-                 : aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
+                 : ps.why[0] ? aw_fail(AW_ERR_FORMAT, "the checkpoint's safetensors header: %s", ps.why)
+                             : aw_fail(AW_ERR_FORMAT, "not a safetensors checkpoint: its JSON header does not parse");
         goto fail;
     }
-    if (!config_from_meta(&ps, &cfg, &step, &version)) {
-        st = aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ is not an attention-wasm model config (version 1 or 2)");
-        goto fail;
-    }
+    aw_clear_error(); // the message is config_from_meta's (the first failure wins)
+    if ((st = config_from_meta(&ps, &cfg, &step, &version))) goto fail;
+    if ((st = check_ranges(&ps, len - 8 - (size_t)hlen))) goto fail;
     // a small file must not make a huge model: the embedding and output matrices alone need
     // 2 * vocab * dModel floats (one such matrix when the classifier is tied), the feed-forward layers 2 * dModel * dFF each (the GRU archs have
     // no feed-forward layers and 15 dModel^2 floats of GRU weights)
@@ -506,14 +743,48 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
     }
     if ((st = model_create_ex(&m, &cfg, inference))) goto fail;
     const char *optimizer = meta(&ps, "optimizer");
-    const int optim = optimizer && strcmp(optimizer, "adamw") == 0;
-    if (ps.n_entries != m->n_tensors * (optim ? 3 : 1)) {
-        st = aw_fail(AW_ERR_FORMAT, "the checkpoint has %zu tensors; its config makes a model of %zu%s", ps.n_entries,
-                     m->n_tensors, optim ? " (times 3 with the optimizer state)" : "");
+    if (optimizer && strcmp(optimizer, "adamw") != 0) {
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint's __metadata__ \"optimizer\" is \"%.40s\", expected \"adamw\" (the "
+                                    "only optimizer whose state a checkpoint holds) or no such key", optimizer);
+        goto fail;
+    }
+    const int optim = optimizer != NULL;
+    // every tensor of the file is one of the model's (or its AdamW moments), and every one of the
+    // model's is in the file: each named
+    for (size_t j = 0; j < ps.n_entries; j++) {
+        const char *name = ps.entries[j].name;
+        int block = 0;
+        for (int k = 1; optim && k < 3 && !block; k++)
+            if (strncmp(name, BLOCK_PREFIX[k], strlen(BLOCK_PREFIX[k])) == 0) block = k;
+        const char *bare = name + strlen(BLOCK_PREFIX[block]);
+        size_t i = 0;
+        while (i < m->n_tensors && strcmp(m->tensors[i].name, bare) != 0) i++;
+        if (i == m->n_tensors) {
+            st = aw_fail(AW_ERR_FORMAT, "the checkpoint has a tensor \"%s\" that its config's model does not have "
+                                        "(its %zu tensors run from \"%s\" to \"%s\"%s)", name, m->n_tensors,
+                         m->tensors[0].name, m->tensors[m->n_tensors - 1].name,
+                         optim ? ", each also as optim.m.<name> and optim.v.<name>" : "");
+            goto fail;
+        }
+    }
+    for (int block = 0; block < (optim ? 3 : 1); block++)
+        for (size_t i = 0; i < m->n_tensors; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", BLOCK_PREFIX[block], m->tensors[i].name);
+            size_t j = 0;
+            while (j < ps.n_entries && strcmp(ps.entries[j].name, name) != 0) j++;
+            if (j == ps.n_entries) {
+                st = aw_fail(AW_ERR_FORMAT, "the checkpoint has no tensor \"%s\", which its config's model has%s", name,
+                             block ? " (its __metadata__ says it holds the AdamW state)" : "");
+                goto fail;
+            }
+        }
+    if (ps.n_entries != m->n_tensors * (optim ? 3 : 1)) { // every name found both ways: one is listed twice
+        st = aw_fail(AW_ERR_FORMAT, "the checkpoint lists %zu tensors for its model's %zu%s: a tensor name appears twice",
+                     ps.n_entries, m->n_tensors * (optim ? 3 : 1), optim ? " (with the AdamW state)" : "");
         goto fail;
     }
     const uint8_t *data = buf + 8 + hlen;
-    const size_t data_len = len - 8 - (size_t)hlen;
     float *blocks[3] = {m->params, m->adam_m, m->adam_v};
     for (int block = 0; block < (optim && !m->inference ? 3 : 1); block++) // inference: the parameters only
         for (size_t i = 0; i < m->n_tensors; i++) {
@@ -527,16 +798,18 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
             // version 1 (the first release) stored every tensor as this model keeps it: (rows, cols)
             // or a flat vector; version 2 uses the shapes of the table (docs/model.md)
             int shape_ok = 1;
-            if (!e) shape_ok = 0;
-            else if (version == 1) shape_ok = ti->cols ? e->rank == 2 && e->shape[0] == ti->rows && e->shape[1] == ti->cols
+            if (version == 1) shape_ok = ti->cols ? e->rank == 2 && e->shape[0] == ti->rows && e->shape[1] == ti->cols
                                                        : e->rank == 1 && e->shape[0] == ti->rows;
             else {
                 shape_ok = e->rank == (size_t)ti->rank;
                 for (int d = 0; shape_ok && d < ti->rank; d++) shape_ok = e->shape[d] == ti->dims[d];
             }
-            if (!shape_ok || strcmp(e->dtype, "F32") != 0 || e->end < e->begin || e->end > data_len ||
-                e->end - e->begin != bytes) {
-                st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" is missing or has the wrong dtype, shape or offsets", name);
+            if (!shape_ok || strcmp(e->dtype, "F32") != 0 || e->end - e->begin != bytes) {
+                char shape[80] = "";
+                for (int d = 0; d < ti->rank; d++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%zu", d ? ", " : "", ti->dims[d]);
+                st = aw_fail(AW_ERR_FORMAT, "tensor \"%s\" is %s with %zu bytes; its model's is F32 of shape [%s] (%zu "
+                                            "bytes)%s", name, e->dtype, e->end - e->begin, shape, bytes,
+                             !shape_ok ? ": the shape differs" : "");
                 goto fail;
             }
             float *dst = blocks[block] + ti->offset;

@@ -39,12 +39,10 @@ void config_builder_init(aw_config_builder *b) {
     c->form = 0; // the registry's first form (softmax)
 }
 
-// An integer in [lo, hi] written in decimal (a whole number such as "1e3" is fine).
+// An integer in [lo, hi] written in decimal (a whole number such as "1e3" is fine; "0x8" is not).
 static int parse_int(const char *key, const char *text, double lo, double hi, long long *out) {
-    char *end;
-    errno = 0;
-    const double v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno || !(v >= lo && v <= hi) || v != floor(v))
+    double v = NAN;
+    if (!aw_parse_decimal(text, &v) || !(v >= lo && v <= hi) || v != floor(v))
         return aw_fail(AW_ERR_ARG, "%s must be an integer in [%.0f, %.0f], got %.40s", key, lo, hi, text);
     *out = (long long)v;
     return AW_OK;
@@ -52,10 +50,8 @@ static int parse_int(const char *key, const char *text, double lo, double hi, lo
 
 // A number in [lo, hi] (closed_lo) or (lo, hi]: an epsilon, a factor.
 static int parse_real(const char *key, const char *text, double lo, double hi, int closed_lo, double *out) {
-    char *end;
-    errno = 0;
-    const double v = strtod(text, &end);
-    if (end == text || *end != '\0' || errno || !(closed_lo ? v >= lo : v > lo) || !(v <= hi))
+    double v = NAN;
+    if (!aw_parse_decimal(text, &v) || !(closed_lo ? v >= lo : v > lo) || !(v <= hi))
         return aw_fail(AW_ERR_ARG, "%s must be a number in %s%g, %g], got %.40s", key, closed_lo ? "[" : "(", lo, hi, text);
     *out = v;
     return AW_OK;
@@ -210,9 +206,8 @@ int config_builder_set(aw_config_builder *b, const char *key, const char *value)
         if (!(st = parse_int(key, value, 1, 4096, &v))) c->kv_heads = (int32_t)v;
         break;
     case F_ROPE_THETA: {
-        char *end;
-        const double x = strtod(value, &end);
-        if (end == value || *end || !(x > 1.0 && x <= 1e9))
+        double x = NAN;
+        if (!aw_parse_decimal(value, &x) || !(x > 1.0 && x <= 1e9))
             return aw_fail(AW_ERR_ARG, "ropeTheta must be a number in (1, 1e9], got %.40s", value);
         c->rope_theta = (float)x;
         break;

@@ -16,6 +16,34 @@ int aw_option_find(const aw_form *form, const char *name) {
     return -1;
 }
 
+int aw_parse_decimal(const char *text, double *out) {
+    const char *p = text;
+    if (*p == '-') p++;
+    const char *digits = p;
+    while (*p >= '0' && *p <= '9') p++;
+    int any = p > digits;
+    if (*p == '.') {
+        const char *frac = ++p;
+        while (*p >= '0' && *p <= '9') p++;
+        any |= p > frac;
+    }
+    if (!any) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        const char *exp = p;
+        while (*p >= '0' && *p <= '9') p++;
+        if (p == exp) return 0;
+    }
+    if (*p) return 0;
+    errno = 0;
+    char *end;
+    const double x = strtod(text, &end);
+    if (*end || errno || !isfinite(x)) return 0;
+    *out = x;
+    return 1;
+}
+
 static int word_index(const char *const *words, const char *text, size_t len) {
     for (int i = 0; words && words[i]; i++)
         if (strlen(words[i]) == len && strncmp(words[i], text, len) == 0) return i;
@@ -31,12 +59,10 @@ static void word_list(const char *const *words, char *buf, size_t cap) {
 // Parses text for option o into out (canonical text); AW_ERR_ARG naming the option.
 static int parse(const aw_form_option *o, const char *text, char out[AW_OPTION_TEXT]) {
     char list[200];
-    char *end;
-    errno = 0;
     switch (o->kind) {
     case AW_OPTION_INT: {
-        const double x = strtod(text, &end);
-        if (end == text || *end || errno || !(x >= o->lo && x <= o->hi) || x != floor(x))
+        double x = NAN;
+        if (!aw_parse_decimal(text, &x) || !(x >= o->lo && x <= o->hi) || x != floor(x))
             return aw_fail(AW_ERR_ARG, "attentionOptions.%s must be an integer in [%.0f, %.0f], got %.40s", o->name,
                            o->lo, o->hi, text);
         snprintf(out, AW_OPTION_TEXT, "%.0f", x);
@@ -49,8 +75,8 @@ static int parse(const aw_form_option *o, const char *text, char out[AW_OPTION_T
         return AW_OK;
     case AW_OPTION_CHOICE: {
         if (word_index(o->words, text, strlen(text)) >= 0) return snprintf(out, AW_OPTION_TEXT, "%s", text), AW_OK;
-        const double x = o->lo < o->hi ? strtod(text, &end) : NAN;
-        if (o->lo < o->hi && end != text && !*end && !errno && x > o->lo && x < o->hi)
+        double x = NAN;
+        if (o->lo < o->hi && aw_parse_decimal(text, &x) && x > o->lo && x < o->hi)
             return snprintf(out, AW_OPTION_TEXT, "%.9g", x), AW_OK;
         word_list(o->words, list, sizeof list);
         if (o->lo < o->hi)

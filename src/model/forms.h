@@ -192,6 +192,11 @@ const aw_form *aw_form_at(size_t i);        // NULL past the end
 const aw_form *aw_form_find(const char *name); // NULL when no form has this name
 int aw_form_index(const aw_form *f);        // its position in the registry
 
+// A number written in decimal, the one syntax every config field, option and checkpoint value is
+// read in: an optional '-', digits, an optional fraction and exponent ("8", "-1", "0.9", "1e3");
+// no leading space or '+', no hex ("0x8"), no "inf" or "nan". 1 with *out set, or 0.
+int aw_parse_decimal(const char *text, double *out);
+
 // Options (form_options.c). A form's option by name: its index in form->options, or -1.
 int aw_option_find(const aw_form *form, const char *name);
 // The Error for option `name` given to a form that does not read it: the forms that do, and the

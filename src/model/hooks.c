@@ -46,6 +46,11 @@ static int point_exists(const aw_model *m, int point, int layer, const char *nam
     if ((point == AW_HOOK_Q || point == AW_HOOK_K) && !f->uses_qk)
         return aw_fail(AW_ERR_ARG, "%s: attention \"%s\" reads no queries or keys, so this %s has no such point",
                        name, f->form->name, m->cfg.layer_forms ? "layer" : "model");
+    // a form that makes its own values from X (MLA's latent) has no Wv: there is no hook_v to write
+    if (point == AW_HOOK_V && (f->form->flags & AW_FORM_OWN_V))
+        return aw_fail(AW_ERR_ARG, "%s: attention \"%s\" makes its own values from X (it has no W_V), so this %s "
+                                   "has no such point; its per-head values are only seen through attn.hook_z",
+                       name, f->form->name, m->cfg.layer_forms ? "layer" : "model");
     if (point == AW_HOOK_LN_FINAL && m->cfg.norm != AW_NORM_PRE)
         return aw_fail(AW_ERR_ARG, "%s: a post-norm model has no final norm (each sublayer normalises its own "
                                    "output; blocks.{l}.hook_resid_post is already normalised)", name);
@@ -63,7 +68,8 @@ int hook_parse(const aw_model *m, const char *name, int *point, int *layer) {
         long l = 0;
         int digits = 0;
         while (*p >= '0' && *p <= '9' && digits < 9) l = l * 10 + (*p++ - '0'), digits++;
-        if (digits && *p == '.') {
+        // the layer as hook_name writes it: "blocks.01" or "blocks.007" is not normalised to 1 or 7
+        if (digits && *p == '.' && !(digits > 1 && name[7] == '0')) {
             for (size_t i = 0; i < N_BLOCK_POINTS; i++)
                 if (strcmp(p + 1, BLOCK_POINTS[i].suffix) == 0) {
                     if (l >= m->cfg.layers)

@@ -1,6 +1,9 @@
 // fuzz_checkpoint.c: the safetensors checkpoint reader (src/model/checkpoint.c) on arbitrary
 // bytes. A file it accepts must give a model that runs a forward pass, and saving that model
 // (with and without the optimizer state) and reading it back must give the same bytes again.
+// Its tensors must have tiled its data (no overlap, gap or trailing byte): the model saved with
+// the state the file had holds exactly as many bytes of tensors. The corpus has version-3 files
+// (layerForms, options per layer), so the per-layer metadata is fuzzed too.
 #include "fuzz_common.h"
 
 #include "../../src/model/checkpoint.h"
@@ -22,6 +25,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         aw_clear_error();
         const int fst = model_forward(m, NULL);
         FUZZ_STATUS(fst);
+    }
+    { // tiled: the data section is the parameters' bytes, once or (with the AdamW state) three times
+        uint64_t hlen = 0;
+        for (int i = 0; i < 8; i++) hlen |= (uint64_t)data[i] << (8 * i);
+        const size_t tensors = (size_t)(size - 8 - hlen), once = m->n_params * sizeof(float);
+        FUZZ_ASSERT(tensors == once || tensors == 3 * once,
+                    "an accepted file holds %zu bytes of tensors; its model's parameters are %zu bytes (times 1 or 3)",
+                    tensors, once);
     }
     for (int optim = 0; optim < 2; optim++) {
         size_t bytes = 0, bytes2 = 0;

@@ -60,6 +60,11 @@ for (const { name, lib } of builds) {
         // the config read back is the one saved
         for (const k of ['vocab', 'dModel', 'heads', 'layers', 'dFF', 'kvHeads', 'headDim', 'qkvBias', 'normEps', 'tieEmbeddings', 'ffn', 'normType', 'positional'])
           assert.deepEqual(back.config[k], m.config[k], `${arch}: ${k}`);
+        // and the library's own checkpoint keeps every switch (headDim, qkvBias, normEps, ropeScaling, gelu)
+        const own = lib.loadModel(back.save(), { training: false });
+        assert.deepEqual(own.config, back.config, `${arch}: save() / loadModel keep the config`);
+        assert.equal(maxErr(own.forward(IDS).logits, got), 0, `${arch}: save() / loadModel keep the logits`);
+        own.dispose();
         back.dispose();
       }
       m.dispose();
