@@ -104,15 +104,75 @@ export function installHooks(core, proto, checkTokens) {
    * sets the head's attn.hook_z to 0 or to its mean over every position of this input, at
    * `positions` (default all); patch [{ name, positions?, heads?, from }] replaces the activation
    * `name` (at those positions and, for per-head names, heads) by from[name], a runWithCache cache
-   * of another input of the same length. Patches apply before ablations at the same point.
-   * Returns { logits }.
+   * of another input of the same length. Hook operations (TransformerLens's hook functions):
+   * replace [{ name, positions?, heads?, data }] sets the rows at positions (data: one row per
+   * position, in the order given; all positions when absent) and, for per-head names, only the
+   * heads given; scale [{ name, heads?, positions?, factor }] multiplies the activation there;
+   * add [{ name, vector, scale = 1, positions?, heads? }] adds scale x vector (one position's row:
+   * dModel values, or heads x dHead for a per-head name) to each selected row: steering. At a point
+   * they apply in this order: patch, replace, ablate, scale, add (each list in its order). names:
+   * the points to return, as edited, in { cache } (runWithCache's form).
+   * Returns { logits } (and cache with names).
    */
   proto.runWithHooks = function runWithHooks(ids, opts = {}) {
     const what = 'runWithHooks';
     live(this, what);
-    checkKeys(what, opts, ['ablate', 'patch']);
+    checkKeys(what, opts, ['ablate', 'patch', 'add', 'scale', 'replace', 'names']);
     const tok = checkTokens(`${what}: ids`, ids);
     const ablate = opts.ablate ?? [], patch = opts.patch ?? [];
+    const list = (key, shape) => {
+      const v = opts[key] ?? [];
+      if (!Array.isArray(v)) fail(`${what}: ${key} must be an array of ${shape}, got ${describe(v)}`);
+      return v;
+    };
+    const floats = (w, x, label) => {
+      const ok = Array.isArray(x) || (ArrayBuffer.isView(x) && !(x instanceof DataView));
+      if (!ok || x.length === 0) fail(`${w}: ${label} must be a non-empty array of numbers, got ${describe(x)}`);
+      const out = Float32Array.from(x, (v, i) => (typeof v === 'number' && Number.isFinite(v) ? v : fail(`${w}: ${label}[${i}] is ${describe(v)}; expected a finite number`)));
+      return out;
+    };
+    const number = (w, x, label, def) => {
+      if (x === undefined && def !== undefined) return def;
+      if (typeof x !== 'number' || !Number.isFinite(x)) fail(`${w}: ${label} must be a finite number, got ${describe(x)}`);
+      return x;
+    };
+    const ops = [];
+    list('replace', '{ name, positions?, heads?, data }').forEach((o, i) => {
+      const w = `${what}: replace[${i}]`;
+      checkKeys(w, o, ['name', 'positions', 'heads', 'data']);
+      hookName(`${w}: name`, o.name);
+      ops.push({ w, kind: 'replace', name: o.name, positions: indexList(`${w}: positions`, o.positions), heads: indexList(`${w}: heads`, o.heads), data: floats(w, o.data, 'data') });
+    });
+    const scaleOps = list('scale', '{ name, heads?, positions?, factor }').map((o, i) => {
+      const w = `${what}: scale[${i}]`;
+      checkKeys(w, o, ['name', 'positions', 'heads', 'factor']);
+      hookName(`${w}: name`, o.name);
+      return { w, kind: 'scale', name: o.name, positions: indexList(`${w}: positions`, o.positions), heads: indexList(`${w}: heads`, o.heads), factor: number(w, o.factor, 'factor') };
+    });
+    const addOps = list('add', '{ name, vector, scale?, positions?, heads? }').map((o, i) => {
+      const w = `${what}: add[${i}]`;
+      checkKeys(w, o, ['name', 'vector', 'scale', 'positions', 'heads']);
+      hookName(`${w}: name`, o.name);
+      return { w, kind: 'add', name: o.name, positions: indexList(`${w}: positions`, o.positions), heads: indexList(`${w}: heads`, o.heads), data: floats(w, o.vector, 'vector'), factor: number(w, o.scale, 'scale', 1) };
+    });
+    const { names } = opts;
+    if (names !== undefined && !Array.isArray(names)) fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);
+    names?.forEach((x, i) => hookName(`${what}: names[${i}]`, x));
+    // one hook operation into C (the name, the index lists, the floats)
+    const apply = (r, o) => {
+      const { positions: pos, heads } = o, data = o.data ?? new Float32Array(0);
+      const enc = new TextEncoder().encode(`${o.name}\0`);
+      core.withBuffers(o.w, [{ name: 'name', bytes: enc.length, from: enc },
+        { name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos },
+        { name: 'heads', bytes: heads ? heads.length * 4 : 0, from: heads },
+        { name: 'data', bytes: data.length * 4, from: data }], ([np, pp, hp, dp]) => {
+        const npos = pos ? pos.length : -1, nh = heads ? heads.length : -1;
+        const st = o.kind === 'replace' ? ex.aw_hooks_replace(r, np, pp, npos, hp, nh, dp, data.length)
+          : o.kind === 'scale' ? ex.aw_hooks_scale(r, np, pp, npos, hp, nh, o.factor)
+            : ex.aw_hooks_add(r, np, pp, npos, hp, nh, dp, data.length, o.factor);
+        core.check(st, o.w);
+      });
+    };
     if (!Array.isArray(ablate)) fail(`${what}: ablate must be an array of { layer, head, mode, positions? }, got ${describe(ablate)}`);
     if (!Array.isArray(patch)) fail(`${what}: patch must be an array of { name, positions?, heads?, from }, got ${describe(patch)}`);
     const ab = ablate.map((a, i) => {
@@ -143,12 +203,17 @@ export function installHooks(core, proto, checkTokens) {
           { name: 'from', bytes: p.data.length * 4, from: p.data }], ([np, pp, hp, fp]) =>
           core.check(ex.aw_hooks_patch(r, np, pp, pos ? pos.length : -1, hp, heads ? heads.length : -1, fp, p.data.length), p.w));
       }
+      for (const o of ops) apply(r, o); // replace
       for (const a of ab) {
         const pos = a.positions;
         core.withBuffers(a.w, [{ name: 'positions', bytes: pos ? pos.length * 4 : 0, from: pos }], ([pp]) =>
           core.check(ex.aw_hooks_ablate(r, a.layer, a.head, a.mode, pp, pos ? pos.length : -1), a.w));
       }
-      return { logits: runForward(this, what, r, tok) };
+      for (const o of scaleOps) apply(r, o);
+      for (const o of addOps) apply(r, o);
+      for (const name of names ?? []) core.withStrings(what, [name], ([np]) => core.check(ex.aw_hooks_keep(r, np), what));
+      const logits = runForward(this, what, r, tok);
+      return names ? { logits, cache: readCache(what, r) } : { logits };
     });
   };
 

@@ -287,8 +287,19 @@ export interface Model {
   saveHuggingFace(opts?: { dtype?: 'F32' | 'BF16' }): { config: Record<string, unknown>; weights: Uint8Array; tokenizer?: string };
   /** forward's logits and the activations at every hook point (or `names`); decoder-only models */
   runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[] }): { logits: Float32Array; cache: HookCache };
-  /** the logits with heads ablated and activations patched from another input's cache */
-  runWithHooks(ids: ArrayLike<number>, opts?: { ablate?: Ablation[]; patch?: Patch[] }): { logits: Float32Array };
+  /** the logits with heads ablated, activations patched from another input's cache, and hook
+   *  operations: replace rows, scale, add a vector (steering); at a point they apply in the order
+   *  patch, replace, ablate, scale, add. names: the edited activations to return in cache */
+  runWithHooks(ids: ArrayLike<number>, opts?: {
+    ablate?: Ablation[]; patch?: Patch[];
+    /** rows (one per position, in the order given; all positions when absent) set at name; per-head names: only `heads` */
+    replace?: { name: HookName; positions?: ArrayLike<number>; heads?: ArrayLike<number>; data: ArrayLike<number> }[];
+    /** name's activation times factor at positions (and heads) */
+    scale?: { name: HookName; factor: number; positions?: ArrayLike<number>; heads?: ArrayLike<number> }[];
+    /** scale (default 1) x vector added to each selected row: vector is one position's row (dModel, or heads x dHead) */
+    add?: { name: HookName; vector: ArrayLike<number>; scale?: number; positions?: ArrayLike<number>; heads?: ArrayLike<number> }[];
+    names?: HookName[];
+  }): { logits: Float32Array; cache?: HookCache };
   /** each layer's resid_post through the final norm and the classifier: shape [layers, n, vocab] */
   logitLens(ids: ArrayLike<number>): HookTensor;
   /** direct logit attribution of target (default: the next token) per head, MLP and the embeddings */

@@ -8,6 +8,7 @@
 #include "../model/composition.h"
 #include "../model/hooks.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,41 @@ AW_API int aw_hooks_patch(aw_hook_run *r, const char *name, const int32_t *posit
     if (aw_find_nonfinite(from, (size_t)nfrom) != (size_t)nfrom)
         return aw_fail(AW_ERR_ARG, "from's %s holds NaN or Infinity", name);
     return api_done(hook_run_patch(r, point, layer, positions, np, heads, nh, from, (size_t)nfrom));
+}
+
+// Hook operations on a named point (hooks.h): add factor x vector to each selected row (steering),
+// scale by factor, replace rows. Values must be finite.
+AW_API int aw_hooks_add(aw_hook_run *r, const char *name, const int32_t *positions, int32_t np, const int32_t *heads,
+                        int32_t nh, const float *vector, int32_t nvec, double scale) {
+    aw_clear_error();
+    int point, layer;
+    int st = hook_parse(r->m, name, &point, &layer);
+    if (st) return api_done(st);
+    if (nvec < 0) return aw_fail(AW_ERR_ARG, "add: vector has a negative length");
+    if (aw_find_nonfinite(vector, (size_t)nvec) != (size_t)nvec) return aw_fail(AW_ERR_ARG, "add: %s's vector holds NaN or Infinity", name);
+    if (!isfinite(scale) || fabs(scale) > 3.4e38) return aw_fail(AW_ERR_ARG, "add: scale must be a finite number, got %g", scale);
+    return api_done(hook_run_add(r, point, layer, positions, np, heads, nh, vector, (size_t)nvec, (float)scale));
+}
+
+AW_API int aw_hooks_scale(aw_hook_run *r, const char *name, const int32_t *positions, int32_t np, const int32_t *heads,
+                          int32_t nh, double factor) {
+    aw_clear_error();
+    int point, layer;
+    int st = hook_parse(r->m, name, &point, &layer);
+    if (st) return api_done(st);
+    if (!isfinite(factor) || fabs(factor) > 3.4e38) return aw_fail(AW_ERR_ARG, "scale: factor must be a finite number, got %g", factor);
+    return api_done(hook_run_scale(r, point, layer, positions, np, heads, nh, (float)factor));
+}
+
+AW_API int aw_hooks_replace(aw_hook_run *r, const char *name, const int32_t *positions, int32_t np, const int32_t *heads,
+                            int32_t nh, const float *rows, int32_t nrows) {
+    aw_clear_error();
+    int point, layer;
+    int st = hook_parse(r->m, name, &point, &layer);
+    if (st) return api_done(st);
+    if (nrows < 0) return aw_fail(AW_ERR_ARG, "replace: data has a negative length");
+    if (aw_find_nonfinite(rows, (size_t)nrows) != (size_t)nrows) return aw_fail(AW_ERR_ARG, "replace: %s's data holds NaN or Infinity", name);
+    return api_done(hook_run_replace(r, point, layer, positions, np, heads, nh, rows, (size_t)nrows));
 }
 
 // The forward with every edit and cache request; logits (n, V).

@@ -142,7 +142,9 @@ static void hook_run_point(struct aw_hooks *h, int point, int layer, float *x) {
                 for (size_t p = 0; p < n; p++) {
                     if (ed->positions && !ed->positions[p]) continue;
                     const size_t at = (p * G + g) * w + i;
-                    x[at] = ed->mode == AW_HOOK_PATCH ? ed->from[at] : fill;
+                    if (ed->mode == AW_HOOK_ADD) x[at] += ed->factor * ed->from[g * w + i];
+                    else if (ed->mode == AW_HOOK_SCALE) x[at] *= ed->factor;
+                    else x[at] = ed->mode == AW_HOOK_PATCH ? ed->from[at] : fill;
                 }
             }
         }
@@ -226,7 +228,7 @@ static int index_mask(uint8_t **out, const char *what, const int32_t *idx, int n
 static aw_hook_edit *new_edit(aw_hook_run *r) {
     if (r->n_edits == r->cap_edits) {
         if (r->cap_edits >= AW_HOOK_MAX_EDITS) {
-            aw_fail(AW_ERR_ARG, "at most %d ablations and patches in one run", AW_HOOK_MAX_EDITS);
+            aw_fail(AW_ERR_ARG, "at most %d edits (ablations, patches, adds, scales, replaces) in one run", AW_HOOK_MAX_EDITS);
             return NULL;
         }
         const size_t cap = r->cap_edits ? 2 * r->cap_edits : 8;
@@ -253,7 +255,7 @@ int hook_run_ablate(aw_hook_run *r, int layer, int head, int mode, const int32_t
     if ((st = index_mask(&heads, "head", &h, 1, (size_t)m->cfg.heads))) return free(pos), st;
     aw_hook_edit *e = new_edit(r);
     if (!e) return free(pos), free(heads), aw_error_message()[0] ? AW_ERR_ARG : AW_ERR_NOMEM;
-    *e = (aw_hook_edit){AW_HOOK_Z, layer, mode, pos, heads, NULL};
+    *e = (aw_hook_edit){AW_HOOK_Z, layer, mode, pos, heads, NULL, 0.0f};
     r->n_edits++;
     return AW_OK;
 }
@@ -288,9 +290,102 @@ int hook_run_patch(aw_hook_run *r, int point, int layer, const int32_t *position
     aw_hook_edit *e = copy ? new_edit(r) : NULL;
     if (!e) return free(pos), free(hm), free(copy), aw_error_message()[0] ? AW_ERR_ARG : AW_ERR_NOMEM;
     memcpy(copy, from, floats * sizeof(float));
-    *e = (aw_hook_edit){point, layer, AW_HOOK_PATCH, pos, hm, copy};
+    *e = (aw_hook_edit){point, layer, AW_HOOK_PATCH, pos, hm, copy, 0.0f};
     r->n_edits++;
     return AW_OK;
+}
+
+// The checks every edit by name shares: a writable point, heads only where the point has them;
+// then the position and head masks. *row: one position's floats (G x w).
+static int edit_target(aw_hook_run *r, int point, int layer, const char *op, const int32_t *positions, int np,
+                       const int32_t *heads, int nh, uint8_t **pos, uint8_t **hm, size_t *row) {
+    const aw_model *m = r->m;
+    char name[64];
+    hook_name(name, sizeof name, point, layer);
+    *pos = *hm = NULL;
+    if (point == AW_HOOK_PATTERN)
+        return aw_fail(AW_ERR_ARG, "%s: %s is read-only: the attention forms compute their output from q, k and v, "
+                                   "never from the pattern; use attn.hook_z, hook_q, hook_k or hook_v instead", op, name);
+    size_t G, dims[3], floats;
+    const int per_head = hook_has_heads(m, point, &G);
+    if (!per_head && nh >= 0)
+        return aw_fail(AW_ERR_ARG, "%s: heads is only for the per-head names (attn.hook_q, hook_k, hook_v, hook_z), "
+                                   "not %s", op, name);
+    hook_shape(m, point, r->n, dims, &floats);
+    *row = floats / r->n;
+    int st = index_mask(pos, "positions", positions, np, r->n);
+    if (!st && per_head) st = index_mask(hm, "heads", heads, nh, G);
+    if (st) free(*pos), *pos = NULL;
+    return st;
+}
+
+// One more edit (owning pos, hm and from), or AW_ERR_* with everything freed.
+static int push_edit(aw_hook_run *r, aw_hook_edit e) {
+    aw_hook_edit *slot = new_edit(r);
+    if (!slot) {
+        edit_free(&e);
+        return aw_error_message()[0] ? AW_ERR_ARG : AW_ERR_NOMEM;
+    }
+    *slot = e;
+    r->n_edits++;
+    return AW_OK;
+}
+
+int hook_run_add(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads, int nh,
+                 const float *vector, size_t nvec, float factor) {
+    uint8_t *pos, *hm;
+    size_t row;
+    int st = edit_target(r, point, layer, "add", positions, np, heads, nh, &pos, &hm, &row);
+    if (st) return st;
+    if (nvec != row) {
+        free(pos), free(hm);
+        char name[64];
+        hook_name(name, sizeof name, point, layer);
+        return aw_fail(AW_ERR_ARG, "add: vector has %zu values, and one position of %s has %zu (%s)", nvec, name, row,
+                       row == (size_t)r->m->cfg.d_model ? "dModel" : "heads x dHead");
+    }
+    float *copy = aw_alloc_floats(row);
+    if (!copy) return free(pos), free(hm), AW_ERR_NOMEM;
+    memcpy(copy, vector, row * sizeof(float));
+    return push_edit(r, (aw_hook_edit){point, layer, AW_HOOK_ADD, pos, hm, copy, factor});
+}
+
+int hook_run_scale(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads,
+                   int nh, float factor) {
+    uint8_t *pos, *hm;
+    size_t row;
+    int st = edit_target(r, point, layer, "scale", positions, np, heads, nh, &pos, &hm, &row);
+    if (st) return st;
+    return push_edit(r, (aw_hook_edit){point, layer, AW_HOOK_SCALE, pos, hm, NULL, factor});
+}
+
+int hook_run_replace(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads,
+                     int nh, const float *rows, size_t nrows) {
+    uint8_t *pos, *hm;
+    size_t row;
+    int st = edit_target(r, point, layer, "replace", positions, np, heads, nh, &pos, &hm, &row);
+    if (st) return st;
+    const size_t count = np < 0 ? r->n : (size_t)np;
+    char name[64];
+    hook_name(name, sizeof name, point, layer);
+    if (nrows != aw_size_mul(count, row)) {
+        free(pos), free(hm);
+        return aw_fail(AW_ERR_ARG, "replace: data has %zu values, expected (positions, row) = (%zu, %zu) = %zu for %s",
+                       nrows, count, row, aw_size_mul(count, row), name);
+    }
+    float *full = aw_alloc_zero(aw_size_mul(r->n, row), sizeof(float)); // the rows at their positions
+    if (!full) return free(pos), free(hm), AW_ERR_NOMEM;
+    for (size_t i = 0; i < count; i++) {
+        const size_t p = np < 0 ? i : (size_t)positions[i];
+        for (size_t j = 0; j < i && np >= 0; j++)
+            if (positions[j] == positions[i]) {
+                free(pos), free(hm), free(full);
+                return aw_fail(AW_ERR_ARG, "replace: positions[%zu] and positions[%zu] are both %d: one row each",
+                               j, i, (int)positions[i]);
+            }
+        memcpy(full + p * row, rows + i * row, row * sizeof(float));
+    }
+    return push_edit(r, (aw_hook_edit){point, layer, AW_HOOK_PATCH, pos, hm, full, 0.0f});
 }
 
 int hook_run_forward(aw_hook_run *r, const int32_t *ids, float *logits) {

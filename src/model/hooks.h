@@ -41,7 +41,10 @@ struct aw_hooks {
                      // those are the clean run's); 0: the whole forward
 };
 
-enum aw_hook_mode { AW_HOOK_ZERO = 0, AW_HOOK_MEAN = 1, AW_HOOK_PATCH = 2 };
+// What an edit does at its point (hook functions in TransformerLens's words): zero or mean-ablate,
+// patch (a whole activation from another run; replace is a patch built from rows), add factor x a
+// vector to every selected row (steering), scale by factor.
+enum aw_hook_mode { AW_HOOK_ZERO = 0, AW_HOOK_MEAN = 1, AW_HOOK_PATCH = 2, AW_HOOK_ADD = 3, AW_HOOK_SCALE = 4 };
 
 // One intervention: ablate (zero or mean) or patch (replace by `from`) at (point, layer), at the
 // positions marked in `positions` (all when NULL) and, for a per-head point, the heads marked in
@@ -50,7 +53,9 @@ typedef struct {
     int point, layer, mode;
     uint8_t *positions; // (n) or NULL; owned
     uint8_t *heads;     // (H or KH) or NULL; owned
-    float *from;        // (the point's shape) for AW_HOOK_PATCH; owned
+    float *from;        // (the point's shape) for AW_HOOK_PATCH, (a row: heads x dHead or dModel) for
+                        // AW_HOOK_ADD; owned
+    float factor;       // AW_HOOK_ADD's scale, AW_HOOK_SCALE's factor
 } aw_hook_edit;
 
 enum { AW_HOOK_MAX_EDITS = 4096 };
@@ -86,6 +91,15 @@ int hook_run_keep(aw_hook_run *r, int point, int layer);
 int hook_run_ablate(aw_hook_run *r, int layer, int head, int mode, const int32_t *positions, int np);
 int hook_run_patch(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads,
                    int nh, const float *from, size_t nfrom);
+// add: row += factor * vector (nvec = one position's row) at positions and heads; scale: the
+// activation times factor there; replace: rows[i] (nrows = count x the row) at positions[i] (all
+// positions in order when np < 0), only the heads given for per-head points.
+int hook_run_add(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads, int nh,
+                 const float *vector, size_t nvec, float factor);
+int hook_run_scale(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads,
+                   int nh, float factor);
+int hook_run_replace(aw_hook_run *r, int point, int layer, const int32_t *positions, int np, const int32_t *heads,
+                     int nh, const float *rows, size_t nrows);
 // Drops every edit (the cache requests stay).
 void hook_run_clear_edits(aw_hook_run *r);
 // The forward over ids (n) with the edits and the cache; logits (n, V) may be NULL.

@@ -273,6 +273,9 @@ test('the URL restores every setting after a reload', async () => {
   assert.equal(before.length, 4);
   assert.equal(before[0].n, 24);
 
+  // the panels below may still be fetching a model for the chosen form: a reload would abort that
+  // request (net::ERR_ABORTED), which is the test's doing, not the page's
+  await page.waitForLoadState('networkidle');
   await page.reload();
   await page.waitForSelector('body[data-state="ready"]');
   assert.equal(page.url(), url);

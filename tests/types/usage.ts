@@ -140,13 +140,19 @@ const hfSaved = lib.createModel({ block: 'llama', qkvBias: true, normEps: 1e-6 }
 const hf = lib.loadHuggingFace({ config: JSON.stringify(hfSaved.config), weights: [hfSaved.weights], maxLen: 32 });
 const hfArch: string = hf.huggingFace.architecture + (hf.tokenizer ? hf.tokenizer.decode(hf.tokenizer.encode('x')) : '');
 lib.createModel({ ffn: 'gelu', positional: 'learned', ropeScaling: undefined }, { training: false });
+const steered = hf.runWithHooks([1, 2, 3], { add: [{ name: 'blocks.0.hook_resid_pre', vector: new Float32Array(64), scale: 4 }],
+  scale: [{ name: 'blocks.0.attn.hook_z', heads: [1], factor: 0.5 }], replace: [{ name: 'hook_embed', positions: [0], data: new Float32Array(64) }],
+  names: ['blocks.0.hook_resid_pre'] });
+const steeredRow: Float32Array | undefined = steered.cache?.['blocks.0.hook_resid_pre'].data;
+// @ts-expect-error add's vector is numbers
+hf.runWithHooks([1], { add: [{ name: 'hook_embed', vector: 'up' }] });
 // @ts-expect-error weights are bytes
 lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
 // @ts-expect-error saveHuggingFace writes F32 or BF16
 hf.saveHuggingFace({ dtype: 'F16' });
 
 export {
-  hfArch, bpeBack, bpeBin,
+  steeredRow, hfArch, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
 };
