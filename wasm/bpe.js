@@ -3,7 +3,7 @@
 // llama2.c's tokenizer.bin. A tokenizer is its merges (left, right, result ids in rank order)
 // and its pieces' bytes, kept here; the C side is stateless and gets the merges with each call.
 import { INT32_MAX, INT32_MIN, checkInt, checkKeys, describe, fail, isIntIn } from './core.js';
-import { hfTokenizerFrom } from './hf-tokenizer.js';
+import { BYTE_CHAR, CHAR_BYTE, hfTokenizerFrom } from './hf-tokenizer.js';
 import { jsonStart, refuseJsonTokenizer } from './llama2c.js';
 
 const FIRST_BYTE = 3, FIRST_MERGE = 259;
@@ -12,18 +12,10 @@ const LLAMA2C_SPECIALS = ['<unk>', '\n<s>\n', '\n</s>\n']; // their llama2.c pie
 // A special's llama2.c score: at or below run.c's starting best score (-1e10), so run.c never merges into one.
 const NO_MERGE_SCORE = -1e10;
 
-// GPT-2's byte-to-unicode table (Radford et al. 2019, encoder.py bytes_to_unicode): printable
-// bytes stand for themselves; the others (space, control bytes, ...) become U+0100 onwards, so
-// every piece is a string of visible characters in tokenizer.json (a space is "Ġ", "\n" is "Ċ").
-const BYTE_CHAR = (() => {
-  const keep = (b) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  const out = new Array(256);
-  let extra = 0;
-  for (let b = 0; b < 256; b++) out[b] = String.fromCharCode(keep(b) ? b : 256 + extra++);
-  return out;
-})();
-const CHAR_BYTE = new Map(BYTE_CHAR.map((c, b) => [c, b]));
-
+// BYTE_CHAR: GPT-2's byte-to-unicode table (Radford et al. 2019, encoder.py bytes_to_unicode,
+// hf-tokenizer.js): printable bytes stand for themselves; the others (space, control bytes, ...)
+// become U+0100 onwards, so every piece is a string of visible characters in tokenizer.json (a
+// space is "Ġ", "\n" is "Ċ").
 const toByteLevel = (bytes) => { let s = ''; for (const b of bytes) s += BYTE_CHAR[b]; return s; };
 function fromByteLevel(what, s) {
   const out = new Uint8Array(s.length);

@@ -6,15 +6,16 @@
 // not this library's own layout.
 import { checkKeys, describe, fail } from './core.js';
 
-// GPT-2's byte-to-unicode table (encoder.py bytes_to_unicode): every byte as one visible character.
-const BYTE_CHAR = (() => {
+// GPT-2's byte-to-unicode table (encoder.py bytes_to_unicode): every byte as one visible character
+// (bpe.js's too).
+export const BYTE_CHAR = (() => {
   const keep = (b) => (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
   const out = new Array(256);
   let extra = 0;
   for (let b = 0; b < 256; b++) out[b] = String.fromCharCode(keep(b) ? b : 256 + extra++);
   return out;
 })();
-const CHAR_BYTE = new Map(BYTE_CHAR.map((c, b) => [c, b]));
+export const CHAR_BYTE = new Map(BYTE_CHAR.map((c, b) => [c, b]));
 // GPT-2's pattern, as @huggingface/tokenizers runs it for a ByteLevel pre-tokenizer with use_regex
 const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
 const HEX = Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
