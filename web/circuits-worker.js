@@ -14,6 +14,9 @@
 // Messages out (each with its request's id; the page drops those of older requests):
 //               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
 //               { type: 'result', id, ... }   see run() below; every array is a plain one
+//               { type: 'composition', id, q, k, v, ms } | { type: 'composition', id, error }   after the
+//                 result: model.compositionScores()' Q-, K- and V-composition (Float32Arrays, each
+//                 [l2, h2, l1, h1] flat), from the weights alone; error names why the model has none
 //               { type: 'error', id, message }
 import { loadAttention } from '../wasm/index.js';
 import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
@@ -96,6 +99,17 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
     ablation: grid, patchAt: at.pos, patch: { ...patch, resid: patch.resid.map((r) => Array.from(r)), z: patch.z.map((r) => Array.from(r)) },
     lens, promoted, patterns, ms: { ablation: ablationMs, patching: patchingMs },
   });
+  // head composition, from the weights (milliseconds for the shipped models, seconds for GPT-2's
+  // shapes): after the result, so the page draws the rest first; only pre-norm softmax models have it
+  await new Promise((r) => setTimeout(r));
+  if (latest !== id) return;
+  try {
+    const t2 = performance.now();
+    const { q, k, v } = m.compositionScores();
+    postMessage({ type: 'composition', id, q: q.data, k: k.data, v: v.data, ms: performance.now() - t2 });
+  } catch (err) {
+    postMessage({ type: 'composition', id, error: err.message });
+  }
 }
 
 onmessage = (e) => {
