@@ -156,6 +156,8 @@ export const PANELS = [
         pattern: q('hdpattern'), patternLegend: q('hdlegend'), patternReadout: q('hdreadout'), promoted: q('hdpromoted'),
         resid: q('hdresid'), z: q('hdz'), lens: q('hdlens'), claim: q('hdclaim'),
         compKind: q('hdcompkind'), compClaim: q('hdcompclaim'), comp: q('hdcomp'),
+        steerLayer: q('hdsteer-layer'), steerPlus: q('hdsteer-plus'), steerMinus: q('hdsteer-minus'),
+        steerStrength: q('hdsteer-strength'), steerStrengthOut: q('hdsteer-strength-out'), steer: q('hdsteer'),
       }, { lib });
       return { update: (state, forms, form) => view.update(state, form) };
     },

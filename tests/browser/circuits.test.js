@@ -171,3 +171,52 @@ test('the head composition view: a box per later head, a Q/K/V switch, the induc
   assert.deepEqual(p2.problems(), []);
   await phone.close();
 });
+
+// Steering (issue 47): a unit direction (one token's embedding minus another's) added at a layer's
+// input; the greedy continuations without and with it. At strength 0 they are the same.
+test('steering: the continuation without and with a direction added to the residual stream', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  const steered = async () => {
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#circuits').dataset.steer), undefined, { timeout: LONG });
+    assert.equal(await page.getAttribute('#circuits', 'data-steer'), 'ready', await page.textContent('#hdsteer'));
+    return { plain: await page.textContent('#hdsteer .steer-plain ins'), steered: await page.textContent('#hdsteer .steer-steered ins'),
+      note: await page.textContent('#hdsteer .note') };
+  };
+  const first = await steered();
+  assert.ok(first.plain.length > 0 && first.steered.length > 0, JSON.stringify(first));
+  assert.match(first.note, /^Towards “.+” and away from “.+”, at layer \d+'s input \(blocks\.\d+\.hook_resid_pre\), 2 × \d+\.\d\d/);
+  const { layers: L } = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax').config;
+  assert.match(first.note, new RegExp(`at layer ${Math.floor(L / 2) + 1}'s input`), 'the middle layer first');
+  const { layers } = JSON.parse(await page.getAttribute('#circuits', 'data-result')).rows.reduce((a, r) => ({ layers: Math.max(a.layers, r.layer + 1) }), { layers: 0 });
+  assert.equal(await page.$$eval('#hdsteer-layer option', (o) => o.length), layers);
+  // strength 0: nothing added, the same continuation
+  const set = (v) => page.$eval('#hdsteer-strength', (e, x) => { e.value = x; e.dispatchEvent(new Event('input')); }, v);
+  await page.evaluate(() => { document.querySelector('#circuits').dataset.steer = ''; });
+  await set('0');
+  const zero = await steered();
+  assert.equal(zero.steered, zero.plain);
+  assert.match(zero.note, /, 0 × /);
+  // the first layer, pushed hard
+  await page.evaluate(() => { document.querySelector('#circuits').dataset.steer = ''; });
+  await page.selectOption('#hdsteer-layer', '0');
+  await set('4');
+  const hard = await steered();
+  assert.match(hard.note, /at layer 1's input \(blocks\.0\.hook_resid_pre\), 4 × /);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.$eval('#hdsteer', (e) => { e.scrollIntoView({ block: 'end' }); scrollBy(0, 60); });
+  await page.screenshot({ path: '/tmp/comp-shots/steering-1280.png' });
+  console.log(JSON.stringify({ first, zero, hard }));
+  assert.deepEqual(problems(), []);
+  await page.close();
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
+  await ready(p2.page);
+  await p2.page.waitForSelector('#circuits[data-steer="ready"]', { timeout: LONG });
+  const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  await p2.page.$eval('#hdsteer', (e) => { e.scrollIntoView({ block: 'end' }); scrollBy(0, 60); });
+  await p2.page.screenshot({ path: '/tmp/comp-shots/steering-390.png' });
+  assert.deepEqual(p2.problems(), []);
+  await phone.close();
+});

@@ -38,9 +38,11 @@ function cell(tag, text, title, className) {
 
 /**
  * el: { panel, model, modelField, about, texts, status, progress, mode, grid, table, pattern, patternLegend,
- *   patternReadout, promoted, headTitle, resid, z, lens, claim, compKind, compClaim, comp }
+ *   patternReadout, promoted, headTitle, resid, z, lens, claim, compKind, compClaim, comp, steerLayer, steerPlus,
+ *   steerMinus, steerStrength, steerStrengthOut, steer }
  * ctx: { lib }. The panel gets data-state: 'running' | 'ready' |
- * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids).
+ * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids), data-composition
+ * ('pending' | 'k' | 'q' | 'v' | 'none'), data-steer ('running' | 'ready' | 'error').
  */
 export function createCircuitsView(el, { lib }) {
   let worker = null;
@@ -108,6 +110,10 @@ export function createCircuitsView(el, { lib }) {
   }
   el.mode.addEventListener('change', () => draw());
   el.compKind.addEventListener('change', () => drawComposition());
+  let steerId = 0, steerTimer = 0;
+  const steerSoon = () => { clearTimeout(steerTimer); steerTimer = setTimeout(requestSteer, 250); };
+  for (const c of [el.steerLayer, el.steerPlus, el.steerMinus, el.steerStrength]) c.addEventListener('input', steerSoon);
+  el.steerLayer.addEventListener('change', steerSoon);
 
   async function start() {
     const list = await modelCatalog();
@@ -214,6 +220,10 @@ export function createCircuitsView(el, { lib }) {
   }
 
   function receive(msg) {
+    if (msg.type === 'steered' || msg.type === 'steer-error') {
+      if (msg.id === steerId) drawSteer(msg);
+      return;
+    }
     if (msg.id !== id) return; // an older request's
     if (msg.type === 'progress') {
       el.progress.value = (msg.stage === 'ablation' ? 0 : 0.5) + 0.5 * (msg.done / msg.total);
@@ -246,6 +256,8 @@ export function createCircuitsView(el, { lib }) {
       el.panel.dataset.composition = 'pending';
       el.compClaim.textContent = 'Computing the composition scores from the weights…';
       el.comp.replaceChildren();
+      fillSteer();
+      requestSteer();
     }
   }
 
@@ -534,6 +546,62 @@ export function createCircuitsView(el, { lib }) {
     }
     el.comp.replaceChildren(table);
     el.panel.dataset.composition = kind;
+  }
+
+  // Steering: the layer picker follows the model; a request goes to the worker on each change.
+  function fillSteer() {
+    const prev = el.steerLayer.value;
+    el.steerLayer.replaceChildren(...Array.from({ length: result.layers }, (_, l) =>
+      new Option(`layer ${l + 1}`, String(l))));
+    el.steerLayer.value = String(prev !== '' && Number(prev) < result.layers ? Number(prev) : Math.floor(result.layers / 2));
+  }
+  // the token of a typed word: for a BPE, the word with its leading space when that is one piece (as
+  // inside a sentence), else its first piece; for a character model, its first character
+  function firstToken(s) {
+    const pieces = (x) => Array.from(codec.encode(x).ids).filter((t) => codec.text(t) !== '');
+    if (codec.kind === 'bpe' && s.trim()) {
+      const spaced = pieces(` ${s.trim()}`);
+      if (spaced.length === 1) return spaced[0];
+    }
+    return pieces(s)[0];
+  }
+  function requestSteer() {
+    if (!result || !worker) return;
+    el.steerStrengthOut.textContent = el.steerStrength.value;
+    const plus = firstToken(el.steerPlus.value), minus = firstToken(el.steerMinus.value);
+    const request = ++steerId;
+    if (plus === undefined || minus === undefined) {
+      drawSteer({ id: request, type: 'steer-error', message: `type a ${codec.unit} in both boxes` });
+      return;
+    }
+    el.panel.dataset.steer = 'running';
+    const layer = Number(el.steerLayer.value), strength = Number(el.steerStrength.value);
+    steerAsked = { plus, minus, layer, strength, prompt: result.ids.slice(0, result.period) };
+    worker.postMessage({ type: 'steer', id: request, file: result.file, ...steerAsked, tokens: 8 });
+  }
+  let steerAsked = null;
+
+  function drawSteer(msg) {
+    if (msg.type === 'steer-error') {
+      el.panel.dataset.steer = 'error';
+      el.steer.replaceChildren(cell('p', `Could not steer: ${msg.message}`));
+      return;
+    }
+    const { plus, minus, layer, strength, prompt } = steerAsked;
+    const text = (ids) => ids.map(codec.text).join('');
+    const tail = text(prompt.slice(-12));
+    const line = (label, ids, cls) => {
+      const p = cell('p', `${label}: `, undefined, cls);
+      const code = cell('code', `…${tail}`);
+      code.append(cell('ins', text(ids)));
+      p.append(code);
+      return p;
+    };
+    el.steer.replaceChildren(
+      cell('p', `Towards “${codec.label(plus)}” and away from “${codec.label(minus)}”, at layer ${layer + 1}'s input (blocks.${layer}.hook_resid_pre), `
+        + `${strength} × ${msg.size.toFixed(2)} (the residual stream's mean size there):`, undefined, 'note'),
+      line('Without', msg.plain, 'steer-plain'), line('Steered', msg.steered, 'steer-steered'));
+    el.panel.dataset.steer = 'ready';
   }
 
   return {
