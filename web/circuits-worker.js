@@ -11,10 +11,20 @@
 //                 "Open a model file" (web/opened.js): file is its key, bytes (an ArrayBuffer,
 //                 transferred) its library checkpoint (model.save()), sent with the first run on
 //                 it only; the worker keeps that one model (the one before is freed).
+//               { type: 'steer', id, file, prompt, layer, plus, minus, strength, tokens }   steering: the
+//                 unit direction embed(plus) - embed(minus) (two token ids), added at
+//                 blocks.<layer>.hook_resid_pre to every row with scale strength x the mean row norm
+//                 there on the prompt; the greedy continuation of prompt (ids), tokens long, with and
+//                 without it. Answered on its own, between a run's passes; it does not stop a run.
 // Messages out (each with its request's id; the page drops those of older requests):
 //               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
 //               { type: 'result', id, ... }   see run() below; every array is a plain one
-//               { type: 'error', id, message }
+//               { type: 'composition', id, q, k, v, ms } | { type: 'composition', id, error }   after the
+//                 result: model.compositionScores()' Q-, K- and V-composition (Float32Arrays, each
+//                 [l2, h2, l1, h1] flat), from the weights alone; error names why the model has none
+//               { type: 'steered', id, plain, steered, size }   a 'steer' request's two greedy continuations
+//                 (token ids), without and with the add; size: the residual stream's mean row norm there
+//               { type: 'error', id, message }   { type: 'steer-error', id, message }
 import { loadAttention } from '../wasm/index.js';
 import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
 import { NAMED_AT, scoreHeads } from '../lab/heads.js';
@@ -96,10 +106,59 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
     ablation: grid, patchAt: at.pos, patch: { ...patch, resid: patch.resid.map((r) => Array.from(r)), z: patch.z.map((r) => Array.from(r)) },
     lens, promoted, patterns, ms: { ablation: ablationMs, patching: patchingMs },
   });
+  // head composition, from the weights (milliseconds for the shipped models, seconds for GPT-2's
+  // shapes): after the result, so the page draws the rest first; only pre-norm softmax models have it
+  await new Promise((r) => setTimeout(r));
+  if (latest !== id) return;
+  try {
+    const t2 = performance.now();
+    const { q, k, v } = m.compositionScores();
+    postMessage({ type: 'composition', id, q: q.data, k: k.data, v: v.data, ms: performance.now() - t2 });
+  } catch (err) {
+    postMessage({ type: 'composition', id, error: err.message });
+  }
+}
+
+// Steering (issue 47): greedy continuations with and without scale x a unit direction added to the
+// residual stream at one layer's input, every row.
+async function steer({ id, file, prompt, layer, plus, minus, strength, tokens }) {
+  const lib = await libPromise;
+  const m = await (file.startsWith('opened-') ? openedModel(lib, file) : model(lib, file));
+  const { vocab, maxLen } = m.config;
+  const embed = (t) => m.runWithCache(Int32Array.of(t), { names: ['hook_embed'] }).cache.hook_embed.data;
+  const a = embed(plus), b = embed(minus);
+  const dir = a.map((x, i) => x - b[i]);
+  const norm = Math.hypot(...dir);
+  if (!(norm > 0)) throw new Error('the two tokens have the same embedding: pick two different ones');
+  const unit = dir.map((x) => x / norm);
+  const name = `blocks.${layer}.hook_resid_pre`;
+  const resid = m.runWithCache(Int32Array.from(prompt), { names: [name] }).cache[name].data;
+  const C = unit.length, rows = resid.length / C;
+  let size = 0;
+  for (let r = 0; r < rows; r++) size += Math.hypot(...resid.subarray(r * C, (r + 1) * C)) / rows;
+  const greedy = (ops) => {
+    const seq = Array.from(prompt), out = [];
+    for (let t = 0; t < tokens && seq.length < maxLen; t++) {
+      const ids = Int32Array.from(seq);
+      const logits = ops ? m.runWithHooks(ids, ops).logits : m.forward(ids).logits;
+      const row = logits.subarray((ids.length - 1) * vocab, ids.length * vocab);
+      let best = 0;
+      for (let v = 1; v < vocab; v++) if (row[v] > row[best]) best = v;
+      seq.push(best);
+      out.push(best);
+    }
+    return out;
+  };
+  postMessage({ type: 'steered', id, size, plain: greedy(null),
+    steered: greedy({ add: [{ name, vector: unit, scale: strength * size }] }) });
 }
 
 onmessage = (e) => {
   const msg = e.data;
+  if (msg.type === 'steer') {
+    steer(msg).catch((err) => postMessage({ type: 'steer-error', id: msg.id, message: err.message }));
+    return;
+  }
   if (msg.type !== 'run') return;
   latest = msg.id;
   run(msg).catch((err) => {

@@ -155,6 +155,9 @@ export const PANELS = [
         progress: q('hdprogress'), mode: q('hdmode'), grid: q('hdgrid'), table: q('hdtable'), headTitle: q('hdhead-title'),
         pattern: q('hdpattern'), patternLegend: q('hdlegend'), patternReadout: q('hdreadout'), promoted: q('hdpromoted'),
         resid: q('hdresid'), z: q('hdz'), lens: q('hdlens'), claim: q('hdclaim'),
+        compKind: q('hdcompkind'), compClaim: q('hdcompclaim'), comp: q('hdcomp'),
+        steerLayer: q('hdsteer-layer'), steerPlus: q('hdsteer-plus'), steerMinus: q('hdsteer-minus'),
+        steerStrength: q('hdsteer-strength'), steerStrengthOut: q('hdsteer-strength-out'), steer: q('hdsteer'),
       }, { lib });
       return { update: (state, forms, form) => view.update(state, form) };
     },

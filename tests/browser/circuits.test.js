@@ -113,3 +113,110 @@ test('a form with no model that has read real text says so; on a phone the panel
   assert.deepEqual(p2.problems(), []);
   await phone.close();
 });
+
+// Head composition (issue 47): after the interventions, the worker reads model.compositionScores()
+// from the weights; the panel draws a box per later head with a square per earlier head, and one
+// sentence names each induction head's strongest partner. Screenshots of the view at 1280 x 800 and
+// 390 x 844 go to /tmp/comp-shots/.
+const SHOTS = '/tmp/comp-shots/';
+async function composition(page, kind) {
+  await page.waitForFunction((k) => ['none', k].includes(document.querySelector('#circuits').dataset.composition), kind, { timeout: LONG });
+  assert.equal(await page.getAttribute('#circuits', 'data-composition'), kind, await page.textContent('#hdcompclaim'));
+}
+
+test('the head composition view: a box per later head, a Q/K/V switch, the induction heads\' partners named', async () => {
+  const first = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax');
+  const { layers, heads } = first.config;
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  assert.equal(JSON.parse(await page.getAttribute('#circuits', 'data-result')).file, first.file);
+  await composition(page, 'k');
+  // rows: the later layers (layer 1 reads no head); in each box, its earlier layers x heads squares
+  assert.equal(await page.$$eval('#hdcomp .comp-cell', (c) => c.length), (layers - 1) * heads);
+  const squares = await page.$$eval('#hdcomp .comp-cell', (c) => c.map((x) => [x.dataset.head, x.querySelectorAll('.comp-sq').length]));
+  for (const [at, n] of squares) assert.equal(n, Number(at.split(',')[0]) * heads, `the box of head ${at}`);
+  assert.equal(await page.$$eval('#hdcomp .comp-sq.best', (c) => c.length), (layers - 1) * heads, 'one strongest partner per box');
+  const claim = await page.textContent('#hdcompclaim');
+  const named = /^(Of the induction heads, L\d+ H\d+ reads its keys most from L\d+ H\d+ \(K-composition 0\.\d{3}\)|No head here is an induction head; the strongest pair is L\d+ H\d+ reading its keys from L\d+ H\d+)/;
+  assert.match(claim, named);
+  if (first.induction.score >= 0.3 && first.induction.layer > 0) {
+    const me = `L${first.induction.layer + 1} H${first.induction.head + 1}`;
+    assert.match(claim, new RegExp(`${me} reads its keys most from L\\d+ H\\d+ \\(K-composition 0\\.\\d{3}\\)`));
+    assert.equal(await page.$eval(`#hdcomp .comp-cell[data-head="${first.induction.layer},${first.induction.head}"]`, (c) => c.classList.contains('induction')), true);
+  }
+  // the switch: queries, then values
+  await page.selectOption('#hdcompkind', 'q');
+  await composition(page, 'q');
+  assert.match(await page.textContent('#hdcompclaim'), /reads? its queries .*Q-composition 0\.\d{3}/);
+  await page.selectOption('#hdcompkind', 'v');
+  await composition(page, 'v');
+  assert.match(await page.textContent('#hdcompclaim'), /V-composition 0\.\d{3}/);
+  await page.selectOption('#hdcompkind', 'k');
+  await composition(page, 'k');
+  mkdirSync(SHOTS, { recursive: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.$eval('#hdcompkind', (e) => { e.closest('.row').previousElementSibling.scrollIntoView(); scrollBy(0, -90); });
+  await page.screenshot({ path: `${SHOTS}composition-1280.png` });
+  assert.deepEqual(problems(), []);
+  await page.close();
+
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
+  await ready(p2.page);
+  await composition(p2.page, 'k');
+  const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  await p2.page.$eval('#hdcompkind', (e) => { e.closest('.row').previousElementSibling.scrollIntoView(); scrollBy(0, -90); });
+  await p2.page.screenshot({ path: `${SHOTS}composition-390.png` });
+  assert.deepEqual(p2.problems(), []);
+  await phone.close();
+});
+
+// Steering (issue 47): a unit direction (one token's embedding minus another's) added at a layer's
+// input; the greedy continuations without and with it. At strength 0 they are the same.
+test('steering: the continuation without and with a direction added to the residual stream', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  const steered = async () => {
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#circuits').dataset.steer), undefined, { timeout: LONG });
+    assert.equal(await page.getAttribute('#circuits', 'data-steer'), 'ready', await page.textContent('#hdsteer'));
+    return { plain: await page.textContent('#hdsteer .steer-plain ins'), steered: await page.textContent('#hdsteer .steer-steered ins'),
+      note: await page.textContent('#hdsteer .note') };
+  };
+  const first = await steered();
+  assert.ok(first.plain.length > 0 && first.steered.length > 0, JSON.stringify(first));
+  assert.match(first.note, /^Towards “.+” and away from “.+”, at layer \d+'s input \(blocks\.\d+\.hook_resid_pre\), 2 × \d+\.\d\d/);
+  const { layers: L } = fortunes.models.find((e) => e.panel && e.config.attention === 'softmax').config;
+  assert.match(first.note, new RegExp(`at layer ${Math.floor(L / 2) + 1}'s input`), 'the middle layer first');
+  const { layers } = JSON.parse(await page.getAttribute('#circuits', 'data-result')).rows.reduce((a, r) => ({ layers: Math.max(a.layers, r.layer + 1) }), { layers: 0 });
+  assert.equal(await page.$$eval('#hdsteer-layer option', (o) => o.length), layers);
+  // strength 0: nothing added, the same continuation
+  const set = (v) => page.$eval('#hdsteer-strength', (e, x) => { e.value = x; e.dispatchEvent(new Event('input')); }, v);
+  await page.evaluate(() => { document.querySelector('#circuits').dataset.steer = ''; });
+  await set('0');
+  const zero = await steered();
+  assert.equal(zero.steered, zero.plain);
+  assert.match(zero.note, /, 0 × /);
+  // the first layer, pushed hard
+  await page.evaluate(() => { document.querySelector('#circuits').dataset.steer = ''; });
+  await page.selectOption('#hdsteer-layer', '0');
+  await set('4');
+  const hard = await steered();
+  assert.match(hard.note, /at layer 1's input \(blocks\.0\.hook_resid_pre\), 4 × /);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.$eval('#hdsteer', (e) => { e.scrollIntoView({ block: 'end' }); scrollBy(0, 60); });
+  await page.screenshot({ path: '/tmp/comp-shots/steering-1280.png' });
+  console.log(JSON.stringify({ first, zero, hard }));
+  assert.deepEqual(problems(), []);
+  await page.close();
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
+  await ready(p2.page);
+  await p2.page.waitForSelector('#circuits[data-steer="ready"]', { timeout: LONG });
+  const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  await p2.page.$eval('#hdsteer', (e) => { e.scrollIntoView({ block: 'end' }); scrollBy(0, 60); });
+  await p2.page.screenshot({ path: '/tmp/comp-shots/steering-390.png' });
+  assert.deepEqual(p2.problems(), []);
+  await phone.close();
+});

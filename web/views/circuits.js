@@ -3,7 +3,8 @@
 // web/circuits-worker.js): what zero- and mean-ablating each head costs on each copy, what patching
 // the clean run into a corrupted one restores (by layer and position, and by head), the logit lens
 // (each layer's guess), and for a picked head its pattern beside the characters its output promotes
-// (direct logit attribution). Layers and heads are labelled from 1 here; the API counts from 0.
+// (direct logit attribution), and from the weights alone which earlier heads each head reads through its
+// keys, queries or values (composition scores). Layers and heads are labelled from 1 here; the API counts from 0.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
 import { corruptFirstCopy, corruptFirstCopyIds } from '../../lab/circuits.js';
@@ -37,9 +38,11 @@ function cell(tag, text, title, className) {
 
 /**
  * el: { panel, model, modelField, about, texts, status, progress, mode, grid, table, pattern, patternLegend,
- *   patternReadout, promoted, headTitle, resid, z, lens, claim }
+ *   patternReadout, promoted, headTitle, resid, z, lens, claim, compKind, compClaim, comp, steerLayer, steerPlus,
+ *   steerMinus, steerStrength, steerStrengthOut, steer }
  * ctx: { lib }. The panel gets data-state: 'running' | 'ready' |
- * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids).
+ * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids), data-composition
+ * ('pending' | 'k' | 'q' | 'v' | 'none'), data-steer ('running' | 'ready' | 'error').
  */
 export function createCircuitsView(el, { lib }) {
   let worker = null;
@@ -106,6 +109,11 @@ export function createCircuitsView(el, { lib }) {
     el.modelField.hidden = items.length < 2;
   }
   el.mode.addEventListener('change', () => draw());
+  el.compKind.addEventListener('change', () => drawComposition());
+  let steerId = 0, steerTimer = 0;
+  const steerSoon = () => { clearTimeout(steerTimer); steerTimer = setTimeout(requestSteer, 250); };
+  for (const c of [el.steerLayer, el.steerPlus, el.steerMinus, el.steerStrength]) c.addEventListener('input', steerSoon);
+  el.steerLayer.addEventListener('change', steerSoon);
 
   async function start() {
     const list = await modelCatalog();
@@ -212,12 +220,20 @@ export function createCircuitsView(el, { lib }) {
   }
 
   function receive(msg) {
+    if (msg.type === 'steered' || msg.type === 'steer-error') {
+      if (msg.id === steerId) drawSteer(msg);
+      return;
+    }
     if (msg.id !== id) return; // an older request's
     if (msg.type === 'progress') {
       el.progress.value = (msg.stage === 'ablation' ? 0 : 0.5) + 0.5 * (msg.done / msg.total);
       el.status.textContent = `${msg.stage === 'ablation' ? 'Ablating' : 'Patching'}: ${msg.done} of ${msg.total} runs…`;
     } else if (msg.type === 'error') {
       fail(msg.message);
+    } else if (msg.type === 'composition') {
+      if (!result) return;
+      result.composition = msg;
+      drawComposition();
     } else if (msg.type === 'result') {
       result = msg;
       el.progress.value = 1;
@@ -237,6 +253,11 @@ export function createCircuitsView(el, { lib }) {
         + `${msg.ablation.clean.second.toFixed(2)}.`;
       drawClaim();
       draw();
+      el.panel.dataset.composition = 'pending';
+      el.compClaim.textContent = 'Computing the composition scores from the weights…';
+      el.comp.replaceChildren();
+      fillSteer();
+      requestSteer();
     }
   }
 
@@ -428,6 +449,159 @@ export function createCircuitsView(el, { lib }) {
       table.append(tr);
     });
     el.lens.replaceChildren(table);
+  }
+
+  // Head composition (Elhage et al. 2021), from the weights: for each later head a small grid of its
+  // earlier heads, coloured by the kind picked (K, Q or V); the induction heads' strongest partners
+  // in one sentence.
+  function drawComposition() {
+    const comp = result?.composition;
+    if (!comp) return;
+    const { layers: L, heads: H } = result;
+    if (comp.error) {
+      el.panel.dataset.composition = 'none';
+      el.compClaim.textContent = `This model has no composition scores: ${comp.error}`;
+      el.comp.replaceChildren();
+      return;
+    }
+    const kind = el.compKind.value;
+    const data = comp[kind];
+    const at = (l2, h2, l1, h1) => data[((l2 * H + h2) * L + l1) * H + h1];
+    const reads = { k: 'its keys', q: 'its queries', v: 'its values' }[kind];
+    const label = `${kind.toUpperCase()}-composition`;
+    // the colour runs over the pairs that exist (earlier layer into later), from their least to their most
+    let lo = Infinity, hi = -Infinity, sum = 0, count = 0;
+    const best = (l2, h2) => {
+      let top = null;
+      for (let l1 = 0; l1 < l2; l1++) for (let h1 = 0; h1 < H; h1++) {
+        const x = at(l2, h2, l1, h1);
+        if (!top || x > top.x) top = { l: l1, h: h1, x };
+      }
+      return top;
+    };
+    for (let l2 = 1; l2 < L; l2++) for (let h2 = 0; h2 < H; h2++) for (let l1 = 0; l1 < l2; l1++) for (let h1 = 0; h1 < H; h1++) {
+      const x = at(l2, h2, l1, h1);
+      lo = Math.min(lo, x); hi = Math.max(hi, x); sum += x; count++;
+    }
+    if (!count) {
+      el.panel.dataset.composition = 'none';
+      el.compClaim.textContent = 'This model has one layer: no head reads another.';
+      el.comp.replaceChildren();
+      return;
+    }
+    const t = (x) => (hi > lo ? (x - lo) / (hi - lo) : 0.5);
+    const f = (x) => x.toFixed(3);
+    // the sentence: each induction head the probe names (the claim's), else the strongest pair of all
+    const induction = result.claim.heads;
+    const parts = induction.map(({ layer, head }) => {
+      if (layer === 0) return `${headName(layer, head)} is in the first layer: it reads no earlier head`;
+      const b = best(layer, head);
+      return `${headName(layer, head)} reads ${reads} most from ${headName(b.l, b.h)} (${label} ${f(b.x)})`;
+    });
+    let sentence;
+    if (parts.length) {
+      sentence = `Of the induction heads, ${parts.join('; ')}.`;
+    } else {
+      let top = null;
+      for (let l2 = 1; l2 < L; l2++) for (let h2 = 0; h2 < H; h2++) {
+        const b = best(l2, h2);
+        if (!top || b.x > top.b.x) top = { l: l2, h: h2, b };
+      }
+      sentence = `No head here is an induction head; the strongest pair is ${headName(top.l, top.h)} reading ${reads} from `
+        + `${headName(top.b.l, top.b.h)} (${label} ${f(top.b.x)}).`;
+    }
+    el.compClaim.textContent = `${sentence} The mean over all ${count} pairs is ${f(sum / count)}; the colour runs from `
+      + `${f(lo)} (dark) to ${f(hi)} (bright). Computed in ${comp.ms < 10 ? comp.ms.toFixed(1) : Math.round(comp.ms)} ms.`;
+    const named = new Set(induction.map((x) => `${x.layer},${x.head}`));
+    const table = document.createElement('table');
+    table.className = H > 6 ? 'comp-table many' : 'comp-table'; // an opened model's 12 heads: smaller squares
+    const head = document.createElement('tr');
+    head.append(cell('th', 'later head'), ...Array.from({ length: H }, (_, h) => cell('th', `head ${h + 1}`)));
+    table.append(head);
+    for (let l2 = 1; l2 < L; l2++) {
+      const tr = document.createElement('tr');
+      tr.append(cell('th', `layer ${l2 + 1}`));
+      for (let h2 = 0; h2 < H; h2++) {
+        const b = best(l2, h2);
+        const td = document.createElement('td');
+        td.className = named.has(`${l2},${h2}`) ? 'comp-cell induction' : 'comp-cell';
+        td.dataset.head = `${l2},${h2}`;
+        const name = cell('span', headName(l2, h2), named.has(`${l2},${h2}`) ? 'an induction head (the probe\'s)' : undefined, 'comp-name');
+        const mini = document.createElement('div');
+        mini.className = 'comp-mini';
+        mini.style.gridTemplateColumns = `repeat(${H}, var(--comp-sq))`;
+        mini.setAttribute('role', 'img');
+        mini.setAttribute('aria-label', `${headName(l2, h2)}: strongest ${label} from ${headName(b.l, b.h)}, ${f(b.x)}`);
+        for (let l1 = 0; l1 < l2; l1++) for (let h1 = 0; h1 < H; h1++) {
+          const x = at(l2, h2, l1, h1);
+          const sq = cell('span', '', `${headName(l2, h2)} reads ${reads} from ${headName(l1, h1)}: ${label} ${f(x)}`,
+            l1 === b.l && h1 === b.h ? 'comp-sq best' : 'comp-sq');
+          sq.style.background = viridisCss(t(x));
+          mini.append(sq);
+        }
+        td.append(name, mini);
+        tr.append(td);
+      }
+      table.append(tr);
+    }
+    el.comp.replaceChildren(table);
+    el.panel.dataset.composition = kind;
+  }
+
+  // Steering: the layer picker follows the model; a request goes to the worker on each change.
+  function fillSteer() {
+    const prev = el.steerLayer.value;
+    el.steerLayer.replaceChildren(...Array.from({ length: result.layers }, (_, l) =>
+      new Option(`layer ${l + 1}`, String(l))));
+    el.steerLayer.value = String(prev !== '' && Number(prev) < result.layers ? Number(prev) : Math.floor(result.layers / 2));
+  }
+  // the token of a typed word: for a BPE, the word with its leading space when that is one piece (as
+  // inside a sentence), else its first piece; for a character model, its first character
+  function firstToken(s) {
+    const pieces = (x) => Array.from(codec.encode(x).ids).filter((t) => codec.text(t) !== '');
+    if (codec.kind === 'bpe' && s.trim()) {
+      const spaced = pieces(` ${s.trim()}`);
+      if (spaced.length === 1) return spaced[0];
+    }
+    return pieces(s)[0];
+  }
+  function requestSteer() {
+    if (!result || !worker) return;
+    el.steerStrengthOut.textContent = el.steerStrength.value;
+    const plus = firstToken(el.steerPlus.value), minus = firstToken(el.steerMinus.value);
+    const request = ++steerId;
+    if (plus === undefined || minus === undefined) {
+      drawSteer({ id: request, type: 'steer-error', message: `type a ${codec.unit} in both boxes` });
+      return;
+    }
+    el.panel.dataset.steer = 'running';
+    const layer = Number(el.steerLayer.value), strength = Number(el.steerStrength.value);
+    steerAsked = { plus, minus, layer, strength, prompt: result.ids.slice(0, result.period) };
+    worker.postMessage({ type: 'steer', id: request, file: result.file, ...steerAsked, tokens: 8 });
+  }
+  let steerAsked = null;
+
+  function drawSteer(msg) {
+    if (msg.type === 'steer-error') {
+      el.panel.dataset.steer = 'error';
+      el.steer.replaceChildren(cell('p', `Could not steer: ${msg.message}`));
+      return;
+    }
+    const { plus, minus, layer, strength, prompt } = steerAsked;
+    const text = (ids) => ids.map(codec.text).join('');
+    const tail = text(prompt.slice(-12));
+    const line = (label, ids, cls) => {
+      const p = cell('p', `${label}: `, undefined, cls);
+      const code = cell('code', `…${tail}`);
+      code.append(cell('ins', text(ids)));
+      p.append(code);
+      return p;
+    };
+    el.steer.replaceChildren(
+      cell('p', `Towards “${codec.label(plus)}” and away from “${codec.label(minus)}”, at layer ${layer + 1}'s input (blocks.${layer}.hook_resid_pre), `
+        + `${strength} × ${msg.size.toFixed(2)} (the residual stream's mean size there):`, undefined, 'note'),
+      line('Without', msg.plain, 'steer-plain'), line('Steered', msg.steered, 'steer-steered'));
+    el.panel.dataset.steer = 'ready';
   }
 
   return {
