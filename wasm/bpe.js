@@ -2,7 +2,7 @@
 // and lib.loadTokenizer, and the two files it reads and writes: Hugging Face's tokenizer.json and
 // llama2.c's tokenizer.bin. A tokenizer is its merges (left, right, result ids in rank order)
 // and its pieces' bytes, kept here; the C side is stateless and gets the merges with each call.
-import { INT32_MAX, INT32_MIN, checkInt, checkKeys, describe, fail, isIntIn } from './core.js';
+import { INT32_MAX, INT32_MIN, bytesOf, checkInt, checkKeys, describe, fail, isIntIn } from './core.js';
 import { BYTE_CHAR, CHAR_BYTE, hfTokenizerFrom } from './hf-tokenizer.js';
 import { jsonStart, refuseJsonTokenizer } from './llama2c.js';
 
@@ -36,12 +36,7 @@ function textBytes(what, text) {
   return fail(`${what}: text must be a string or a Uint8Array of bytes, got ${describe(text)}`);
 }
 
-function asBytes(x) {
-  if (x instanceof Uint8Array) return x;
-  if (x instanceof ArrayBuffer) return new Uint8Array(x);
-  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-  return null;
-}
+const asBytes = bytesOf;
 
 /**
  * The tokenizer object over pieces (Uint8Array per id), byteIds (Int32Array(256)) and merges

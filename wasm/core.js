@@ -106,6 +106,14 @@ export function checkMask(name, mask, length) {
 }
 
 /** Rejects option keys the caller may have misspelt. */
+/** The bytes of a Uint8Array, an ArrayBuffer or any typed array (a view, no copy), or null. */
+export function bytesOf(x) {
+  if (x instanceof Uint8Array) return x;
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  return null;
+}
+
 export function checkKeys(what, opts, allowed) {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) fail(`${what} expects an options object, got ${describe(opts)}`);
   for (const key of Object.keys(opts))

@@ -14,67 +14,12 @@
 // - GPT-2's Conv1D keeps its weights (in, out), and c_attn holds q, k and v side by side.
 import { checkBool, checkKeys, describe, fail } from './core.js';
 import { CHECK_CONFIG, MODEL_PROTOTYPE, UNINITIALISED } from './model.js';
+import { ELEMENT_BYTES, safetensorsHeader } from './safetensors.js';
 
-const ELEMENT_BYTES = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1, F8_E4M3: 1, F8_E5M2: 1 };
 const READABLE = ['F32', 'F16', 'BF16'];
 // The wasm32 build's memory (build.sh: -sMAXIMUM_MEMORY=2GB); the weights must fit beside the rest.
 const MEMORY_LIMIT = 2 ** 31;
 const HEADROOM = 96 * 2 ** 20; // activations of a short forward and the loader's own buffers
-
-function asBytes(what, bytes) {
-  if (bytes instanceof Uint8Array) return bytes;
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
-  if (ArrayBuffer.isView(bytes) && !(bytes instanceof DataView)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  fail(`${what} must be a Uint8Array or ArrayBuffer (a .safetensors file's bytes), got ${describe(bytes)}`);
-}
-
-// ---- safetensors headers ------------------------------------------------------------------------
-
-/**
- * One safetensors file's header, checked against its bytes: Map(name -> { dtype, shape, begin,
- * end, file }) with begin/end absolute byte offsets into `bytes`. Refuses a header longer than the
- * file, offsets past the end, overlapping or out-of-order ranges, a size that disagrees with the
- * shape and dtype, and an unknown dtype.
- */
-export function safetensorsHeader(bytes, what) {
-  const u8 = asBytes(what, bytes);
-  if (u8.length < 8) fail(`${what}: ${u8.length} bytes is too short for a safetensors file (its header length alone is 8)`);
-  const dv = new DataView(u8.buffer, u8.byteOffset, 8);
-  const n = dv.getBigUint64(0, true);
-  if (n > BigInt(u8.length - 8)) fail(`${what}: the header says it is ${n} bytes long and the file has ${u8.length - 8} after its length`);
-  const len = Number(n);
-  let header;
-  try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(u8.subarray(8, 8 + len)));
-  } catch (e) {
-    fail(`${what}: the header is not JSON text (${e.message}); is this a .safetensors file?`);
-  }
-  if (header === null || typeof header !== 'object' || Array.isArray(header)) fail(`${what}: the header must be a JSON object`);
-  const base = 8 + len, data = u8.length - base, out = new Map();
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const where = `${what}: tensor "${name}"`;
-    if (t === null || typeof t !== 'object') fail(`${where} must be { dtype, shape, data_offsets }`);
-    if (!(t.dtype in ELEMENT_BYTES)) fail(`${where} has dtype ${describe(t.dtype)}, which is not a safetensors dtype (${Object.keys(ELEMENT_BYTES).join(', ')})`);
-    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
-      fail(`${where} has shape ${describe(t.shape)}; a shape is a list of non-negative integers`);
-    const o = t.data_offsets;
-    if (!Array.isArray(o) || o.length !== 2 || !o.every((x) => Number.isSafeInteger(x) && x >= 0) || o[1] < o[0])
-      fail(`${where} has data_offsets ${describe(o)}; expected [begin, end] with 0 <= begin <= end`);
-    if (o[1] > data) fail(`${where} ends at byte ${o[1]} of the data, and the file holds ${data} bytes of data: the header lies or the file is cut short`);
-    const count = t.shape.reduce((a, b) => a * b, 1);
-    if (count * ELEMENT_BYTES[t.dtype] !== o[1] - o[0])
-      fail(`${where}: shape [${t.shape}] of ${t.dtype} is ${count * ELEMENT_BYTES[t.dtype]} bytes, and its data_offsets span ${o[1] - o[0]}`);
-    out.set(name, { dtype: t.dtype, shape: t.shape, begin: base + o[0], end: base + o[1], bytes: u8 });
-  }
-  // the ranges, in order of their start, must not overlap (each tensor its own bytes)
-  const ranges = [...out.entries()].filter(([, t]) => t.end > t.begin).sort((a, b) => a[1].begin - b[1].begin);
-  for (let i = 1; i < ranges.length; i++)
-    if (ranges[i][1].begin < ranges[i - 1][1].end)
-      fail(`${what}: tensors "${ranges[i - 1][0]}" and "${ranges[i][0]}" overlap (bytes ${ranges[i - 1][1].begin - base}-${ranges[i - 1][1].end - base} and ` +
-        `${ranges[i][1].begin - base}-${ranges[i][1].end - base} of the data): the header lies`);
-  return out;
-}
 
 // Every shard's tensors in one map; a name in two shards is an Error.
 function readShards(weights, what) {
@@ -83,7 +28,7 @@ function readShards(weights, what) {
   const all = new Map();
   list.forEach((bytes, i) => {
     const w = list.length > 1 ? `${what}: weights[${i}]` : `${what}: weights`;
-    for (const [name, t] of safetensorsHeader(bytes, w)) {
+    for (const [name, t] of safetensorsHeader(bytes, w).tensors) {
       if (all.has(name)) fail(`${w}: tensor "${name}" is in two shards`);
       all.set(name, { ...t, file: i });
     }
@@ -338,13 +283,14 @@ function words(t) {
   return new Arr(t.bytes.slice(t.begin, t.end).buffer, 0, n);
 }
 
-// dst[dOff + k] (float32 bits) = the source element src[sOff + k * sStep] for k < n.
-function copyRun(dst, dOff, src, sOff, n, sStep, dtype) {
-  if (dtype === 'F32') for (let k = 0; k < n; k++) dst[dOff + k] = src[sOff + k * sStep];
-  else if (dtype === 'BF16') for (let k = 0; k < n; k++) dst[dOff + k] = src[sOff + k * sStep] << 16;
+// dst[dOff + k * dStep] (float32 bits) = the source element src[sOff + k], k < n: a run (dStep 1),
+// or a source row into a destination column (a transposed weight).
+function copyElements(dst, dOff, dStep, src, sOff, n, dtype) {
+  if (dtype === 'F32') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k];
+  else if (dtype === 'BF16') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k] << 16;
   else {
     const tab = f16Table();
-    for (let k = 0; k < n; k++) dst[dOff + k] = tab[src[sOff + k * sStep]];
+    for (let k = 0; k < n; k++) dst[dOff + k * dStep] = tab[src[sOff + k]];
   }
 }
 
@@ -447,25 +393,16 @@ export function huggingFaceMethods(core, lib) {
       const [out, inn] = dst.dims, hd = src.rope || 0;
       for (let r = 0; r < out; r++) {
         const o2 = ropeRow(r, hd);
-        copyStrided(u32, at + o2, out, w, r * inn, inn, t.dtype);
+        copyElements(u32, at + o2, out, w, r * inn, inn, t.dtype);
       }
     } else if (src.layout === 'conv1d') { // Conv1D (in, total) -> kept (in, out): row i, columns col0..col0+out
       const [out, inn] = dst.dims, total = t.shape[1], c0 = src.col0 ?? 0;
-      if (dst.transposed) for (let i = 0; i < inn; i++) copyRun(u32, at + i * out, w, i * total + c0, out, 1, t.dtype);
+      if (dst.transposed) for (let i = 0; i < inn; i++) copyElements(u32, at + i * out, 1, w, i * total + c0, out, t.dtype);
       else fail('loadHuggingFace: internal: a Conv1D weight for a tensor kept as stored');
     } else { // vectors and row tables (embeddings): as stored, optionally a column slice or the first rows
       const n = step.want.reduce((a, b) => a * b, 1), c0 = src.col0 ?? 0, hd = src.rope || 0;
-      if (hd) for (let r = 0; r < n; r++) copyRun(u32, at + ropeRow(r, hd), w, c0 + r, 1, 1, t.dtype);
-      else copyRun(u32, at, w, c0, n, 1, t.dtype);
-    }
-  }
-  // dst[dOff + k * dStep] = src[sOff + k], k < n (a source row into a destination column)
-  function copyStrided(dst, dOff, dStep, src, sOff, n, dtype) {
-    if (dtype === 'F32') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k];
-    else if (dtype === 'BF16') for (let k = 0; k < n; k++) dst[dOff + k * dStep] = src[sOff + k] << 16;
-    else {
-      const tab = f16Table();
-      for (let k = 0; k < n; k++) dst[dOff + k * dStep] = tab[src[sOff + k]];
+      if (hd) for (let r = 0; r < n; r++) copyElements(u32, at + ropeRow(r, hd), 1, w, c0 + r, 1, t.dtype);
+      else copyElements(u32, at, 1, w, c0, n, t.dtype);
     }
   }
 

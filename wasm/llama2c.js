@@ -9,16 +9,13 @@
 // hidden, dim); the final RMSNorm (dim); two rotary tables (seq_len, head_size / 2) each, which
 // run.c skips (it computes the angles itself); the classifier (vocab, dim) when not shared.
 // tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
-import { checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
+import { bytesOf, checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
 const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
 
 function asBytes(what, bytes) {
-  if (bytes instanceof Uint8Array) return bytes;
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
-  if (ArrayBuffer.isView(bytes) && !(bytes instanceof DataView)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
+  return bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
 }
 
 /** The header of a llama2.c model file, checked: { dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared }. */

@@ -306,28 +306,9 @@ int config_builder_finish(aw_config_builder *b, aw_model_config *out) {
     if (scaling && !(c.rope_high_freq > c.rope_low_freq))
         return aw_fail(AW_ERR_ARG, "ropeScaling.highFreqFactor (%g) must be greater than lowFreqFactor (%g)",
                        (double)c.rope_high_freq, (double)c.rope_low_freq);
-    // headDim: the heads' width, when it is not dModel / heads (Qwen3-0.6B's); q, k, v and the heads'
-    // output are then heads x headDim wide. Decoder softmax only: the other forms and the output
-    // gate size their own parameters by the model's width
-    if (c.head_dim && c.d_model % c.heads == 0 && c.head_dim == c.d_model / c.heads) c.head_dim = 0; // the usual width
-    if (c.head_dim) {
-        if (c.arch != AW_ARCH_DECODER)
-            return aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to arch \"decoder\" only",
-                           (int)c.head_dim, (double)c.d_model / c.heads);
-        const aw_form *softmax = aw_form_find("softmax");
-        for (int l = 0; l < (b->given & (1u << F_LAYER_FORMS) ? b->n_layer_forms : 1); l++) {
-            const int fi = b->given & (1u << F_LAYER_FORMS) ? b->layer_form[l] : c.form;
-            if (aw_form_at((size_t)fi) != softmax)
-                return aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to attention \"softmax\" "
-                                           "only, and %s is \"%s\"", (int)c.head_dim, (double)c.d_model / c.heads,
-                               b->given & (1u << F_LAYER_FORMS) ? "a layer's form" : "attention", aw_form_at((size_t)fi)->name);
-        }
-        for (size_t j = 0; j < b->n_pending; j++)
-            if (strcmp(b->pending[j].name, "outputGate") == 0 && strcmp(b->pending[j].text, "false") != 0 &&
-                strcmp(b->pending[j].text, "0") != 0)
-                return aw_fail(AW_ERR_ARG, "headDim (%d) and attentionOptions.outputGate cannot go together: the gate's "
-                                           "weights are dModel x dModel", (int)c.head_dim);
-    }
+    // headDim: the heads' width, when it is not dModel / heads (Qwen3-0.6B's); the usual width is
+    // kept as 0 (model_check_config says where another applies)
+    if (c.head_dim && c.d_model % c.heads == 0 && c.head_dim == c.d_model / c.heads) c.head_dim = 0;
     if (c.qkv_bias && !c.no_bias)
         return aw_fail(AW_ERR_ARG, "qkvBias keeps q, k and v's biases in a model without biases (bias: false); this "
                                    "model has every bias already: leave qkvBias out");

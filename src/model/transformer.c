@@ -45,6 +45,9 @@ int model_check_config(const aw_model_config *c) {
         return aw_fail(AW_ERR_ARG, "dModel (%d) must be divisible by heads (%d)", (int)c->d_model, (int)c->heads);
     if (model_attn_cols(c) > 65536)
         return aw_fail(AW_ERR_ARG, "heads x headDim (%d x %d) must be at most 65536", (int)c->heads, (int)model_head_dim(c));
+    if (c->head_dim && c->arch != AW_ARCH_DECODER)
+        return aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to arch \"decoder\" only",
+                       (int)c->head_dim, (double)c->d_model / c->heads);
     if (c->layer_forms && c->arch != AW_ARCH_DECODER)
         return aw_fail(AW_ERR_ARG, "layerForms applies to arch \"decoder\" only (an encoder-decoder's encoder, decoder "
                                    "and cross-attention take the one attention); leave layerForms out, or use arch "
@@ -62,6 +65,15 @@ int model_check_config(const aw_model_config *c) {
             aw_form_values opts = *o; // the form checks its own options (model_create keeps them finished)
             st = aw_option_finish(f, &opts, (size_t)c->max_len);
         }
+        // headDim (heads wider or narrower than dModel / heads): softmax sizes q, k, v and its output by
+        // it; every other form, and softmax's output gate (W_g is dModel x dModel), by dModel
+        if (!st && c->head_dim && strcmp(f->name, "softmax") != 0)
+            st = aw_fail(AW_ERR_ARG, "headDim (%d, where dModel / heads is %g) applies to attention \"softmax\" only, "
+                                     "and %s is \"%s\"", (int)c->head_dim, (double)c->d_model / c->heads,
+                         c->layer_forms ? "a layer's form" : "attention", f->name);
+        if (!st && c->head_dim && aw_option_int(f, o, "outputGate"))
+            st = aw_fail(AW_ERR_ARG, "headDim (%d) and attentionOptions.outputGate cannot go together: the gate's "
+                                     "weights are dModel x dModel", (int)c->head_dim);
         // grouped-query attention needs keys in every layer (config.c says so for one form)
         if (!st && c->layer_forms && c->kv_heads && c->kv_heads != c->heads && !(f->flags & AW_FORM_USES_QK))
             st = aw_fail(AW_ERR_ARG, "kvHeads (%d) applies to forms that read queries and keys (grouped-query attention "

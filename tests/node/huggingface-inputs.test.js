@@ -215,6 +215,20 @@ for (const { name, lib } of builds) {
     m.dispose();
   });
 
+  test(`${name}: headDim is refused where the form or the block sizes its weights by dModel`, () => {
+    const wide = { ...SMALL, block: 'llama', headDim: 16 };
+    for (const [cfg, re] of [
+      [{ ...wide, attention: 'linear:elu+1' }, /headDim \(16, where dModel \/ heads is 8\) applies to attention "softmax" only, and attention is "linear:elu\+1"/],
+      [{ ...wide, attentionOptions: { outputGate: true } }, /headDim \(16\) and attentionOptions\.outputGate cannot go together/],
+      [{ ...wide, arch: 'encoder-decoder' }, /headDim \(16, where dModel \/ heads is 8\) applies to arch "decoder" only/],
+      [{ ...wide, layers: 2, layerForms: [{ attention: 'softmax' }, { attention: 'gla' }] }, /layerForms\[1\].*a layer's form is "gla"/],
+    ]) expectError(() => lib.createModel(cfg), re);
+    // the same config without the refused part, and outputGate off, are models
+    for (const cfg of [wide, { ...wide, attentionOptions: { outputGate: false } }, { ...wide, layerForms: [{ attention: 'softmax' }, { attention: 'softmax', attentionOptions: { window: 4 } }] }])
+      lib.createModel(cfg).dispose();
+    assert.equal(lib.createModel({ ...SMALL, block: 'llama', headDim: 8 }).config.headDim, undefined, 'dModel / heads is the usual width');
+  });
+
   test(`${name}: saveHuggingFace refuses what the format cannot express, naming it`, () => {
     for (const [cfg, re] of [
       [{ ...SMALL, attention: 'linear:elu+1' }, /attention "linear:elu\+1" is not softmax/],
