@@ -74,14 +74,17 @@ function fillSelects(section, props) {
 }
 
 // The table of contents: one link per panel, in the table's order (the sections are put in that
-// order too). On a wide screen it stands at the side, open; on a phone it is a menu that closes
+// order too: the rows marked lead in main's grid, the others after them in div.rest). On a wide screen it stands at the side, open; on a phone it is a menu that closes
 // when a link is followed.
 function makeContents() {
   const nav = $('toc');
   const list = nav.querySelector('ol');
   const main = document.querySelector('main');
+  // the leading panels fill the page's width; the rest sit in two columns on a wide screen
+  const rest = document.createElement('div');
+  rest.className = 'rest';
   list.replaceChildren(...PANELS.map((panel) => {
-    main.append($(panel.id));
+    (panel.lead ? main : rest).append($(panel.id));
     const a = document.createElement('a');
     a.href = `#${panel.id}`;
     a.textContent = panel.title;
@@ -89,6 +92,7 @@ function makeContents() {
     li.append(a);
     return li;
   }));
+  main.append(rest);
   const wide = matchMedia('(min-width: 1100px)');
   const details = nav.querySelector('details');
   const fit = () => { details.open = wide.matches; };

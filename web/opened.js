@@ -4,7 +4,7 @@
 // with onOpened(fn). Nothing here holds the model's weights: bytes() asks the library for its own
 // checkpoint (model.save(), which lib.loadModel(bytes, { training: false }) reads back, in a worker
 // too) only when a panel needs them, and throws once the model was closed.
-//   { key, name, kind, config, bytes(), encode(text) -> Int32Array, decode(ids) -> string,
+//   { key, name, kind, config, live() -> the model, bytes(), encode(text) -> Int32Array, decode(ids) -> string,
 //     piece(id) -> string, vocabSize, tokenizer }
 // key is new for every model opened (a worker caches the loaded model by it).
 import { bpeCodec, tokenPeriod, visible } from '../lab/codec.js';
@@ -41,6 +41,11 @@ export function publishOpened(model, kind, name) {
     const vocabSize = Math.min(config.vocab, tok.vocabSize ?? tok.vocab ?? tok.pieces?.length ?? config.vocab);
     current = {
       key: `opened-${++serial}`, name, kind, config, tokenizer: tok, vocabSize,
+      // the model itself, for a panel that reads it on the page's thread (views/picture.js)
+      live: () => {
+        if (!model.handle) throw new Error(`${name} was closed in "Open a model file": open it again`);
+        return model;
+      },
       bytes: () => {
         if (!model.handle) throw new Error(`${name} was closed in "Open a model file": open it again`);
         return model.save();

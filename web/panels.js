@@ -1,6 +1,7 @@
 // panels.js: the playground's panels, one row each, in the order a learner takes them (the page's
 // sections and its table of contents follow this order). A row:
 //   id        the <section id> in index.html (and the URL hash that scrolls to it)
+//   lead      one of the panels the page leads with (full width); the others share two columns on a wide screen
 //   title     its line in the table of contents
 //   file      the view module that draws it
 //   props     its settings, one per URL key (state.js says the types); parseState and stateToSearch
@@ -28,12 +29,16 @@ import { createLlama2cView } from './views/llama2c.js';
 import { createSinksView } from './views/sinks.js';
 import { createInductionView } from './views/induction.js';
 import { createLearnedView } from './views/learned.js';
+import { createPictureView } from './views/picture.js';
 import { createCircuitsView } from './views/circuits.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
 import { createTokenizerView } from './views/tokenizer.js';
 import { PRESETS } from '../lab/presets.js';
+
+// The first panel's text: a phrase read twice, so that its induction heads show at once.
+export const PICTURE_TEXT = 'The lighthouse keeper lit the lamp at dusk. The lighthouse keeper lit the lamp at dusk.';
 
 const HEATMAP_MAX_LEN = LIMITS.n.max; // forms with a fixed length (lib.forms' fixedLength) are made with L = 128 and show the top-left n x n block
 
@@ -63,7 +68,22 @@ function computeMaps(state, form) {
 
 export const PANELS = [
   {
-    id: 'controls', title: 'Settings', file: 'views/controls.js',
+    id: 'picture', lead: true, title: 'The model in one picture', file: 'views/picture.js',
+    props: [{ name: 'ptext', type: 'text', maxLength: 300, default: PICTURE_TEXT }],
+    needs: has('loadModel', 'charsTokenizer'),
+    applies: () => true, // a form without a trained model shows the shipped one, and says so
+    create(section, { lib, setState }) {
+      const q = finder(section);
+      const view = createPictureView({
+        panel: section, text: q('ptext'), model: q('pmodel'), about: q('pabout'), status: q('pstatus'), tokens: q('ptokens'),
+        path: q('ppath'), layers: q('players'), bars: q('pbars'), temp: q('ptemp'), tempOut: q('ptemp-out'), pos: q('ppos'),
+        big: q('pbig'), bigBox: q('pbig-box'), bigTitle: q('pbig-title'), bigLegend: q('pbig-legend'), bigReadout: q('pbig-readout'), bigExports: q('pbig-exports'),
+      }, { lib, onChange: (patch) => setState(patch) });
+      return { update: (state, forms, form) => view.update(state, form), resize: () => view.resize() };
+    },
+  },
+  {
+    id: 'controls', lead: true, title: 'Settings', file: 'views/controls.js',
     props: [
       { name: 'form', type: 'id', pattern: ID, default: 'softmax' }, // a form id from lab/forms.js: 'softmax', 'linear:elu+1', 'synth:random', ...
       { name: 'input', type: 'choice', values: ['tokens', 'random'], default: 'tokens' }, // typed text (a fixed seeded embedding) or seeded q, k, v
@@ -85,6 +105,40 @@ export const PANELS = [
         textField: q('text-field'), nField: q('n-field'),
       }, (patch) => setState(patch));
       return { update: (state, forms, form) => controls.update(state, forms, form) };
+    },
+  },
+  {
+    id: 'learned', lead: true, title: 'A trained model on your text', file: 'views/learned.js',
+    props: [{ name: 'ltext', type: 'text', maxLength: 200, default: 'the lamplighter walked the road' }],
+    needs: has('loadModel', 'charsTokenizer'),
+    applies: causalOnly('a trained character model'),
+    create(section, { lib, setState }) {
+      const q = finder(section);
+      const view = createLearnedView({
+        panel: section, text: q('ltext'), label: q('ltext-label'), model: q('lmodel'), modelField: q('lmodel-field'), probe: q('lprobe'),
+        twice: q('ltwice'), heads: q('lheads'), about: q('labout'), status: q('lstatus'), grid: q('lheatmaps'),
+        legend: q('llegend'), readout: q('lreadout'), exports: q('lexports'), guesses: q('lguesses'),
+      }, { lib, onChange: (patch) => setState(patch) });
+      return { update: (state, forms, form) => view.update(state, form) };
+    },
+  },
+  {
+    id: 'circuits', lead: true, title: 'What does this head do?', file: 'views/circuits.js',
+    props: [],
+    needs: has('loadModel', 'charsTokenizer'),
+    applies: causalOnly('a trained character model'),
+    create(section, { lib }) {
+      const q = finder(section);
+      const view = createCircuitsView({
+        panel: section, model: q('hdmodel'), modelField: q('hdmodel-field'), texts: q('hdtexts'), status: q('hdstatus'),
+        progress: q('hdprogress'), mode: q('hdmode'), grid: q('hdgrid'), table: q('hdtable'), headTitle: q('hdhead-title'),
+        pattern: q('hdpattern'), patternLegend: q('hdlegend'), patternReadout: q('hdreadout'), promoted: q('hdpromoted'),
+        resid: q('hdresid'), z: q('hdz'), lens: q('hdlens'), claim: q('hdclaim'),
+        compKind: q('hdcompkind'), compClaim: q('hdcompclaim'), comp: q('hdcomp'),
+        steerLayer: q('hdsteer-layer'), steerPlus: q('hdsteer-plus'), steerMinus: q('hdsteer-minus'),
+        steerStrength: q('hdsteer-strength'), steerStrengthOut: q('hdsteer-strength-out'), steer: q('hdsteer'),
+      }, { lib });
+      return { update: (state, forms, form) => view.update(state, form) };
     },
   },
   {
@@ -126,40 +180,6 @@ export const PANELS = [
         train: q('tktrain'), reset: q('tkreset'), status: q('tkstatus'),
       }, { lib, onChange: (patch) => setState(patch) });
       return { update: (state) => view.update(state) };
-    },
-  },
-  {
-    id: 'learned', title: 'A trained model on your text', file: 'views/learned.js',
-    props: [{ name: 'ltext', type: 'text', maxLength: 200, default: 'the lamplighter walked the road' }],
-    needs: has('loadModel', 'charsTokenizer'),
-    applies: causalOnly('a trained character model'),
-    create(section, { lib, setState }) {
-      const q = finder(section);
-      const view = createLearnedView({
-        panel: section, text: q('ltext'), label: q('ltext-label'), model: q('lmodel'), modelField: q('lmodel-field'), probe: q('lprobe'),
-        twice: q('ltwice'), heads: q('lheads'), about: q('labout'), status: q('lstatus'), grid: q('lheatmaps'),
-        legend: q('llegend'), readout: q('lreadout'), exports: q('lexports'), guesses: q('lguesses'),
-      }, { lib, onChange: (patch) => setState(patch) });
-      return { update: (state, forms, form) => view.update(state, form) };
-    },
-  },
-  {
-    id: 'circuits', title: 'What does this head do?', file: 'views/circuits.js',
-    props: [],
-    needs: has('loadModel', 'charsTokenizer'),
-    applies: causalOnly('a trained character model'),
-    create(section, { lib }) {
-      const q = finder(section);
-      const view = createCircuitsView({
-        panel: section, model: q('hdmodel'), modelField: q('hdmodel-field'), texts: q('hdtexts'), status: q('hdstatus'),
-        progress: q('hdprogress'), mode: q('hdmode'), grid: q('hdgrid'), table: q('hdtable'), headTitle: q('hdhead-title'),
-        pattern: q('hdpattern'), patternLegend: q('hdlegend'), patternReadout: q('hdreadout'), promoted: q('hdpromoted'),
-        resid: q('hdresid'), z: q('hdz'), lens: q('hdlens'), claim: q('hdclaim'),
-        compKind: q('hdcompkind'), compClaim: q('hdcompclaim'), comp: q('hdcomp'),
-        steerLayer: q('hdsteer-layer'), steerPlus: q('hdsteer-plus'), steerMinus: q('hdsteer-minus'),
-        steerStrength: q('hdsteer-strength'), steerStrengthOut: q('hdsteer-strength-out'), steer: q('hdsteer'),
-      }, { lib });
-      return { update: (state, forms, form) => view.update(state, form) };
     },
   },
   {

@@ -22,6 +22,9 @@ async function ready(page, previous = '') {
   assert.equal(state, 'ready', `the panel is ${state} (form ${form}): ${status}`);
 }
 
+// The panel's parts after the ablation grid sit in closed folds (issue 45): a learner opens one by its title.
+const openFold = (page, id) => page.click(`#circuits details.part:has(#${id}) > summary`);
+
 const fortunes = JSON.parse(readFileSync(new URL('../../web/models/fortunes.json', import.meta.url), 'utf8'));
 
 test('the interventions run on the learned panel\'s first model, the sub-word one, on its pieces', async () => {
@@ -74,7 +77,7 @@ test('the interventions run on the trained model and the phrase twice, and follo
   assert.match(await page.textContent('#hdhead-title'), /^Layer 1, head 1 \(/);
   assert.equal(await page.$eval('#hdgrid .grid-cell', (b) => b.getAttribute('aria-pressed')), 'true'); // the grid is drawn anew
   // the sortable table: every head, sorted by a click on a column
-  await page.click('#circuits details summary');
+  await page.click('#circuits details.heads-box > summary');
   assert.equal(await page.$$eval('#hdtable tr[data-head]', (r) => r.length), 12);
   await page.click('#hdtable th:nth-child(3) button');
   const sorted = await page.$$eval('#hdtable tr[data-head] td:nth-child(3)', (t) => t.map((x) => Number(x.textContent)));
@@ -129,6 +132,7 @@ test('the head composition view: a box per later head, a Q/K/V switch, the induc
   const { layers, heads } = first.config;
   const { page, problems } = await suite.open('?form=softmax#circuits');
   await ready(page);
+  await openFold(page, 'hdcomp');
   assert.equal(JSON.parse(await page.getAttribute('#circuits', 'data-result')).file, first.file);
   await composition(page, 'k');
   // rows: the later layers (layer 1 reads no head); in each box, its earlier layers x heads squares
@@ -163,6 +167,7 @@ test('the head composition view: a box per later head, a Q/K/V switch, the induc
   const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
   const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
   await ready(p2.page);
+  await openFold(p2.page, 'hdcomp');
   await composition(p2.page, 'k');
   const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
@@ -177,6 +182,7 @@ test('the head composition view: a box per later head, a Q/K/V switch, the induc
 test('steering: the continuation without and with a direction added to the residual stream', async () => {
   const { page, problems } = await suite.open('?form=softmax#circuits');
   await ready(page);
+  await openFold(page, 'hdsteer');
   const steered = async () => {
     await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#circuits').dataset.steer), undefined, { timeout: LONG });
     assert.equal(await page.getAttribute('#circuits', 'data-steer'), 'ready', await page.textContent('#hdsteer'));
@@ -212,6 +218,7 @@ test('steering: the continuation without and with a direction added to the resid
   const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
   const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });
   await ready(p2.page);
+  await openFold(p2.page, 'hdsteer');
   await p2.page.waitForSelector('#circuits[data-steer="ready"]', { timeout: LONG });
   const overflow = await p2.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);

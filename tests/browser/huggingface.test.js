@@ -330,6 +330,8 @@ test('the opened model in "What does this head do?": 12 layers x 12 heads ablate
   await page.click('#hdgrid tr:nth-child(12) td:nth-of-type(12) .grid-cell');
   assert.match(await page.textContent('#hdhead-title'), /^Layer 11, head 12 \(/);
   assert.equal(await page.$$eval('#hdpromoted li', (l) => l.length), 5);
+  // the patching and logit-lens tables sit in folds: a learner opens them by their titles
+  for (const id of ['hdresid', 'hdlens']) await page.click(`#circuits details.part:has(#${id}) > summary`);
   for (const [w, h] of [[1280, 800], [390, 844]]) {
     await page.setViewportSize({ width: w, height: h });
     await page.waitForTimeout(400);

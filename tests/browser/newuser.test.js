@@ -295,7 +295,12 @@ test('plain words: every form says what it does and links its paper; every panel
   assert.equal(seen.size, papers.length, 'each paper of the registry is linked from some form');
   const panels = await page.$$eval('section.panel', (ss) => ss.filter((s) => !s.hidden)
     .map((s) => [s.id, s.querySelector('h2 + p.what')?.textContent ?? '']));
-  for (const [id, what] of panels) assert.match(what, /^What you are looking at: /, `panel ${id}`);
+  // each panel opens with one sentence (issue 45); the rest of its prose is behind a "more" fold
+  for (const [id, what] of panels) {
+    const sentences = what.trim().split(/(?<=[.!?])\s+(?=[A-Z“])/);
+    assert.equal(sentences.length, 1, `panel ${id} opens with ${sentences.length} sentences: ${what}`);
+    assert.ok(what.trim().length > 20 && what.trim().length <= 320, `panel ${id}: ${what.trim().length} characters`);
+  }
   const terms = await page.$$eval('#glossary dt', (dts) => dts.map((d) => d.textContent));
   for (const term of ['φ', 'held-out', 'streaming', 'SIMD', 'bits per character']) {
     assert.ok(terms.some((t) => t.includes(term)), `the glossary lacks ${term}`);
@@ -539,6 +544,7 @@ test('learned attention: every head named by what it does on the text, the probe
   assert.match(await page.textContent('#labout'), /Debian's fortunes(, every training window opening with a passage of the text read twice)?; held-out \d\.\d\d bits per character/);
   // the probe: a click on the catalogue's strongest previous-token head shows the probe, that head ringed
   const prev = large.previousToken, H = large.config.heads;
+  await page.click('#lheads-box > summary'); // the list is folded under the heatmaps
   await page.click(`#lheads li:nth-child(${prev.layer * H + prev.head + 1}) button`);
   await page.waitForFunction(() => document.querySelector('#learned').dataset.view === 'probe');
   const probeHeads = JSON.parse(await page.getAttribute('#learned', 'data-heads'));

@@ -36,7 +36,7 @@ const table = (page) => page.evaluate(async () => {
   try {
     return (await import('/panels.js')).PANELS.map((p) => ({ id: p.id, title: p.title }));
   } catch {
-    return [...document.querySelectorAll('main > section')].map((s) => ({ id: s.id, title: s.querySelector('h2').textContent }));
+    return [...document.querySelectorAll('main section.panel')].map((s) => ({ id: s.id, title: s.querySelector('h2').textContent }));
   }
 });
 
@@ -86,13 +86,13 @@ test('(b) for every form, every panel is present and visible, and one that does 
       await page.goto(`${suite.server().url}?form=${encodeURIComponent(name)}`);
       await page.waitForSelector('body[data-state="ready"]', { timeout: LONG });
       for (const { id, title } of panels) { // first: every panel is there
-        const section = page.locator(`main > section#${id}`);
+        const section = page.locator(`main section#${id}`);
         assert.equal(await section.count(), 1, `${name}: no section #${id} (${title})`);
         assert.ok(await section.isVisible(), `${name}: #${id} is not visible`);
         assert.ok(await section.locator('h2').isVisible(), `${name}: #${id}'s title is not visible`);
       }
       for (const { id } of panels) { // then: it applies, or says why and switches
-        const section = page.locator(`main > section#${id}`);
+        const section = page.locator(`main section#${id}`);
         const applies = await section.getAttribute('data-applies');
         assert.ok(applies === 'yes' || applies === 'no', `${name}: #${id} does not say whether it applies (${applies})`);
         if (applies === 'yes') continue;
@@ -130,7 +130,7 @@ test('(c) the table of contents lists the panels in the table\'s order and a has
     const panels = await table(page);
     const links = await page.$$eval('#toc a', (as) => as.map((a) => ({ href: a.getAttribute('href'), text: a.textContent })));
     assert.deepEqual(links, panels.map((p) => ({ href: `#${p.id}`, text: p.title })));
-    assert.deepEqual(await page.$$eval('main > section', (s) => s.map((x) => x.id)), panels.map((p) => p.id), 'the sections are not in the table\'s order');
+    assert.deepEqual(await page.$$eval('main section.panel', (s) => s.map((x) => x.id)), panels.map((p) => p.id), 'the sections are not in the table\'s order');
     assert.ok(await page.locator('#toc ol').isVisible(), 'the contents are not open on a wide screen');
     assert.equal(await page.$eval('#toc', (n) => getComputedStyle(n).position), 'sticky');
     const top = (id) => page.$eval(`#${id}`, (s) => s.getBoundingClientRect().top);

@@ -320,7 +320,11 @@ export function createCircuitsView(el, { lib }) {
         b.title = `${headName(l, h)} (${result.names[l][h]}), ${mode}-ablated: ${r.second.toFixed(3)} bits per ${codec.unit} on the second copy, `
           + `${r.first.toFixed(3)} on the first. Click to see its pattern and what it promotes.`;
         b.setAttribute('aria-pressed', String(picked.layer === l && picked.head === h));
-        b.addEventListener('click', () => { picked = { layer: l, head: h, file: result.file }; draw(); });
+        b.addEventListener('click', () => {
+          picked = { layer: l, head: h, file: result.file };
+          draw();
+          el.headTitle.closest('details')?.setAttribute('open', ''); // a click on a head opens its fold
+        });
         td.append(b);
         tr.append(td);
       }

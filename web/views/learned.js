@@ -61,6 +61,18 @@ export function modelCatalog() {
   return catalog;
 }
 
+const loaded = new Map(); // file -> Promise<Model>, shared by the panels that draw the same checkpoint
+/** A shipped checkpoint of web/models/ loaded for reading (never trained here), once for every panel. */
+export function panelModel(lib, file) {
+  if (!loaded.has(file)) {
+    loaded.set(file, fetch(new URL(file, MODELS)).then(async (r) => {
+      if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
+      return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
+    }));
+    loaded.get(file).catch(() => loaded.delete(file));
+  }
+  return loaded.get(file);
+}
 
 /**
  * el: { panel, text, label, about, status, grid, legend, readout, exports, guesses, probe, twice, heads, model?,
@@ -72,7 +84,6 @@ export function modelCatalog() {
 export function createLearnedView(el, { lib, onChange }) {
   let state = null;
   let form = null;
-  const models = new Map(); // file -> Promise<Model>
   let shown = ''; // file + text of the last drawing
   let current = null; // { chars, logits, vocab } of the drawing, for the guesses
   let request = 0;
@@ -154,16 +165,7 @@ export function createLearnedView(el, { lib, onChange }) {
 
   const entries = modelCatalog;
 
-  function model(file) {
-    if (!models.has(file)) {
-      models.set(file, fetch(new URL(file, MODELS)).then(async (r) => {
-        if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
-        return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false }); // read, never trained here
-      }));
-      models.get(file).catch(() => models.delete(file));
-    }
-    return models.get(file);
-  }
+  const model = (file) => panelModel(lib, file);
 
   // The guesses after position i: the softmax of the logits of row i, top 5, as bars.
   function showGuesses(i) {
