@@ -39,15 +39,15 @@ test('backcopy: fortune(6) documents of minChars..maxChars, the same for a seed 
   assert.equal(backcopyStream(9, 100), backcopyStream(9, 300).slice(0, 100));
 });
 
-// The README's backcopy table: per-seed figures, seed 1 first ("0.274 ± 0.079 (0.360, 0.206, 0.257)")
+// docs/real-text.md's backcopy table: per-seed figures, seed 1 first ("0.274 ± 0.079 (0.360, 0.206, 0.257)")
 function seed1(label) {
-  const line = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').find((l) => l.startsWith(`| ${label} | 0.`) && l.split('|').length === 7);
-  assert.ok(line, `README: the backcopy table's row for ${label}`);
+  const line = readFileSync(join(ROOT, 'docs/real-text.md'), 'utf8').split('\n').find((l) => l.startsWith(`| ${label} | 0.`) && l.split('|').length === 7);
+  assert.ok(line, `docs/real-text.md: the backcopy table's row for ${label}`);
   const c = line.split('|').map((x) => x.trim()), first = (cell) => Number(/\(([-\d.]+),/.exec(cell)[1]);
   return { resting: first(c[2]), cost: first(c[5]) };
 }
 
-test('the attention-sinks panel\'s backcopy models: one head each, their switch, and seed 1\'s README figures recomputed from the files', async () => {
+test('the attention-sinks panel\'s backcopy models: one head each, their switch, and seed 1\'s docs/real-text.md figures recomputed from the files', async () => {
   const { lib } = builds[0];
   const { backcopyInputs, readPastWindow } = await import('../../scripts/sink-measure.mjs');
   // as scripts/sink-claims.mjs measures: 256 fresh documents of 31 letters (seed 2), 4,096 letters of seed 3
@@ -62,13 +62,13 @@ test('the attention-sinks panel\'s backcopy models: one head each, their switch,
       const w = restingWeights(m, starts, working), r = readPastWindow(m, stream, 16, 4);
       got[id] = { ...w, cost: r.window - r.kept };
       const row = seed1(label);
-      assert.ok(Math.abs(w.resting - row.resting) < 0.0015, `${id}: resting weight ${w.resting} vs README ${row.resting}`);
-      assert.ok(Math.abs(got[id].cost - row.cost) < 0.0015, `${id}: eviction cost ${got[id].cost} vs README ${row.cost}`);
+      assert.ok(Math.abs(w.resting - row.resting) < 0.0015, `${id}: resting weight ${w.resting} vs docs/real-text.md ${row.resting}`);
+      assert.ok(Math.abs(got[id].cost - row.cost) < 0.0015, `${id}: eviction cost ${got[id].cost} vs docs/real-text.md ${row.cost}`);
     } finally {
       m.dispose();
     }
   }
-  // what the README says: the plain and gated heads rest on the first token (an even spread gives 0.099)
+  // what docs/real-text.md says: the plain and gated heads rest on the first token (an even spread gives 0.099)
   // far more where they rest than where they work; the learned sink's column takes the rest instead
   for (const id of ['plain', 'gate']) assert.ok(got[id].resting > 0.3 && got[id].resting > 3 * got[id].working, JSON.stringify(got[id]));
   assert.ok(got.learned.sink > 0.3 && got.learned.resting < 0.05, JSON.stringify(got.learned));

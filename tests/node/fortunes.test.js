@@ -1,7 +1,7 @@
 // fortunes.test.js: the models that have read real text (Debian's fortunes, read where the package
 // installs it; data/README.md). The document split is the trainer's; each shipped model's held-out
 // bits per character (web/models/fortunes.json) are reproduced from its checkpoint; and what the
-// attention-sinks claim comes to at this scale is held to the bounds measured for it (README).
+// attention-sinks claim comes to at this scale is held to the bounds measured for it (docs/real-text.md).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -38,7 +38,7 @@ test('fortunes: each shipped model\'s held-out bits per character come back from
     assert.equal(count, e.heldOutCount);
     assert.ok(Math.abs(bits - e.heldOutBits) < 5e-4, `${e.file}: ${bits} against ${e.heldOutBits}`);
     assert.ok(Math.abs(accuracy - e.heldOutAccuracy) < 5e-4, `${e.file}: accuracy ${accuracy} against ${e.heldOutAccuracy}`);
-    // a held-out passage read twice: the catalogue's figures (the README's "does it copy")
+    // a held-out passage read twice: the catalogue's figures (docs/real-text.md's "a passage once / again")
     const copy = tok ? copyBitsBpe(lib, m, tok) : copyBits(lib, m);
     t.diagnostic(`${e.file}: a held-out passage, first reading ${copy.first.toFixed(3)}, second ${copy.second.toFixed(3)} bits per character`);
     assert.ok(Math.abs(copy.first - e.copy.first) < 5e-4 && Math.abs(copy.second - e.copy.second) < 5e-4, `${e.file}: copy ${JSON.stringify(copy)}`);
@@ -116,9 +116,14 @@ test('heads of the models that read fortunes on the page\'s probe: the catalogue
   fresh.dispose();
 });
 
-test('the README\'s table of models that have read real text is the catalogue\'s', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const rows = readme.split('\n').filter((l) => /^\| `fortunes-[a-z-]+` \|/.test(l));
+test('docs/real-text.md\'s table of the shipped models is the catalogue\'s', () => {
+  // the table under "### The shipped models": its header, then its rows up to the first line that is not one
+  const lines = readFileSync(new URL('../../docs/real-text.md', import.meta.url), 'utf8').split('\n');
+  const at = lines.indexOf('| model | reads | parameters | held-out bits per character | induction score | minutes to train | machine |');
+  assert.ok(at > 0, 'docs/real-text.md has the table of the shipped models');
+  const end = lines.findIndex((l, i) => i > at && !l.startsWith('|'));
+  const rows = lines.slice(at + 2, end);
+  assert.ok(rows.every((l) => /^\| `fortunes-[a-z-]+` \|/.test(l)), rows.join('\n'));
   assert.ok(rows.length >= 3, 'the table has the sub-word row and the character rows');
   for (const row of rows) {
     const [name, , params, bits, induction, minutes] = row.split('|').slice(1).map((c) => c.trim());

@@ -3,7 +3,7 @@
 // tables of both parts (fortunes; the bigram-backcopy letters) with every model and reading. And the three models the attention-sinks panel ships
 // (web/models/sinks-*.safetensors, seed 1 of the full run): each has its switch and nothing else, and
 // their first-token weights and readings past the window, recomputed here from the files, are the
-// README's seed-1 figures.
+// seed-1 figures of docs/real-text.md.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -69,15 +69,15 @@ test('sink-claims.mjs: a --part it does not have is named', () => {
   assert.match(r.stderr, /--part must be one of fortunes, backcopy, got "prose"/);
 });
 
-// The README's claim table: per-seed figures, seed 1 first ("0.116 ± 0.126 (0.252, 0.091, 0.004)")
+// docs/real-text.md's claim table: per-seed figures, seed 1 first ("0.116 ± 0.126 (0.252, 0.091, 0.004)")
 function readmeRow(label) {
-  const line = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').find((l) => l.startsWith(`| ${label} | `));
-  assert.ok(line, `README: the sink claims' row for ${label}`);
+  const line = readFileSync(join(ROOT, 'docs/real-text.md'), 'utf8').split('\n').find((l) => l.startsWith(`| ${label} | `));
+  assert.ok(line, `docs/real-text.md: the sink claims' row for ${label}`);
   const c = line.split('|').map((x) => x.trim());
   return { first: Number(c[3].split(' ')[0]), proseSeed1: Number(/\(([-\d.]+),/.exec(c[5])[1]) };
 }
 
-test('the attention-sinks panel\'s three models: their switches, and seed 1\'s figures in the README recomputed from the files', { skip: noFortunes }, async () => {
+test('the attention-sinks panel\'s three models: their switches, and seed 1\'s figures in docs/real-text.md recomputed from the files', { skip: noFortunes }, async () => {
   const { lib } = builds[0];
   const { documentStarts, firstTokenWeight, readPastWindow, sinkTexts } = await import('../../scripts/sink-measure.mjs');
   const prose = sinkTexts(lib, 4096).find((t) => t.id === 'prose').tokens;
@@ -92,14 +92,14 @@ test('the attention-sinks panel\'s three models: their switches, and seed 1\'s f
       const r = readPastWindow(m, prose, 32, 4);
       got[id] = { first: firstTokenWeight(m, starts), cost: r.window - r.kept };
       const row = readmeRow(label);
-      // the README's first-token weight is the mean over seeds: seed 1's is within its spread; the
+      // docs/real-text.md's first-token weight is the mean over seeds: seed 1's is within its spread; the
       // prose eviction cost's seed-1 figure is printed: recomputed to the printed digits
-      assert.ok(Math.abs(got[id].cost - row.proseSeed1) < 0.0015, `${id}: eviction cost ${got[id].cost} vs README ${row.proseSeed1}`);
+      assert.ok(Math.abs(got[id].cost - row.proseSeed1) < 0.0015, `${id}: eviction cost ${got[id].cost} vs docs/real-text.md ${row.proseSeed1}`);
       assert.ok(got[id].first > 0 && got[id].first < 2 * row.first, `${id}: first-token weight ${got[id].first}`);
     } finally {
       m.dispose();
     }
   }
-  // what the README says of seed 1: the learned sink evicts at a fraction of the plain model's cost
+  // what docs/real-text.md says of seed 1: the learned sink evicts at a fraction of the plain model's cost
   assert.ok(got.learned.cost < got.plain.cost / 5, JSON.stringify(got));
 });
