@@ -41,7 +41,7 @@ export async function formInduction(model, { steps = 600, every = 25, lr = 3e-3,
   onPoint?.(points[0]);
   let losses = [], accs = [];
   await model.train({
-    steps, signal, yieldEvery: 5, lr: (s) => lr * Math.min(1, (s + 1) / 50),
+    steps, signal, yieldEvery: 1, lr: (s) => lr * Math.min(1, (s + 1) / 50),
     batch: () => ({ task: 'repeat', length: SETUP.length, symbols: SETUP.symbols, batchSize }),
     onProgress: ({ step, loss, accuracy }) => {
       losses.push(loss), accs.push(accuracy);

@@ -100,6 +100,20 @@ export function createCompareView(el, { onChange, charsVocab }) {
     el.panel.dataset.running = on ? '1' : '0';
   }
 
+  const pending = {};
+  let frame = 0;
+  function drawSnapshot() {
+    frame = 0;
+    const side = SIDES.find((s) => pending[s]);
+    if (!side) return;
+    const msg = pending[side];
+    delete pending[side];
+    const maps = [];
+    msg.maps.forEach((heads, l) => heads.forEach((weights, h) => maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights })));
+    heatmaps[side].render({ maps, n: msg.T, m: msg.T, rowLabels: msg.labels, colLabels: msg.labels, scale: state.scale });
+    if (SIDES.some((s) => pending[s])) frame = requestAnimationFrame(drawSnapshot);
+  }
+
   function receive(side, msg) {
     const r = runs?.[side];
     if (!r) return;
@@ -115,9 +129,8 @@ export function createCompareView(el, { onChange, charsVocab }) {
       scheduleCurves();
       drawTable();
     } else if (msg.type === 'snapshot') {
-      const maps = [];
-      msg.maps.forEach((heads, l) => heads.forEach((weights, h) => maps.push({ title: `Layer ${l + 1}, head ${h + 1}`, weights })));
-      heatmaps[side].render({ maps, n: msg.T, m: msg.T, rowLabels: msg.labels, colLabels: msg.labels, scale: state.scale });
+      pending[side] = msg; // the latest of each side, drawn one side a frame (two at once can block the page)
+      if (!frame) frame = requestAnimationFrame(drawSnapshot);
     } else if (msg.type === 'stopped') {
       r.done = msg.finished;
       r.stopped = true;

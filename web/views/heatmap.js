@@ -245,11 +245,11 @@ function chooseCellSize(width, count, len) {
 const THUMB_MIN = 90; // px: a thumbnail's title needs this much, however small its map
 
 // Thumbnails: `cols` maps to a row (fewer when cells would fall under 2 px or titles under
-// THUMB_MIN), cells at most 12 px. Returns { cols, cell }.
+// THUMB_MIN), cells at most 9 px. Returns { cols, cell }.
 function thumbLayout(width, cols, len) {
   for (; cols >= 1; cols--) {
     const each = (width - (cols - 1) * GAP) / cols;
-    const cell = Math.min(12, Math.floor((each - 4) / len));
+    const cell = Math.min(9, Math.floor((each - 4) / len));
     if ((cell >= 2 && each >= THUMB_MIN) || cols === 1) return { cols, cell: Math.max(2, cell) };
   }
   return { cols: 1, cell: 2 };

@@ -216,7 +216,7 @@ export function createPictureView(el, { lib, onChange }) {
   function thumbSize() {
     const width = el.layers.clientWidth || 600;
     const room = width - (matchMedia('(max-width: 600px)').matches ? 50 : 215); // the label column and the MLP box // the row's label column beside the heads (stacked on a phone)
-    return Math.max(36, Math.min(120, Math.floor(room / Math.max(1, run.heads) - 8)));
+    return Math.max(36, Math.min(104, Math.floor(room / Math.max(1, run.heads) - 8)));
   }
 
   function drawLayers() {
