@@ -103,6 +103,20 @@ for (const [width, height] of [[1280, 800], [390, 844]]) {
     assert.match(await page.textContent('#ppath'), /is read by \d+ head/);
     await screenshot(page, `picture-lit-${width}`);
 
+    // hover speed: every token lit in turn, one per frame; the frame time is logged (60 fps is 16.7 ms)
+    const frames = await page.evaluate(async () => {
+      const chips = [...document.querySelectorAll('#ptokens .pic-token')];
+      const times = [];
+      for (const c of chips) {
+        const t = performance.now();
+        c.dispatchEvent(new PointerEvent('pointerover', { bubbles: true, pointerType: 'mouse' }));
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        times.push(performance.now() - t);
+      }
+      times.sort((a, b) => a - b);
+      return { median: times[times.length >> 1], worst: times.at(-1) };
+    });
+    console.log(`# ${width} px: lighting a token and repainting every head, two frames: median ${frames.median.toFixed(1)} ms, worst ${frames.worst.toFixed(1)} ms`);
     // temperature: lower sharpens the top bar, higher flattens it
     const top = async (t) => {
       await page.locator('#ptemp').fill(String(t));
@@ -128,3 +142,41 @@ for (const [width, height] of [[1280, 800], [390, 844]]) {
     await page.close();
   });
 }
+
+// A model opened in "Open a model file" (here a llama2.c file written in Node) becomes the picture's
+// model: its layers and heads, its tokenizer, its next-token bars (checked against Node's forward).
+test('a llama2.c model opened in the page is the picture\'s model', async () => {
+  const pieces = ['<unk>', '\n<s>\n', '\n</s>\n', ...Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`),
+    ' ', ...'abcdefghijklmnopqrstuvwxyz.,!'.split(''), 'th', 'he', ' t', ' a', 'the', ' the', 'an', 'nd', ' and', 'in', 'ing', 'ce', 'on', 'ne', 'Once', 'O'];
+  const m = lib.createModel({ vocab: pieces.length, dModel: 32, heads: 4, kvHeads: 2, layers: 2, maxLen: 64, block: 'llama', seed: 4 });
+  const bin = m.saveLlama2c();
+  const tokBin = lib.writeLlama2cTokenizer(pieces, pieces.map((p, i) => (i < 259 ? 0 : p.length * 10 - i * 1e-3)));
+  const node = lib.loadLlama2c(bin, { tokenizer: tokBin });
+  const { page, problems } = await openPage(browser.context);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(server.url);
+  await page.waitForSelector('#picture[data-state="ready"] #pbars li', { timeout: 120_000 });
+  await page.setInputFiles('#l2files', [
+    { name: 'tiny.bin', mimeType: 'application/octet-stream', buffer: Buffer.from(bin) },
+    { name: 'tokenizer.bin', mimeType: 'application/octet-stream', buffer: Buffer.from(tokBin) },
+  ]);
+  await page.waitForSelector('#llama2c[data-loaded="1"]', { timeout: 120_000 });
+  await page.waitForFunction(() => document.querySelector('#picture').dataset.source !== 'fortunes-bpe.safetensors'
+    && document.querySelector('#picture').dataset.state === 'ready', undefined, { timeout: 120_000 });
+  assert.match(await page.getAttribute('#picture', 'data-source'), /tiny/);
+  assert.equal(await page.$eval('#pmodel', (s) => s.value), 'opened');
+  assert.equal(await page.locator('#players .pic-head').count(), 2 * 4);
+  const text = await page.$eval('#ptext', (e) => e.value);
+  const ids = node.tokenizer.encode(text).slice(0, 64);
+  assert.equal(await page.locator('#ptokens .pic-token').count(), ids.length);
+  const out = node.forward(ids);
+  const V = node.config.vocab, last = out.logits.subarray((ids.length - 1) * V, ids.length * V);
+  const mx = Math.max(...last), z = last.reduce((s, x) => s + Math.exp(x - mx), 0);
+  const shown = Number(await page.getAttribute('#pbars li:first-child', 'data-p'));
+  assert.ok(Math.abs(shown - 1 / z) < 1e-3, `top bar ${shown}, Node's forward gives ${1 / z}`);
+  // back to the shipped model
+  await page.selectOption('#pmodel', 'shipped');
+  await page.waitForFunction(() => document.querySelector('#picture').dataset.source === 'fortunes-bpe.safetensors');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
