@@ -119,7 +119,13 @@ export function createPictureView(el, { lib, onChange }) {
     if (id !== request) return;
     const { codec, config } = src;
     const max = Math.min(SHOWN, config.maxLen);
-    const enc = codec.encode(state.ptext);
+    // a phrase read twice that does not fit the model's window is cut so that both copies fit (a
+    // character model reads 64 characters)
+    let text = state.ptext;
+    const half = (text.length - 1) / 2, phrase = text.slice(0, Math.floor(half));
+    const twice = Number.isInteger(half) && text === `${phrase} ${phrase}`;
+    if (twice && codec.encode(text).ids.length > max) text = codec.twice(phrase.replace(/[.\s]+$/, ''), max);
+    const enc = codec.encode(text);
     const ids = enc.ids.slice(0, max);
     const key = `${src.key}\n${form?.id}\n${Array.from(ids).join(',')}`;
     if (key === shown) {
@@ -168,6 +174,7 @@ export function createPictureView(el, { lib, onChange }) {
     lit = null;
     picked = null;
     const notes = [];
+    if (text !== state.ptext) notes.push(`your phrase is cut so that it fits twice in the model's ${max} ${codec.unit}s`);
     if (enc.ids.length > max) notes.push(`only the first ${max} tokens are read`);
     if (enc.dropped.length) notes.push(`left out (not in its alphabet): ${enc.dropped.map((c) => `“${c}”`).join(' ')}`);
     const ind = names.filter((h) => h.name === 'induction');
