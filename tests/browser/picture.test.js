@@ -166,7 +166,10 @@ test('a llama2.c model opened in the page is the picture\'s model', async () => 
   assert.match(await page.getAttribute('#picture', 'data-source'), /tiny/);
   assert.equal(await page.$eval('#pmodel', (s) => s.value), 'opened');
   assert.equal(await page.locator('#players .pic-head').count(), 2 * 4);
-  const text = await page.$eval('#ptext', (e) => e.value);
+  const text = 'Once upon a time, the cat and the hen';
+  const before = await page.getAttribute('#picture', 'data-drawn');
+  await page.fill('#ptext', text);
+  await page.waitForFunction((b) => document.querySelector('#picture').dataset.drawn !== b, before);
   const ids = node.tokenizer.encode(text).slice(0, 64);
   assert.equal(await page.locator('#ptokens .pic-token').count(), ids.length);
   const out = node.forward(ids);

@@ -39,12 +39,12 @@ function guesses(row, t, k, limit) {
 /**
  * el: { panel, text, model, about, status, tokens, path, layers, bars, temp, tempOut, pos, big, bigBox, bigTitle,
  * bigLegend, bigReadout, bigExports }. The panel gets data-state ('loading' | 'ready' | 'error'),
- * data-source (the model's file or name), data-layers, data-heads (per layer), data-lit (the lit
+ * data-source (the model's file or name), data-drawn (a count of drawings), data-layers, data-heads (per layer), data-lit (the lit
  * token's position) and each head figure data-read (the most a later token reads the lit one).
  */
 export function createPictureView(el, { lib, onChange }) {
   let state = null, form = null;
-  let request = 0, shown = '';
+  let request = 0, shown = '', drawings = 0;
   let run = null; // { ids, labels, attention (display), logits, lens, vocab, limit, layers, heads, names, codec }
   let lit = null; // the lit token's position
   let pos = 0; // the position whose next token the bars and the lens show
@@ -196,6 +196,7 @@ export function createPictureView(el, { lib, onChange }) {
     el.bigBox.hidden = true;
     el.bigTitle.textContent = 'Click a head above to see it large, every token labelled.';
     el.panel.dataset.state = 'ready';
+    el.panel.dataset.drawn = String(++drawings);
   }
 
   function drawTokens() {
