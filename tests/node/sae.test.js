@@ -7,6 +7,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { builds, expectError, rand, relMaxErr, TOL } from './helpers.js';
+import { loadAttention } from '../../wasm/index.js';
 import { saeReference } from './sae-reference.js';
 import { ensureFortunes, fortunesDocuments } from '../../scripts/fortunes.mjs';
 
@@ -235,6 +236,30 @@ test('SAE: bad inputs are Errors naming the argument, and the SAE stays usable',
   expectError(() => sae.encode(X), /encode: this SAE was freed/);
   sae.free(); // twice is fine
   assert.equal(lib.heapInUse(), heap, 'free() returns every byte');
+});
+
+test('SAE: 1 and 2 threads give the same bits (the threaded build), and the same as the single-thread SIMD build', async () => {
+  const two = await loadAttention({ threads: 2 });
+  const run = (lib) => {
+    const sae = lib.createSAE({ dIn: 48, dSae: 384, k: 8, auxK: 16, deadTokens: 200, seed: 4 });
+    const stats = [];
+    for (let s = 0; s < 6; s++) stats.push(sae.trainStep(rand(300 * 48, 50 + s, -1, 1), { lr: 3e-3 }));
+    const out = { params: sae.params(), stats, code: sae.encode(rand(40 * 48, 99, -1, 1)) };
+    sae.free();
+    return out;
+  };
+  const serial = run(builds[0].lib);
+  if (two.threads < 2) return; // the machine reports one core: nothing more to compare
+  const items = two.threadWorkItems();
+  const at2 = run(two);
+  assert.ok(two.threadWorkItems() > items, 'the worker thread took part');
+  two.setThreads(1);
+  const at1 = run(two);
+  for (const other of [at2, at1]) {
+    for (const key of Object.keys(serial.params)) assert.deepEqual(other.params[key], serial.params[key], key);
+    assert.deepEqual(other.stats, serial.stats);
+    assert.deepEqual(other.code, serial.code);
+  }
 });
 
 const skipFortunes = ensureFortunes();
