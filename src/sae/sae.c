@@ -257,6 +257,9 @@ static int run_batch(aw_sae *s, const float *x, size_t B, int backward, aw_sae_s
     const size_t d = s->cfg.d_in, S = s->cfg.d_sae, P = pairs_per_row(s);
     row_job job = {.s = s, .x = x, .B = B, .backward = backward};
     if (backward) {
+        if (B < 2)
+            return aw_fail(AW_ERR_ARG, "acts holds 1 row; a training batch needs at least 2 rows that differ (the loss is "
+                                       "normalised by their variance)");
         // D = sum_b ||x_b - mean x||^2: the loss's normaliser (a constant of the batch)
         double D = 0.0;
         for (size_t i = 0; i < d; i++) {

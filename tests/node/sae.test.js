@@ -55,7 +55,7 @@ for (const { name, lib } of builds) {
       for (let j = 0; j < CFG.dSae; j++) {
         let along = 0;
         for (let i = 0; i < CFG.dIn; i++) along += got.grads['dec.w'][j * CFG.dIn + i] * P['dec.w'][j * CFG.dIn + i];
-        assert.ok(Math.abs(along) < 1e-6, `row ${j}: gradient . row = ${along}`);
+        assert.ok(Math.abs(along) < TOL.sae_unit_norm, `row ${j}: gradient . row = ${along}`);
       }
       // a wrong AuxK coefficient is seen: the check can fail
       const wrong = saeReference(P, X2, refOpts({ ...CFG, auxCoef: CFG.auxCoef * 1.1 }, dead, { grads: true }));
@@ -131,14 +131,14 @@ test('SAE: the first step sets b_pre to the batch mean, takes Adam\'s first step
       for (let i = 0; i < g.length; i++) {
         if (Math.abs(g[i]) < 1e-3 * top) continue;
         checked++;
-        assert.ok(Math.abs(P1[key][i] - (start[i] - lr * Math.sign(g[i]))) < 1e-6, `${key}[${i}]: ${P1[key][i]} vs ${start[i]} - ${lr} sign(${g[i]})`);
+        assert.ok(Math.abs(P1[key][i] - (start[i] - lr * Math.sign(g[i]))) <= TOL.sae, `${key}[${i}]: ${P1[key][i]} vs ${start[i]} - ${lr} sign(${g[i]})`);
       }
       assert.ok(checked > 0, key);
     }
     for (let j = 0; j < CFG.dSae; j++) {
       let ss = 0;
       for (let i = 0; i < d; i++) ss += P1['dec.w'][j * d + i] ** 2;
-      assert.ok(Math.abs(Math.sqrt(ss) - 1) < 1e-6, `decoder row ${j} has norm ${Math.sqrt(ss)}`);
+      assert.ok(Math.abs(Math.sqrt(ss) - 1) < TOL.sae_unit_norm, `decoder row ${j} has norm ${Math.sqrt(ss)}`);
     }
     assert.equal(sae.steps, 1);
   } finally {
@@ -225,6 +225,7 @@ test('SAE: bad inputs are Errors naming the argument, and the SAE stays usable',
   expectError(() => sae.trainStep(X, { lr: -1 }), /trainStep: lr must be >= 0/);
   expectError(() => sae.trainStep(X, { lr: NaN }), /trainStep: lr must be a finite number/);
   expectError(() => sae.trainStep(new Float32Array(12).fill(2)), /trainStep: acts: the 2 rows are all equal/);
+  expectError(() => sae.trainStep(X.subarray(0, 6)), /trainStep: acts holds 1 row; a training batch needs at least 2 rows/);
   const inf = X.slice();
   inf[20] = -Infinity;
   expectError(() => sae.gradients(inf), /gradients: acts\[20\] is -Infinity; inputs must be finite/);
