@@ -8,7 +8,9 @@
 // 20 positions where it is largest: the share of them whose token is the unit's most common token
 // among the 20 (token purity), and the share in its most common character class (class purity).
 // 3 seeds (each its own SAE and its own half of the held-out documents); mean and min-max spread.
-//   node scripts/sae-claim.mjs [--seeds 1,2,3] [--steps 400] [--layer 1] [--expansion 4] [--k 16]
+// Two SAEs learn from the same batches: 4 x d_ff latents, and d_ff latents (as many units as neurons,
+// so more units alone cannot explain a difference).
+//   node scripts/sae-claim.mjs [--seeds 1,2,3] [--steps 400] [--layer 1] [--expansions 4,1] [--k 16]
 import { readFileSync } from 'node:fs';
 import { loadAttention } from '../wasm/index.js';
 import { readSafetensors } from '../wasm/safetensors.js';
@@ -21,7 +23,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 }, []));
 const SEEDS = (args.seeds ?? '1,2,3').split(',').map(Number);
 const STEPS = Number(args.steps ?? 400), BATCH = 1024, LR = Number(args.lr ?? 3e-3);
-const EXPANSION = Number(args.expansion ?? 4), K = Number(args.k ?? 16);
+const EXPANSIONS = (args.expansions ?? '4,1').split(',').map(Number), K = Number(args.k ?? 16);
 const TOP = 20; // a unit's top activations
 const HELD_ROWS = Number(args['held-rows'] ?? 40000); // held-out positions per seed
 const why = ensureFortunes();
@@ -138,31 +140,32 @@ const { train, held } = fortunesDocuments();
 const trainIds = tokenizer.encode(train.map((d) => `${d}\n\n`).join(''));
 const starts = [];
 for (let s = 0; s + 1 < trainIds.length; s += maxLen) starts.push(s);
-console.log(`# sae-claim: fortunes-bpe, layer ${LAYER}'s MLP (mlp.hook_post, ${F} neurons); TopK SAE on it: dSae ${EXPANSION * F} ` +
-  `(${EXPANSION} x ${F}), k ${K}, ${STEPS} steps of ${BATCH} rows, lr ${LR}; seeds ${SEEDS.join(',')}; ${HELD_ROWS} held-out positions per seed`);
+console.log(`# sae-claim: fortunes-bpe, layer ${LAYER}'s MLP (mlp.hook_post, ${F} neurons); TopK SAEs on it: dSae ` +
+  `${EXPANSIONS.map((e) => `${e * F} (${e} x ${F})`).join(' and ')}, k ${K}, ${STEPS} steps of ${BATCH} rows, lr ${LR}; ` +
+  `seeds ${SEEDS.join(',')}; ${HELD_ROWS} held-out positions per seed`);
 console.log(`# ${cpuName()}; ${lib.threads} thread${lib.threads > 1 ? 's' : ''}; Node ${process.version}`);
 
-const results = [];
+const results = [], started = performance.now();
 for (const seed of SEEDS) {
   const t0 = performance.now();
-  const sae = lib.createSAE({ dIn: F, dSae: EXPANSION * F, k: K, seed });
+  const saes = EXPANSIONS.map((e) => lib.createSAE({ dIn: F, dSae: e * F, k: K, seed }));
   const rand = rng(seed);
   const order = shuffle([...starts], rand);
   const buf = new Float32Array(BATCH * F);
-  let filled = 0, w = 0, last = null;
+  let filled = 0, w = 0, last = [];
   for (let step = 0; step < STEPS; ) {
     const s = order[w++ % order.length];
     const post = mlpPost(Int32Array.from(trainIds.subarray(s, Math.min(trainIds.length, s + maxLen))));
     for (let r = 0; r < post.length / F && step < STEPS; r++) {
       buf.set(post.subarray(r * F, (r + 1) * F), filled * F);
-      if (++filled === BATCH) (last = sae.trainStep(buf, { lr: LR })), (filled = 0), step++;
+      if (++filled === BATCH) (last = saes.map((sae) => sae.trainStep(buf, { lr: LR }))), (filled = 0), step++;
     }
   }
   const trainS = (performance.now() - t0) / 1000;
   // held-out: this seed's half of the held-out documents, windows of maxLen, up to HELD_ROWS positions
   const docs = shuffle([...held], rand).slice(0, Math.ceil(held.length / 2));
   const heldIds = tokenizer.encode(docs.map((d) => `${d}\n\n`).join(''));
-  const neurons = new TopTable(F), features = new TopTable(EXPANSION * F), random = new TopTable(F);
+  const neurons = new TopTable(F), features = saes.map((sae) => new TopTable(sae.config.dSae)), random = new TopTable(F);
   // the control: F random unit directions of the same space, read like neurons
   const dirs = new Float32Array(F * F).map(() => rand() - 0.5);
   for (let u = 0; u < F; u++) {
@@ -170,14 +173,24 @@ for (const seed of SEEDS) {
     for (let i = 0; i < F; i++) row[i] /= nrm;
   }
   const tokens = new Int32Array(HELD_ROWS);
-  let n = 0, err = 0, sq = 0;
+  let n = 0, sq = 0;
+  const err = saes.map(() => 0);
   const sum = new Float64Array(F);
   for (let s = 0; s + 1 < heldIds.length && n < HELD_ROWS; s += maxLen) {
     const ids = Int32Array.from(heldIds.subarray(s, Math.min(heldIds.length, s + maxLen, s + HELD_ROWS - n)));
     if (ids.length < 2) break;
     const post = mlpPost(ids), rows = ids.length;
-    const { indices, values } = sae.encode(post);
-    const z = new Float32Array(rows * EXPANSION * F);
+    for (const [m, sae] of saes.entries()) {
+      const { indices, values } = sae.encode(post), S = sae.config.dSae;
+      const z = new Float32Array(rows * S);
+      for (let r = 0; r < rows; r++)
+        for (let t = 0; t < K; t++) {
+          const v = values[r * K + t];
+          if (v > 0) features[m].add(indices[r * K + t], v, n + r), (z[r * S + indices[r * K + t]] = v);
+        }
+      const xhat = sae.decode(z);
+      for (let i = 0; i < post.length; i++) err[m] += (xhat[i] - post[i]) ** 2;
+    }
     for (let r = 0; r < rows; r++) {
       const p = n + r;
       tokens[p] = ids[r];
@@ -187,41 +200,38 @@ for (const seed of SEEDS) {
         for (let i = 0; i < F; i++) v += dirs[u * F + i] * post[r * F + i];
         random.add(u, v, p);
       }
-      for (let t = 0; t < K; t++) {
-        const v = values[r * K + t];
-        if (v > 0) features.add(indices[r * K + t], v, p), (z[r * EXPANSION * F + indices[r * K + t]] = v);
-      }
     }
-    const xhat = sae.decode(z);
-    for (let i = 0; i < post.length; i++) (err += (xhat[i] - post[i]) ** 2), (sq += post[i] ** 2), (sum[i % F] += post[i]);
+    for (let i = 0; i < post.length; i++) (sq += post[i] ** 2), (sum[i % F] += post[i]);
     n += rows;
   }
   let meanSq = 0;
   for (let i = 0; i < F; i++) meanSq += (sum[i] / n) ** 2;
-  const fvu = err / (sq - n * meanSq);
+  const fvu = err.map((e) => e / (sq - n * meanSq));
   const mean = (xs, key) => xs.reduce((a, x) => a + x[key], 0) / xs.length;
-  const sn = neurons.score(tokens), sf = features.score(tokens), sr = random.score(tokens);
-  const r = { seed, trainS, fvu, trainFvu: last.fvu, dead: last.dead, scored: { neurons: sn.length, features: sf.length, random: sr.length },
-    neurons: { token: mean(sn, 'token'), cls: mean(sn, 'cls') }, features: { token: mean(sf, 'token'), cls: mean(sf, 'cls') },
-    random: { token: mean(sr, 'token'), cls: mean(sr, 'cls') } };
+  const purity = (xs) => ({ token: mean(xs, 'token'), cls: mean(xs, 'cls'), scored: xs.length });
+  const r = { seed, trainS, fvu, neurons: purity(neurons.score(tokens)), random: purity(random.score(tokens)) };
+  features.forEach((table, m) => (r[`features${m}`] = purity(table.score(tokens))));
   results.push(r);
-  console.log(`# seed ${seed}: trained in ${trainS.toFixed(0)} s (FVU ${last.fvu.toFixed(3)} on its last batch, ${last.dead} dead); ` +
-    `held-out FVU ${fvu.toFixed(3)} on ${n} positions; units with ${TOP} top activations: ${sn.length} neurons, ${sf.length} of ` +
-    `${EXPANSION * F} features; token purity neurons ${r.neurons.token.toFixed(3)}, features ${r.features.token.toFixed(3)}, random ${r.random.token.toFixed(3)}`);
-  sae.free();
+  console.log(`# seed ${seed}: trained in ${trainS.toFixed(0)} s; ${n} held-out positions; ` + saes.map((sae, m) =>
+    `SAE ${sae.config.dSae}: last batch FVU ${last[m].fvu.toFixed(3)}, ${last[m].dead} dead, held-out FVU ${fvu[m].toFixed(3)}, ` +
+    `${r[`features${m}`].scored} features scored, token purity ${r[`features${m}`].token.toFixed(3)}`).join('; ') +
+    `; neurons ${r.neurons.token.toFixed(3)}, random ${r.random.token.toFixed(3)}`);
+  for (const sae of saes) sae.free();
 }
 
 const fmt = (key, sub) => {
   const xs = results.map((r) => r[key][sub]);
   return `${(xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(3)} (${Math.min(...xs).toFixed(3)}-${Math.max(...xs).toFixed(3)})`;
 };
-const count = (key) => results.map((r) => r.scored[key]).join(', ');
+const row = (label, key) => `| ${label} | ${results.map((r) => r[key].scored).join(', ')} | ${fmt(key, 'token')} | ${fmt(key, 'cls')} |`;
 console.log(`\n| units (layer ${LAYER} MLP, ${F}-dim) | scored per seed | token purity of the top ${TOP}, mean (min-max) | character-class purity, mean (min-max) |`);
 console.log('| --- | --- | --- | --- |');
-console.log(`| SAE features (TopK, ${EXPANSION * F} latents, k ${K}) | ${count('features')} | ${fmt('features', 'token')} | ${fmt('features', 'cls')} |`);
-console.log(`| MLP neurons (mlp.hook_post) | ${count('neurons')} | ${fmt('neurons', 'token')} | ${fmt('neurons', 'cls')} |`);
-console.log(`| random directions (control) | ${count('random')} | ${fmt('random', 'token')} | ${fmt('random', 'cls')} |`);
-const fv = results.map((r) => r.fvu);
-console.log(`\nSAE held-out FVU ${(fv.reduce((a, b) => a + b, 0) / fv.length).toFixed(3)} (${Math.min(...fv).toFixed(3)}-${Math.max(...fv).toFixed(3)}) over seeds ${SEEDS.join(',')}.`);
+EXPANSIONS.forEach((e, m) => {
+  const fv = results.map((r) => r.fvu[m]);
+  console.log(row(`SAE features (TopK, ${e * F} latents, k ${K}; held-out FVU ${(fv.reduce((a, b) => a + b, 0) / fv.length).toFixed(3)})`, `features${m}`));
+});
+console.log(row('MLP neurons (mlp.hook_post)', 'neurons'));
+console.log(row('random directions (control)', 'random'));
+console.log(`\n${results.length} seeds in ${((performance.now() - started) / 60000).toFixed(1)} minutes.`);
 model.dispose();
 process.exit(0); // the thread pool's workers would keep Node alive
