@@ -6,12 +6,14 @@
 // time (activations through runWithCache included, and the share of it the SAE's steps take), the
 // FVU on held-out activations (the held-out documents, every position), and the dead latents two
 // ways: never firing on those held-out rows, and the training counter (no firing in the last
-// deadTokens rows). `node bench/run.js sae`; SAE_STEPS, SAE_LR, SAE_BATCH, SAE_SEED change the run.
+// deadTokens rows), and the load average (the machine may be shared). `node bench/run.js sae`;
+// SAE_STEPS (default 400), SAE_LR, SAE_BATCH, SAE_SEED change the run.
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { loadAttention } from '../wasm/index.js';
 import { ensureFortunes, fortunesDocuments } from '../scripts/fortunes.mjs';
 
-const STEPS = Number(process.env.SAE_STEPS ?? 800), LR = Number(process.env.SAE_LR ?? 3e-3);
+const STEPS = Number(process.env.SAE_STEPS ?? 400), LR = Number(process.env.SAE_LR ?? 3e-3);
 const BATCH = Number(process.env.SAE_BATCH ?? 1024), SEED = Number(process.env.SAE_SEED ?? 1);
 const HELD_ROWS = 65536; // held-out rows for the FVU and the dead count (at most)
 
@@ -106,6 +108,8 @@ export default async function run(ctx) {
     ['  of which the SAE steps', `${(stepMs / 1000).toFixed(1)} s (${(stepMs / STEPS).toFixed(1)} ms per step of ${BATCH} rows)`, ''],
     ['  of which activations (runWithCache) and copies', `${((totalMs - stepMs) / 1000).toFixed(1)} s`, ''],
   ]);
+  // the machine is shared: its load says how far the times are from an idle machine's
+  console.log(`load average (1, 5, 15 min) at the end: ${loadavg().map((x) => x.toFixed(1)).join(', ')} on ${ctx.cpuName()}`);
   sae.free();
   model.dispose();
 }
