@@ -234,7 +234,8 @@ export function saeMethods(core) {
       const config = { dIn: num('d_in'), dSae: num('d_sae'), k: num('k'), auxK: num('aux_k'), deadTokens: num('dead_tokens'),
         auxCoef: num('aux_coef'), seed: num('seed') };
       for (const key of ['dIn', 'dSae', 'k', 'auxK', 'deadTokens', 'seed'])
-        if (!isIntIn(config[key], 0, 2 ** 32 - 1)) fail(`${what}: __metadata__'s ${key} is ${config[key]}, expected a non-negative integer`);
+        if (!isIntIn(config[key], 0, key === 'seed' ? 2 ** 32 - 1 : 2 ** 31 - 1))
+          fail(`${what}: __metadata__'s ${key} is ${config[key]}, expected an integer in [0, ${key === 'seed' ? '2^32 - 1' : '2^31 - 1'}]`);
       const shapes = { 'enc.w': [config.dSae, config.dIn], 'enc.b': [config.dSae], 'dec.w': [config.dSae, config.dIn], b_pre: [config.dIn] };
       for (const [name, shape] of Object.entries(shapes)) {
         const t = tensors.get(name);
@@ -276,6 +277,7 @@ export function saeMethods(core) {
       const steps = checkSize(`${what}: steps`, opts.steps ?? 300);
       const batch = checkInt(`${what}: batch`, opts.batch ?? 1024, 2, 2 ** 20, { expected: 'an integer in [2, 2^20]' });
       const lr = checkFiniteNumber(`${what}: lr`, opts.lr ?? 1e-3);
+      if (lr < 0) fail(`${what}: lr must be >= 0, got ${lr}`);
       const L = model.config.maxLen;
       const starts = [];
       for (let s = 0; s + 1 < ids.length; s += L) starts.push(s);
