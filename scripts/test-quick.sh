@@ -17,6 +17,7 @@ SLOW=(
   hf-reference-selftest.test.js # PyTorch: the float64 reference's own checks (scripts/hf_reference.py selftest)
   llama2c.test.js   # PyTorch's llama against ours
   hooks-torch.test.js # PyTorch's forward hooks against the named points
+  sae-torch.test.js # PyTorch (Debian's python3-torch): the TopK SAE's twin (scripts/sae_torch.py)
   native.test.js    # the native C suites under sanitizers (bash build.sh native native32)
   trainer.test.js   # builds the native trainer and trains with it
   generate-native.test.js # builds the native generation yardstick (tools/generate.c)

@@ -10,6 +10,7 @@ import type { ModelApi } from './model.js';
 import type { Llama2cApi } from './llama2c.js';
 import type { HuggingFaceApi } from './huggingface.js';
 import type { BpeApi } from './bpe.js';
+import type { SAEApi } from './sae.js';
 import type { AttentionName, CausalAttentionName, AttentionOptionsByForm, FormInfo } from './forms.js';
 
 export interface LoadOptions {
@@ -125,7 +126,7 @@ export interface AttentionApi {
   attentionLayer<N extends AttentionName>(name: N, opts: FormAttentionOptions<N>): AttentionLayer<N>;
 }
 
-export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi, Llama2cApi, BpeApi, HuggingFaceApi {
+export interface AttentionLib extends SoftmaxApi, LocalApi, RetentionApi, GatedApi, KernelsApi, LinearApi, SynthesizerApi, ModelApi, AttentionApi, Llama2cApi, BpeApi, HuggingFaceApi, SAEApi {
   /** true when the SIMD128 build runs, false for the scalar build. */
   readonly simd: boolean;
   /** true when the relaxed-SIMD build runs (fused multiply-add; the last bits differ from the SIMD128 build's) */
@@ -185,3 +186,4 @@ export default loadAttention;
 export type { Llama2cApi, Llama2cModel, Llama2cTokenizer } from './llama2c.js';
 export type { HuggingFaceApi, HuggingFaceModel } from './huggingface.js';
 export type { BpeApi, BpeTokenizer, BpeTokenizerJSON } from './bpe.js';
+export type { SAEApi, SAE, SAEConfig, SAEStats, SAETensors, TrainSAEOptions } from './sae.js';

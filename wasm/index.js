@@ -15,12 +15,13 @@ import { gatedMethods } from './gated.js';
 import { llama2cMethods } from './llama2c.js';
 import { bpeMethods } from './bpe.js';
 import { huggingFaceMethods } from './huggingface.js';
+import { saeMethods } from './sae.js';
 export { charTokenizer } from './tokenizer.js';
 export { retnetGammas } from './retention.js';
 
 // Each family contributes methods built on the shared Core.
 const FAMILIES = [kernelMethods, softmaxMethods, localMethods, linearMethods, synthesizerMethods, retentionMethods,
-  gatedMethods, modelMethods, attentionMethods, llama2cMethods, bpeMethods, huggingFaceMethods];
+  gatedMethods, modelMethods, attentionMethods, llama2cMethods, bpeMethods, huggingFaceMethods, saeMethods];
 
 // (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt)): validates only with SIMD128.
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,

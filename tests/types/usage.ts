@@ -151,7 +151,19 @@ lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
 // @ts-expect-error saveHuggingFace writes F32 or BF16
 hf.saveHuggingFace({ dtype: 'F16' });
 
+// TopK sparse autoencoders (wasm/sae.d.ts)
+const sae = lib.createSAE({ dIn: 64, dSae: 256, k: 8 });
+const saeStats: number = sae.trainStep(new Float32Array(128), { lr: 1e-3 }).fvu + sae.encode(new Float32Array(64)).indices[0];
+const saeBack = lib.loadSAE(sae.save());
+const trainedSAE: Promise<number> = lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2, 3], dSae: 64, k: 4 }).then((s) => s.config.dSae);
+// @ts-expect-error trainSAE's hook is a hook name
+lib.trainSAE({ model, hook: 'blocks.0.resid', ids: [1, 2], dSae: 64, k: 4 });
+// @ts-expect-error encode takes a Float32Array
+sae.encode([1, 2]);
+saeBack.free();
+
 export {
+  saeStats, trainedSAE,
   steeredRow, hfArch, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
