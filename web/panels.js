@@ -28,8 +28,9 @@ import { createOverwriteView } from './views/overwrite.js';
 import { createLlama2cView } from './views/llama2c.js';
 import { createSinksView } from './views/sinks.js';
 import { createInductionView } from './views/induction.js';
-import { createLearnedView } from './views/learned.js';
+import { createLearnedView, modelCatalog } from './views/learned.js';
 import { createPictureView } from './views/picture.js';
+import { createFeaturesView } from './views/features.js';
 import { createCircuitsView } from './views/circuits.js';
 import { createModelView } from './views/model.js';
 import { createOwnTextView } from './views/owntext.js';
@@ -139,6 +140,28 @@ export const PANELS = [
         steerStrength: q('hdsteer-strength'), steerStrengthOut: q('hdsteer-strength-out'), steer: q('hdsteer'),
       }, { lib });
       return { update: (state, forms, form) => view.update(state, form) };
+    },
+  },
+  {
+    id: 'features', title: 'Features a sparse autoencoder finds', file: 'views/features.js',
+    props: [],
+    needs: has('trainSAE', 'loadModel'),
+    applies: () => true, // it reads the shipped sub-word model, whatever the form
+    create(section) {
+      const q = finder(section);
+      const view = createFeaturesView({
+        panel: section, layer: q('fslayer'), size: q('fssize'), k: q('fsk'), steps: q('fssteps'), train: q('fstrain'), stop: q('fsstop'),
+        progress: q('fsprogress'), status: q('fsstatus'), browser: q('fsbrowser'), search: q('fssearch'), sort: q('fssort'),
+        count: q('fscount'), list: q('fslist'), title: q('fstitle'), contexts: q('fscontexts'), hist: q('fshist'),
+        promoted: q('fspromoted'), prompt: q('fsprompt'), strength: q('fsstrength'), strengthOut: q('fsstrength-out'),
+        steer: q('fssteer'), ablate: q('fsablate'), steered: q('fssteered'), saveJson: q('fsjson'), saveSae: q('fssae'),
+      });
+      // the layers of the shipped sub-word model the worker reads
+      modelCatalog().then((list) => {
+        const bpe = list.find((e) => e.entry?.tokenizer);
+        view.update(null, null, bpe?.entry?.config?.layers ?? 4);
+      });
+      return {};
     },
   },
   {
