@@ -2,7 +2,8 @@
 // (the page imports the package itself, no copy) and docs/ at /docs/ (the page links to them as
 // ../docs/x.md, which resolves there both here and from a checkout's web/index.html), on 127.0.0.1,
 // with correct MIME types and the cross-origin isolation headers (COOP same-origin + COEP require-corp).
-// Every file carries validators (an ETag from its size and modification time, and Last-Modified);
+// Text and wasm go gzip-compressed to a browser that accepts it (index.html: 52 KB -> 14 KB; each
+// .wasm about 2.4x smaller), compressed once per file version and kept. Every file carries validators (an ETag from its size and modification time, and Last-Modified);
 // `Cache-Control: no-cache` makes the browser ask each time, and a file it has is answered 304 Not
 // Modified with no body, so a reload costs headers only. No server logic beyond files.
 //   node scripts/serve.js            (PORT env, default 8080; HOST env, default 127.0.0.1)
@@ -11,7 +12,8 @@
 import { createServer } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -32,6 +34,11 @@ const MIME = {
   '.safetensors': 'application/octet-stream',
   '.ts': 'text/plain; charset=utf-8',
 };
+
+// Types worth compressing (model weights, float data, barely shrink), and the largest file compressed.
+const COMPRESS = /^(text\/|application\/(json|wasm))/;
+const COMPRESS_MAX = 8 * 1024 * 1024;
+const gzipped = new Map(); // file -> { etag, body }: the last version compressed
 
 const PLAIN = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' };
 const ISOLATED = {
@@ -114,15 +121,26 @@ async function handle(mounts, req, res, isolate) {
     return send(404, 'not found');
   }
   if (!info.isFile()) return send(404, 'not found');
-  const validators = { ETag: etagOf(info), 'Last-Modified': info.mtime.toUTCString() };
+  const type = MIME[extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const gzip = COMPRESS.test(type) && info.size <= COMPRESS_MAX && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '');
+  const tag = etagOf(info);
+  // the compressed form is another representation: its own tag (RFC 9110, 8.8.3)
+  const validators = { ETag: gzip ? `${tag.slice(0, -1)}-gz"` : tag, 'Last-Modified': info.mtime.toUTCString() };
+  if (COMPRESS.test(type)) validators.Vary = 'Accept-Encoding';
   if (notModified(req.headers, validators.ETag, info.mtime)) {
     res.writeHead(304, { ...HEADERS, ...validators });
     return res.end();
   }
+  if (gzip) {
+    let hit = gzipped.get(file);
+    if (hit?.etag !== tag) gzipped.set(file, (hit = { etag: tag, body: gzipSync(await readFile(file)) }));
+    res.writeHead(200, { ...HEADERS, ...validators, 'Content-Type': type, 'Content-Encoding': 'gzip', 'Content-Length': hit.body.length });
+    return res.end(req.method === 'HEAD' ? undefined : hit.body);
+  }
   res.writeHead(200, {
     ...HEADERS,
     ...validators,
-    'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'Content-Type': type,
     'Content-Length': info.size,
   });
   if (req.method === 'HEAD') return res.end();

@@ -13,7 +13,7 @@
 //                 losses: Float32Array (nats per next token, transferred); first: each model's weight on
 //                 the first token (see views/sinks.js)
 //               { type: 'error', id, message }
-import { workerLib } from './worker-wasm.js';
+import { workerLib } from './worker-page.js';
 import { firstTokenWeight, restingWeights } from '../lab/heads.js';
 import { triggerRows } from '../lab/backcopy.js';
 

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.js';
@@ -94,6 +95,25 @@ test('validators: an ETag and Last-Modified on every file, and 304 with no body 
     // If-None-Match wins over If-Modified-Since (RFC 9110, 13.1.3)
     assert.equal((await get(path, 'GET', { 'If-None-Match': 'W/"0-0"', 'If-Modified-Since': r.headers['last-modified'] })).status, 200);
   }
+});
+
+test('gzip for text and wasm where the browser accepts it, with its own tag; weights go as they are', async () => {
+  for (const path of ['/', '/wasm/attention.wasm', '/docs/interpretability.md', '/models/index.json']) {
+    const plain = await get(path);
+    const z = await get(path, 'GET', { 'Accept-Encoding': 'gzip, deflate, br' });
+    assert.equal(z.status, 200, path);
+    assert.equal(z.headers['content-encoding'], 'gzip', path);
+    assert.equal(z.headers.vary, 'Accept-Encoding', path);
+    assert.equal(Number(z.headers['content-length']), z.body.length, path);
+    assert.ok(z.body.length < plain.body.length, `${path}: ${z.body.length} < ${plain.body.length}`);
+    assert.deepEqual(gunzipSync(z.body), plain.body, path);
+    assert.equal(z.headers.etag, `${plain.headers.etag.slice(0, -1)}-gz"`, path);
+    assert.equal((await get(path, 'GET', { 'Accept-Encoding': 'gzip', 'If-None-Match': z.headers.etag })).status, 304, path);
+    assert.equal((await get(path, 'GET', { 'Accept-Encoding': 'gzip', 'If-None-Match': plain.headers.etag })).status, 200,
+      `${path}: the plain form's tag does not validate the gzip form`);
+  }
+  const w = await get('/models/fortunes-bpe.safetensors', 'GET', { 'Accept-Encoding': 'gzip' });
+  assert.equal(w.headers['content-encoding'], undefined);
 });
 
 test('serves docs/ at /docs/ as text/markdown', async () => {

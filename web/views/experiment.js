@@ -3,6 +3,7 @@
 import { LIMITS } from '../state.js';
 import { download, toCsv } from './export.js';
 import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../../lab/tasks.js';
+import { startWorker } from '../worker-page.js';
 
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
 
@@ -150,7 +151,7 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   el.form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!worker) {
-      worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../train-worker.js', import.meta.url));
       worker.onerror = (ev) => {
         setRunning(false);
         el.status.textContent = `The experiment worker failed: ${ev.message || 'it could not load'}`;

@@ -23,7 +23,7 @@ import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 import { evenFirstWeight } from '../../lab/heads.js';
 import { backcopyStream, TRIGGERS } from '../../lab/backcopy.js';
 import { fetchOnce, fetchTextOnce } from '../fetch-once.js';
-import { startWorker } from '../worker-wasm.js';
+import { startWorker } from '../worker-page.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const REST = { plain: '../models/sinks-plain.safetensors', learned: '../models/sinks-learned.safetensors', gate: '../models/sinks-gate.safetensors' };
