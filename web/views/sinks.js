@@ -89,7 +89,7 @@ export function createSinksView(el) {
   function receive(msg) {
     if (!pending || msg.id !== runId) return; // a stopped run's late message
     if (msg.type === 'progress') {
-      el.status.textContent = `Reading… ${msg.label}: ${Math.round((100 * msg.done) / msg.total)}% of ${msg.total.toLocaleString('en')} positions in all`;
+      el.status.textContent = `Reading… ${Math.round((100 * msg.done) / msg.total)}% of ${msg.total.toLocaleString('en')} positions (the three ways together; now: ${msg.label})`;
     } else if (msg.type === 'result') pending.resolve(msg);
     else if (msg.type === 'error') pending.reject(new Error(msg.message));
   }
