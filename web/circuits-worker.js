@@ -1,7 +1,8 @@
 // circuits-worker.js: the "What does this head do?" panel's interventions, in a Web Worker so the
 // page never waits on the few hundred forward passes they take (views/circuits.js is the view,
-// lab/circuits.js the measures). It loads the package (with the page's compiled wasm) and gets the model file from the page (worker-page.js), and runs one
-// request at a time: a newer request stops an older one between two passes.
+// lab/circuits.js the measures). It loads the package with the page's compiled wasm and gets the
+// model files' bytes from the page (worker-page.js), and runs one request at a time: a newer
+// request stops an older one between two passes.
 // Messages in:  { type: 'run', id, file, ids, bad, period, probe, limit }   the model
 //                 web/models/<file>; the token ids of a phrase read twice (the second copy starts
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids

@@ -1,5 +1,6 @@
 // train-worker.js: the tiny Transformer of the model panel, living in a Web Worker so that training
-// never freezes the page. It loads the package (with the page's compiled wasm, worker-page.js) and owns one model at a time.
+// never freezes the page. It loads the package with the page's compiled wasm, gets checkpoints'
+// bytes from the page (worker-page.js), and owns one model at a time.
 // Messages in:  { type: 'setup', config, task: {task, length, symbols?}, start, input: { seed, text }, fresh? }
 //                 (re)creates the model when config, task or start changed (or fresh), then shows the
 //                 input; start 'pretrained' loads the matching checkpoint of web/models/ when there is one
