@@ -177,7 +177,7 @@ export function createSinksView(el) {
       label: r.label, ...seriesStyle(i),
       points: movingAverage(Array.from(r.losses, (x, k) => (x - ref[k]) / Math.LN2), SMOOTH, every),
     }));
-    draw(series, window, maxLen, 'bits/char more than recomputing (below 0: fewer)', `Bits per character more than recomputing (below 0: fewer), moving average over ${SMOOTH} characters; `
+    draw(series, window, maxLen, 'bits/char minus recomputing', `Bits per character more than recomputing (below 0: fewer), moving average over ${SMOOTH} characters; `
       + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`);
     el.chart.dataset.raw = String(ref.length);
     const past = results.map((r) => bits(r.losses, window, r.losses.length));
