@@ -104,18 +104,21 @@ export function tokenPeriod(ids) {
 }
 
 const cache = new Map(); // url -> Promise<codec>
+const defaultFetch = async (url) => {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`could not fetch ${url.split('/').pop()}: HTTP ${r.status}`);
+  return r.arrayBuffer();
+};
 /**
  * The codec of a catalogue entry (web/models/*.json): its `tokenizer` file (a tokenizer.json beside
- * the model, fetched relative to base) when it names one, else the chars tokenizer.
+ * the model, fetched relative to base) when it names one, else the chars tokenizer. fetchBytes(url)
+ * -> Promise<ArrayBuffer> fetches it (the page passes web/fetch-once.js fetchOnce: one download per page).
  */
-export function entryCodec(lib, entry, base) {
+export function entryCodec(lib, entry, base, fetchBytes = defaultFetch) {
   if (!entry?.tokenizer) return Promise.resolve(charsCodec(lib));
   const url = new URL(entry.tokenizer, base).href;
   if (!cache.has(url)) {
-    cache.set(url, fetch(url).then(async (r) => {
-      if (!r.ok) throw new Error(`could not fetch ${entry.tokenizer}: HTTP ${r.status}`);
-      return bpeCodec(lib.loadTokenizer(await r.json()));
-    }));
+    cache.set(url, fetchBytes(url).then((bytes) => bpeCodec(lib.loadTokenizer(JSON.parse(new TextDecoder().decode(bytes))))));
     cache.get(url).catch(() => cache.delete(url));
   }
   return cache.get(url);

@@ -32,6 +32,11 @@ export interface LoadOptions {
   threads?: 'auto' | number;
   /** the matmul kernel variant: 'auto' (default: a ~10 ms timed probe at the first load of each build in a process) or one by name; all give the same bits */
   kernel?: 'auto' | 'measured' | 'unpacked' | 'packed';
+  /**
+   * Modules compiled elsewhere, by URL (what compiledModules() returned in a page, posted to its Worker):
+   * the build is chosen as without them, and a chosen build found here is neither fetched nor compiled again.
+   */
+  modules?: Record<string, WebAssembly.Module>;
 }
 
 // ---- any registry form by name (wasm/attention.js): lib.attention, lib.attentionLayer ------------
@@ -178,6 +183,8 @@ export type {
   FormOption, FormIntOption, FormBoolOption, FormChoiceOption, FormListOption,
 } from './forms.js';
 export type { CharTokenizer } from './tokenizer.js';
+/** The modules this loader compiled so far in this realm, by URL: post them to a Worker for loadAttention({ modules }). */
+export function compiledModules(): Record<string, WebAssembly.Module>;
 /** True when this engine validates WebAssembly SIMD128. */
 export function simdSupported(): boolean;
 /** True when this engine validates WebAssembly relaxed SIMD. */

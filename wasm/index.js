@@ -57,6 +57,16 @@ const BUILDS = {
 };
 
 const moduleCache = new Map(); // url string -> Promise<WebAssembly.Module>
+const compiledByUrl = new Map(); // url string -> WebAssembly.Module, once its compile has finished
+
+/**
+ * The WebAssembly.Modules this loader has compiled so far in this realm (page or worker), by URL:
+ * { [href]: WebAssembly.Module }. A Module can be posted to a Worker, and loadAttention({ modules })
+ * there uses it instead of fetching and compiling the .wasm again (a page and its workers download it once).
+ */
+export function compiledModules() {
+  return Object.fromEntries(compiledByUrl);
+}
 
 // Node's file reader, imported by a name bundlers do not follow: a browser bundle (esbuild,
 // Vite, webpack) then carries no Node import, and only Node, reading a file: URL, ever loads it.
@@ -76,7 +86,7 @@ function compileUrl(url) {
   const key = url.href;
   if (!moduleCache.has(key)) {
     const p = readUrl(url).then((bytes) => WebAssembly.compile(bytes));
-    p.catch(() => moduleCache.delete(key)); // a failed fetch may succeed next time
+    p.then((m) => compiledByUrl.set(key, m), () => moduleCache.delete(key)); // a failed fetch may succeed next time
     moduleCache.set(key, p);
   }
   return moduleCache.get(key);
@@ -172,9 +182,21 @@ function probeKernels(core) {
  *   true demands SIMD, false forces the scalar build. relaxed: 'auto' (default) picks the relaxed-SIMD
  *   build (fused multiply-add) where the engine validates it; true demands it, false keeps SIMD128.
  *   wasm: use these bytes or this URL instead.
+ *   modules: { [href]: WebAssembly.Module }, what compiledModules() returned elsewhere (a page posts it
+ *   to its Worker): the build is chosen as without it, and a chosen build found here is not fetched.
  */
 export async function loadAttention(options = {}) {
-  checkKeys('loadAttention', options, ['simd', 'relaxed', 'wasm', 'threads', 'kernel']);
+  checkKeys('loadAttention', options, ['simd', 'relaxed', 'wasm', 'threads', 'kernel', 'modules']);
+  if (options.modules !== undefined) {
+    const ms = options.modules;
+    if (ms === null || typeof ms !== 'object' || Array.isArray(ms))
+      fail(`loadAttention: modules must be an object { [url]: WebAssembly.Module } (what compiledModules() returns), got ${describe(ms)}`);
+    for (const [href, m] of Object.entries(ms)) {
+      if (!(m instanceof WebAssembly.Module))
+        fail(`loadAttention: modules[${JSON.stringify(href)}] must be a WebAssembly.Module, got ${describe(m)}`);
+      if (!moduleCache.has(href)) moduleCache.set(href, Promise.resolve(m)), compiledByUrl.set(href, m);
+    }
+  }
   const kernelOpt = options.kernel ?? 'auto';
   checkOneOf('loadAttention: kernel', kernelOpt, ['auto', ...KERNEL_VARIANTS]);
   const simd = options.simd ?? 'auto';

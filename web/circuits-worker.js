@@ -1,7 +1,8 @@
 // circuits-worker.js: the "What does this head do?" panel's interventions, in a Web Worker so the
 // page never waits on the few hundred forward passes they take (views/circuits.js is the view,
-// lab/circuits.js the measures). It loads the package and the model file itself, and runs one
-// request at a time: a newer request stops an older one between two passes.
+// lab/circuits.js the measures). It loads the package with the page's compiled wasm and gets the
+// model files' bytes from the page (worker-page.js), and runs one request at a time: a newer
+// request stops an older one between two passes.
 // Messages in:  { type: 'run', id, file, ids, bad, period, probe, limit }   the model
 //                 web/models/<file>; the token ids of a phrase read twice (the second copy starts
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
@@ -25,21 +26,20 @@
 //               { type: 'steered', id, plain, steered, size }   a 'steer' request's two greedy continuations
 //                 (token ids), without and with the add; size: the residual stream's mean row norm there
 //               { type: 'error', id, message }   { type: 'steer-error', id, message }
-import { loadAttention } from '../wasm/index.js';
+import { pageFetch, workerLib } from './worker-page.js';
 import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
 import { NAMED_AT, scoreHeads } from '../lab/heads.js';
 
-const libPromise = loadAttention();
+const libPromise = workerLib(); // the page's compiled wasm (worker-page.js)
 libPromise.catch(() => {}); // reported by the request that awaits it
 const models = new Map(); // file -> Promise<Model>
 let latest = 0; // the newest request's id: an older one stops at its next pass
 
 function model(lib, file) {
   if (!models.has(file)) {
-    models.set(file, fetch(new URL(`./models/${file}`, import.meta.url)).then(async (r) => {
-      if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
-      return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
-    }));
+    // the page's bytes of the file (fetched once there: worker-page.js)
+    models.set(file, pageFetch(new URL(`./models/${file}`, import.meta.url))
+      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: false })));
     models.get(file).catch(() => models.delete(file));
   }
   return models.get(file);

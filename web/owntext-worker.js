@@ -13,7 +13,8 @@
 //                 sample every 50 steps and at the end
 //               { type: 'done', id, steps, ms, sample }   ms: training time, in the worker
 //               { type: 'stopped', id, step } | { type: 'error', id, message }
-import { charTokenizer, loadAttention } from '../wasm/index.js';
+import { charTokenizer } from '../wasm/index.js';
+import { workerLib } from './worker-page.js';
 
 const WINDOW = 32; // tokens (characters or pieces) per training row (the model's maxLen)
 const BATCH = 16;
@@ -22,7 +23,7 @@ const YIELD_EVERY = 10; // steps between progress messages; 'stop' gets in at ea
 
 // One thread: this small model (d = 64, 16 x 32 tokens a batch) gains little from a pool, and on a
 // 2-core machine a pool would take the core the page (and the model panel's worker) needs.
-const libPromise = loadAttention();
+const libPromise = workerLib(); // the page's compiled wasm (worker-page.js)
 libPromise.catch(() => {}); // a failure is reported by the run that awaits it, as an 'error' message
 let controller = null; // the run going on, if any
 let queue = Promise.resolve(); // runs one after another: a new run starts when the stopped one has ended

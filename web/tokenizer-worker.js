@@ -7,9 +7,9 @@
 //               { type: 'done', id, json, ms, asked, chars }   json: the tokenizer.json (an object);
 //                 ms: training time in the worker; asked: the vocabSize asked for; chars: the text's characters
 //               { type: 'error', id, message }   the library's Error (empty text, a vocabSize out of range, ...)
-import { loadAttention } from '../wasm/index.js';
+import { workerLib } from './worker-page.js';
 
-const libPromise = loadAttention();
+const libPromise = workerLib(); // the page's compiled wasm (worker-page.js)
 libPromise.catch(() => {}); // a failure is reported by the run that awaits it
 
 onmessage = async (e) => {

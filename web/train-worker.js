@@ -1,5 +1,6 @@
 // train-worker.js: the tiny Transformer of the model panel, living in a Web Worker so that training
-// never freezes the page. It loads the package itself and owns one model at a time.
+// never freezes the page. It loads the package with the page's compiled wasm, gets checkpoints'
+// bytes from the page (worker-page.js), and owns one model at a time.
 // Messages in:  { type: 'setup', config, task: {task, length, symbols?}, start, input: { seed, text }, fresh? }
 //                 (re)creates the model when config, task or start changed (or fresh), then shows the
 //                 input; start 'pretrained' loads the matching checkpoint of web/models/ when there is one
@@ -25,13 +26,13 @@
 //               { type: 'experimentDone', finished }
 //               { type: 'llama2c', bin, tokenizer } | { type: 'llama2cError', message }
 //               { type: 'inputError', message } (a typed input that does not parse) | { type: 'error', message }
-import { loadAttention } from '../wasm/index.js';
+import { pageFetch, workerLib } from './worker-page.js';
 import { BATCH, TASKS, panelLr, scheduledLr } from '../lab/tasks.js';
 import { displayWeights } from '../lab/forms.js';
 
 // every core where the page is cross-origin isolated (npm start's headers); the results are the same
 // bits as one thread's (src/kernels/parallel.h), only sooner
-const libPromise = loadAttention({ threads: 'auto' });
+const libPromise = workerLib({ threads: 'auto' }); // with the page's compiled wasm (worker-page.js)
 let lib = null;
 let model = null;
 let key = ''; // JSON of the config, task and start the model was made from
@@ -213,9 +214,8 @@ async function experiment({ runs, steps, lr }) {
 // [{ file, task, attention, length, symbols, steps, config, accuracy, ... }]; none when it is missing.
 let catalog = null;
 function checkpoints() {
-  catalog ??= fetch(new URL('./models/index.json', import.meta.url))
-    .then((r) => (r.ok ? r.json() : { models: [] }))
-    .then((j) => j.models ?? [], () => []);
+  catalog ??= pageFetch(new URL('./models/index.json', import.meta.url)) // the page's copy (worker-page.js)
+    .then((bytes) => JSON.parse(new TextDecoder().decode(bytes)).models ?? [], () => []);
   return catalog;
 }
 
@@ -249,9 +249,10 @@ async function setup(msg) {
     const entry = msg.start === 'pretrained' ? await findCheckpoint(msg.config, msg.task) : undefined;
     let pretrained = null;
     if (entry) {
-      const res = await fetch(new URL(`./models/${entry.file}`, import.meta.url));
-      if (!res.ok) throw new Error(`could not fetch the checkpoint models/${entry.file}: HTTP ${res.status}`);
-      model = lib.loadModel(new Uint8Array(await res.arrayBuffer()));
+      const bytes = await pageFetch(new URL(`./models/${entry.file}`, import.meta.url)).catch((e) => {
+        throw new Error(`could not fetch the checkpoint models/${entry.file}: ${e.message}`);
+      });
+      model = lib.loadModel(new Uint8Array(bytes));
       // The checkpoint was trained at its own task length: keep to it.
       task = { ...task, length: entry.length };
       pretrained = { file: entry.file, steps: model.steps, length: entry.length };

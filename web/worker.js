@@ -11,7 +11,7 @@
 // With two builds, each (form, n) is measured on both back to back, so their ratio is fair.
 //               { type: 'done', id } | { type: 'error', id, message }
 // To stop a run, the page terminates the worker.
-import { loadAttention } from '../wasm/index.js';
+import { workerLib } from './worker-page.js';
 import { clearCache, probeForms } from '../lab/forms.js';
 import { randomF32 } from './inputs.js';
 
@@ -22,7 +22,7 @@ function load(build) {
     // 'threads': the threaded build on every core (one thread, and why, where the page cannot)
     const opts = { threads: { threads: 'auto' }, auto: {}, simd: { simd: true, relaxed: false }, scalar: { simd: false },
       relaxed: { relaxed: true } }[build];
-    libs.set(build, loadAttention(opts).then((lib) => ({ lib, forms: probeForms(lib).forms })));
+    libs.set(build, workerLib(opts).then((lib) => ({ lib, forms: probeForms(lib).forms })));
     libs.get(build).catch(() => libs.delete(build));
   }
   return libs.get(build);

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.js';
@@ -14,10 +15,10 @@ before(async () => {
 after(() => server?.close());
 
 // A raw GET (fetch would normalise '..' away before sending, which is exactly what must be tested).
-function get(path, method = 'GET') {
+function get(path, method = 'GET', headers = {}) {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -71,6 +72,56 @@ test('refuses to leave its folders and answers 404, 405 and HEAD properly', asyn
   assert.equal(head.status, 200);
   assert.equal(head.body.length, 0);
   assert.ok(Number(head.headers['content-length']) > 1000);
+});
+
+test('validators: an ETag and Last-Modified on every file, and 304 with no body for a copy that is current', async () => {
+  for (const path of ['/', '/wasm/attention.wasm', '/models/fortunes-bpe.safetensors', '/docs/interpretability.md']) {
+    const r = await get(path);
+    assert.equal(r.status, 200, path);
+    assert.match(r.headers.etag, /^W\/"[0-9a-f]+-[0-9a-f]+"$/, path);
+    assert.ok(Number.isFinite(Date.parse(r.headers['last-modified'])), path);
+    assert.equal(r.headers['cache-control'], 'no-cache', path);
+    const again = await get(path, 'GET', { 'If-None-Match': r.headers.etag });
+    assert.equal(again.status, 304, path);
+    assert.equal(again.body.length, 0, path);
+    assert.equal(again.headers.etag, r.headers.etag, path);
+    assert.equal(again.headers['cross-origin-embedder-policy'], 'require-corp', path);
+    assert.equal(again.headers['cross-origin-opener-policy'], 'same-origin', path);
+    assert.equal((await get(path, 'GET', { 'If-None-Match': `"other", ${r.headers.etag.slice(2)}` })).status, 304, 'a strong form of the tag, in a list');
+    assert.equal((await get(path, 'GET', { 'If-None-Match': 'W/"0-0"' })).status, 200, 'another tag: the file');
+    assert.equal((await get(path, 'GET', { 'If-Modified-Since': r.headers['last-modified'] })).status, 304, path);
+    assert.equal((await get(path, 'GET', { 'If-Modified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' })).status, 200, path);
+    assert.equal((await get(path, 'GET', { 'If-Modified-Since': 'not a date' })).status, 200, path);
+    // If-None-Match wins over If-Modified-Since (RFC 9110, 13.1.3)
+    assert.equal((await get(path, 'GET', { 'If-None-Match': 'W/"0-0"', 'If-Modified-Since': r.headers['last-modified'] })).status, 200);
+  }
+});
+
+test('gzip for text and wasm where the browser accepts it, with its own tag; weights go as they are', async () => {
+  for (const path of ['/', '/wasm/attention.wasm', '/docs/interpretability.md', '/models/index.json']) {
+    const plain = await get(path);
+    const z = await get(path, 'GET', { 'Accept-Encoding': 'gzip, deflate, br' });
+    assert.equal(z.status, 200, path);
+    assert.equal(z.headers['content-encoding'], 'gzip', path);
+    assert.equal(z.headers.vary, 'Accept-Encoding', path);
+    assert.equal(Number(z.headers['content-length']), z.body.length, path);
+    assert.ok(z.body.length < plain.body.length, `${path}: ${z.body.length} < ${plain.body.length}`);
+    assert.deepEqual(gunzipSync(z.body), plain.body, path);
+    assert.equal(z.headers.etag, `${plain.headers.etag.slice(0, -1)}-gz"`, path);
+    assert.equal((await get(path, 'GET', { 'Accept-Encoding': 'gzip', 'If-None-Match': z.headers.etag })).status, 304, path);
+    assert.equal((await get(path, 'GET', { 'Accept-Encoding': 'gzip', 'If-None-Match': plain.headers.etag })).status, 200,
+      `${path}: the plain form's tag does not validate the gzip form`);
+  }
+  const w = await get('/models/fortunes-bpe.safetensors', 'GET', { 'Accept-Encoding': 'gzip' });
+  assert.equal(w.headers['content-encoding'], undefined);
+});
+
+test('serves docs/ at /docs/ as text/markdown', async () => {
+  const r = await get('/docs/interpretability.md');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers['content-type'], 'text/markdown; charset=utf-8');
+  assert.match(r.body.toString(), /^# /);
+  assert.equal((await get('/docs/../package.json')).status, 404);
 });
 
 test('the command line prints its URL and serves on PORT', async () => {

@@ -12,6 +12,8 @@ import { modelCatalog } from './learned.js';
 import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
 import { charsCodec, entryCodec } from '../../lab/codec.js';
 import { onOpened, openedCodec, openedModel } from '../opened.js';
+import { startWorker } from '../worker-page.js';
+import { fetchOnce } from '../fetch-once.js';
 
 const SHOWN = 64; // tokens at most: the learned panel's
 const MODELS = new URL('../models/', import.meta.url);
@@ -63,7 +65,7 @@ export function createCircuitsView(el, { lib }) {
 
   function ensureWorker() {
     if (!worker) {
-      worker = new Worker(new URL('../circuits-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../circuits-worker.js', import.meta.url));
       worker.onmessage = (e) => receive(e.data);
       worker.onerror = (e) => fail(e.message || 'the worker failed to start');
       sent = null;
@@ -137,7 +139,7 @@ export function createCircuitsView(el, { lib }) {
     const request = ++id;
     let c;
     try {
-      c = await entryCodec(lib, entry.entry, MODELS);
+      c = await entryCodec(lib, entry.entry, MODELS, fetchOnce);
     } catch (e) {
       fail(e.message);
       return;

@@ -6,6 +6,7 @@ import { LIMITS } from '../state.js';
 import { COMPARE_TASKS, SIZES, TASKS, modelConfig, taskOptions } from '../../lab/tasks.js';
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
 import { createHeatmapView } from './heatmap.js';
+import { startWorker } from '../worker-page.js';
 
 const LR = 2e-3; // peak; the model panel's default schedule (warm-up, then decay)
 const SIDES = ['a', 'b'];
@@ -167,7 +168,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
 
   function worker(side) {
     if (!workers[side]) {
-      const w = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+      const w = startWorker(new URL('../train-worker.js', import.meta.url));
       w.onmessage = (e) => receive(side, e.data);
       w.onerror = (e) => receive(side, { type: 'error', message: `its worker failed: ${e.message || 'it could not load'}` });
       workers[side] = w;

@@ -3,6 +3,7 @@
 import { LIMITS } from '../state.js';
 import { download, toCsv } from './export.js';
 import { BATCH, EXPERIMENT, README_EXPERIMENT, SIZES, modelConfig, taskOptions } from '../../lab/tasks.js';
+import { startWorker } from '../worker-page.js';
 
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
 
@@ -57,13 +58,16 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   const size = SIZES[EXPERIMENT.size];
   const recall = EXPERIMENT.tasks.find((t) => t.task === 'recall');
   const r = README_EXPERIMENT;
-  el.compare.textContent = `Why the table in docs/experiments.md differs: there (npm run experiment) each model has ${r.model} and `
+  const doc = document.createElement('a');
+  doc.href = new URL('../../docs/experiments.md', import.meta.url).href; // served at /docs/ (scripts/serve.js)
+  doc.textContent = 'docs/experiments.md';
+  el.compare.replaceChildren('Why the table in ', doc, ' differs: there (npm run experiment) each model has ' + `${r.model} and `
     + `trains ${r.steps} steps of ${r.batch} examples on recall with ${r.recallPairs} pairs (reverse of length `
     + `${r.reverseLength}); here each has d = ${size.dModel}, ${size.heads} heads, ${size.layers} layers and trains the `
     + `steps chosen above, in batches of ${BATCH}, on recall with ${recall.mlen} pairs. With ${r.recallPairs} pairs to tell apart, `
     + `linear attention stops at ${r.linearRecall} there; with ${recall.mlen} its φ(q)·φ(k), which compares content `
     + 'but less sharply than softmax, is often enough, so it can score far higher here. Both are true: recall gets '
-    + 'harder with every pair added, and most of all for forms without a sharp token-to-token comparison.';
+    + 'harder with every pair added, and most of all for forms without a sharp token-to-token comparison.');
   let state = null;
   let forms = [];
   let worker = null;
@@ -147,7 +151,7 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   el.form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!worker) {
-      worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../train-worker.js', import.meta.url));
       worker.onerror = (ev) => {
         setRunning(false);
         el.status.textContent = `The experiment worker failed: ${ev.message || 'it could not load'}`;

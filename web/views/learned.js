@@ -14,6 +14,7 @@ import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { displayWeights } from '../../lab/forms.js';
 import { LETTER_PROBE, NAMED_AT, describeInduction, jumpBack, nameHead, scoreHead } from '../../lab/heads.js';
 import { entryCodec } from '../../lab/codec.js';
+import { fetchJsonOnce, fetchOnce } from '../fetch-once.js';
 
 const TOP = 5;
 const MODELS = new URL('../models/', import.meta.url); // the catalogues, checkpoints and tokenizer files
@@ -56,7 +57,7 @@ export function panelModels(fortunes, index) {
 let catalog = null; // Promise<[panelModels]>, fetched once for every panel that reads it
 /** The page's trained character models (panelModels of web/models/fortunes.json and index.json). */
 export function modelCatalog() {
-  const get = (name) => fetch(new URL(`../models/${name}`, import.meta.url)).then((r) => (r.ok ? r.json() : null), () => null);
+  const get = (name) => fetchJsonOnce(new URL(`../models/${name}`, import.meta.url)).catch(() => null);
   catalog ??= Promise.all([get('fortunes.json'), get('index.json')]).then(([f, i]) => panelModels(f, i));
   return catalog;
 }
@@ -65,10 +66,8 @@ const loaded = new Map(); // file -> Promise<Model>, shared by the panels that d
 /** A shipped checkpoint of web/models/ loaded for reading (never trained here), once for every panel. */
 export function panelModel(lib, file) {
   if (!loaded.has(file)) {
-    loaded.set(file, fetch(new URL(file, MODELS)).then(async (r) => {
-      if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
-      return lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
-    }));
+    loaded.set(file, fetchOnce(new URL(file, MODELS)) // the page's one copy (fetch-once.js)
+      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: false })));
     loaded.get(file).catch(() => loaded.delete(file));
   }
   return loaded.get(file);
@@ -128,7 +127,7 @@ export function createLearnedView(el, { lib, onChange }) {
     const entry = pick(await entries());
     view = 'text';
     focus = null;
-    const text = entry ? (await entryCodec(lib, entry.entry, MODELS)).twice(el.text.value, entry.length) : el.text.value;
+    const text = entry ? (await entryCodec(lib, entry.entry, MODELS, fetchOnce)).twice(el.text.value, entry.length) : el.text.value;
     el.text.value = text;
     shown = ''; // the same text again still says which head jumps back
     onChange({ ltext: text });
@@ -252,7 +251,7 @@ export function createLearnedView(el, { lib, onChange }) {
     const max = entry.length;
     let codec;
     try {
-      codec = await entryCodec(lib, entry.entry, MODELS);
+      codec = await entryCodec(lib, entry.entry, MODELS, fetchOnce);
     } catch (e) {
       if (id !== request) return;
       el.panel.dataset.state = 'error';

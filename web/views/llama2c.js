@@ -15,6 +15,7 @@ import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensor
 import { SAMPLE, bpeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
 import { publishOpened } from '../opened.js';
+import { fetchOnce } from '../fetch-once.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
 
@@ -52,13 +53,9 @@ export function createLlama2cView(el, { lib }) {
     sample.disabled = true;
     status('Making the sample pair from the shipped checkpoint…');
     try {
-      const get = async (file) => {
-        const r = await fetch(new URL(`../models/${file}`, import.meta.url));
-        if (!r.ok) throw new Error(`could not fetch models/${file}: HTTP ${r.status}`);
-        return r;
-      };
+      const get = (file) => fetchOnce(new URL(`../models/${file}`, import.meta.url)); // the page's one copy
       const [r, t] = await Promise.all([get(SAMPLE.source), get(SAMPLE.tokenizer)]);
-      const pair = bpeSampleLlama2c(lib, new Uint8Array(await r.arrayBuffer()), await t.json());
+      const pair = bpeSampleLlama2c(lib, new Uint8Array(r), JSON.parse(new TextDecoder().decode(t)));
       el.text.value = SAMPLE.prompt;
       await take([new File([pair.bin], `${SAMPLE.name}.bin`), new File([pair.tokenizer], 'tokenizer.bin')]);
     } catch (e) {

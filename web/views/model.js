@@ -9,6 +9,7 @@ import { createHeatmapView } from './heatmap.js';
 import { download, llama2cSaveButton } from './export.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
 import { cacheLine, presetById } from '../../lab/presets.js';
+import { startWorker } from '../worker-page.js';
 
 const fmtLr = (x) => x.toExponential(1).replace('e-', 'e−');
 const plural = (k, word) => `${k} ${word}${k === 1 ? '' : 's'}`;
@@ -404,7 +405,7 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
 
   function ensureWorker() {
     if (!worker) {
-      worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../train-worker.js', import.meta.url));
       worker.onmessage = (e) => receive(e.data);
       worker.onerror = (e) => {
         setTraining(false);

@@ -6,6 +6,7 @@
 // tokens: the text's characters, or the ids of the tokenizer panel's tokenizer (views/tokenizer.js).
 import { charTokenizer } from '../../wasm/index.js';
 import { onTokenizer } from './tokenizer.js';
+import { startWorker } from '../worker-page.js';
 
 const WINDOW = 32; // characters per training row (the worker's model maxLen)
 
@@ -68,7 +69,7 @@ export function createOwnTextView(el, { formOf }) {
   // One worker for the page's life: it keeps the loaded library between runs.
   function ensureWorker() {
     if (!worker) {
-      worker = new Worker(new URL('../owntext-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../owntext-worker.js', import.meta.url));
       worker.onmessage = (e) => receive(e.data);
       // the worker could not load or threw outside a run: it is of no more use, so a later Train
       // starts a new one

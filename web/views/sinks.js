@@ -17,9 +17,13 @@
 // head in one layer, trained on the bigram-backcopy letters (lab/backcopy.js), read the same four ways
 // on fresh letters, with each model's weight on the first token split into rows with nothing to fetch
 // (resting) and rows after a trigger letter (working).
+// The readings run in web/sinks-worker.js (the page only fetches, once, and draws), with a progress
+// line; the text is capped at MAX_CHARS characters.
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
-import { evenFirstWeight, firstTokenWeight, restingWeights } from '../../lab/heads.js';
-import { backcopyStream, TRIGGERS, triggerRows } from '../../lab/backcopy.js';
+import { evenFirstWeight } from '../../lab/heads.js';
+import { backcopyStream, TRIGGERS } from '../../lab/backcopy.js';
+import { fetchOnce, fetchTextOnce } from '../fetch-once.js';
+import { startWorker } from '../worker-page.js';
 
 const MODEL = '../models/fortunes-bos.safetensors'; // trained from document starts, after a token 0
 const REST = { plain: '../models/sinks-plain.safetensors', learned: '../models/sinks-learned.safetensors', gate: '../models/sinks-gate.safetensors' };
@@ -28,6 +32,9 @@ const BACKCOPY = { plain: '../models/sinks-backcopy-plain.safetensors', learned:
 const LETTERS = 1024; // fresh backcopy letters a run reads
 const TEXT = '../models/stream-text.txt';
 const SMOOTH = 100; // characters in the chart's moving average
+/** The longest text the panel reads, in characters (recomputing reads every position afresh: about
+ * half a minute at the cap on a busy 2-core machine, in the worker, with progress). */
+export const MAX_CHARS = 10000;
 
 /** The trailing moving average of xs over `span` values (fewer at the start), every `every`-th: [[index, mean]]. */
 export function movingAverage(xs, span, every = 1) {
@@ -41,13 +48,13 @@ export function movingAverage(xs, span, every = 1) {
   return out;
 }
 
-export function createSinksView(el, { lib }) {
-  let model = null, defaultText = null;
+export function createSinksView(el) {
+  let defaultText = null;
   // The default text is in the box when the panel comes into view, as its label says (fetched then,
   // not at page load: a page that never scrolls here never asks for it).
   let textReady = null;
   const fetchText = () => {
-    textReady ??= fetch(new URL(TEXT, import.meta.url)).then((r) => (r.ok ? r.text() : null), () => null).then((t) => {
+    textReady ??= fetchTextOnce(new URL(TEXT, import.meta.url)).then((t) => t, () => null).then((t) => {
       defaultText ??= t;
       if (t && !el.text.value) el.text.value = t;
     });
@@ -62,31 +69,47 @@ export function createSinksView(el, { lib }) {
   seen.observe(el.panel);
   el.text.addEventListener('focus', fetchText, { once: true });
 
-  async function load() {
-    if (!model) {
-      const [m, t] = await Promise.all([fetch(new URL(MODEL, import.meta.url)), fetch(new URL(TEXT, import.meta.url))]);
-      if (!m.ok || !t.ok) throw new Error(`could not fetch the model or the text (HTTP ${m.status}, ${t.status})`);
-      model = lib.loadModel(new Uint8Array(await m.arrayBuffer()), { training: false });
-      defaultText = await t.text();
-      if (!el.text.value) el.text.value = defaultText;
+  // One worker for the page's life: it keeps the models it was sent. sent: the files it has.
+  let worker = null, runId = 0, pending = null;
+  const sent = new Set();
+  function ensureWorker() {
+    if (!worker) {
+      worker = startWorker(new URL('../sinks-worker.js', import.meta.url));
+      sent.clear();
+      worker.onmessage = (e) => receive(e.data);
+      worker.onerror = (e) => { // the worker could not load: a later Run starts a new one
+        e.preventDefault?.();
+        worker.terminate();
+        worker = null;
+        pending?.reject(new Error(e.message || 'the sinks worker could not load'));
+      };
     }
-    return model;
+    return worker;
   }
-
-  const loaded = { rest: {}, backcopy: {} };
-  async function loadRest(kind) {
-    const ms = loaded[kind];
-    for (const [k, file] of Object.entries(kind === 'rest' ? REST : BACKCOPY)) {
-      if (ms[k]) continue;
-      const r = await fetch(new URL(file, import.meta.url));
-      if (!r.ok) throw new Error(`could not fetch ${file.split('/').pop()} (HTTP ${r.status})`);
-      ms[k] = lib.loadModel(new Uint8Array(await r.arrayBuffer()), { training: false });
-    }
-    if (kind === 'rest') {
-      if (!defaultText) await fetchText();
-      if (!el.text.value && defaultText) el.text.value = defaultText;
-    }
-    return ms;
+  function receive(msg) {
+    if (!pending || msg.id !== runId) return; // a stopped run's late message
+    if (msg.type === 'progress') {
+      el.status.textContent = `Reading… ${Math.round((100 * msg.done) / msg.total)}% of ${msg.total.toLocaleString('en')} positions (the three ways together; now: ${msg.label})`;
+    } else if (msg.type === 'result') pending.resolve(msg);
+    else if (msg.type === 'error') pending.reject(new Error(msg.message));
+  }
+  // The worker's readings of this way: the files' bytes fetched once by the page, sent once to the worker.
+  async function request(way, text, window, sinks) {
+    const files = way === 'readings' ? { one: MODEL } : way === 'rest' ? REST : BACKCOPY;
+    const names = Object.fromEntries(Object.entries(files).map(([k, f]) => [k, f.split('/').pop()]));
+    const w = ensureWorker();
+    const bytes = {};
+    await Promise.all(Object.values(files).map(async (f) => {
+      const name = f.split('/').pop();
+      if (!sent.has(name)) bytes[name] = (await fetchOnce(new URL(f, import.meta.url))).slice(0); // a copy: the transfer detaches it
+    }));
+    for (const name of Object.keys(bytes)) sent.add(name);
+    const id = ++runId;
+    pending?.reject(new Error('superseded'));
+    return new Promise((resolve, reject) => {
+      pending = { resolve, reject };
+      w.postMessage({ type: 'run', id, way, text, window, sinks, files: names, bytes }, Object.values(bytes));
+    }).finally(() => { if (runId === id) pending = null; });
   }
 
   // The letters mode reads fresh backcopy letters: switching to it puts a new draw in the box (any
@@ -126,27 +149,8 @@ export function createSinksView(el, { lib }) {
   // The three ways to rest: each reading's bits per character, smoothed; each model's weight on the
   // first token (mean over layers, heads and rows of its first maxLen tokens; on letters, split into
   // resting and working rows over windows of maxLen: a token 0, then maxLen - 1 letters)
-  function runRest(ms, tokens, window, sinks, onLetters) {
-    const ways = [
-      ['nowhere to rest (plain, window only)', 'plain', { window }],
-      [`StreamingLLM (plain, first ${sinks} kept)`, 'plain', { window, sinks }],
-      ['learned sink (gpt-oss), window only', 'learned', { window }],
-      ['output gate (Qiu et al.), window only', 'gate', { window }],
-    ];
-    const results = ways.map(([label, key, opts]) => {
-      const t0 = performance.now();
-      const losses = ms[key].streamLosses(tokens, opts);
-      return { label, model: key, losses, ms: performance.now() - t0 };
-    });
-    const unit = onLetters ? 'letter' : 'character', maxLen = ms.plain.config.maxLen;
-    let first;
-    if (onLetters) {
-      const working = triggerRows(lib.charsTokenizer.encode), starts = [];
-      for (let a = 1; a + maxLen - 1 <= tokens.length && starts.length < 32; a += maxLen - 1) starts.push([0, ...tokens.subarray(a, a + maxLen - 1)]);
-      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, restingWeights(m, starts, working)]));
-    } else {
-      first = Object.fromEntries(Object.entries(ms).map(([k, m]) => [k, firstTokenWeight(m, [...tokens.subarray(0, maxLen)])]));
-    }
+  function showRest({ results, first, tokens, window, maxLen }, sinks, onLetters) {
+    const unit = onLetters ? 'letter' : 'character';
     const every = Math.max(1, Math.floor(results[0].losses.length / 300));
     draw(results.map((r, i) => ({ label: r.label, ...seriesStyle(i), points: movingAverage(Array.from(r.losses, (x) => x / Math.LN2), SMOOTH, every) })),
       window, maxLen, `bits per ${unit}`,
@@ -154,7 +158,7 @@ export function createSinksView(el, { lib }) {
     const past = results.map((r) => bits(r.losses, window, r.losses.length));
     el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, model: r.model, before: bits(r.losses, 0, window), past: past[i], ms: r.ms })));
     el.panel.dataset.first = JSON.stringify(first);
-    const measured = `Measured just now on ${tokens.length} ${unit}s, bits per ${unit} past the window (${window}): `
+    const measured = `Measured just now on ${tokens} ${unit}s, bits per ${unit} past the window (${window}): `
       + results.map((r, i) => `${r.label} ${past[i].toFixed(3)}`).join('; ');
     const f = (x) => (x === null ? 'none (no such rows)' : x.toFixed(3));
     el.summary.textContent = onLetters
@@ -166,58 +170,42 @@ export function createSinksView(el, { lib }) {
         + `plain ${f(first.plain)}, learned sink ${f(first.learned)}, output gate ${f(first.gate)}.`;
   }
 
+  function showReadings({ results, tokens, window, maxLen }, sinks) {
+    // each way minus recomputing, in bits, averaged over the last SMOOTH characters: about 300 points a line
+    const ref = results[2].losses, every = Math.max(1, Math.floor(ref.length / 300));
+    const series = results.map((r, i) => ({
+      label: r.label, ...seriesStyle(i),
+      points: movingAverage(Array.from(r.losses, (x, k) => (x - ref[k]) / Math.LN2), SMOOTH, every),
+    }));
+    draw(series, window, maxLen, 'bits/char minus recomputing', `Bits per character more than recomputing (below 0: fewer), moving average over ${SMOOTH} characters; `
+      + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`);
+    el.chart.dataset.raw = String(ref.length);
+    const past = results.map((r) => bits(r.losses, window, r.losses.length));
+    const before = results.map((r) => bits(r.losses, 0, window));
+    el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, before: before[i], past: past[i], ms: r.ms })));
+    el.summary.textContent = `Measured just now on ${tokens} characters: while the window has not filled, the three `
+      + `read alike (${before.map((x) => x.toFixed(2)).join(', ')} bits per character). Past it, window only reads at `
+      + `${past[0].toFixed(3)}, window + ${sinks} sinks at ${past[1].toFixed(3)}, recomputing at ${past[2].toFixed(3)} `
+      + `bits per character; recomputing took ${(results[2].ms / 1000).toFixed(2)} s, the rolling caches `
+      + `${(results[0].ms / 1000).toFixed(2)} s and ${(results[1].ms / 1000).toFixed(2)} s (in a worker).`;
+  }
+
   async function run() {
     el.run.disabled = true;
     el.status.textContent = 'Reading…';
     try {
-      let window = Number(el.window.value);
-      const sinks = Number(el.sinks.value), way = el.way?.value;
-      if (way === 'rest' || way === 'backcopy') {
-        const ms = await loadRest(way);
-        // the letter models read 32 tokens at a time: their window is at most half that
-        if (way === 'backcopy') window = Math.min(window, ms.plain.config.maxLen / 2);
-        if (sinks >= window) throw new Error(`keep fewer first tokens (${sinks}) than the window (${window})`);
-        const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]);
-        if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
-        await new Promise((r) => setTimeout(r, 0)); // let the status paint
-        runRest(ms, tokens, window, sinks, way === 'backcopy');
-        el.status.textContent = '';
-        el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
-        return;
-      }
-      const m = await load();
-      const tokens = Int32Array.from([0, ...lib.charsTokenizer.encode(el.text.value)]); // the start token, then the text
-      if (tokens.length < 2 * window + 2) throw new Error(`give at least ${2 * window + 2} characters (twice the window)`);
-      await new Promise((r) => setTimeout(r, 0)); // let the status paint
-      const modes = [
-        ['window only', { window }], [`window + ${sinks} sinks`, { window, sinks }], ['recompute', { window, recompute: true }],
-      ];
-      const results = modes.map(([label, opts]) => {
-        const t0 = performance.now();
-        const losses = m.streamLosses(tokens, opts);
-        return { label, losses, ms: performance.now() - t0 };
-      });
-      // each way minus recomputing, in bits, averaged over the last SMOOTH characters: about 300 points a line
-      const ref = results[2].losses, every = Math.max(1, Math.floor(ref.length / 300));
-      const series = results.map((r, i) => ({
-        label: r.label, ...seriesStyle(i),
-        points: movingAverage(Array.from(r.losses, (x, k) => (x - ref[k]) / Math.LN2), SMOOTH, every),
-      }));
-      draw(series, window, m.config.maxLen, 'bits/char more than recomputing', `Bits per character more than recomputing, moving average over ${SMOOTH} characters; `
-        + `the dashed line: position ${window}, where the window fills and the rolling caches start evicting`);
-      el.chart.dataset.raw = String(ref.length);
-      const past = results.map((r) => bits(r.losses, window, r.losses.length));
-      const before = results.map((r) => bits(r.losses, 0, window));
-      el.panel.dataset.result = JSON.stringify(results.map((r, i) => ({ label: r.label, before: before[i], past: past[i], ms: r.ms })));
-      el.summary.textContent = `Measured just now on ${tokens.length} characters: while the window has not filled, the three `
-        + `read alike (${before.map((x) => x.toFixed(2)).join(', ')} bits per character). Past it, window only reads at `
-        + `${past[0].toFixed(3)}, window + ${sinks} sinks at ${past[1].toFixed(3)}, recomputing at ${past[2].toFixed(3)} `
-        + `bits per character; recomputing took ${(results[2].ms / 1000).toFixed(2)} s, the rolling caches `
-        + `${(results[0].ms / 1000).toFixed(2)} s and ${(results[1].ms / 1000).toFixed(2)} s.`;
+      const window = Number(el.window.value), sinks = Number(el.sinks.value), way = el.way?.value ?? 'readings';
+      if (way !== 'backcopy') await fetchText();
+      if (!el.text.value && defaultText) el.text.value = defaultText;
+      const chars = Array.from(el.text.value).length;
+      if (chars > MAX_CHARS) throw new Error(`the text has ${chars.toLocaleString('en')} characters; the panel reads at most ${MAX_CHARS.toLocaleString('en')}`);
+      const out = await request(way, el.text.value, window, sinks);
+      if (way === 'readings') showReadings(out, sinks);
+      else showRest(out, sinks, way === 'backcopy');
       el.status.textContent = '';
       el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
     } catch (e) {
-      el.status.textContent = e.message;
+      if (e.message !== 'superseded') el.status.textContent = e.message;
     } finally {
       el.run.disabled = false;
     }

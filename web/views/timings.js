@@ -3,6 +3,7 @@
 import { LIMITS } from '../state.js';
 import { drawChart, legendSwatch, logLogSlope, seriesStyle } from './chart.js';
 import { download, toCsv } from './export.js';
+import { startWorker } from '../worker-page.js';
 
 const SLOPE_POINTS = 3; // the legend's slope is fitted over the 3 largest sizes measured
 
@@ -200,7 +201,7 @@ export function createTimingsView(el, { onChange, onError }) {
       return;
     }
     if (!worker) {
-      worker = new Worker(new URL('../worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../worker.js', import.meta.url));
       worker.onerror = (e) => {
         const message = `The timing worker failed: ${e.message || 'it could not load'}`;
         stop(message);

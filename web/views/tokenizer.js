@@ -7,6 +7,8 @@
 // The starting tokenizer: the one of the page's sub-word model when a catalogue entry of
 // web/models/*.json names a `tokenizer` file, else one trained here on the text the page ships
 // (models/stream-text.txt) at vocabulary 512.
+import { startWorker } from '../worker-page.js';
+import { fetchJsonOnce, fetchTextOnce } from '../fetch-once.js';
 
 const MODELS = new URL('../models/', import.meta.url);
 const CATALOGUES = ['fortunes.json', 'index.json'];
@@ -74,8 +76,7 @@ const chipColour = (id) => `hsl(${Math.round((id * 137.508) % 360)} 75% 86%)`;
 
 async function getJSON(url) {
   try {
-    const r = await fetch(url);
-    return r.ok ? await r.json() : null;
+    return await fetchJsonOnce(url); // the page's one copy (fetch-once.js)
   } catch {
     return null;
   }
@@ -93,17 +94,15 @@ async function startingTokenizer(lib) {
   let note = '';
   if (entry) {
     try {
-      const r = await fetch(new URL(entry.tokenizer, MODELS));
-      if (!r.ok) throw new Error(`HTTP ${r.status}`);
-      const tok = lib.loadTokenizer(await r.text());
+      const tok = lib.loadTokenizer(await fetchTextOnce(new URL(entry.tokenizer, MODELS)));
       return { tok, label: `the tokenizer of the page's sub-word model ${entry.file ?? ''} (models/${entry.tokenizer}, ${tok.vocabSize} pieces)` };
     } catch (e) {
       note = ` (models/${entry.tokenizer} did not load: ${e.message})`;
     }
   }
-  const r = await fetch(new URL(SAMPLE_TEXT, MODELS));
-  if (!r.ok) throw new Error(`models/${SAMPLE_TEXT} did not load (HTTP ${r.status})`);
-  const text = await r.text();
+  const text = await fetchTextOnce(new URL(SAMPLE_TEXT, MODELS)).catch((e) => {
+    throw new Error(`models/${SAMPLE_TEXT} did not load (${e.message})`);
+  });
   const tok = lib.trainTokenizer(text, { vocabSize: SAMPLE_VOCAB });
   return { tok, label: `a tokenizer trained on this page's sample text (models/${SAMPLE_TEXT}, ${text.length} characters) at vocabulary ${tok.vocabSize}`, note };
 }
@@ -223,7 +222,7 @@ export function createTokenizerView(el, { lib, onChange }) {
 
   function ensureWorker() {
     if (!worker) {
-      worker = new Worker(new URL('../tokenizer-worker.js', import.meta.url), { type: 'module' });
+      worker = startWorker(new URL('../tokenizer-worker.js', import.meta.url));
       worker.onmessage = (e) => receive(e.data);
       worker.onerror = (e) => {
         e.preventDefault?.();
