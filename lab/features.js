@@ -116,8 +116,8 @@ export function continueGreedy({ model, ids, tokens, limit, hooks = () => null }
     const opts = hooks(win);
     const { logits } = opts ? model.runWithHooks(win, opts) : model.forward(win);
     const row = logits.subarray((win.length - 1) * vocab, win.length * vocab);
-    let best = 0;
-    for (let v = 1; v < Math.min(vocab, limit ?? vocab); v++) if (row[v] > row[best]) best = v;
+    let best = 1; // token 0 is the unknown token of every tokenizer here: never generated
+    for (let v = 2; v < Math.min(vocab, limit ?? vocab); v++) if (row[v] > row[best]) best = v;
     out.push(best);
   }
   return out.slice(ids.length);

@@ -1,6 +1,7 @@
 // serve.js: the playground's static server. Serves web/ at /, the package's own wasm/ at /wasm/, lab/ at /lab/
 // (the page imports the package itself, no copy) and docs/ at /docs/ (the page links to them as
-// ../docs/x.md, which resolves there both here and from a checkout's web/index.html), on 127.0.0.1,
+// ../docs/x.md, which resolves there both here and from a checkout's web/index.html) and data/ at /data/
+// (the feature browser's corpus, data/chars.txt, ours), on 127.0.0.1,
 // with correct MIME types and the cross-origin isolation headers (COOP same-origin + COEP require-corp).
 // Text and wasm go gzip-compressed to a browser that accepts it (index.html: 52 KB -> 14 KB; each
 // .wasm about 2.4x smaller), compressed once per file version and kept. Every file carries validators (an ETag from its size and modification time, and Last-Modified);
@@ -151,13 +152,15 @@ async function handle(mounts, req, res, isolate) {
 
 /**
  * Starts the server. port 0 picks a free port. mounts maps URL prefixes to directories; the default
- * serves <root>/web at /, <root>/wasm at /wasm/, <root>/lab at /lab/ and <root>/docs at /docs/ (root = this package).
+ * serves <root>/web at /, <root>/wasm at /wasm/, <root>/lab at /lab/, <root>/docs at /docs/ and <root>/data at /data/
+ * (root = this package).
  * isolate: false leaves out the cross-origin isolation headers (a page then has no SharedArrayBuffer,
  * so no threads: what tests of the fallback need).
  * Resolves to { server, url, close } where close() also drops keep-alive connections.
  */
 export function startServer({ port = 0, host = '127.0.0.1', root = ROOT, mounts, isolate = true } = {}) {
-  const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/lab/': join(root, 'lab'), '/docs/': join(root, 'docs') };
+  const table = mounts ?? { '/': join(root, 'web'), '/wasm/': join(root, 'wasm'), '/lab/': join(root, 'lab'), '/docs/': join(root, 'docs'),
+    '/data/': join(root, 'data') };
   const server = createServer((req, res) => {
     handle(table, req, res, isolate).catch(() => {
       if (!res.headersSent) res.writeHead(500);

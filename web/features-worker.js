@@ -11,8 +11,8 @@
 //                 subtracts the feature's own contribution (its activation x its direction) at every row
 //               { type: 'save', id }                              the SAE as safetensors
 // Messages out: { type: 'progress', id, step, steps, fvu, l0, dead } | { type: 'trained', id, ... see below }
-//               { type: 'steered', id, plain, steered } | { type: 'saved', id, bytes } | { type: 'error', id, message }
-import { loadAttention } from '../wasm/index.js';
+//               { type: 'steered', id, mode, prompt, plain, steered, size } | { type: 'saved', id, bytes } | { type: 'error', id, message }
+import { pageFetch, workerLib } from './worker-page.js';
 import { readSafetensors } from '../wasm/safetensors.js';
 import { continueGreedy, featureDirections, studyFeatures } from '../lab/features.js';
 
@@ -21,15 +21,12 @@ const CORPUS = new URL('../data/chars.txt', import.meta.url), HELD = new URL('./
 let ready = null; // Promise<{ lib, model, tok, unembed, train, held }>
 let sae = null, hook = null, dirs = null, stopping = false;
 
-async function bytesOf(url) {
-  const r = await fetch(url);
-  if (!r.ok) throw new Error(`could not fetch ${url.pathname}: HTTP ${r.status}`);
-  return new Uint8Array(await r.arrayBuffer());
-}
+// the bytes at url, fetched once by the page (worker-page.js)
+const bytesOf = async (url) => new Uint8Array(await pageFetch(url));
 
 function setup() {
   ready ??= (async () => {
-    const lib = await loadAttention();
+    const lib = await workerLib(); // the page's compiled wasm (worker-page.js)
     const [mb, tb, all, held] = await Promise.all([bytesOf(new URL(`./models/${MODEL}`, import.meta.url)),
       bytesOf(new URL(`./models/${TOKENIZER}`, import.meta.url)), bytesOf(CORPUS), bytesOf(HELD)]);
     const model = lib.loadModel(mb, { training: false });
@@ -116,7 +113,7 @@ async function steer(msg) {
   const limit = tok.vocabSize;
   const plain = continueGreedy({ model, ids, tokens: 12, limit });
   const steered = continueGreedy({ model, ids, tokens: 12, limit, hooks });
-  postMessage({ type: 'steered', id: msg.id, prompt: tok.decode(ids), plain: tok.decode(plain), steered: tok.decode(steered), size });
+  postMessage({ type: 'steered', id: msg.id, mode: msg.mode, prompt: tok.decode(ids), plain: tok.decode(plain), steered: tok.decode(steered), size });
 }
 
 onmessage = async ({ data: msg }) => {

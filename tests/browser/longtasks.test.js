@@ -17,6 +17,7 @@ const DWELL = 4000; // ms a training run is left to work before Stop (it must st
 const RUNS = [
   ['learned', '#ltwice', null, () => document.querySelector('#learned').dataset.state === 'ready'],
   ['learned', '#lprobe', null, () => document.querySelector('#learned').dataset.view === 'probe' && document.querySelector('#learned').dataset.state === 'ready'],
+  ['features', '#fstrain', '#fsstop', () => !document.querySelector('#fstrain').disabled],
   ['tokenizer', '#tktrain', null, () => !document.querySelector('#tktrain').disabled],
   ['owntext', '#otrain', '#ostop', () => !document.querySelector('#otrain').disabled],
   ['model', '#mtrain', '#mstop', () => !document.querySelector('#mtrain').disabled],

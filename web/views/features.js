@@ -7,6 +7,7 @@
 // (safetensors) can be downloaded.
 import { download } from './export.js';
 import { visible } from '../../lab/codec.js';
+import { startWorker } from '../worker-page.js';
 
 const BEFORE = 10, AFTER = 3; // context pieces shown around a top activation
 
@@ -15,7 +16,7 @@ export function createFeaturesView(el) {
 
   function start() {
     if (worker) return worker;
-    worker = new Worker(new URL('../features-worker.js', import.meta.url), { type: 'module' });
+    worker = startWorker(new URL('../features-worker.js', import.meta.url));
     worker.onmessage = (e) => receive(e.data);
     worker.onerror = (e) => {
       el.status.textContent = `The feature worker failed: ${e.message || 'it could not load'}`;

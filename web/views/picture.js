@@ -15,6 +15,7 @@ import { NAMED_AT, jumpBack, nameHead, scoreHead } from '../../lab/heads.js';
 import { entryCodec } from '../../lab/codec.js';
 import { modelCatalog, panelModel, topK } from './learned.js';
 import { openedCodec, openedModel, onOpened } from '../opened.js';
+import { fetchOnce } from '../fetch-once.js';
 
 const MODELS = new URL('../models/', import.meta.url);
 const SHOWN = 64; // tokens read at most
@@ -95,7 +96,7 @@ export function createPictureView(el, { lib, onChange }) {
     const mine = list.filter((e) => e.attention === form?.id);
     const entry = mine[0] ?? list.find((e) => e.entry?.tokenizer) ?? list[0];
     if (!entry) throw new Error('no trained model was found in web/models');
-    const [codec, m] = await Promise.all([entryCodec(lib, entry.entry, MODELS), panelModel(lib, entry.file)]);
+    const [codec, m] = await Promise.all([entryCodec(lib, entry.entry, MODELS, fetchOnce), panelModel(lib, entry.file)]);
     const c = m.config;
     const other = mine.length === 0 ? ` No model was trained with ${form.label}${form.causal ? '' : ' (it has no causal form)'}, so this is the shipped ${entry.attention} model.` : '';
     const what = codec.kind === 'bpe' ? `sub-word pieces (BPE of ${codec.vocab})` : 'characters';
