@@ -288,7 +288,8 @@ export function saeMethods(core) {
         try {
           ({ cache } = model.runWithCache(win, { names: [hook] }));
         } catch (e) {
-          fail(`${what}: hook: ${e.message.replace(/^attention-wasm: (runWithCache: )?/, '')}`);
+          const why = e.message.replace(/^attention-wasm: (runWithCache: )?/, '');
+          fail(`${what}: ${/hook name/.test(why) ? 'hook: ' : 'model.runWithCache: '}${why}`);
         }
         const { data, shape } = cache[hook];
         if (shape[0] !== win.length)
