@@ -364,8 +364,11 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       // layers with no softmax weights (a linear state: gated-delta, kda, ...): their slots say what they show
       const stateLayers = msg.encoder || msg.cols ? [] : msg.maps.map((_, l) => l).filter((l) => layerTitle(l, 0).endsWith(': |A|'));
       // a GRU with additive attention: its alignment (target x source); a GRU with one context vector: none
+      // a layer whose weights are not a distribution: the legend says what its colours are
+      const notProbabilities = msg.cols ? null
+        : (built?.layerForms ?? [built]).map((f) => forms.find((x) => x.name === f?.attention)).find((x) => x?.signed) ?? null;
       heatmaps.render({ maps, n: msg.T, m: msg.cols ? msg.cols.length : msg.T, rowLabels: msg.labels,
-        colLabels: msg.cols ?? msg.labels, scale: state.scale });
+        colLabels: msg.cols ?? msg.labels, scale: state.scale, form: notProbabilities });
       // said where the heatmaps would be, once (the same element, whatever the number of snapshots);
       // gone as soon as the model has attention weights
       if (msg.noAttention || stateLayers.length) {
