@@ -99,3 +99,85 @@ test('3h: the induction panel speaks bits, and its headline\'s best score is the
   assert.deepEqual(problems(), []);
   await page.close();
 });
+
+test('3c: own text: a held-out figure and a warning when the model memorises, a loss curve, a prompt and its heatmaps, plain-words errors, no long task', async (t) => {
+  const { page, problems } = await suite.open('?form=softmax#owntext');
+  await page.evaluate(() => {
+    window.__long = [];
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); })
+      .observe({ type: 'longtask', buffered: false });
+  });
+  // the other panels' start-up first (they draw once when the page opens): from a quiet page on,
+  // every long task is this panel's
+  for (let quiet = 0; quiet < 40; quiet++) {
+    await page.evaluate(() => { window.__long.length = 0; });
+    await page.waitForTimeout(3000);
+    if (!(await page.evaluate(() => window.__long.length))) break;
+  }
+  const train = async (text, steps = '300') => {
+    await page.fill('#otext', text);
+    await page.selectOption('#osteps', steps);
+    await page.click('#otrain');
+    await page.waitForFunction(() => /^(Done|Training failed)/.test(document.getElementById('ostatus').textContent), null, { timeout: LONG });
+    return page.textContent('#ostatus');
+  };
+  // plain words, not the library's createModel message
+  const one = await train('a'.repeat(42));
+  assert.match(one, /^Training failed: the text uses only one character \("a"\): a model needs at least two different characters/);
+  assert.doesNotMatch(one, /createModel|vocab must be/);
+  assert.match(await train('the cat sat on the mat'), /the text is 22 characters; paste at least 68/);
+
+  // a text that does not repeat, read too often: the held-out figure sits far above the training one
+  const prose = 'To be, or not to be, that is the question: whether \'tis nobler in the mind to suffer the slings and arrows of '
+    + 'outrageous fortune, or to take arms against a sea of troubles and by opposing end them. To die, to sleep, no more; and by '
+    + 'a sleep to say we end the heart-ache and the thousand natural shocks that flesh is heir to.';
+  assert.match(await train(prose), /^Done: 300 steps/);
+  const figures = await page.textContent('#ofigures');
+  const [, trainBits, heldBits] = /trained on \(the first \d+ characters\): ([\d.]+) bits per character\. On the held-out part \(the last \d+ characters, never trained on\): ([\d.]+) bits per character/.exec(figures) ?? [];
+  assert.ok(trainBits && heldBits, figures);
+  t.diagnostic(`prose, 300 steps: ${trainBits} bits per character trained on, ${heldBits} held out`);
+  assert.ok(Number(heldBits) > Number(trainBits) + 0.5, figures);
+  assert.ok(await page.isVisible('#owarn'));
+  assert.match(await page.textContent('#owarn'), /The model memorises/);
+  // the curve: three series, drawn (an empty chart is 60 px tall)
+  assert.deepEqual(await page.$$eval('#ocurve-legend li', (lis) => lis.map((li) => li.textContent)), ['training batches', 'training part', 'held-out part']);
+  assert.ok((await page.$eval('#ocurve', (c) => c.getBoundingClientRect().height)) > 100);
+  // the prompt: the model just trained continues it, and its heads are drawn on it
+  await page.waitForSelector('#owntext[data-prompt="ready"]', { timeout: LONG });
+  assert.ok((await page.textContent('#ogenerated')).startsWith(await page.inputValue('#oprompt')));
+  assert.equal(await page.$$eval('#oheatmaps canvas', (cs) => cs.length), 2 * 4, 'every layer and head of the 2-layer, 4-head model');
+  await page.fill('#oprompt', 'To be, or not Z');
+  await page.click('#ogenerate');
+  await page.waitForSelector('#owntext[data-prompt="error"]', { timeout: LONG });
+  assert.match(await page.textContent('#oprompt-status'), /"Z" is not in the text it trained on/);
+  await shot(page, '#owntext', 'owntext');
+
+  // the same prose three times: 0.16 bits per character was shown with no word; now the repeat is named
+  assert.match(await train([prose, prose, prose].join(' ')), /^Done: 300 steps/);
+  assert.ok(await page.isVisible('#owarn'));
+  assert.match(await page.textContent('#owarn'), /Your text repeats itself: the held-out part also occurs in the part it trained on/);
+
+  const long = await page.evaluate(() => window.__long);
+  t.diagnostic(`main-thread long tasks (over 50 ms) while training: ${long.map((d) => d.toFixed(0)).join(', ') || 'none'}`);
+  assert.ok(long.every((d) => d <= 100), `no main-thread task over 100 ms: ${long}`);
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('3e: a CSV given to Open a model file is named as none of the formats tried, by name or renamed .bin', async () => {
+  const { page, problems } = await suite.open('#llama2c');
+  const csv = Buffer.from('form,n,d,ms per call\nsoftmax,64,32,0.12\nlinear:elu+1,64,32,0.05\n');
+  for (const name of ['timings.csv', 'model.bin']) {
+    await page.setInputFiles('#l2files', { name, mimeType: 'text/plain', buffer: csv });
+    await page.waitForFunction((n) => document.getElementById('l2status').textContent.startsWith(n), name, { timeout: LONG });
+    const said = await page.textContent('#l2status');
+    assert.match(said, new RegExp(`^${name.replace('.', '\\.')} is none of the formats a model is opened from: tried `));
+    for (const f of ['safetensors', 'config\\.json', 'tokenizer\\.json', 'llama2\\.c\'s model \\.bin', 'tokenizer\\.bin', 'ak42'])
+      assert.match(said, new RegExp(f), `names ${f}: ${said}`);
+    assert.match(said, /It looks like text starting "form,n,d,ms per call"\.$/);
+    assert.doesNotMatch(said, /divisible/);
+  }
+  await shot(page, '#llama2c', 'llama2c-csv');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
