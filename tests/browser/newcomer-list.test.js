@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { SCREENSHOTS, playgroundSuite } from './helpers.js';
+import { SCREENSHOTS, launch, playgroundSuite } from './helpers.js';
 import { loadAttention } from '../../wasm/index.js';
 
 const LONG = 300000; // ms: a cap on a wait on a busy machine, never a measure
@@ -95,7 +95,7 @@ test('3h: the induction panel speaks bits, and its headline\'s best score is the
   const scores = list.map((l) => Number(/induction ([\d.]+)/.exec(l)[1]));
   assert.equal(best, Math.max(...scores).toFixed(2), `headline ${best}, list ${scores}`);
   assert.ok(status.endsWith(`best induction score ${best} (${/\(([\d.]+ s)\)$/.exec(status)[1]})`), `the last status line agrees: ${status}`);
-  assert.doesNotMatch(await page.textContent('#induction'), /\bnats?\b/);
+  assert.doesNotMatch(await page.evaluate(() => document.body.innerText), /\bnats?\b/, 'no panel prints nats');
   assert.deepEqual(problems(), []);
   await page.close();
 });
@@ -180,4 +180,26 @@ test('3e: a CSV given to Open a model file is named as none of the formats tried
   await shot(page, '#llama2c', 'llama2c-csv');
   assert.deepEqual(problems(), []);
   await page.close();
+});
+
+test('3c and 3i at 390 x 844: the own-text panel after training and a prompt, and the KDA sandbox legend, fit a phone', async () => {
+  const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  try {
+    const { page, problems } = await suite.open('?form=softmax#owntext', { context: phone.context });
+    await page.selectOption('#osteps', '100');
+    await page.click('#otrain');
+    await page.waitForSelector('#owntext[data-prompt="ready"]', { timeout: LONG });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+    await shot(page, '#owntext', 'owntext-phone');
+    assert.deepEqual(problems(), []);
+    await page.close();
+    const k = await suite.open('?form=kda#attention', { context: phone.context });
+    await k.page.waitForSelector('#attention .legend-note:not([hidden])', { timeout: LONG });
+    assert.ok(await k.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth) <= 0);
+    await shot(k.page, '#attention', 'legend-kda-phone');
+    assert.deepEqual(k.problems(), []);
+  } finally {
+    await phone.close();
+  }
 });
