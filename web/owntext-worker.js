@@ -14,7 +14,7 @@
 //               { type: 'progress', id, step, steps, bits, tokensPerChar, heldBits?, trainBits?, sample? }
 //                 every 10 steps; bits: the last step's batch loss in bits per token (a character or a
 //                 tokenizer's piece); every 50 steps and at the end also heldBits and trainBits (the
-//                 same measure, heldOut() below, on the held-out part and on the training part) and a sample
+//                 same measure, bitsOn() below, on the held-out part and on the training part) and a sample
 //               { type: 'done', id, steps, ms, sample, trainBits, heldBits, split }   ms: training time,
 //                 in the worker; split: { trainTokens, heldTokens, heldInTrain } (heldInTrain: the
 //                 held-out part also occurs in the training part: the text repeats itself)
@@ -113,13 +113,13 @@ async function train({ id, text, form, steps, tokenizer }, signal) {
   const model = lib.createModel({ vocab: tok.vocab, dModel: 64, heads: 4, layers: 2, maxLen: WINDOW, attention: form, seed: 1 });
   let ok = false;
   try {
-    // the same seeded window sampler as when this trained on the page, so runs give the same losses
+    // a seeded window sampler over the training part, so runs give the same losses
     let seed = 7;
     const rand = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
     const batch = () => {
       const inputs = [], targets = [];
       for (let r = 0; r < BATCH; r++) {
-        const at = Math.floor(rand() * (trainIds.length - WINDOW - 1 + 1));
+        const at = Math.floor(rand() * (trainIds.length - WINDOW)); // the last window ends the part
         inputs.push(trainIds.subarray(at, at + WINDOW));
         targets.push(trainIds.subarray(at + 1, at + WINDOW + 1));
       }
