@@ -104,7 +104,8 @@ export function createCircuitsView(el, { lib }) {
   // the panel runs on the new one (or goes back to the shipped ones)
   onOpened((o) => {
     if (!form) return;
-    if (chosen.get(form.id) === OPENED || shown || !el.model.options.length) start();
+    const charsOnly = lastOptions.length && lastOptions.every((e) => e.source !== 'fortunes') && !chosen.has(form.id);
+    if (chosen.get(form.id) === OPENED || shown || !el.model.options.length || charsOnly) start();
     else fillPicker(lastOptions);
   });
   let lastOptions = [];
@@ -132,8 +133,9 @@ export function createCircuitsView(el, { lib }) {
     const options = optionsOf(list);
     fillPicker(options);
     const o = openedModel();
-    // the opened model when picked, or when this form has no shipped model that read real text
-    if (o && (chosen.get(form.id) === OPENED || !entry)) {
+    // the opened model when picked, or when this form has no shipped model that read real text (and
+    // its character model was not picked)
+    if (o && (chosen.get(form.id) === OPENED || !entry || (entry.source !== 'fortunes' && !chosen.has(form.id)))) {
       el.model.value = OPENED;
       startOpened(o);
       return;
