@@ -36,6 +36,27 @@ export function sandboxOptions(form) {
   return opts;
 }
 
+// What a form's weights are when they are not a distribution (form.signed: no softmax, so rows
+// need not sum to 1 and entries can pass 1), by family; the heatmaps' legend says it.
+const NOT_A_DISTRIBUTION = {
+  retention: 'query-key products decayed by γ^(i−j)',
+  gated: 'query-key products decayed by a learned gate from j to i',
+  gla: 'query-key products decayed by the gates from j to i',
+  delta: 'query-key products through a state that each step partly overwrites (the delta rule)',
+  linformer: 'products with k projected keys, spread back over the positions',
+};
+
+/**
+ * One sentence for the legend of a form whose weights are not probabilities (null for a form whose
+ * rows are distributions): what the colours are instead. form: a form from probeForms or a registry entry.
+ */
+export function weightsMeaning(form, registry) {
+  const entry = entryOf(form, registry);
+  if (!entry?.signed) return null;
+  const what = NOT_A_DISTRIBUTION[entry.family] ?? 'signed, unnormalised query-key products';
+  return `Not probabilities: the colours are |A|, magnitudes of ${what}; rows need not sum to 1 and values can pass 1.`;
+}
+
 /**
  * A model's weights for display: magnitudes for a form whose scores are signed (form.signed: no
  * softmax makes them positive, and the heatmaps' colour scale starts at 0). form: a form from

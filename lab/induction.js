@@ -5,7 +5,7 @@
 // symbol's earlier occurrence), and every `every` steps each head's induction score is measured on
 // probes of that kind (heads.js). The phase change shows as the best head's score jumping while the
 // loss drops.
-import { scoreHeads } from './heads.js';
+import { KINDS, nameHead, scoreHeads } from './heads.js';
 
 export const SETUP = { symbols: 24, length: 12 }; // vocab symbols + 1; positions 2 length
 export const MODEL = { dModel: 32, heads: 2, layers: 2, block: 'llama' }; // rotary positions: none in the stream
@@ -21,15 +21,25 @@ export function probe(seed = 7, { symbols } = SETUP) {
   return [...half, ...half];
 }
 
-/** Every head's induction score on the probes (the mean over `probes` seeds). */
-export function inductionScores(model, probes = 4) {
+/**
+ * Every head's scores of each kind (heads.js) on the probes, the mean over `probes` seeds, and its
+ * name from them: [{ layer, head, scores, name, score }]. The live curve and the final list both
+ * read these probes, so the headline's best score is the list's.
+ */
+export function headScores(model, probes = 4) {
   let sum = null;
   for (let p = 0; p < probes; p++) {
     const tokens = probe(101 + p);
-    const heads = scoreHeads(model.forward(tokens).attention, tokens).map((h) => h.scores.induction);
-    sum = sum ? sum.map((x, i) => x + heads[i]) : heads;
+    const heads = scoreHeads(model.forward(tokens).attention, tokens);
+    sum ??= heads.map((h) => ({ layer: h.layer, head: h.head, scores: Object.fromEntries(KINDS.map((k) => [k, 0])) }));
+    heads.forEach((h, i) => { for (const k of KINDS) sum[i].scores[k] += h.scores[k] / probes; });
   }
-  return sum.map((x) => x / probes);
+  return sum.map((h) => ({ ...h, ...nameHead(h.scores) }));
+}
+
+/** Every head's induction score on the probes (the mean over `probes` seeds). */
+export function inductionScores(model, probes = 4) {
+  return headScores(model, probes).map((h) => h.scores.induction);
 }
 
 /**

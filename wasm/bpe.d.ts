@@ -39,6 +39,8 @@ export interface BpeTokenizerJSON {
 }
 
 export interface BpeApi {
+  /** trainTokenizer's vocabSize range and default, read from the C trainer ({ min: 259, max: 8192, default: 512 }). */
+  readonly tokenizerVocabSize: { readonly min: number; readonly max: number; readonly default: number };
   /**
    * Trains a byte-level BPE on text: merges by pair count inside GPT-2's pre-tokens until
    * vocabSize pieces (259..8192, default 512), or fewer when the text runs out of pairs.

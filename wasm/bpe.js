@@ -241,7 +241,11 @@ function isForeignJSON(json) {
 
 /** lib.trainTokenizer and lib.loadTokenizer. */
 export function bpeMethods(core) {
+  // trainTokenizer's vocabSize range, read from the C that checks it (aw_bpe_train_text)
+  const VOCAB = Object.freeze({ min: core.exports.aw_bpe_vocab_min(), max: core.exports.aw_bpe_vocab_max(), default: 512 });
   return {
+    /** trainTokenizer's vocabSize range and default, from the C trainer: { min: 259, max: 8192, default: 512 }. */
+    tokenizerVocabSize: VOCAB,
     /**
      * A byte-level BPE trained on text (a string, or a Uint8Array of bytes): 3 specials, 256
      * bytes, then merges by pair count until vocabSize pieces (259..8192; default 512), or fewer
@@ -251,10 +255,10 @@ export function bpeMethods(core) {
       const what = 'trainTokenizer';
       checkKeys(what, opts, ['vocabSize']);
       const bytes = textBytes(what, text);
-      const vocabSize = opts.vocabSize ?? 512;
-      // C checks [259, 8192] (aw_bpe_train_text); here only that the number reaches it as itself
-      checkInt(`${what}: vocabSize`, vocabSize, INT32_MIN, INT32_MAX, { expected: 'an integer', accepted: `an integer in [${FIRST_MERGE}, 8192]` });
-      const cap = Math.max(0, Math.min(vocabSize, 8192) - FIRST_MERGE); // C checks the range
+      const vocabSize = opts.vocabSize ?? VOCAB.default;
+      // C checks [VOCAB.min, VOCAB.max] (aw_bpe_train_text); here only that the number reaches it as itself
+      checkInt(`${what}: vocabSize`, vocabSize, INT32_MIN, INT32_MAX, { expected: 'an integer', accepted: `an integer in [${VOCAB.min}, ${VOCAB.max}]` });
+      const cap = Math.max(0, Math.min(vocabSize, VOCAB.max) - FIRST_MERGE); // C checks the range
       const pairs = core.withBuffers(what, [
         { name: 'merges', bytes: 8 * cap }, { name: 'count', bytes: 4 }, { name: 'text', bytes: bytes.length, from: bytes },
       ], ([m, count, t]) => {

@@ -34,4 +34,14 @@ export interface Llama2cApi {
   loadLlama2c(bytes: Uint8Array | ArrayBuffer, opts?: { tokenizer?: Uint8Array | ArrayBuffer; training?: boolean }): Llama2cModel;
   /** llama2.c's tokenizer.bin from pieces (UTF-8 strings) and their merge scores (default 0) */
   writeLlama2cTokenizer(pieces: string[], scores?: ArrayLike<number>): Uint8Array;
+  /**
+   * What a model file's bytes are, from their opening (the first 64 KiB are plenty; size: the whole
+   * file's length when only its opening is given): a format of MODEL_FILE_FORMATS and what it is,
+   * or format null with what the bytes look like and every format tried.
+   */
+  sniffModelFile(bytes: Uint8Array | ArrayBuffer, size?: number): {
+    format: 'llama2c-export' | 'safetensors' | 'hf-index' | 'hf-config' | 'hf-tokenizer' | 'llama2c' | 'llama2c-tokenizer' | null;
+    label: string;
+    tried?: string[];
+  };
 }

@@ -13,9 +13,85 @@ import { bytesOf, checkBool, checkKeys, describe, fail, isIntIn } from './core.j
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
 const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
+// what loadLlama2c reads, for its refusals
+const found2c = () => 'loadLlama2c reads llama2.c\'s legacy model .bin: 7 int32 sizes, then float32 weights';
 
 function asBytes(what, bytes) {
   return bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
+}
+
+// The model-file formats sniffModelFile tells apart, in the order it tries them.
+export const MODEL_FILE_FORMATS = Object.freeze([
+  { format: 'llama2c-export', label: 'llama2.c\'s version 1 or 2 export (magic "ak42")' },
+  { format: 'safetensors', label: 'safetensors (a little-endian u64 header length, then a JSON header)' },
+  { format: 'hf-index', label: 'Hugging Face\'s model.safetensors.index.json (a weight_map)' },
+  { format: 'hf-config', label: 'Hugging Face\'s config.json (model_type, hidden_size, ...)' },
+  { format: 'hf-tokenizer', label: 'Hugging Face\'s tokenizer.json (model, added_tokens, ...)' },
+  { format: 'llama2c', label: 'llama2.c\'s model .bin (7 int32 sizes, then float32 weights)' },
+  { format: 'llama2c-tokenizer', label: 'llama2.c\'s tokenizer.bin (an int32 max_token_length, then score, length and bytes per piece)' },
+]);
+
+// Sizes no llama2.c header holds (the largest published models stay far inside them): a header past
+// any of these is some other file's bytes read as int32.
+const PLAUSIBLE = { dim: 1 << 16, hidden_dim: 1 << 20, n_layers: 1 << 12, n_heads: 1 << 12, n_kv_heads: 1 << 12, vocab_size: 1 << 24, seq_len: 1 << 24 };
+const HEADER_NAMES = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len'];
+
+// The first bytes as a reader would see them: text (its opening, quoted) or binary.
+function looksLike(u8) {
+  const head = u8.subarray(0, 512);
+  let text = 0;
+  for (const b of head) if (b === 9 || b === 10 || b === 13 || (b >= 32 && b !== 127)) text++;
+  if (head.length && text === head.length) {
+    const line = new TextDecoder().decode(head).split(/\r?\n/)[0].slice(0, 40);
+    return `text starting ${JSON.stringify(line)}`;
+  }
+  return head.length ? 'binary data of another kind' : 'empty';
+}
+
+// A llama2.c header's seven int32 sizes, or null when they are not all plausible.
+function plausibleHeader(u8) {
+  if (u8.length < 28) return null;
+  const dv = new DataView(u8.buffer, u8.byteOffset, 28);
+  const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(4 * i, true));
+  const ok = h.every((v, i) => { const a = i === 5 ? Math.abs(v) : v; return a >= 1 && a <= PLAUSIBLE[HEADER_NAMES[i]]; });
+  return ok && h[3] <= h[0] && h[4] <= h[3] ? h : null;
+}
+
+/**
+ * What a model file's bytes are, from their opening (the first 64 KiB are plenty; size: the whole
+ * file's length when only its opening is given): { format, label } with format one of
+ * MODEL_FILE_FORMATS' (label: what it is), or { format: null, label: what it looks like, tried }
+ * when it is none of them (tried: the labels of every format tried, in order).
+ */
+export function sniffModelFile(bytes, size) {
+  const u8 = asBytes('sniffModelFile: bytes', bytes);
+  const total = size ?? u8.length;
+  const found = (format) => MODEL_FILE_FORMATS.find((f) => f.format === format);
+  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  if (u8.length >= 8 && dv.getUint32(0, true) === MAGIC_V1) return found('llama2c-export');
+  if (u8.length >= 9) {
+    const n = dv.getBigUint64(0, true);
+    if (n >= 2n && n <= BigInt(total) - 8n && u8[8] === 123) return found('safetensors');
+  }
+  const at = jsonStart(u8);
+  if (at >= 0 && u8[at] === 123) {
+    const text = new TextDecoder().decode(u8.subarray(at, at + 65536));
+    if (/"weight_map"\s*:/.test(text)) return found('hf-index');
+    if (/"(model_type|architectures|hidden_size|n_embd|num_hidden_layers)"\s*:/.test(text)) return found('hf-config');
+    if (/"(added_tokens|pre_tokenizer|normalizer|model)"\s*:/.test(text)) return found('hf-tokenizer');
+    return { format: null, label: `JSON of another kind, starting ${JSON.stringify(text.slice(0, 40))}`, tried: MODEL_FILE_FORMATS.map((f) => f.label) };
+  }
+  if (plausibleHeader(u8)) return found('llama2c');
+  if (u8.length >= 12) {
+    const maxLen = dv.getInt32(0, true), score = dv.getFloat32(4, true), len = dv.getInt32(8, true);
+    if (maxLen >= 1 && maxLen <= 0xffff && Number.isFinite(score) && len >= 0 && len <= maxLen) return found('llama2c-tokenizer');
+  }
+  return { format: null, label: looksLike(u8), tried: MODEL_FILE_FORMATS.map((f) => f.label) };
+}
+
+/** The Error message for bytes that are none of the model-file formats: which were tried, what it looks like. */
+export function notAModelFile(name, sniffed) {
+  return `${name} is none of the formats a model is opened from: tried ${sniffed.tried.join('; ')}. It looks like ${sniffed.label}.`;
 }
 
 /** The header of a llama2.c model file, checked: { dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared }. */
@@ -28,9 +104,23 @@ export function llama2cHeader(bytes, what = 'loadLlama2c') {
     fail(`${what}: this is a version-1 or -2 export (magic "ak42"); this reader takes llama2.c's legacy format ` +
       '(export.py --version 0, the format of the published stories*.bin files)');
   const [dim, hidden, layers, heads, kvHeads, vocabSigned, seqLen] = h;
-  const names = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len'];
+  const names = HEADER_NAMES;
+  // another format's bytes (safetensors, JSON, text such as a CSV): said before any size is read
+  const sniffed = sniffModelFile(u8);
+  if (/^(safetensors|hf-)/.test(sniffed.format ?? '')) // formats with a signature (a tokenizer.bin has none to trust)
+    fail(`${what}: these bytes are ${sniffed.label}, not a llama2.c model file (${found2c()})`);
   h.forEach((v, i) => { if (i !== 5 && !(v > 0)) fail(`${what}: the header's ${names[i]} is ${v}; every size must be positive (is this a llama2.c model file?)`); });
   if (vocabSigned === 0) fail(`${what}: the header's vocab_size is 0`);
+  // (n_layers is left to the file-size check, which says how many layers the bytes hold: a bit flip)
+  h.forEach((v, i) => {
+    const limit = PLAUSIBLE[names[i]];
+    if (i !== 2 && Math.abs(v) > limit)
+      fail(`${what}: the header's ${names[i]} is ${v}, more than any llama2.c model's (at most ${limit} here): this is not a ` +
+        `llama2.c model file; it looks like ${sniffed.label}`);
+  });
+  if (heads > dim || kvHeads > heads)
+    fail(`${what}: the header has n_heads ${heads} for dim ${dim} and n_kv_heads ${kvHeads}; a llama2.c model has ` +
+      `n_kv_heads <= n_heads <= dim: this is not a llama2.c model file; it looks like ${sniffed.label}`);
   if (dim % heads) fail(`${what}: the header's dim (${dim}) is not divisible by n_heads (${heads})`);
   if (heads % kvHeads) fail(`${what}: the header's n_heads (${heads}) is not divisible by n_kv_heads (${kvHeads})`);
   if ((dim / heads) % 2) fail(`${what}: the head size dim / n_heads = ${dim / heads} is odd; rotary positions need it even`);
@@ -429,5 +519,6 @@ export function llama2cMethods(core, lib) {
       return model;
     },
     writeLlama2cTokenizer,
+    sniffModelFile,
   };
 }

@@ -178,7 +178,7 @@ export const PANELS = [
         update(state, forms, form) {
           try {
             const view = computeMaps(state, form);
-            heatmaps.render(view);
+            heatmaps.render({ ...view, form });
             formula.render(form, state, view);
             showError(null);
           } catch (e) {

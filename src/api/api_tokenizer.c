@@ -4,6 +4,10 @@
 
 #include "../model/bpe.h"
 
+// The range of vocab_size that aw_bpe_train_text takes, so a page's label and bounds are the C's.
+AW_API int aw_bpe_vocab_min(void) { return AW_BPE_VOCAB_MIN; }
+AW_API int aw_bpe_vocab_max(void) { return AW_BPE_VOCAB_MAX; }
+
 // merges (vocab_size - 259, 2): the (left, right) ids of each merge in rank order, trained on
 // text (n bytes, UTF-8 or any bytes); *n_merges: how many (fewer when the text runs out of pairs).
 AW_API int aw_bpe_train_text(int32_t *merges, int32_t *n_merges, const uint8_t *text, int32_t n, int32_t vocab_size) {

@@ -1065,24 +1065,42 @@ double model_update(aw_model *m, const aw_train_config *tc) {
 
 // ---- tasks ------------------------------------------------------------------------------------
 
+// The decoder positions T and encoder positions S one example of the task takes on this model.
+static void task_positions(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S) {
+    const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
+    if (m->cfg.arch == AW_ARCH_DECODER) *T = ns + (size_t)task_uses_separator(spec) + nt - 1, *S = 0;
+    else *T = nt, *S = ns;
+}
+
 int model_task_dims(const aw_model *m, const aw_task_spec *spec, size_t *T, size_t *S) {
     int st = task_check(spec);
     if (st) return st;
     if (task_min_vocab(spec) > m->cfg.vocab)
         return aw_fail(AW_ERR_ARG, "task \"%s\" with these symbols needs vocab >= %d, and this model has %d",
                        task_name(spec->task), task_min_vocab(spec), (int)m->cfg.vocab);
-    const size_t ns = task_src_len(spec), nt = task_tgt_len(spec);
-    if (m->cfg.arch == AW_ARCH_DECODER) *T = ns + (size_t)task_uses_separator(spec) + nt - 1, *S = 0;
-    else {
-        if (task_is_lm(spec))
-            return aw_fail(AW_ERR_ARG, "task \"%s\" is language modelling: it needs a decoder-only model",
-                           task_name(spec->task));
-        *T = nt, *S = ns;
+    if (m->cfg.arch != AW_ARCH_DECODER && task_is_lm(spec))
+        return aw_fail(AW_ERR_ARG, "task \"%s\" is language modelling: it needs a decoder-only model",
+                       task_name(spec->task));
+    task_positions(m, spec, T, S);
+    const size_t max_len = (size_t)m->cfg.max_len, need = *T > *S ? *T : *S;
+    if (need <= max_len) return AW_OK;
+    // The longest length that fits, found by the same count of positions (shorter examples never
+    // take more positions), so the advice cannot drift from the rule.
+    aw_task_spec shorter = *spec;
+    const size_t least = spec->task == AW_TASK_REPEAT ? 2 : 1;
+    size_t fits = 0;
+    for (shorter.length = spec->length - 1; !fits && shorter.length >= least; shorter.length--) {
+        size_t t, s;
+        task_positions(m, &shorter, &t, &s);
+        if (t <= max_len && s <= max_len) fits = shorter.length;
     }
-    if (*T > (size_t)m->cfg.max_len || *S > (size_t)m->cfg.max_len)
-        return aw_fail(AW_ERR_ARG, "task \"%s\" at length %zu needs %zu positions, more than maxLen = %d",
-                       task_name(spec->task), spec->length, *T > *S ? *T : *S, (int)m->cfg.max_len);
-    return AW_OK;
+    if (fits)
+        return aw_fail(AW_ERR_ARG, "task \"%s\" at length %zu needs %zu positions, more than maxLen = %d: pass "
+                                   "{ length: %zu } (the longest that fits) or less, or create the model with "
+                                   "maxLen >= %zu", task_name(spec->task), spec->length, need, (int)max_len, fits, need);
+    return aw_fail(AW_ERR_ARG, "task \"%s\" at length %zu needs %zu positions, more than maxLen = %d, and no "
+                               "length fits: create the model with maxLen >= %zu",
+                   task_name(spec->task), spec->length, need, (int)max_len, need);
 }
 
 int model_make_batch(aw_model *m, const aw_task_spec *spec, size_t B, aw_rng *rng) {

@@ -101,10 +101,10 @@ test('the interventions run on the trained model and the phrase twice, and follo
   await page.close();
 });
 
-test('a form with no model that has read real text says so; on a phone the panel fits', async () => {
+test('a form with no model that has read real text runs on its character model and says which; on a phone the panel fits', async () => {
   const { page, problems } = await suite.open('?form=linear:relu#circuits');
-  await page.waitForSelector('#circuits[data-state="none"]', { timeout: LONG });
-  assert.match(await page.textContent('#hdstatus'), /No model of .* here has read real text/);
+  await ready(page);
+  assert.match(await page.textContent('#hdstatus'), /^The heads of chars-linear-relu, a character model of .* trained on this project's 28 KB of English prose \(data\/chars\.txt/);
   await page.close();
   const phone = await launch({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
   const p2 = await suite.open('?form=softmax#circuits', { context: phone.context });

@@ -314,7 +314,7 @@ test('the opened model in "What does this head do?": 12 layers x 12 heads ablate
   const status = await page.textContent('#hdstatus');
   t.diagnostic(status);
   assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', status);
-  assert.match(status, /^12 layers x 12 heads, 288 ablations in [\d.]+ s .* bits per piece/);
+  assert.match(status, /^The heads of .*, the model open in Open a model file\. 12 layers x 12 heads, 288 ablations in [\d.]+ s .* bits per piece/);
   const result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
   assert.equal(result.rows.filter((r) => r.mode === 'zero').length, 144);
   assert.equal(result.resid.length, 12);

@@ -258,7 +258,7 @@ test('touch: on a phone a tap reads a heatmap cell and an experiment cell', asyn
     await cell.scrollIntoViewIfNeeded();
     await cell.tap();
     await page.waitForFunction(() => /Softmax .* on reverse: held-out accuracy/.test(document.querySelector('#ereadout').textContent));
-    assert.match(await page.textContent('#ereadout'), /held-out loss \d+\.\d{3}, trained 250 steps in \d+\.\d s/);
+    assert.match(await page.textContent('#ereadout'), /held-out loss \d+\.\d{3} bits per token, trained 250 steps in \d+\.\d s/);
     await screenshot(page, 'phone-tap-experiment');
     assert.deepEqual(problems(), []);
     await page.close();

@@ -89,7 +89,7 @@ for (const { name, lib } of builds) {
     expectError(() => m.generate(new Array(9).fill(1)), /prompt must have 1 to maxLen = 8 tokens, got 9/);
     expectError(() => m.generate([1], { temperature: -1 }), /temperature must be >= 0/);
     expectError(() => m.trainStep({ task: 'parity' }), /task must be one of "copy", "reverse".*got "parity"/);
-    expectError(() => m.trainStep({ task: 'reverse' }), /task "reverse" at length 16 needs 32 positions, more than maxLen = 8/);
+    expectError(() => m.trainStep({ task: 'reverse' }), /task "reverse" at length 16 needs 32 positions, more than maxLen = 8: pass \{ length: 4 \}/);
     expectError(() => m.trainStep({ task: 'reverse', length: 3, symbols: 12 }), /needs vocab >= 13, and this model has 12/);
     expectError(() => m.trainStep({ task: 'chars', length: 4 }), /needs vocab >= 50, and this model has 12/);
     expectError(() => m.trainStep({ task: 'recall', length: 3, symbols: 4 }), /3 pairs need distinct keys, and symbols = 4 gives only 2/);

@@ -79,7 +79,18 @@ export function createCircuitsView(el, { lib }) {
     el.status.textContent = `Could not run: ${message}`;
   }
 
-  const optionsOf = (list) => list.filter((e) => e.attention === form?.id && e.source === 'fortunes');
+  // The form's shipped models: those that read fortunes (real text) when it has any, else the
+  // character model trained on the project's own prose (data/chars.txt), named as such in the status.
+  const optionsOf = (list) => {
+    const mine = list.filter((e) => e.attention === form?.id);
+    const real = mine.filter((e) => e.source === 'fortunes');
+    return real.length ? real : mine.filter((e) => e.source === 'corpus');
+  };
+  let about = ''; // one sentence on the model the grids are of: which model, and what it read
+  const aboutEntry = (e) => (e.source === 'fortunes'
+    ? `${e.file.replace(/\.safetensors$/, '')}, a model of ${form.label} that read fortunes (real English text)`
+    : `${e.file.replace(/\.safetensors$/, '')}, a character model of ${form.label} trained on this project's 28 KB of English `
+      + 'prose (data/chars.txt, the chars task): no model of this form here has read fortunes');
   // The form's model: the one picked, else the one with induction heads, else the first.
   function pick(list) {
     const options = optionsOf(list);
@@ -95,7 +106,8 @@ export function createCircuitsView(el, { lib }) {
   // the panel runs on the new one (or goes back to the shipped ones)
   onOpened((o) => {
     if (!form) return;
-    if (chosen.get(form.id) === OPENED || shown || !el.model.options.length) start();
+    const charsOnly = lastOptions.length && lastOptions.every((e) => e.source !== 'fortunes') && !chosen.has(form.id);
+    if (chosen.get(form.id) === OPENED || shown || !el.model.options.length || charsOnly) start();
     else fillPicker(lastOptions);
   });
   let lastOptions = [];
@@ -123,19 +135,24 @@ export function createCircuitsView(el, { lib }) {
     const options = optionsOf(list);
     fillPicker(options);
     const o = openedModel();
-    // the opened model when picked, or when this form has no shipped model that read real text
-    if (o && (chosen.get(form.id) === OPENED || !entry)) {
+    // the opened model when picked, or when this form has no shipped model that read real text (and
+    // its character model was not picked)
+    if (o && (chosen.get(form.id) === OPENED || !entry || (entry.source !== 'fortunes' && !chosen.has(form.id)))) {
       el.model.value = OPENED;
       startOpened(o);
       return;
     }
     if (!entry) {
-      el.panel.dataset.state = 'none';
-      el.status.textContent = `No model of ${form.label} here has read real text; pick Softmax in Settings to see its heads tested.`;
+      ++id; // a run still under way is not this form's: its answer is dropped
+      result = null;
+      el.panel.dataset.state = 'none'; // style.css hides the grids below the status: they would be another form's
+      el.status.textContent = `No model of ${form.label} is shipped with this page (none has read any text), so there `
+        + 'are no heads to test: pick another form in Settings, or open a model in Open a model file.';
       return;
     }
     el.model.value = entry.file;
     shown = null;
+    about = aboutEntry(entry);
     const request = ++id;
     let c;
     try {
@@ -166,7 +183,7 @@ export function createCircuitsView(el, { lib }) {
         : 'Corrupted (the first copy\'s letters shifted): '), cell('code', corrupt));
     el.panel.dataset.state = 'running';
     el.panel.dataset.file = entry.file;
-    el.status.textContent = `Testing the heads of ${entry.file.replace(/\.safetensors$/, '')}…`;
+    el.status.textContent = `Testing the heads of ${about}…`;
     el.progress.value = 0;
     ensureWorker().postMessage({ type: 'run', id: request, file: entry.file, ids: Array.from(ids), bad: Array.from(bad), period,
       probe: Array.from(codec.probe()), limit: codec.vocab });
@@ -204,6 +221,7 @@ export function createCircuitsView(el, { lib }) {
     }
     codec = c;
     shown = o.key;
+    about = `${o.name}, the model open in Open a model file`;
     el.texts.replaceChildren(
       cell('span', 'Clean: '), cell('code', t.twice), document.createElement('br'),
       cell('span', 'Corrupted (the first copy\'s tokens swapped for others): '), cell('code', t.corrupt));
@@ -248,7 +266,7 @@ export function createCircuitsView(el, { lib }) {
       el.panel.dataset.state = 'ready';
       el.panel.dataset.result = JSON.stringify({ file: msg.file, clean: msg.ablation.clean, rows: msg.ablation.rows,
         resid: msg.patch.resid, z: msg.patch.z });
-      el.status.textContent = `${msg.layers} layers x ${msg.heads} heads, ${2 * msg.layers * msg.heads} ablations in `
+      el.status.textContent = `The heads of ${about}. ${msg.layers} layers x ${msg.heads} heads, ${2 * msg.layers * msg.heads} ablations in `
         + `${(msg.ms.ablation / 1000).toFixed(2)} s and ${msg.layers * (msg.patchAt + 1 + msg.heads)} patched runs in `
         + `${(msg.ms.patching / 1000).toFixed(2)} s, in a worker on this device. Without any change the model reads the `
         + `first copy at ${msg.ablation.clean.first.toFixed(2)} bits per ${codec.unit} and the second at `
@@ -381,7 +399,7 @@ export function createCircuitsView(el, { lib }) {
     el.headTitle.textContent = `Layer ${layer + 1}, head ${head + 1} (${result.names[layer][head]}): its pattern on the clean text; `
       + 'hover over or tap a row to see what its output adds to the guess there.';
     heatmap.render({ maps: [{ title: headName(layer, head), weights: result.patterns[layer].subarray(head * n * n, (head + 1) * n * n) }],
-      n, m: n, rowLabels: labels, colLabels: labels, scale: 'row' });
+      n, m: n, rowLabels: labels, colLabels: labels, scale: 'row', form: result.file.startsWith('opened-') ? null : form });
     showPromoted(n - 2);
   }
 

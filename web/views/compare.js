@@ -47,7 +47,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
     const series = (key) => (runs ? SIDES.map((s) => ({ label: s, points: runs[s].curves[key], ...styleOf(s) })) : []);
     // an empty chart names the button that fills it, by its own label
     const emptyText = `press ${el.run.textContent.trim()}`;
-    drawChart(el.loss, { series: series('loss'), xLabel: 'step', yLabel: 'held-out loss', logX: false, emptyText });
+    drawChart(el.loss, { series: series('loss'), xLabel: 'step', yLabel: 'held-out loss (bits per token)', logX: false, emptyText });
     drawChart(el.acc, {
       series: series('acc'), xLabel: 'step', yLabel: 'held-out accuracy', logX: false, logY: false, yRange: [0, 1],
       emptyText,
@@ -63,7 +63,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
 
   function drawTable() {
     const head = document.createElement('tr');
-    head.append(...['', 'form', 'held-out accuracy', 'held-out loss', 'ms per step', 'parameters'].map((t) => {
+    head.append(...['', 'form', 'held-out accuracy', 'held-out loss (bits per token)', 'ms per step', 'parameters'].map((t) => {
       const th = document.createElement('th');
       th.scope = 'col';
       th.textContent = t;
@@ -77,7 +77,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
       th.scope = 'row';
       th.textContent = s.toUpperCase();
       const cells = [labelOf(r.form), r.eval ? `${(100 * r.eval.accuracy).toFixed(1)}%` : '–',
-        r.eval ? r.eval.loss.toFixed(3) : '–', r.done ? r.msPerStep.toFixed(2) : '–', r.params?.toLocaleString('en') ?? '–'];
+        r.eval ? (r.eval.loss / Math.LN2).toFixed(3) : '–', r.done ? r.msPerStep.toFixed(2) : '–', r.params?.toLocaleString('en') ?? '–'];
       tr.append(th, ...cells.map((t) => {
         const td = document.createElement('td');
         td.textContent = t;
@@ -124,7 +124,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
       r.step = msg.step;
       el.progress.value = SIDES.reduce((a, s) => a + (runs[s].step ?? 0), 0);
     } else if (msg.type === 'evaluated') {
-      r.curves.loss.push([msg.step, msg.loss]);
+      r.curves.loss.push([msg.step, msg.loss / Math.LN2]); // the library's nats, drawn in bits
       r.curves.acc.push([msg.step, msg.accuracy]);
       r.eval = msg;
       scheduleCurves();

@@ -96,7 +96,7 @@ export function createExperimentView(el, { onChange, charsVocab }) {
         if (c?.done) {
           td.textContent = `${(100 * c.accuracy).toFixed(1)}%`;
           td.dataset.read = `${f.label} on ${t.task}: held-out accuracy ${(100 * c.accuracy).toFixed(1)}%, `
-            + `held-out loss ${c.loss.toFixed(3)}, trained ${c.steps} steps in ${(c.ms / 1000).toFixed(1)} s `
+            + `held-out loss ${(c.loss / Math.LN2).toFixed(3)} bits per token, trained ${c.steps} steps in ${(c.ms / 1000).toFixed(1)} s `
             + `(${(c.ms / c.steps).toFixed(2)} ms per step)`;
           td.title = td.dataset.read;
           td.tabIndex = 0;
@@ -129,11 +129,11 @@ export function createExperimentView(el, { onChange, charsVocab }) {
   el.stop.addEventListener('click', () => stop('Stopping after the current chunk…'));
   // CSV: one row per finished cell, with the setup it ran under.
   el.csv.addEventListener('click', () => {
-    const rows = [['form', 'task', 'length', 'steps', 'batch', 'held_out_accuracy', 'held_out_loss', 'seconds', 'ms_per_step']];
+    const rows = [['form', 'task', 'length', 'steps', 'batch', 'held_out_accuracy', 'held_out_bits_per_token', 'seconds', 'ms_per_step']];
     runs.forEach((r, i) => {
       const c = cells[i];
       if (!c?.done) return;
-      rows.push([r.form, r.task.task, r.task.length, c.steps, BATCH, c.accuracy.toFixed(4), c.loss.toFixed(4),
+      rows.push([r.form, r.task.task, r.task.length, c.steps, BATCH, c.accuracy.toFixed(4), (c.loss / Math.LN2).toFixed(4),
         (c.ms / 1000).toFixed(2), (c.ms / c.steps).toFixed(3)]);
     });
     download('experiment.csv', new Blob([toCsv(rows)], { type: 'text/csv' }));

@@ -6,6 +6,7 @@
 // so. With `columns`, the maps are thumbnails in a layer x head grid, one shown large on a click.
 import { VIRIDIS, viridisCss } from './colormap.js';
 import { download, gridToPng, heatmapsToSvg } from './export.js';
+import { weightsMeaning } from '../../lab/forms.js';
 
 const FONT = '11px system-ui, sans-serif';
 const MAX_LABEL = 8; // characters of a token label before it is cut with an ellipsis
@@ -259,7 +260,9 @@ function thumbLayout(width, cols, len) {
  * The heatmap grid view. elements: { grid, legend (canvas), readout, exports? (a container that gets
  * "Download PNG" and "Download SVG" buttons for the whole grid), name? (file name stem),
  * onCursor? ([i, j] of a cell read by hover, tap or keys) }.
- * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels, scale?, columns? }).
+ * render({ maps: [{ title, weights (n*m) }], n, m, rowLabels, colLabels, scale?, columns?, form? }).
+ * form: the attention form drawn (probeForms' or a registry entry); one whose weights are not a
+ * distribution gets a line beside the colour scale saying what they are.
  * columns: draw the maps as thumbnails without axis labels, `columns` to a row (a layer x head grid,
  * as bertviz's model view); a thumbnail's title shows it large, at the grid's width, above the grid.
  */
@@ -273,6 +276,11 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
   labelNote.className = 'note label-note';
   labelNote.hidden = true;
   grid.after(labelNote);
+  // One line beside the colour scale: what the colours are when they are not probabilities.
+  const legendNote = document.createElement('span');
+  legendNote.className = 'legend-note';
+  legendNote.hidden = true;
+  legend.after(legendNote);
   // The value read at a cell, in a tooltip beside that cell (right of it, or left when the screen
   // ends; kept inside the viewport): what a person sees, next to the cursor or the finger. The
   // readout line under the grid says the same at length, for screen readers.
@@ -355,7 +363,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
     });
   }
   return {
-    render({ maps, n, m, rowLabels, colLabels, scale = 'max', columns = 0 }) {
+    render({ maps, n, m, rowLabels, colLabels, scale = 'max', columns = 0, form = null }) {
       let vmax = 0;
       for (const map of maps) for (const x of map.weights) if (x > vmax) vmax = x;
       if (!(vmax > 0)) vmax = 1;
@@ -392,6 +400,11 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
         : labelNote.hidden ? '' : `Axis labels: every ${ordinal(every)} token (the cells are too small `
         + 'for all); hover over or tap a cell to read its tokens.';
       drawLegend(legend, vmax, scale);
+      // a form whose weights are not a distribution (lab/forms.js weightsMeaning) says so beside the scale
+      const meaning = maps.length ? weightsMeaning(form) : null;
+      legendNote.hidden = !meaning;
+      legendNote.textContent = meaning ?? '';
+      legend.setAttribute('aria-label', `${legend.getAttribute('aria-label')}${meaning ? `. ${meaning}` : ''}`);
       if (!same) read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };

@@ -2,10 +2,11 @@
 // the repeat task in the page, on 1 thread or every core; every 25 steps each head's induction score
 // is measured on probes, and two charts follow the loss and the scores, so the phase change shows:
 // a previous-token head forms in layer 1, then an induction head in layer 2, and the loss on the
-// repeated half falls with it. At the end every head is named by what it does on a probe.
+// repeated half falls with it. At the end every head is named by what it does on the same probes
+// the curve reads (so the best score said above is the list's). Losses in bits (the library's nats / ln 2).
 import { drawChart, legendSwatch, seriesStyle } from './chart.js';
-import { KINDS, scoreHeads } from '../../lab/heads.js';
-import { MODEL, SETUP, formInduction, formedAt, probe } from '../../lab/induction.js';
+import { KINDS } from '../../lab/heads.js';
+import { MODEL, SETUP, formInduction, formedAt, headScores } from '../../lab/induction.js';
 
 const BOUND = 0.5;
 
@@ -19,8 +20,8 @@ export function createInductionView(el, { loadLib }) {
       xLabel: 'training step', yLabel: 'induction score', logX: false, logY: false,
     });
     drawChart(el.loss, {
-      series: [{ label: 'loss', ...seriesStyle(4), points: points.filter((p) => Number.isFinite(p.loss)).map((p) => [p.step, p.loss]) }],
-      xLabel: 'training step', yLabel: 'loss (nats per token)', logX: false, logY: false,
+      series: [{ label: 'loss', ...seriesStyle(4), points: points.filter((p) => Number.isFinite(p.loss)).map((p) => [p.step, p.loss / Math.LN2]) }],
+      xLabel: 'training step', yLabel: 'loss (bits per token)', logX: false, logY: false,
     });
     el.legend.replaceChildren(...Array.from({ length: heads }, (_, i) => {
       const li = document.createElement('li');
@@ -53,14 +54,14 @@ export function createInductionView(el, { loadLib }) {
           points.push(p);
           if (formedMs === null && Math.max(...p.scores) >= BOUND) formedMs = performance.now() - t0;
           draw(points, p.scores.length);
-          el.status.textContent = `step ${p.step} of ${steps}: loss ${Number.isFinite(p.loss) ? p.loss.toFixed(3) : '–'}, ` +
+          el.status.textContent = `step ${p.step} of ${steps}: loss ${Number.isFinite(p.loss) ? `${(p.loss / Math.LN2).toFixed(3)} bits per token` : '–'}, ` +
             `best induction score ${Math.max(...p.scores).toFixed(2)} (${((performance.now() - t0) / 1000).toFixed(1)} s)`;
         },
       });
       const ms = performance.now() - t0, at = formedAt(points, BOUND);
-      // every head named by what it does, on a probe the model never trained on
-      const tokens = probe(201);
-      const named = scoreHeads(model.forward(tokens).attention, tokens);
+      // every head named by what it does, on the probes the curve read (the last point's scores)
+      const named = headScores(model);
+      const best = Math.max(...named.map((h) => h.scores.induction));
       el.names.replaceChildren(...named.map((h) => {
         const li = document.createElement('li');
         li.textContent = `layer ${h.layer + 1}, head ${h.head + 1}: ${h.name}, score ${h.score.toFixed(2)} ` +
@@ -69,10 +70,10 @@ export function createInductionView(el, { loadLib }) {
       }));
       el.summary.textContent = at === null
         ? `Measured just now: after ${steps} steps (${(ms / 1000).toFixed(1)} s on ${lib.threads} thread${lib.threads > 1 ? 's' : ''}), no head `
-          + `of this ${attention} model reached an induction score of ${BOUND}; the best is ${Math.max(...points.at(-1).scores).toFixed(2)}.`
+          + `of this ${attention} model reached an induction score of ${BOUND}; the best is ${best.toFixed(2)}.`
         : `Measured just now: an induction head formed at step ${at} (a head put ${BOUND} of its weight on the token after `
           + `the earlier occurrence), ${(formedMs / 1000).toFixed(1)} s into training on ${lib.threads} thread${lib.threads > 1 ? 's' : ''}; `
-          + `${steps} steps took ${(ms / 1000).toFixed(1)} s.`;
+          + `${steps} steps took ${(ms / 1000).toFixed(1)} s; the best induction score at the end is ${best.toFixed(2)} (the list below).`;
       el.panel.dataset.result = JSON.stringify({ attention, threads: lib.threads, formedAt: at, formedMs, ms, points: points.map((p) => ({ step: p.step, loss: p.loss, scores: p.scores })), named: named.map((h) => ({ layer: h.layer, head: h.head, name: h.name, score: h.score })) });
       el.panel.dataset.done = String(Number(el.panel.dataset.done ?? 0) + 1);
       model.dispose();

@@ -316,7 +316,7 @@ export function createLearnedView(el, { lib, onChange }) {
     const labels = Array.from(tokens, codec.label);
     current = { chars, labels, codec, logits, vocab: m.config.vocab };
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale,
-      columns: m.config.heads }); // a layer x head grid of thumbnails
+      columns: m.config.heads, form }); // a layer x head grid of thumbnails
     listHeads(named);
     shown = key;
     el.panel.dataset.state = 'ready';

@@ -11,7 +11,8 @@
 // opens it as if picked; when generation stops early the status says why.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
-import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensorsDtypes, sortFiles } from './hub.js';
+import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensorsDtypes } from './hub.js';
+import { notAModelFile } from '../../wasm/llama2c.js';
 import { SAMPLE, bpeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
 import { publishOpened } from '../opened.js';
@@ -154,18 +155,39 @@ export function createLlama2cView(el, { lib }) {
   }
   const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
 
+  // Each file's format from its bytes (its first 64 KiB and its size, lib.sniffModelFile), not its
+  // name: a CSV named model.bin is said to be none of the formats tried, before any loader reads it.
+  const sniff = (list) => Promise.all(list.map(async (f) =>
+    ({ file: f, ...lib.sniffModelFile(new Uint8Array(await f.slice(0, 65536).arrayBuffer()), f.size) })));
+
   async function take(list) {
-    const sorted = sortFiles(list);
-    if (sorted.kind === 'huggingface') return openHuggingFaceFiles(sorted);
-    if (sorted.kind === null) {
-      status(`None of ${list.map((f) => f.name).join(', ') || 'these'} is a model file: give llama2.c's .bin files, or Hugging Face's `
-        + 'config.json, model.safetensors and tokenizer.json.');
+    let sniffed;
+    try {
+      sniffed = await sniff(list);
+    } catch (e) {
+      status(`Could not read the files: ${e.message}`);
       return;
     }
-    for (const f of sorted.list) {
-      if (/tokenizer/i.test(f.name)) files.tokenizer = f;
-      else files.model = f;
+    const of = (format) => sniffed.filter((x) => x.format === format).map((x) => x.file);
+    if (of('hf-config').length || of('safetensors').length) {
+      return openHuggingFaceFiles({ config: of('hf-config')[0] ?? null, tokenizer: of('hf-tokenizer')[0] ?? null,
+        index: of('hf-index')[0] ?? null, weights: of('safetensors') });
     }
+    const exported = sniffed.find((x) => x.format === 'llama2c-export');
+    if (exported) {
+      status(`${exported.file.name} is ${exported.label}: this page reads llama2.c's legacy format (export.py --version 0, `
+        + 'the format of the published stories*.bin files).');
+      return;
+    }
+    if (!of('llama2c').length && !of('llama2c-tokenizer').length) {
+      const none = sniffed.filter((x) => x.format === null);
+      status(none.length ? none.map((x) => notAModelFile(x.file.name, x)).join(' ')
+        : `${sniffed.map((x) => `${x.file.name} is ${x.label}`).join('; ') || 'No file was given'}: a model needs more (llama2.c's `
+          + 'model .bin and its tokenizer.bin, or Hugging Face\'s config.json, model.safetensors and tokenizer.json).');
+      return;
+    }
+    files.model = of('llama2c')[0] ?? files.model;
+    files.tokenizer = of('llama2c-tokenizer')[0] ?? files.tokenizer;
     el.files.textContent = `model: ${files.model ? `${files.model.name} (${formatBytes(files.model.size)})` : 'none yet'}; ` +
       `tokenizer: ${files.tokenizer ? `${files.tokenizer.name} (${formatBytes(files.tokenizer.size)})` : 'none yet'}`;
     if (!files.model || !files.tokenizer) {

@@ -220,7 +220,7 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
     drawChart(el.loss, {
       series: [{ label: 'training batches', points: curves.loss, ...train },
         { label: 'held-out', points: curves.evalLoss, ...held }],
-      xLabel: 'step', yLabel: 'loss', logX: false, emptyText: 'press Train',
+      xLabel: 'step', yLabel: 'loss (bits per token)', logX: false, emptyText: 'press Train',
     });
     drawChart(el.acc, {
       series: [{ label: 'training batches', points: curves.acc, ...train },
@@ -339,7 +339,7 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       // The URL says the length the model really has.
       if (p && taskOptions(state).length !== p.length) onChange({ mlen: p.length });
     } else if (msg.type === 'progress') {
-      curves.loss.push([msg.step, msg.loss]);
+      curves.loss.push([msg.step, msg.loss / Math.LN2]); // the library's nats, drawn in bits
       curves.acc.push([msg.step, msg.accuracy]);
       el.progress.max = msg.goal;
       el.progress.value = msg.step;
@@ -347,11 +347,11 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       el.panel.dataset.lr = String(msg.lr);
       runMaxLoss = Math.max(runMaxLoss, msg.loss);
       el.panel.dataset.runMaxLoss = String(runMaxLoss);
-      status(`Training: step ${msg.step} of ${msg.goal}, loss ${msg.loss.toPrecision(3)}, accuracy ${(100 * msg.accuracy).toFixed(1)}%, `
+      status(`Training: step ${msg.step} of ${msg.goal}, loss ${(msg.loss / Math.LN2).toPrecision(3)} bits per token, accuracy ${(100 * msg.accuracy).toFixed(1)}%, `
         + `learning rate ${fmtLr(msg.lr)}`);
       scheduleCurves();
     } else if (msg.type === 'evaluated') {
-      curves.evalLoss.push([msg.step, msg.loss]);
+      curves.evalLoss.push([msg.step, msg.loss / Math.LN2]);
       curves.evalAcc.push([msg.step, msg.accuracy]);
       el.panel.dataset.evalLoss = String(msg.loss);
       el.panel.dataset.evalAccuracy = String(msg.accuracy);
@@ -365,8 +365,11 @@ export function createModelView(el, { onChange, charsVocab, positionals, forms =
       // layers with no softmax weights (a linear state: gated-delta, kda, ...): their slots say what they show
       const stateLayers = msg.encoder || msg.cols ? [] : msg.maps.map((_, l) => l).filter((l) => layerTitle(l, 0).endsWith(': |A|'));
       // a GRU with additive attention: its alignment (target x source); a GRU with one context vector: none
+      // a layer whose weights are not a distribution: the legend says what its colours are
+      const notProbabilities = msg.cols ? null
+        : (built?.layerForms ?? [built]).map((f) => forms.find((x) => x.name === f?.attention)).find((x) => x?.signed) ?? null;
       heatmaps.render({ maps, n: msg.T, m: msg.cols ? msg.cols.length : msg.T, rowLabels: msg.labels,
-        colLabels: msg.cols ?? msg.labels, scale: state.scale });
+        colLabels: msg.cols ?? msg.labels, scale: state.scale, form: notProbabilities });
       // said where the heatmaps would be, once (the same element, whatever the number of snapshots);
       // gone as soon as the model has attention weights
       if (msg.noAttention || stateLayers.length) {

@@ -14,7 +14,6 @@ const MODELS = new URL('../models/', import.meta.url);
 const CATALOGUES = ['fortunes.json', 'index.json'];
 const SAMPLE_TEXT = 'stream-text.txt';
 const SAMPLE_VOCAB = 512;
-const VOCAB_MAX = 4096; // "Train on your text" goes to this, to keep a page's worker quick (the library's range: 259..8192)
 const MAX_CHIPS = 600; // a longer text shows its first MAX_CHIPS pieces
 
 // ---- the tokenizer shared with the own-text panel ----------------------------------------------
@@ -120,6 +119,15 @@ export function createTokenizerView(el, { lib, onChange }) {
   const status = (text) => { el.status.textContent = text; };
   const setPanelState = (s) => { el.panel.dataset.state = s; };
 
+  // The vocabulary sizes "Train on your text" takes: the library's own range (the C trainer's), one
+  // range for the label, the input's bounds and the panel's message.
+  const VOCAB = lib.tokenizerVocabSize;
+  const rangeText = `${VOCAB.min} to ${VOCAB.max}`;
+  el.vocab.min = String(VOCAB.min);
+  el.vocab.max = String(VOCAB.max);
+  const vocabLabel = el.vocab.labels?.[0];
+  if (vocabLabel) vocabLabel.textContent = `Vocabulary size (${rangeText})`;
+
   function use(next, nextLabel) {
     tok = next;
     label = nextLabel;
@@ -206,7 +214,7 @@ export function createTokenizerView(el, { lib, onChange }) {
         finish();
         return;
       }
-      const ran = next.merges.length < msg.asked - 259 ? ` (the text ran out of pairs before ${msg.asked})` : '';
+      const ran = next.merges.length < msg.asked - VOCAB.min ? ` (the text ran out of pairs before ${msg.asked})` : '';
       use(next, `trained on your text (${msg.chars} characters) at vocabulary ${next.vocabSize}${ran}`);
       const took = msg.ms < 1000 ? `${msg.ms.toFixed(1)} ms` : `${(msg.ms / 1000).toFixed(2)} s`;
       status(`Trained in ${took}: ${next.vocabSize} pieces${ran}. The chips above use it now.`);
@@ -239,9 +247,9 @@ export function createTokenizerView(el, { lib, onChange }) {
   function trainOnText() {
     const text = el.trainText.value;
     const vocabSize = Number(el.vocab.value);
-    // the panel's own cap (a page's worker, kept quick); the library checks everything else
-    if (Number.isFinite(vocabSize) && vocabSize > VOCAB_MAX) {
-      status(`Vocabulary size ${vocabSize} is more than this panel's ${VOCAB_MAX} (the library goes to 8192: lib.trainTokenizer).`);
+    // the label's range, said the same way before a worker starts (the library checks it again)
+    if (el.vocab.value.trim() === '' || !Number.isInteger(vocabSize) || vocabSize < VOCAB.min || vocabSize > VOCAB.max) {
+      status(`Vocabulary size must be a whole number from ${rangeText} (the 3 specials and 256 bytes, then merges), got ${el.vocab.value.trim() || 'nothing'}.`);
       setPanelState('error');
       return;
     }
@@ -249,7 +257,7 @@ export function createTokenizerView(el, { lib, onChange }) {
     el.train.disabled = true;
     setPanelState('training');
     status('Starting the tokenizer worker…');
-    ensureWorker().postMessage({ type: 'train', id: runId, text, vocabSize: el.vocab.value.trim() === '' ? NaN : vocabSize });
+    ensureWorker().postMessage({ type: 'train', id: runId, text, vocabSize });
   }
 
   el.text.addEventListener('input', () => {
