@@ -235,6 +235,38 @@ export function modelMethods(core) {
       return { layers, total: layers.reduce((s, b) => s + (b ?? 0), 0) };
     }
 
+    /**
+     * Quantizes every matrix the decoder reads per token (q, k, v, o, the FFN's and the classifier)
+     * to format 'q8_0' (int8, one float32 scale per groupSize values, llama2.c's runq.c) or 'q4_0'
+     * (ggml's 4-bit values in groups of 32, float32 scales), and frees their float32 copies. Forward,
+     * generate and streamLosses then run integer dot products; training and saving are Errors. An
+     * inference-only decoder ({ training: false }). groupSize: q8_0's default is 64, halved until it
+     * divides dModel, dFF and heads x headDim.
+     */
+    quantize(format, opts = {}) {
+      const what = 'quantize';
+      this.#live(what);
+      if (typeof format !== 'string') fail(`${what}: format must be "q8_0" or "q4_0", got ${describe(format)}`);
+      checkKeys(what, opts, ['groupSize']);
+      const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
+      core.withStrings(what, [format], ([fp]) => core.check(ex.aw_model_quantize(this.handle, fp, group), what));
+      return this.weightBytes;
+    }
+
+    /**
+     * The weights' bytes: { format ('fp32', 'q8_0', 'q4_0'), groupSize (0 for fp32), fp32 (their bytes
+     * in float32, before quantize), bytes (held now: the float32 tensors left plus the quantized
+     * values and scales) }.
+     */
+    get weightBytes() {
+      this.#live('weightBytes');
+      const v = core.withBuffers('weightBytes', [{ name: 'bytes', bytes: 32 }], ([p]) => {
+        ex.aw_model_weight_bytes(this.handle, p);
+        return Array.from(new Float64Array(core.memory.buffer, p, 4));
+      });
+      return { format: ['fp32', 'q8_0', 'q4_0'][v[2]], groupSize: v[3], fp32: v[0], bytes: v[1] };
+    }
+
     /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, mask (0 when none), source]. */
     #withOwnBatch(what, batch, fn) {
       const { inputs, targets, mask, source } = batch;

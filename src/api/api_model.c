@@ -347,6 +347,17 @@ AW_API int aw_model_load_ex(aw_model **handle, const uint8_t *buf, int32_t len, 
 
 AW_API int aw_model_inference(const aw_model *m) { return m->inference; }
 
+// Quantizes the decoder's matrices (model_quantize): format "q8_0" or "q4_0"; group NaN: the format's default.
+AW_API int aw_model_quantize(aw_model *m, const char *format, double group) {
+    aw_clear_error();
+    if (!isnan(group) && !(group >= 1 && group <= 1 << 20 && group == floor(group)))
+        return api_done(aw_fail(AW_ERR_ARG, "quantize: groupSize must be a positive integer, got %g", group));
+    return api_done(model_quantize(m, format, isnan(group) ? 0 : (size_t)group));
+}
+
+// out (4 doubles): the weights' bytes in float32, the bytes held now, the format id (0 float32), the group.
+AW_API void aw_model_weight_bytes(const aw_model *m, double *out) { model_weight_bytes(m, out); }
+
 // The chars tokenizer: token of a byte (0 when not in the charset), and the byte of a token.
 AW_API int aw_model_char_token(int32_t c) { return c < 0 || c > 255 ? 0 : char_to_token((unsigned char)c); }
 AW_API int aw_model_token_char(int32_t t) { return (unsigned char)token_to_char(t); }
