@@ -14,6 +14,10 @@ export type ModelAttention = AttentionName;
  *  second copy is predictable only by an induction head */
 export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars' | 'repeat' | 'mqar';
 
+/** the weight formats of model.quantize: int8 in groups (llama2.c's runq.c), ggml's 4-bit Q4_0 */
+export type WeightFormat = 'q8_0' | 'q4_0';
+export interface WeightBytes { format: 'fp32' | WeightFormat; groupSize: number; fp32: number; bytes: number }
+
 export interface ModelConfig {
   /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */
   vocab?: number;
@@ -261,6 +265,12 @@ export interface Model {
    *  cache or recurrent state as allocated, scratch included; null: no step, generation recomputes)
    *  and in all; an Error for a model that is not a decoder */
   generationBytes(): { layers: (number | null)[]; total: number };
+  /** quantizes every matrix a decoder reads per token (q, k, v, o, the FFN's, the classifier; a q4_0
+   *  model keeps a q8_0 classifier) and frees their float32 copies; inference-only decoders. Forward,
+   *  generate and streamLosses then use integer dot products; trainStep and save are Errors */
+  quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
+  /** the weights' format and bytes: fp32 (in float32, before quantize) and bytes (held now) */
+  readonly weightBytes: WeightBytes;
   trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number };
   evaluate(opts: EvaluateOptions | OwnBatch): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
   /** many steps without blocking; rejects with the signal's reason when aborted */

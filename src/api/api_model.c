@@ -74,6 +74,11 @@ AW_API int aw_model_tensor_info(const aw_model *m, int32_t i, double *out) {
     aw_clear_error();
     if (i < 0 || (size_t)i >= m->n_tensors) return aw_fail(AW_ERR_ARG, "tensor %d: the model has %zu", (int)i, m->n_tensors);
     const aw_tensor_info *t = &m->tensors[i];
+    if (t->quantized) { // its floats are gone: whatever reads them (saveHuggingFace) is refused
+        char what[64];
+        snprintf(what, sizeof what, "reading tensor %s", t->name);
+        return model_refuse_quantized(m, what);
+    }
     out[0] = (double)t->offset, out[1] = (double)t->rows, out[2] = (double)t->cols, out[3] = t->transposed;
     out[4] = t->rank, out[5] = (double)t->dims[0], out[6] = (double)t->dims[1], out[7] = (double)t->dims[2];
     return AW_OK;

@@ -2,7 +2,7 @@
 //   scalar    plain C (and the reference every build keeps: *_dot_ref)
 //   SIMD128   activations widened to i16 once per row of x, weights widened per 16 values, then
 //             i32x4.dot_i16x8_s
-//   relaxed   i32x4.relaxed_dot_i8x16_i7x16_add_s with its second operand in [0, 127] (quant.h says how)
+//   relaxed   i16x8.relaxed_dot_i8x16_i7x16_s with its second operand in [0, 127] (quant.h says how)
 // A group's integer sum is exact in every build, so the three agree bit for bit.
 #include "quant.h"
 
@@ -112,6 +112,14 @@ static inline int32_t hsum_i32(v128_t a) {
 }
 
 #if AW_RELAXED
+// i16x8.relaxed_dot_i8x16_i7x16_s, then i32x4.extadd_pairwise_i16x8_s. (clang-19's fused
+// i32x4.relaxed_dot_i8x16_i7x16_add_s encoding, 0xfd 0x113, is refused by V8 in Chromium 156 and
+// Node 20: "not enough arguments on the stack"; the i16x8 form validates and runs in both.) Each
+// i16 lane sums two products of |a| <= 127 and b in [0, 127]: at most 32258, so no engine saturates.
+static inline v128_t rdot(v128_t acc, v128_t a, v128_t b7) {
+    return wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16(a, b7)));
+}
+
 // sum w x = sum (w sign(x)) |x|: the second operand |x| in [0, 127]; w sign(x) = (w ^ neg) - neg
 static void q8_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
     const size_t G = x->G;
@@ -119,8 +127,7 @@ static void q8_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
         v128_t acc = wasm_i32x4_splat(0);
         for (size_t i = g * G; i < (g + 1) * G; i += 16) {
             const v128_t w = wasm_v128_load(q + i), neg = wasm_v128_load(x->neg + i);
-            acc = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(wasm_i8x16_sub(wasm_v128_xor(w, neg), neg),
-                                                         wasm_v128_load(x->abs + i), acc);
+            acc = rdot(acc, wasm_i8x16_sub(wasm_v128_xor(w, neg), neg), wasm_v128_load(x->abs + i));
         }
         isum[g] = hsum_i32(acc);
     }
@@ -131,9 +138,8 @@ static void q4_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
     const v128_t low = wasm_i8x16_splat(15);
     for (size_t g = 0; g < x->K / 32; g++) {
         const v128_t b = wasm_v128_load(q + g * 16);
-        v128_t acc = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(wasm_v128_load(x->q + g * 32), wasm_v128_and(b, low),
-                                                            wasm_i32x4_splat(0));
-        acc = wasm_i32x4_relaxed_dot_i8x16_i7x16_add(wasm_v128_load(x->q + g * 32 + 16), wasm_u8x16_shr(b, 4), acc);
+        v128_t acc = rdot(wasm_i32x4_splat(0), wasm_v128_load(x->q + g * 32), wasm_v128_and(b, low));
+        acc = rdot(acc, wasm_v128_load(x->q + g * 32 + 16), wasm_u8x16_shr(b, 4));
         isum[g] = hsum_i32(acc) - 8 * x->sum[g];
     }
 }
@@ -171,9 +177,9 @@ static void q4_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
 #endif
 
 const aw_qformat AW_QFORMATS[AW_QF_COUNT] = {
-    {"fp32", 32, 0, 0, NULL, NULL, NULL, NULL, NULL},
-    {"q8_0", 8, 0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_dot, q8_dot_ref},
-    {"q4_0", 4, 32, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_dot, q4_dot_ref},
+    {"fp32", 32, 0, AW_QF_NONE, 0, NULL, NULL, NULL, NULL, NULL},
+    {"q8_0", 8, 0, AW_QF_Q8_0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_dot, q8_dot_ref},
+    {"q4_0", 4, 32, AW_QF_Q8_0, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_dot, q4_dot_ref},
 };
 
 int aw_qformat_find(const char *name) {

@@ -14,7 +14,8 @@
 // g ascending. So every build (scalar, SIMD128, relaxed SIMD) and every thread count gives the
 // same bits.
 //
-// Relaxed SIMD (i32x4.relaxed_dot_i8x16_i7x16_add_s) has one result on every engine when each
+// Relaxed SIMD (i16x8.relaxed_dot_i8x16_i7x16_s, then a pairwise add to i32; quant.c says why not
+// the fused i32x4 form) has one result on every engine when each
 // element of its second operand lies in [0, 127] (engines may read that operand as signed or as
 // unsigned; x86's pmaddubsw reads it unsigned). That holds by construction:
 //   q4_0: the second operand is the stored nibble u in [0, 15]; the -8 comes out as
@@ -56,6 +57,8 @@ typedef struct {
     const char *name;        // "q8_0"
     int bits;                // bits per value
     size_t fixed_group;      // 0: any group that divides the rows (a multiple of 16 up to AW_QGROUP_MAX); else that group
+    int classifier;          // the classifier's format: llama.cpp keeps output.weight in more bits than its
+                             // 4-bit types (Q6_K there); here q4_0 models keep a q8_0 classifier (same group)
     size_t default_group;    // the group when none is asked for (q8_0: 64, halved until it divides every row, as
                              // llama2.c's export.py does)
     // bytes of a row of n values (n a multiple of the group)

@@ -2,7 +2,7 @@
 // model_quantize turns q, k, v, o, the FFN's matrices and the classifier into rows of a format,
 // then moves every other tensor into a smaller arena (model_compact_params) so the float32 copies
 // are really gone. The embedding table stays float32 for the lookup (a tied classifier gets a
-// quantized copy of it). The forward, generation and streaming read the quantized matrices through
+// quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The forward, generation and streaming read the quantized matrices through
 // model_linear; training, saving and the tools that read weights directly refuse such a model.
 #include "transformer.h"
 
@@ -73,9 +73,10 @@ typedef struct {
     const char *name;
     aw_tensor_info *tensor; // NULL: the tensor stays (the tied wte)
     const aw_qmat **slot;
+    int format;             // the model's format, or its row's classifier format for the classifier
 } qsource;
 
-static size_t list_sources(aw_model *m, qsource *s, char names[][48]) {
+static size_t list_sources(aw_model *m, qsource *s, char names[][48], int format) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, A = model_attn_cols(c), KC = model_kv_cols(m), F = (size_t)c->d_ff;
     size_t n = 0;
@@ -90,13 +91,14 @@ static size_t list_sources(aw_model *m, qsource *s, char names[][48]) {
             if (!rows[r].w) continue;
             snprintf(names[n], 48, "dec.%d.%s.%s", l, rows[r].sub, rows[r].leaf);
             s[n] = (qsource){rows[r].w, rows[r].in, rows[r].out, 1, names[n],
-                             (aw_tensor_info *)model_find_tensor(m, names[n]), rows[r].slot};
+                             (aw_tensor_info *)model_find_tensor(m, names[n]), rows[r].slot, format};
             n++;
         }
     }
-    if (c->tie) s[n++] = (qsource){m->w.wte, C, (size_t)c->vocab, 0, "wte", NULL, &m->w.q_out};
+    const int cls = AW_QFORMATS[format].classifier;
+    if (c->tie) s[n++] = (qsource){m->w.wte, C, (size_t)c->vocab, 0, "wte", NULL, &m->w.q_out, cls};
     else s[n++] = (qsource){m->w.w_out, C, (size_t)c->vocab, 1, "out.w", (aw_tensor_info *)model_find_tensor(m, "out.w"),
-                            &m->w.q_out};
+                            &m->w.q_out, cls};
     return n;
 }
 
@@ -124,7 +126,8 @@ static int choose_group(const aw_qformat *f, size_t asked, const qsource *s, siz
 }
 
 // Quantizes s into q (rows = outputs): the (in, out) layout is read 16 columns at a time into t (16 in).
-static void quantize_matrix(const aw_qformat *f, aw_qmat *q, const qsource *s, float *t) {
+static void quantize_matrix(aw_qmat *q, const qsource *s, float *t) {
+    const aw_qformat *f = &AW_QFORMATS[q->format];
     const size_t ng = s->in / q->group, rb = f->row_bytes(s->in);
     for (size_t j0 = 0; j0 < s->out; j0 += 16) {
         const size_t nj = s->out - j0 < 16 ? s->out - j0 : 16;
@@ -158,14 +161,15 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
     const aw_qformat *f = &AW_QFORMATS[fid];
     char names[QMATS][48];
     qsource src[QMATS];
-    const size_t n = list_sources(m, src, names);
+    const size_t n = list_sources(m, src, names, fid);
     size_t G = 0;
     if ((st = choose_group(f, group, src, n, &G))) return st;
     // one block: each matrix's values then its scales, 16-byte aligned pieces
     size_t bytes = 0, at_q[QMATS], at_s[QMATS], widest = 0;
     for (size_t i = 0; i < n; i++) {
         at_q[i] = bytes;
-        bytes = aw_size_add(bytes, aw_size_add(aw_size_mul(src[i].out, f->row_bytes(src[i].in)), 15) / 16 * 16);
+        const aw_qformat *fi = &AW_QFORMATS[src[i].format];
+        bytes = aw_size_add(bytes, aw_size_add(aw_size_mul(src[i].out, fi->row_bytes(src[i].in)), 15) / 16 * 16);
         at_s[i] = bytes;
         bytes = aw_size_add(bytes, aw_size_add(aw_size_mul3(src[i].out, src[i].in / G, sizeof(float)), 15) / 16 * 16);
         widest = src[i].in > widest ? src[i].in : widest;
@@ -181,8 +185,8 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
     }
     q->format = fid, q->group = G, q->count = n, q->bytes = bytes, q->fp32_bytes = (double)m->n_params * sizeof(float);
     for (size_t i = 0; i < n; i++) {
-        q->mats[i] = (aw_qmat){fid, src[i].out, src[i].in, G, q->mem + at_q[i], (float *)(q->mem + at_s[i])};
-        quantize_matrix(f, &q->mats[i], &src[i], t);
+        q->mats[i] = (aw_qmat){src[i].format, src[i].out, src[i].in, G, q->mem + at_q[i], (float *)(q->mem + at_s[i])};
+        quantize_matrix(&q->mats[i], &src[i], t);
     }
     free(t);
     for (size_t i = 0; i < n; i++)
