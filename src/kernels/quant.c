@@ -1,8 +1,8 @@
 // quant.c: the weight formats of quant.h and their integer dot products, per build:
-//   scalar    plain C (and the reference every build keeps: *_dot_ref)
-//   SIMD128   activations widened to i16 once per row of x, weights widened per 16 values, then
-//             i32x4.dot_i16x8_s
-//   relaxed   i16x8.relaxed_dot_i8x16_i7x16_s with its second operand in [0, 127] (quant.h says how)
+//   scalar    plain C (and the reference every build keeps: *_row_ref)
+//   SIMD128   i16x8.extmul_low/high_i8x16_s, an i16 add, i32x4.extadd_pairwise_i16x8_s; four groups'
+//             sums reduced at once and scaled lane by lane in the reference's order
+//   relaxed   q4_0 through i16x8.relaxed_dot_i8x16_i7x16_s with its second operand in [0, 15] (quant.h)
 // A group's integer sum is exact in every build, so the three agree bit for bit.
 #include "quant.h"
 
@@ -48,14 +48,17 @@ static void q8_dequantize_row(float *out, const uint8_t *q, const float *s, size
     for (size_t i = 0; i < n; i++) out[i] = (float)qi[i] * s[i / G];
 }
 
-static void q8_dot_ref(int32_t *isum, const uint8_t *q, const aw_qact *x) {
+// the row's value: sum_g ((float)isum_g * ws[g]) * xs[g], g ascending (the order every build keeps)
+static float q8_row_ref(const uint8_t *q, const float *ws, const aw_qact *x) {
     const int8_t *w = (const int8_t *)q;
     const size_t G = x->G;
+    float val = 0.0f;
     for (size_t g = 0; g < x->K / G; g++) {
         int32_t s = 0;
         for (size_t i = g * G; i < (g + 1) * G; i++) s += (int32_t)w[i] * (int32_t)x->q[i];
-        isum[g] = s;
+        val += ((float)s * ws[g]) * x->s[g];
     }
+    return val;
 }
 
 // ---- q4_0 -----------------------------------------------------------------------------------
@@ -90,16 +93,18 @@ static void q4_dequantize_row(float *out, const uint8_t *q, const float *s, size
         }
 }
 
-static void q4_dot_ref(int32_t *isum, const uint8_t *q, const aw_qact *x) {
+static float q4_row_ref(const uint8_t *q, const float *ws, const aw_qact *x) {
     const size_t G = x->G, half = G / 2;
+    float val = 0.0f;
     for (size_t g = 0; g < x->K / G; g++) {
         const int8_t *xg = x->q + g * G;
         const uint8_t *b = q + g * half;
         int32_t s = 0;
         for (size_t i = 0; i < half; i++)
             s += ((int32_t)(b[i] & 15) - 8) * xg[i] + ((int32_t)(b[i] >> 4) - 8) * xg[i + half];
-        isum[g] = s;
+        val += ((float)s * ws[g]) * x->s[g];
     }
+    return val;
 }
 
 // ---- the vector kernels ---------------------------------------------------------------------
@@ -111,75 +116,96 @@ static inline int32_t hsum_i32(v128_t a) {
     return wasm_i32x4_extract_lane(a, 0);
 }
 
+// [sum a, sum b, sum c, sum d]: four groups' sums at once (integers: any order is exact)
+static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
+    const v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+    const v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+// val + p0 + p1 + p2 + p3 with p = ((float)isum * ws) * xs lane by lane: the scalar order's products and sums
+static inline float combine4(float val, v128_t isum, const float *ws, const float *xs) {
+    const v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_v128_load(ws)), wasm_v128_load(xs));
+    val += wasm_f32x4_extract_lane(p, 0);
+    val += wasm_f32x4_extract_lane(p, 1);
+    val += wasm_f32x4_extract_lane(p, 2);
+    val += wasm_f32x4_extract_lane(p, 3);
+    return val;
+}
+
+// One group's sum w x as four i32 partials. Products of two values in [-127, 127] fit i16, and two
+// of them (at most 32258) too: i16x8.extmul_low/high, one i16 add, then a pairwise widening add.
+static inline v128_t q8_group(const uint8_t *w, const int8_t *x, size_t G) {
+    v128_t acc = wasm_i32x4_splat(0);
+    for (size_t i = 0; i < G; i += 16) {
+        const v128_t a = wasm_v128_load(w + i), b = wasm_v128_load(x + i);
+        const v128_t s = wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(a, b), wasm_i16x8_extmul_high_i8x16(a, b));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(s));
+    }
+    return acc;
+}
+
+static float q8_row(const uint8_t *q, const float *ws, const aw_qact *x) {
+    const size_t G = x->G, ng = x->K / G;
+    float val = 0.0f;
+    size_t g = 0;
+    for (; g + 4 <= ng; g += 4) {
+        const uint8_t *w = q + g * G;
+        const int8_t *xq = x->q + g * G;
+        const v128_t s = hsum4(q8_group(w, xq, G), q8_group(w + G, xq + G, G), q8_group(w + 2 * G, xq + 2 * G, G),
+                               q8_group(w + 3 * G, xq + 3 * G, G));
+        val = combine4(val, s, ws + g, x->s + g);
+    }
+    for (; g < ng; g++) val += ((float)hsum_i32(q8_group(q + g * G, x->q + g * G, G)) * ws[g]) * x->s[g];
+    return val;
+}
+
+// One q4_0 group's sum u x (u the stored nibbles in [0, 15]; the -8 comes off as 8 sum x after) as
+// four i32 partials: each i16 lane sums four products of at most 15 * 127, 7620 at most.
 #if AW_RELAXED
-// i16x8.relaxed_dot_i8x16_i7x16_s, then i32x4.extadd_pairwise_i16x8_s. (clang-19's fused
-// i32x4.relaxed_dot_i8x16_i7x16_add_s encoding, 0xfd 0x113, is refused by V8 in Chromium 156 and
-// Node 20: "not enough arguments on the stack"; the i16x8 form validates and runs in both.) Each
-// i16 lane sums two products of |a| <= 127 and b in [0, 127]: at most 32258, so no engine saturates.
-static inline v128_t rdot(v128_t acc, v128_t a, v128_t b7) {
-    return wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16(a, b7)));
-}
-
-// sum w x = sum (w sign(x)) |x|: the second operand |x| in [0, 127]; w sign(x) = (w ^ neg) - neg
-static void q8_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
-    const size_t G = x->G;
-    for (size_t g = 0; g < x->K / G; g++) {
-        v128_t acc = wasm_i32x4_splat(0);
-        for (size_t i = g * G; i < (g + 1) * G; i += 16) {
-            const v128_t w = wasm_v128_load(q + i), neg = wasm_v128_load(x->neg + i);
-            acc = rdot(acc, wasm_i8x16_sub(wasm_v128_xor(w, neg), neg), wasm_v128_load(x->abs + i));
-        }
-        isum[g] = hsum_i32(acc);
-    }
-}
-
-// sum (u - 8) x = sum x u - 8 sum x: the second operand u in [0, 15]
-static void q4_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
-    const v128_t low = wasm_i8x16_splat(15);
-    for (size_t g = 0; g < x->K / 32; g++) {
-        const v128_t b = wasm_v128_load(q + g * 16);
-        v128_t acc = rdot(wasm_i32x4_splat(0), wasm_v128_load(x->q + g * 32), wasm_v128_and(b, low));
-        acc = rdot(acc, wasm_v128_load(x->q + g * 32 + 16), wasm_u8x16_shr(b, 4));
-        isum[g] = hsum_i32(acc) - 8 * x->sum[g];
-    }
+// i16x8.relaxed_dot_i8x16_i7x16_s with the nibbles as its second operand (in [0, 15], so every engine
+// agrees). (clang-19's fused i32x4.relaxed_dot_i8x16_i7x16_add_s, 0xfd 0x113, is refused by V8 in
+// Chromium 156 and Node 20: "not enough arguments on the stack"; the i16x8 form runs in both.)
+static inline v128_t q4_group(const uint8_t *b, const int8_t *x) {
+    const v128_t v = wasm_v128_load(b), lo = wasm_v128_and(v, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(v, 4);
+    const v128_t s = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x), lo),
+                                    wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x + 16), hi));
+    return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
 #else
-static void q8_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
-    const size_t G = x->G;
-    for (size_t g = 0; g < x->K / G; g++) {
-        v128_t acc = wasm_i32x4_splat(0);
-        for (size_t i = g * G; i < (g + 1) * G; i += 16) {
-            const v128_t w = wasm_v128_load(q + i);
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(w), wasm_v128_load(x->w16 + i)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(w), wasm_v128_load(x->w16 + i + 8)));
-        }
-        isum[g] = hsum_i32(acc);
-    }
-}
-
-static void q4_dot(int32_t *isum, const uint8_t *q, const aw_qact *x) {
-    const v128_t low = wasm_i8x16_splat(15), eight = wasm_i8x16_splat(8);
-    for (size_t g = 0; g < x->K / 32; g++) {
-        const v128_t b = wasm_v128_load(q + g * 16);
-        const v128_t lo = wasm_i8x16_sub(wasm_v128_and(b, low), eight), hi = wasm_i8x16_sub(wasm_u8x16_shr(b, 4), eight);
-        const int16_t *xs = x->w16 + g * 32;
-        v128_t acc = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), wasm_v128_load(xs));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), wasm_v128_load(xs + 8)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), wasm_v128_load(xs + 16)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), wasm_v128_load(xs + 24)));
-        isum[g] = hsum_i32(acc);
-    }
+static inline v128_t q4_group(const uint8_t *b, const int8_t *x) {
+    const v128_t v = wasm_v128_load(b), lo = wasm_v128_and(v, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(v, 4);
+    const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
+    const v128_t s = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(lo, x0), wasm_i16x8_extmul_high_i8x16(lo, x0)),
+                                    wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
+    return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
 #endif
+
+static float q4_row(const uint8_t *q, const float *ws, const aw_qact *x) {
+    const size_t ng = x->K / 32;
+    float val = 0.0f;
+    size_t g = 0;
+    for (; g + 4 <= ng; g += 4) {
+        const uint8_t *b = q + g * 16;
+        const int8_t *xq = x->q + g * 32;
+        v128_t s = hsum4(q4_group(b, xq), q4_group(b + 16, xq + 32), q4_group(b + 32, xq + 64), q4_group(b + 48, xq + 96));
+        s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(x->sum + g), 3));
+        val = combine4(val, s, ws + g, x->s + g);
+    }
+    for (; g < ng; g++)
+        val += ((float)(hsum_i32(q4_group(q + g * 16, x->q + g * 32)) - 8 * x->sum[g]) * ws[g]) * x->s[g];
+    return val;
+}
 #else
-#define q8_dot q8_dot_ref
-#define q4_dot q4_dot_ref
+#define q8_row q8_row_ref
+#define q4_row q4_row_ref
 #endif
 
 const aw_qformat AW_QFORMATS[AW_QF_COUNT] = {
     {"fp32", 32, 0, AW_QF_NONE, 0, NULL, NULL, NULL, NULL, NULL},
-    {"q8_0", 8, 0, AW_QF_Q8_0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_dot, q8_dot_ref},
-    {"q4_0", 4, 32, AW_QF_Q8_0, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_dot, q4_dot_ref},
+    {"q8_0", 8, 0, AW_QF_Q8_0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_row, q8_row_ref},
+    {"q4_0", 4, 32, AW_QF_Q8_0, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_row, q4_row_ref},
 };
 
 int aw_qformat_find(const char *name) {
@@ -195,35 +221,26 @@ size_t aw_qmat_bytes(int format, size_t rows, size_t cols, size_t group) {
 
 // ---- activations ----------------------------------------------------------------------------
 
-// q (K, rounded up to 16) | w16 (2K) | abs (K) | neg (K) | s (4 K/G) | sum (4 K/G): 16-byte pieces
+// q (K, rounded up to 16) | s (4 K/G, idem) | sum (4 K/G): 16-byte pieces
 static size_t round16(size_t n) { return n == AW_SIZE_INVALID ? n : aw_size_add(n, 15) / 16 * 16; }
 
 size_t aw_qact_bytes(size_t K, size_t G) {
-    const size_t k = round16(K), groups = round16(aw_size_mul(K / G, 4));
-    return aw_size_add(aw_size_mul(k, 5), aw_size_mul(groups, 2));
+    return aw_size_add(round16(K), aw_size_mul(round16(aw_size_mul(K / G, 4)), 2));
 }
 
 void aw_qact_init(aw_qact *a, void *mem, const float *x, size_t K, size_t G) {
     const size_t k = round16(K), groups = round16((K / G) * 4);
     uint8_t *p = mem;
     int8_t *q = (int8_t *)p;
-    int16_t *w16 = (int16_t *)(p + k);
-    uint8_t *abs = p + 3 * k;
-    int8_t *neg = (int8_t *)(p + 4 * k);
-    float *s = (float *)(p + 5 * k);
-    int32_t *sum = (int32_t *)(p + 5 * k + groups);
+    float *s = (float *)(p + k);
+    int32_t *sum = (int32_t *)(p + k + groups);
     q8_quantize_row((uint8_t *)q, s, x, K, G);
     for (size_t g = 0; g < K / G; g++) {
         int32_t t = 0;
         for (size_t i = g * G; i < (g + 1) * G; i++) t += q[i];
         sum[g] = t;
     }
-    for (size_t i = 0; i < K; i++) {
-        w16[i] = q[i];
-        abs[i] = (uint8_t)(q[i] < 0 ? -q[i] : q[i]);
-        neg[i] = q[i] < 0 ? -1 : 0;
-    }
-    *a = (aw_qact){q, s, sum, w16, abs, neg, K, G};
+    *a = (aw_qact){q, s, sum, K, G};
 }
 
 // ---- the gemv -------------------------------------------------------------------------------
@@ -231,39 +248,29 @@ void aw_qact_init(aw_qact *a, void *mem, const float *x, size_t K, size_t G) {
 enum {
     QGEMV_PAR = 1 << 15, // multiply-adds from which a call is cut for threads (matmul.c's GEMV_PAR)
     QGEMV_BLOCKS = 64,   // at most this many blocks of rows (parallel.h's AW_PIECES)
-    QGROUPS = 256,       // groups summed per pass of dot_groups over a row (the stack's isum)
 };
 
 typedef struct {
-    float *y;
+    float *y;          // (n, rows)
     const aw_qmat *w;
-    const aw_qact *x;
+    const aw_qact *x;  // (n) activation rows
     const float *b;
-    size_t cut;
+    size_t n, cut;
     int ref;
 } qgemv_job;
 
-// y[j] = b[j] + sum_g ((float)isum_g * sw_g) * sx_g, g ascending (the one order of every build)
+// y[r, j] = b[j] + row j's value against activation r (the format's row_dot), for rows j0 .. j1 of W:
+// each row of W read once for all n activations (a prompt's rows), while it is in L1
 static void qgemv_rows(const qgemv_job *jb, size_t j0, size_t j1) {
     const aw_qmat *w = jb->w;
     const aw_qformat *f = &AW_QFORMATS[w->format];
-    const size_t G = w->group, ng = w->cols / G, rb = f->row_bytes(w->cols), gb = f->row_bytes(G);
-    void (*dot)(int32_t *, const uint8_t *, const aw_qact *) = jb->ref ? f->dot_groups_ref : f->dot_groups;
-    int32_t isum[QGROUPS];
-    for (size_t j = j0; j < j1; j++) {
-        const uint8_t *row = w->q + j * rb;
-        const float *ws = w->s + j * ng, *xs = jb->x->s;
-        float val = 0.0f;
-        for (size_t g0 = 0; g0 < ng; g0 += QGROUPS) { // QGROUPS groups at a time: a sub-row's activation view
-            const size_t n = ng - g0 < QGROUPS ? ng - g0 : QGROUPS;
-            const aw_qact *x = jb->x;
-            const size_t at = g0 * G;
-            const aw_qact part = {x->q + at, x->s + g0, x->sum + g0, x->w16 + at, x->abs + at, x->neg + at, n * G, G};
-            dot(isum, row + g0 * gb, &part);
-            for (size_t g = 0; g < n; g++) val += ((float)isum[g] * ws[g0 + g]) * xs[g0 + g];
+    const size_t ng = w->cols / w->group, rb = f->row_bytes(w->cols);
+    float (*row)(const uint8_t *, const float *, const aw_qact *) = jb->ref ? f->row_dot_ref : f->row_dot;
+    for (size_t j = j0; j < j1; j++)
+        for (size_t r = 0; r < jb->n; r++) {
+            const float val = row(w->q + j * rb, w->s + j * ng, &jb->x[r]);
+            jb->y[r * w->rows + j] = jb->b ? jb->b[j] + val : val;
         }
-        jb->y[j] = jb->b ? jb->b[j] + val : val;
-    }
 }
 
 static void qgemv_block(void *ctx, size_t item) {
@@ -272,10 +279,11 @@ static void qgemv_block(void *ctx, size_t item) {
     qgemv_rows(jb, j0, j1);
 }
 
-static void qgemv(float *y, const aw_qmat *w, const aw_qact *x, const float *b, int ref) {
+// Threads: blocks of a multiple of 4 rows of W, fixed by its sizes alone (parallel.h)
+static void qgemv(float *y, const aw_qmat *w, const aw_qact *x, size_t n, const float *b, int ref) {
     const size_t N = w->rows;
-    qgemv_job jb = {y, w, x, b, N, ref};
-    if (!ref && (double)N * (double)w->cols >= QGEMV_PAR) { // blocks of a multiple of 4 rows, fixed by N
+    qgemv_job jb = {y, w, x, b, n, N, ref};
+    if (!ref && (double)N * (double)w->cols >= QGEMV_PAR) {
         size_t cut = (N + QGEMV_BLOCKS - 1) / QGEMV_BLOCKS;
         jb.cut = (cut + 3) / 4 * 4;
     }
@@ -283,14 +291,23 @@ static void qgemv(float *y, const aw_qmat *w, const aw_qact *x, const float *b, 
     else aw_parallel_for((N + jb.cut - 1) / jb.cut, qgemv_block, &jb);
 }
 
-void aw_qgemv(float *y, const aw_qmat *w, const aw_qact *x, const float *b) { qgemv(y, w, x, b, 0); }
+void aw_qgemv(float *y, const aw_qmat *w, const aw_qact *x, const float *b) { qgemv(y, w, x, 1, b, 0); }
 
+enum { QBATCH = 32 }; // activation rows quantized and multiplied together (a prompt's), each in its own workspace
+
+// N rows in batches of QBATCH when a workspace for them can be had (a prompt's batched forward: W is
+// streamed once a batch), else one row at a time in `work`; either way every output gets the same bits.
 static void qlinear(float *out, const float *x, const aw_qmat *w, const float *b, size_t N, void *work, int ref) {
-    aw_qact a;
-    for (size_t r = 0; r < N; r++) {
-        aw_qact_init(&a, work, x + r * w->cols, w->cols, w->group);
-        qgemv(out + r * w->rows, w, &a, b, ref);
+    const size_t K = w->cols, bytes = aw_qact_bytes(K, w->group);
+    aw_qact a[QBATCH];
+    uint8_t *batch = N > 1 ? aw_alloc(aw_size_mul(N < QBATCH ? N : QBATCH, bytes), 1) : NULL;
+    const size_t step = batch ? (N < QBATCH ? N : QBATCH) : 1;
+    for (size_t r0 = 0; r0 < N; r0 += step) {
+        const size_t n = N - r0 < step ? N - r0 : step;
+        for (size_t r = 0; r < n; r++) aw_qact_init(&a[r], batch ? batch + r * bytes : work, x + (r0 + r) * K, K, w->group);
+        qgemv(out + r0 * w->rows, w, a, n, b, ref);
     }
+    free(batch);
 }
 
 void aw_qlinear(float *out, const float *x, const aw_qmat *w, const float *b, size_t N, void *work) {

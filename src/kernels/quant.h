@@ -14,15 +14,14 @@
 // g ascending. So every build (scalar, SIMD128, relaxed SIMD) and every thread count gives the
 // same bits.
 //
-// Relaxed SIMD (i16x8.relaxed_dot_i8x16_i7x16_s, then a pairwise add to i32; quant.c says why not
-// the fused i32x4 form) has one result on every engine when each
-// element of its second operand lies in [0, 127] (engines may read that operand as signed or as
-// unsigned; x86's pmaddubsw reads it unsigned). That holds by construction:
-//   q4_0: the second operand is the stored nibble u in [0, 15]; the -8 comes out as
-//         8 sum_i x_i per group (aw_qact.sum), an exact integer.
-//   q8_0: the second operand is |x| (x: the activation, in [-127, 127], so |x| <= 127) and the first
-//         is the weight with x's sign moved onto it, w sign(x) in [-127, 127]: the same products.
-//         (Weights are never -128: quantize rounds into [-127, 127].)
+// The kernels: SIMD128 multiplies int8 by int8 into i16 (i16x8.extmul_low/high_i8x16_s: a product
+// and the sum of two fit i16), then widens pairwise into i32. The relaxed build's q4_0 kernel uses
+// i16x8.relaxed_dot_i8x16_i7x16_s, whose result every engine defines the same way when each element
+// of its second operand lies in [0, 127] (engines may read that operand as signed or as unsigned;
+// x86's pmaddubsw reads it unsigned): that operand is the stored nibble u in [0, 15], and the -8
+// comes off as 8 sum_i x_i per group (aw_qact.sum), an exact integer. Its q8_0 kernel is SIMD128's:
+// q8_0 has no operand in [0, 127] to give, and moving x's signs onto w (|x| then is one) takes 8
+// operations per 16 values against SIMD128's 7 (counted).
 #ifndef AW_QUANT_H
 #define AW_QUANT_H
 
@@ -37,9 +36,6 @@ typedef struct {
     const int8_t *q;    // (K) round(x / s) in [-127, 127]
     const float *s;     // (K / G) each group's scale, max|x| / 127
     const int32_t *sum; // (K / G) each group's sum of q (q4_0's -8)
-    const int16_t *w16; // (K) q widened (the SIMD128 kernels), or NULL
-    const uint8_t *abs; // (K) |q| (the relaxed q8_0 kernel), or NULL
-    const int8_t *neg;  // (K) -1 where q < 0, else 0 (idem), or NULL
     size_t K, G;
 } aw_qact;
 
@@ -67,9 +63,10 @@ typedef struct {
     void (*quantize_row)(uint8_t *q, float *s, const float *x, size_t n, size_t G);
     // dequantizes one row: out (n)
     void (*dequantize_row)(float *out, const uint8_t *q, const float *s, size_t n, size_t G);
-    // sum_g isum_g: the integer dot product of group g of the row with the activation's, in isum (K / G)
-    void (*dot_groups)(int32_t *isum, const uint8_t *q, const aw_qact *x);
-    void (*dot_groups_ref)(int32_t *isum, const uint8_t *q, const aw_qact *x); // plain C, every build
+    // a row's value against an activation: sum_g ((float)isum_g * ws[g]) * x->s[g], g ascending, isum_g
+    // the integer dot product of group g; ws (K / G) the row's scales
+    float (*row_dot)(const uint8_t *q, const float *ws, const aw_qact *x);
+    float (*row_dot_ref)(const uint8_t *q, const float *ws, const aw_qact *x); // plain C, every build
 } aw_qformat;
 
 extern const aw_qformat AW_QFORMATS[AW_QF_COUNT]; // row 0: fp32 (no quantization)
