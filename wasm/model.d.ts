@@ -287,7 +287,8 @@ export interface Model {
    *  are cache slots), or with recompute a fresh forward over the last `window` tokens at every
    *  position. Softmax decoders with positional 'rope' or 'none'. tokens.length - 1 values. */
   streamLosses(tokens: ArrayLike<number>, opts?: { window?: number; sinks?: number; recompute?: boolean }): Float32Array;
-  saveLlama2c(): Uint8Array;
+  /** llama2.c's model file: version 0 (default; float32, run.c's) or 2 (int8 in groups of groupSize, runq.c's) */
+  saveLlama2c(opts?: { version?: 0 | 2; groupSize?: number }): Uint8Array;
   /** Hugging Face's files for this model (docs/huggingface.md): config.json's object and
    *  model.safetensors' bytes (F32 by default, or BF16), that transformers' AutoModelForCausalLM
    *  loads as LlamaForCausalLM, MistralForCausalLM (window), Qwen2ForCausalLM (qkvBias),

@@ -3,7 +3,7 @@
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
 import { INT32_MAX, INT32_MIN, checkBool, checkFiniteNumber, checkInt, checkKeys, checkSeed, describe, fail, formOptionText, isIntIn, readForms } from './core.js';
-import { safetensorsToLlama2c } from './llama2c.js';
+import { llama2cLegacyToV2, safetensorsToLlama2c } from './llama2c.js';
 import { installHooks } from './hooks.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
@@ -517,10 +517,15 @@ export function modelMethods(core) {
      * before each sublayer, SwiGLU, no biases; decoder-only); any other is an Error naming the part
      * llama2.c lacks. A tied classifier writes a positive vocab_size, an untied one a negative one.
      */
-    saveLlama2c() {
+    saveLlama2c(opts = {}) {
       const what = 'saveLlama2c';
       this.#live(what);
-      return safetensorsToLlama2c(this.save(), this.config, what);
+      checkKeys(what, opts, ['version', 'groupSize']);
+      const version = opts.version ?? 0;
+      if (version !== 0 && version !== 2) fail(`${what}: version must be 0 (the legacy float32 file, run.c's) or 2 (int8, runq.c's), got ${describe(version)}`);
+      if (version === 0 && opts.groupSize !== undefined) fail(`${what}: groupSize goes with version 2`);
+      const v0 = safetensorsToLlama2c(this.save(), this.config, what);
+      return version === 2 ? llama2cLegacyToV2(v0, opts.groupSize, what) : v0;
     }
 
     /**

@@ -4,6 +4,7 @@
 
 #include "../kernels/quant.h"
 #include "../kernels/size.h"
+#include "../model/transformer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,4 +39,16 @@ AW_API int aw_quant_linear(const char *format, int32_t group, const float *w, co
     free(m.s);
     free(work);
     return api_done(st);
+}
+
+// A quantized model's matrix i: its tensor's name (0 past the last), and in out (6 doubles) its
+// format id, rows (outputs), cols (inputs), group, and the addresses of its values and its scales, for
+// the llama2.c version 2 reader and writer (wasm/llama2c.js), which copy a file's integers in and out.
+AW_API const char *aw_model_qmat(aw_model *m, int32_t i, double *out) {
+    aw_qmat *q;
+    const char *name = i < 0 ? NULL : model_qmat(m, (size_t)i, &q);
+    if (!name) return 0;
+    out[0] = q->format, out[1] = (double)q->rows, out[2] = (double)q->cols, out[3] = (double)q->group;
+    out[4] = (double)(uintptr_t)q->q, out[5] = (double)(uintptr_t)q->s;
+    return name;
 }

@@ -23,6 +23,7 @@ typedef struct aw_quant {
     size_t group;        // values per scale
     size_t count;        // matrices in mats
     aw_qmat mats[QMATS];
+    char names[QMATS][48]; // each matrix's tensor ("dec.0.self.wq", "out.w"; "wte" for a tied classifier's copy)
     uint8_t *mem;        // every matrix's values and scales, one allocation
     size_t bytes;        // its size
     void *work;          // one activation row's workspace (aw_qact_bytes of the widest input)
@@ -198,6 +199,15 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
         return st;
     }
     m->quant = q;
-    for (size_t i = 0; i < n; i++) *src[i].slot = &q->mats[i]; // the walk left their float pointers NULL
+    for (size_t i = 0; i < n; i++) {
+        *src[i].slot = &q->mats[i]; // the walk left their float pointers NULL
+        snprintf(q->names[i], sizeof q->names[i], "%s", src[i].name);
+    }
     return AW_OK;
+}
+
+const char *model_qmat(aw_model *m, size_t i, aw_qmat **out) {
+    if (!m->quant || i >= m->quant->count) return NULL;
+    *out = &m->quant->mats[i];
+    return m->quant->names[i];
 }

@@ -321,6 +321,8 @@ void model_linear(const aw_model *m, float *out, const float *x, const float *w,
                   const float *b, size_t N, size_t IC, size_t OC);
 // logits (N, V) of x (N, C): out.w, the tied embedding, or the quantized classifier.
 void model_classifier(const aw_model *m, float *logits, const float *x, size_t N);
+// Quantized matrix i (*out) and its tensor's name; NULL past the last (or on a float32 model).
+const char *model_qmat(aw_model *m, size_t i, struct aw_qmat **out);
 // The Error for `what` (saving, a hook that reads the weights) on a quantized model.
 int model_refuse_quantized(const aw_model *m, const char *what);
 // transformer.c: moves every tensor not marked quantized into a new arena of their floats alone,

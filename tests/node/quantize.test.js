@@ -403,3 +403,89 @@ test('quality on the shipped fortunes models: held-out bits per character change
   }
   assert.ok(measured >= 8, `only ${measured} (model, format) pairs were measured`);
 });
+
+// ---- llama2.c's version 2 files (runq.c's) ----------------------------------------------------------
+
+test('llama2.c version 2 files: saveLlama2c({ version: 2 }) and loadLlama2c give a q8_0 model holding the file\'s integers', (t) => {
+  const lib = simd;
+  for (const tie of [true, false]) {
+    const fp = lib.createModel({ ...SMALL, kvHeads: 2, tieEmbeddings: tie }, { training: false });
+    const v2 = fp.saveLlama2c({ version: 2, groupSize: 32 });
+    assert.equal(new DataView(v2.buffer, v2.byteOffset).getUint32(0, true), 0x616b3432, 'magic "ak42"');
+    assert.equal(new DataView(v2.buffer, v2.byteOffset).getInt32(37, true), 32, 'the group in the header');
+    const q = lib.loadLlama2c(v2);
+    assert.deepEqual({ format: q.weightBytes.format, groupSize: q.weightBytes.groupSize }, { format: 'q8_0', groupSize: 32 });
+    // against the float32 model quantized here: the same greedy tokens, logits as close as q8_0 keeps them
+    // (not the same bits: the file's embedding table is 8-bit too, and loads dequantized, as runq.c reads it)
+    const here = lib.loadLlama2c(fp.saveLlama2c());
+    here.quantize('q8_0', { groupSize: 32 });
+    const e = relMaxErr(q.forward(PROMPT).logits, here.forward(PROMPT).logits);
+    t.diagnostic(`tie ${tie}: ${v2.length} bytes; logits within ${e.toExponential(2)} of the float32 model quantized here`);
+    assert.ok(e < 0.05, `tie ${tie}: the loaded file's logits are ${e} from the model quantized here`);
+    assert.deepEqual([...q.generate(PROMPT, { maxTokens: 12 })], [...here.generate(PROMPT, { maxTokens: 12 })], `tie ${tie}: greedy tokens`);
+    for (const m of [fp, q, here]) m.dispose();
+  }
+});
+
+test('llama2.c version 2 files: a header whose group size or sizes lie is an Error, and the library stays usable', () => {
+  const lib = simd;
+  const fp = lib.createModel({ ...SMALL, dFF: 160 }, { training: false });
+  const v2 = fp.saveLlama2c({ version: 2 });
+  assert.equal(new DataView(v2.buffer, v2.byteOffset).getInt32(37, true), 32, '64 halved until it divides dim 64 and hidden 160');
+  const patched = (at, v, bytes = v2) => { const c = bytes.slice(); new DataView(c.buffer).setInt32(at, v, true); return c; };
+  expectError(() => lib.loadLlama2c(patched(37, 64)), /loadLlama2c: the version 2 header's group_size 64 does not divide dim \(64\) and hidden_dim \(160\)/);
+  expectError(() => lib.loadLlama2c(patched(37, 0)), /loadLlama2c: the version 2 header's group_size is 0; this library's q8_0 takes a multiple of 16 from 16 to 256/);
+  expectError(() => lib.loadLlama2c(patched(37, 16)), /loadLlama2c: the version 2 header \(dim 64, hidden_dim 160, 2 layers.*group_size 16\) needs \d+ bytes and the file has \d+/);
+  expectError(() => lib.loadLlama2c(patched(16, 3)), /loadLlama2c: the version 2 header \(dim 64, hidden_dim 160, 3 layers.*needs \d+ bytes and the file has \d+: it is cut short/);
+  expectError(() => lib.loadLlama2c(v2.subarray(0, v2.length - 1)), /it is cut short/);
+  expectError(() => lib.loadLlama2c(v2.subarray(0, 100)), /loadLlama2c: 100 bytes is too short for a version 2 llama2.c file/);
+  expectError(() => lib.loadLlama2c(patched(4, 1)), /loadLlama2c: this is a version-1 export \(magic "ak42"\)/);
+  expectError(() => lib.loadLlama2c(v2, { training: true }), /loadLlama2c: a version 2 file holds 8-bit weights, which do not train/);
+  expectError(() => fp.saveLlama2c({ version: 2, groupSize: 40 }), /saveLlama2c: groupSize must be a multiple of 16 from 16 to 256, got 40/);
+  expectError(() => fp.saveLlama2c({ version: 2, groupSize: 64 }), /saveLlama2c: groupSize 64 does not divide dim \(64\) and hidden_dim \(160\)/);
+  expectError(() => fp.saveLlama2c({ version: 1 }), /saveLlama2c: version must be 0 \(the legacy float32 file, run.c's\) or 2/);
+  expectError(() => fp.saveLlama2c({ groupSize: 32 }), /saveLlama2c: groupSize goes with version 2/);
+  assert.equal(lib.loadLlama2c(v2).generate(PROMPT, { maxTokens: 4 }).length, 4, 'the library still loads the good file');
+  fp.dispose();
+});
+
+// runq.c (llama2.c, MIT) is not in this repository: LLAMA2C names a checkout (bench/generate.bench.js says how to get one).
+const runqWhy = process.env.LLAMA2C && existsSync(join(process.env.LLAMA2C, 'runq.c')) ? false
+  : 'set LLAMA2C to a llama2.c checkout (commit 350e04f) to run runq.c on the files written here';
+
+test('a version 2 file of fortunes-llama gives the same greedy tokens in runq.c and here', { skip: runqWhy, timeout: 300_000 }, (t) => {
+  const lib = simd;
+  const dir = mkdtempSync(join(tmpdir(), 'aw-runq-'));
+  try {
+    const bin = join(dir, 'runq');
+    const cc = spawnSync('gcc', ['-Ofast', '-march=native', '-fopenmp', join(process.env.LLAMA2C, 'runq.c'), '-lm', '-o', bin], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const fp = lib.loadModel(readFileSync(new URL('fortunes-llama.safetensors', modelsDir)), { training: false });
+    const { vocab, dModel: dim, maxLen } = fp.config;
+    // runq.c stops at a generated token 1 (its BOS), which this chars model spends on the space:
+    // swap token 1 with the last token in the embedding and the classifier, so both decoders run
+    // maxLen tokens of the same (relabelled) model
+    const v0 = fp.saveLlama2c(), f = new Float32Array(v0.buffer, v0.byteOffset + 28, (v0.length - 28) / 4), last = vocab - 1;
+    const swap = (base) => { for (let i = 0; i < dim; i++) [f[base + dim + i], f[base + last * dim + i]] = [f[base + last * dim + i], f[base + dim + i]]; };
+    swap(0);
+    if (!fp.config.tieEmbeddings) swap(f.length - vocab * dim);
+    const v2 = lib.loadLlama2c(v0).saveLlama2c({ version: 2 });
+    writeFileSync(join(dir, 'model.bin'), v2);
+    const pieces = Array.from({ length: vocab }, (_, i) => Buffer.from(`<${i}>`));
+    writeFileSync(join(dir, 'tokenizer.bin'), Buffer.concat([Buffer.from(new Int32Array([16]).buffer),
+      ...pieces.flatMap((p) => [Buffer.from(new Float32Array([0]).buffer), Buffer.from(new Int32Array([p.length]).buffer), p])]));
+    const r = spawnSync(bin, [join(dir, 'model.bin'), '-z', join(dir, 'tokenizer.bin'), '-t', '0', '-n', String(maxLen)],
+      { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } });
+    assert.equal(r.status, 0, r.stderr);
+    const theirs = [...r.stdout.matchAll(/<(\d+)>/g)].map((m) => Number(m[1]));
+    const ours = [...lib.loadLlama2c(v2).generate([1], { maxTokens: maxLen - 1 })]; // runq.c starts from BOS at position 0
+    let same = 0;
+    while (same < ours.length && theirs[same] === ours[same]) same++;
+    t.diagnostic(`runq.c generated ${theirs.length} tokens, ours ${ours.length}; the same for ${same}: ${ours.slice(0, 24).join(' ')} ...`);
+    assert.ok(ours.length >= maxLen - 1 && theirs.length >= ours.length, 'both ran to maxLen');
+    assert.equal(same, ours.length, 'the same greedy tokens');
+    fp.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
