@@ -189,47 +189,16 @@ function buildRunq(dir) {
   return { bin, commit: head || 'unknown commit' };
 }
 
-// runq.c's quantize (export.py's): groups of G along each row, s = max|w| / 127, q = round(w / s).
-function q80(w, G) {
-  const q = new Int8Array(w.length), s = new Float32Array(w.length / G);
-  for (let g = 0; g < s.length; g++) {
-    let m = 0;
-    for (let i = g * G; i < (g + 1) * G; i++) m = Math.max(m, Math.abs(w[i]));
-    const scale = Math.fround(m / 127);
-    s[g] = scale;
-    for (let i = g * G; i < (g + 1) * G; i++) { const v = Math.fround(w[i] / scale); q[i] = scale > 0 ? Math.sign(v) * Math.floor(Math.abs(v) + 0.5) : 0; } // C round()
-  }
-  return [new Uint8Array(q.buffer), new Uint8Array(s.buffer)];
-}
-
-// A version 2 file (runq.c's) from a legacy llama2.c file (model.saveLlama2c): the 256-byte header, the
-// norms in float32, then each matrix's int8 values and scales. Token 1 (BOS)'s embedding row is zeroed:
-// runq.c stops at a generated BOS, and random weights must not end its timing early.
-function llama2cVersion2(v0) {
-  const h = new Int32Array(v0.buffer.slice(v0.byteOffset, v0.byteOffset + 28));
-  const [dim, hidden, layers, heads, kvHeads, vocabSigned, seqLen] = h;
-  const vocab = Math.abs(vocabSigned), shared = vocabSigned > 0, hs = dim / heads, kv = kvHeads * hs;
-  const f = new Float32Array(v0.buffer.slice(v0.byteOffset + 28, v0.byteOffset + v0.length));
-  let at = 0;
-  const take = (n) => f.subarray(at, (at += n));
-  const tok = take(vocab * dim).slice(), rmsAtt = take(layers * dim), wq = take(layers * dim * dim), wk = take(layers * kv * dim);
-  const wv = take(layers * kv * dim), wo = take(layers * dim * dim), rmsFfn = take(layers * dim), w1 = take(layers * hidden * dim);
-  const w2 = take(layers * dim * hidden), w3 = take(layers * hidden * dim), rmsFinal = take(dim);
-  take(seqLen * hs); // the two skipped tables
-  const wcls = shared ? null : take(vocab * dim);
-  tok.fill(0, dim, 2 * dim);
-  let G = 64;
-  while (dim % G) G /= 2; // export.py's rule
-  const header = new Uint8Array(256), dv = new DataView(header.buffer);
-  dv.setUint32(0, 0x616b3432, true), dv.setInt32(4, 2, true);
-  [dim, hidden, layers, heads, kvHeads, vocab, seqLen].forEach((v, i) => dv.setInt32(8 + 4 * i, v, true));
-  dv.setUint8(36, shared ? 1 : 0), dv.setInt32(37, G, true);
-  const parts = [header, ...[rmsAtt, rmsFfn, rmsFinal].map((a) => new Uint8Array(a.slice().buffer))];
-  const perLayer = (w) => { const n = w.length / layers; for (let l = 0; l < layers; l++) parts.push(...q80(w.subarray(l * n, (l + 1) * n), G)); };
-  parts.push(...q80(tok, G));
-  for (const w of [wq, wk, wv, wo, w1, w2, w3]) perLayer(w);
-  if (wcls) parts.push(...q80(wcls, G));
-  return { bytes: Buffer.concat(parts), group: G };
+// runq.c's file: model.saveLlama2c({ version: 2 }) of the same weights, with token 1 (BOS)'s embedding
+// row zeroed first: runq.c stops at a generated BOS, and random weights must not end its timing early.
+function runqFile(lib, v0) {
+  const c = new Int32Array(v0.buffer.slice(v0.byteOffset, v0.byteOffset + 28)), dim = c[0];
+  const bytes = v0.slice();
+  new Float32Array(bytes.buffer, 28 + 4 * dim, dim).fill(0);
+  const m = lib.loadLlama2c(bytes);
+  const v2 = m.saveLlama2c({ version: 2 });
+  m.dispose();
+  return { bytes: v2, group: new DataView(v2.buffer, v2.byteOffset).getInt32(37, true) };
 }
 
 // a tokenizer.bin of `vocab` placeholder pieces (runq.c needs one to start)
@@ -266,8 +235,9 @@ async function quantized({ cpuName, simd, relaxed }) {
       const cfg = { vocab: shape.vocab, dModel: shape.dim, heads: shape.heads, layers: shape.layers, dFF: shape.hidden,
         maxLen: shape.seqLen, block: 'llama', tieEmbeddings: true, seed: 1 };
       const src = simd.createModel(cfg, { training: false });
-      const st = src.save(), v2 = llama2cVersion2(src.saveLlama2c());
+      const st = src.save(), v0 = src.saveLlama2c();
       src.dispose();
+      const v2 = runqFile(simd, v0);
       const v2file = join(dir, `${shape.name}.bin`);
       writeFileSync(v2file, v2.bytes);
       const prompt = promptOf(shape.vocab, PROMPT), results = {}, read = {};
