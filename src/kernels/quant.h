@@ -21,7 +21,8 @@
 // x86's pmaddubsw reads it unsigned): that operand is the stored nibble u in [0, 15], and the -8
 // comes off as 8 sum_i x_i per group (aw_qact.sum), an exact integer. Its q8_0 kernel is SIMD128's:
 // q8_0 has no operand in [0, 127] to give, and moving x's signs onto w (|x| then is one) takes 8
-// operations per 16 values against SIMD128's 7 (counted).
+// operations per 16 values against SIMD128's 7 (counted). A weight of -128 (a version 2 file may hold
+// one; quantize never writes it) is still exact: two products of at most 128 * 127 fit i16.
 #ifndef AW_QUANT_H
 #define AW_QUANT_H
 

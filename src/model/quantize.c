@@ -2,8 +2,9 @@
 // model_quantize turns q, k, v, o, the FFN's matrices and the classifier into rows of a format,
 // then moves every other tensor into a smaller arena (model_compact_params) so the float32 copies
 // are really gone. The embedding table stays float32 for the lookup (a tied classifier gets a
-// quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The forward, generation and streaming read the quantized matrices through
-// model_linear; training, saving and the tools that read weights directly refuse such a model.
+// quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The
+// forward, generation and streaming read the quantized matrices through model_linear; training,
+// saving and the tools that read weights directly refuse such a model.
 #include "transformer.h"
 
 #include "config.h"
