@@ -16,7 +16,14 @@
 // the same run by the same C code natively and in wasm (src/api/api_bench.c aw_bench_stream: a
 // 64 MiB read stream on one thread and cut over two, the limits of a 1- and a 2-thread decoder, and
 // a memcpy between two 64 MiB buffers, all well past the last-level cache).
-//   node bench/run.js generate     (BENCH_ROUNDS=N, default 3; BENCH_GEN_PAGE=0 skips the page's models)
+// Quantized weights (model.quantize): fp32, q8_0 and q4_0 in the SIMD128 and relaxed builds at 1 and 2
+// threads, for the stories15M and stories110M shapes (dim 768, 12 layers, 12 heads, hidden 2048, vocab
+// 32000), beside llama2.c's runq.c (commit 350e04f, MIT; not in this repository: LLAMA2C=<a llama2.c
+// checkout>), built natively with gcc -Ofast -march=native -fopenmp and run on a version 2 file this
+// bench writes from the same weights (OMP_NUM_THREADS 1 and 2; greedy; its own tok/s line, which times
+// the tokens after the first from BOS, where ours decode after a 32-token prompt).
+//   node bench/run.js generate     (BENCH_ROUNDS=N, default 3; BENCH_GEN_PAGE=0 skips the page's models;
+//                                   BENCH_GEN_QUANT=only runs the quantized section alone, 0 skips it)
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -161,7 +168,128 @@ function weightBytes(config, parameterCount) {
   return 4 * floats;
 }
 
-export default async function run({ cpuName, simd, relaxed }) {
+// ---- quantized weights -------------------------------------------------------------------------
+
+const QUANT_SHAPES = [
+  { name: 'stories15M', dim: 288, hidden: 768, layers: 6, heads: 6, vocab: 32000, seqLen: 256, tokens: TOKENS },
+  { name: 'stories110M', dim: 768, hidden: 2048, layers: 12, heads: 12, vocab: 32000, seqLen: 256, tokens: 40 },
+];
+
+// runq.c from a llama2.c checkout (LLAMA2C), built once into dir; { bin } or { why }.
+function buildRunq(dir) {
+  const root = process.env.LLAMA2C;
+  const how = 'set LLAMA2C to a llama2.c checkout (git clone https://github.com/karpathy/llama2.c && git -C llama2.c checkout 350e04f) to compare with its runq.c';
+  if (!root) return { why: `runq.c: ${how}` };
+  const src = join(root, 'runq.c');
+  if (!existsSync(src)) return { why: `runq.c: no ${src}; ${how}` };
+  const bin = join(dir, 'runq');
+  const r = spawnSync('gcc', ['-Ofast', '-march=native', '-fopenmp', src, '-lm', '-o', bin], { encoding: 'utf8' });
+  if (r.status !== 0) return { why: `runq.c: gcc failed: ${r.stderr.trim().split('\n').pop()}` };
+  const head = spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+  return { bin, commit: head || 'unknown commit' };
+}
+
+// runq.c's file: model.saveLlama2c({ version: 2 }) of the same weights, with token 1 (BOS)'s embedding
+// row zeroed first: runq.c stops at a generated BOS, and random weights must not end its timing early.
+function runqFile(lib, v0) {
+  const c = new Int32Array(v0.buffer.slice(v0.byteOffset, v0.byteOffset + 28)), dim = c[0];
+  const bytes = v0.slice();
+  new Float32Array(bytes.buffer, 28 + 4 * dim, dim).fill(0);
+  const m = lib.loadLlama2c(bytes);
+  const v2 = m.saveLlama2c({ version: 2 });
+  m.dispose();
+  return { bytes: v2, group: new DataView(v2.buffer, v2.byteOffset).getInt32(37, true) };
+}
+
+// a tokenizer.bin of `vocab` placeholder pieces (runq.c needs one to start)
+function placeholderTokenizer(vocab) {
+  const parts = [Buffer.from(new Int32Array([16]).buffer)];
+  for (let i = 0; i < vocab; i++) {
+    const piece = Buffer.from(`<${i}>`);
+    parts.push(Buffer.from(new Float32Array([0]).buffer), Buffer.from(new Int32Array([piece.length]).buffer), piece);
+  }
+  return Buffer.concat(parts);
+}
+
+function runRunq(bin, model, tokenizer, threads, steps) {
+  const env = { ...process.env, OMP_NUM_THREADS: String(threads) };
+  const r = spawnSync(bin, [model, '-z', tokenizer, '-t', '0', '-n', String(steps)], { encoding: 'utf8', env, maxBuffer: 1 << 24 });
+  const m = /achieved tok\/s: ([0-9.]+)/.exec(r.stderr);
+  if (r.status !== 0 || !m) throw new Error(`runq ${model}: ${r.stderr.trim()}`);
+  return { tokPerSec: Number(m[1]) };
+}
+
+async function quantized({ cpuName, simd, relaxed }) {
+  console.log(`\nQuantized weights (model.quantize): greedy decoding tokens/s after a ${PROMPT}-token prompt, median of ${ROUNDS} ` +
+    `alternating rounds; ${cpuName()}`);
+  const dir = mkdtempSync(join(tmpdir(), 'aw-genq-'));
+  try {
+    const runq = buildRunq(dir);
+    console.log(runq.why ?? `runq.c: llama2.c ${runq.commit}, gcc -Ofast -march=native -fopenmp, OMP_NUM_THREADS 1 and 2`);
+    if (!runq.why) writeFileSync(join(dir, 'tokenizer.bin'), placeholderTokenizer(32000));
+    // one threaded instance per build: setThreads(1 | 2) on the same model
+    const libs = { simd: await loadAttention({ threads: 2, simd: true, relaxed: false }) };
+    if (relaxed) libs.relaxed = await loadAttention({ threads: 2, relaxed: true });
+    const bw = wasmStream(libs.simd);
+    for (const shape of QUANT_SHAPES) {
+      const cfg = { vocab: shape.vocab, dModel: shape.dim, heads: shape.heads, layers: shape.layers, dFF: shape.hidden,
+        maxLen: shape.seqLen, block: 'llama', tieEmbeddings: true, seed: 1 };
+      const src = simd.createModel(cfg, { training: false });
+      const st = src.save(), v0 = src.saveLlama2c();
+      src.dispose();
+      const v2 = runqFile(simd, v0);
+      const v2file = join(dir, `${shape.name}.bin`);
+      writeFileSync(v2file, v2.bytes);
+      const prompt = promptOf(shape.vocab, PROMPT), results = {}, read = {};
+      const put = (k, r) => (results[k] ??= []).push(r);
+      for (const [build, lib] of Object.entries(libs))
+        for (const format of ['fp32', 'q8_0', 'q4_0']) {
+          const m = lib.loadModel(st, { training: false });
+          if (format !== 'fp32') m.quantize(format);
+          // bytes a token reads: float32, every weight (the tied table is the classifier); quantized, all the
+          // weights held but the float32 embedding table (one row a token; the classifier is its quantized copy)
+          read[format] = format === 'fp32' ? weightBytes(m.config, m.parameterCount) : m.weightBytes.bytes - 4 * (shape.vocab - 1) * shape.dim;
+          for (let r = 0; r < ROUNDS; r++)
+            for (const threads of [1, 2]) {
+              lib.setThreads(threads);
+              put(`${build} ${format} ${threads}`, measure(m, prompt, shape.tokens));
+              if (!runq.why && build === 'simd' && format === 'q8_0') put(`runq ${threads}`, runRunq(runq.bin, v2file, join(dir, 'tokenizer.bin'), threads, shape.tokens + 1));
+              await pause();
+            }
+          m.dispose();
+        }
+      const med = (k) => (results[k] ? median(results[k].map((x) => x.tokPerSec)) : null);
+      console.log(`\n${shape.name} shape (dim ${shape.dim}, ${shape.layers} layers, ${shape.heads} heads, hidden ${shape.hidden}, vocab ${shape.vocab}, tied), ` +
+        `${shape.tokens} tokens; weights read per token: fp32 ${(read.fp32 / 2 ** 20).toFixed(1)} MiB, q8_0 ${(read.q8_0 / 2 ** 20).toFixed(1)} MiB, ` +
+        `q4_0 ${(read.q4_0 / 2 ** 20).toFixed(1)} MiB (its classifier in q8_0); runq.c's file ${(v2.bytes.length / 2 ** 20).toFixed(1)} MiB, group ${v2.group}`);
+      console.log('| decoder | 1 thread tok/s | x our fp32 | x runq.c | 2 threads tok/s | x our fp32 | x runq.c | weight GB/s 1t / 2t | share of wasm read bandwidth 1t / 2t |');
+      console.log('|---|---|---|---|---|---|---|---|---|');
+      const x = (a, b) => (a !== null && b ? `${(a / b).toFixed(2)}x` : 'n/a');
+      const rows = [['runq', 'q8_0', 'runq.c (llama2.c, native, q8_0)']];
+      for (const build of Object.keys(libs))
+        for (const format of ['fp32', 'q8_0', 'q4_0']) rows.push([`${build} ${format}`, format, `ours, Node, ${build === 'simd' ? 'SIMD128' : 'relaxed SIMD'}, ${format}`]);
+      for (const [k, format, label] of rows) {
+        const t1 = med(`${k} 1`), t2 = med(`${k} 2`);
+        if (t1 === null) continue;
+        const base = k.startsWith('runq') ? 'simd' : k.split(' ')[0];
+        const g = (t) => (t * read[format]) / 1e9;
+        const share = (t, n) => (bw ? `${((100 * g(t)) / (n === 1 ? bw.readGBs : bw.readAllGBs)).toFixed(0)}%` : 'n/a');
+        console.log(`| ${label} | ${t1.toFixed(1)} | ${x(t1, med(`${base} fp32 1`))} | ${x(t1, med('runq 1'))} | ${t2.toFixed(1)} | ` +
+          `${x(t2, med(`${base} fp32 2`))} | ${x(t2, med('runq 2'))} | ${g(t1).toFixed(2)} / ${g(t2).toFixed(2)} | ${share(t1, 1)} / ${share(t2, 2)} |`);
+      }
+    }
+    if (bw) console.log(`\nwasm read bandwidth (${STREAM_MIB} MiB, best of 5): 1 thread ${bw.readGBs.toFixed(1)} GB/s, 2 threads ${bw.readAllGBs.toFixed(1)} GB/s`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export default async function run(opts) {
+  if (process.env.BENCH_GEN_QUANT !== 'only') await fp32Table(opts);
+  if (process.env.BENCH_GEN_QUANT !== '0') await quantized(opts);
+}
+
+async function fp32Table({ cpuName, simd, relaxed }) {
   const haveTorch = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
   console.log(`Greedy generation with the KV cache: time to first token for the prompt, tokens/s over the ${TOKENS - 1} ` +
     `tokens after it; median of ${ROUNDS} alternating rounds; ${cpuName()}`);

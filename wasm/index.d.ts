@@ -177,6 +177,7 @@ export type {
   ModelAttention, ModelLayerForm, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
   FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution, CompositionScores,
+  WeightFormat, WeightBytes,
 } from './model.js';
 export type {
   AttentionName, CausalAttentionName, NonCausalAttentionName, AttentionFamily, AttentionOptionsByForm,

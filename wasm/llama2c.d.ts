@@ -29,7 +29,8 @@ export interface Llama2cApi {
    * for an untied classifier, the rotary tables skipped) as a model with block 'llama' and the
    * file's sizes. It computes run.c's logits and generates with a KV cache of n_kv_heads heads.
    * training (default false): false keeps the parameters only; true also allocates gradients and
-   * AdamW state (four times the memory) so it can be fine-tuned.
+   * AdamW state (four times the memory) so it can be fine-tuned. A version 2 file (runq.c's int8,
+   * magic "ak42") loads as a q8_0 model holding the file's integers (model.quantize); training must be false.
    */
   loadLlama2c(bytes: Uint8Array | ArrayBuffer, opts?: { tokenizer?: Uint8Array | ArrayBuffer; training?: boolean }): Llama2cModel;
   /** llama2.c's tokenizer.bin from pieces (UTF-8 strings) and their merge scores (default 0) */

@@ -9,6 +9,15 @@
 // hidden, dim); the final RMSNorm (dim); two rotary tables (seq_len, head_size / 2) each, which
 // run.c skips (it computes the angles itself); the classifier (vocab, dim) when not shared.
 // tokenizer.bin: int32 max_token_length, then per token: float32 score, int32 length, bytes.
+//
+// Version 2 (export.py --version 2, what runq.c reads): a 256-byte header (uint32 magic "ak42", int32
+// version 2, the 7 sizes with a positive vocab_size, uint8 shared_classifier, int32 group_size, zeros),
+// the norms in float32 (rms_att of every layer, rms_ffn of every layer, rms_final), then each matrix
+// as int8 values followed by its float32 scales, one per group_size values: the token embedding; wq,
+// wk, wv, wo, w1, w2, w3 of each layer (per layer: values then scales); wcls when not shared.
+// loadLlama2c reads it into a q8_0 model holding the file's integers and scales as they are (the
+// float32 weights it keeps, the embedding and the norms, are the file's dequantized values, as runq.c
+// computes them); model.saveLlama2c({ version: 2, groupSize }) writes one from a float32 model.
 import { bytesOf, checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
@@ -101,8 +110,8 @@ export function llama2cHeader(bytes, what = 'loadLlama2c') {
   const dv = new DataView(u8.buffer, u8.byteOffset, 28);
   const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(4 * i, true));
   if (dv.getUint32(0, true) === MAGIC_V1)
-    fail(`${what}: this is a version-1 or -2 export (magic "ak42"); this reader takes llama2.c's legacy format ` +
-      '(export.py --version 0, the format of the published stories*.bin files)');
+    fail(`${what}: this is a version-${u8.length >= 8 ? dv.getInt32(4, true) : '?'} export (magic "ak42"); this reader ` +
+      'takes llama2.c\'s legacy format (export.py --version 0, the format of the published stories*.bin files) and version 2 (runq.c\'s)');
   const [dim, hidden, layers, heads, kvHeads, vocabSigned, seqLen] = h;
   const names = HEADER_NAMES;
   // another format's bytes (safetensors, JSON, text such as a CSV): said before any size is read
@@ -205,6 +214,132 @@ export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
     at += n;
   }
   return { header: h, checkpoint: writeSafetensors(metadata(h), tensors) };
+}
+
+// ---- version 2 ---------------------------------------------------------------------------------
+
+const V2_HEADER = 256;
+
+// The matrices of a version 2 file in its order: [our tensor, rows, cols] (rows x cols values each).
+function v2Matrices(h) {
+  const { dim, hidden, layers, vocab } = h, kvDim = (dim / h.heads) * h.kvHeads;
+  const per = (ours, rows, cols) => Array.from({ length: layers }, (_, l) => [`dec.${l}.${ours}`, rows, cols]);
+  return [['wte', vocab, dim], ...per('self.wq', dim, dim), ...per('self.wk', kvDim, dim), ...per('self.wv', kvDim, dim),
+    ...per('self.wo', dim, dim), ...per('ffn.w1', hidden, dim), ...per('ffn.w2', dim, hidden), ...per('ffn.w3', hidden, dim),
+    ...(h.shared ? [] : [['out.w', vocab, dim]])];
+}
+
+/** True when the bytes start with a version 2 header (magic "ak42", version 2). */
+export function isLlama2cV2(u8) {
+  if (u8.length < 8) return false;
+  const dv = new DataView(u8.buffer, u8.byteOffset, 8);
+  return dv.getUint32(0, true) === MAGIC_V1 && dv.getInt32(4, true) === 2;
+}
+
+/**
+ * A version 2 file as a legacy file (its float32 values dequantized, q s, as runq.c computes them)
+ * and its integers: { legacy, header, group, matrices: Map(our tensor -> { q: Int8Array, s: Float32Array }) }.
+ * Every size the header gives is checked against the file's length before anything is allocated.
+ */
+export function llama2cV2ToLegacy(bytes, what = 'loadLlama2c') {
+  const u8 = asBytes(`${what}: bytes`, bytes);
+  if (u8.length < V2_HEADER) fail(`${what}: ${u8.length} bytes is too short for a version 2 llama2.c file (its header alone is ${V2_HEADER} bytes)`);
+  const dv = new DataView(u8.buffer, u8.byteOffset, V2_HEADER);
+  const h7 = Array.from({ length: 7 }, (_, i) => dv.getInt32(8 + 4 * i, true));
+  const sharedByte = dv.getUint8(36), group = dv.getInt32(37, true);
+  const names = ['dim', 'hidden_dim', 'n_layers', 'n_heads', 'n_kv_heads', 'vocab_size', 'seq_len'];
+  h7.forEach((v, i) => { if (!(v > 0)) fail(`${what}: the version 2 header's ${names[i]} is ${v}; every size must be positive`); });
+  const [dim, hidden, layers, heads, kvHeads, vocab, seqLen] = h7;
+  if (sharedByte > 1) fail(`${what}: the version 2 header's shared_classifier byte is ${sharedByte}; it must be 0 or 1`);
+  if (dim % heads) fail(`${what}: the header's dim (${dim}) is not divisible by n_heads (${heads})`);
+  if (heads % kvHeads) fail(`${what}: the header's n_heads (${heads}) is not divisible by n_kv_heads (${kvHeads})`);
+  if ((dim / heads) % 2) fail(`${what}: the head size dim / n_heads = ${dim / heads} is odd; rotary positions need it even`);
+  if (seqLen > 4096) fail(`${what}: seq_len ${seqLen} is more than this library's maxLen limit of 4096`);
+  if (!(group >= 16 && group <= 256 && group % 16 === 0))
+    fail(`${what}: the version 2 header's group_size is ${group}; this library's q8_0 takes a multiple of 16 from 16 to 256`);
+  if (dim % group || hidden % group)
+    fail(`${what}: the version 2 header's group_size ${group} does not divide dim (${dim}) and hidden_dim (${hidden}): ` +
+      'its groups would run across rows, which this library\'s q8_0 does not hold');
+  const h = { dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared: sharedByte === 1 };
+  const mats = v2Matrices(h);
+  const need = mats.reduce((n, [, r, c]) => n + BigInt(r) * BigInt(c) + 4n * (BigInt(r) * BigInt(c) / BigInt(group)), BigInt(V2_HEADER) + 4n * BigInt(2 * layers * dim + dim));
+  if (BigInt(u8.length) !== need)
+    fail(`${what}: the version 2 header (dim ${dim}, hidden_dim ${hidden}, ${layers} layers, ${heads} heads, ${kvHeads} kv heads, ` +
+      `vocab ${vocab}${h.shared ? '' : ' unshared'}, group_size ${group}) needs ${need} bytes and the file has ${u8.length}` +
+      `${BigInt(u8.length) < need ? ': it is cut short' : ''}`);
+  const f32 = (at, n) => new Float32Array(u8.slice(at, at + 4 * n).buffer);
+  let at = V2_HEADER;
+  const rmsAtt = f32(at, layers * dim); at += 4 * layers * dim;
+  const rmsFfn = f32(at, layers * dim); at += 4 * layers * dim;
+  const rmsFinal = f32(at, dim); at += 4 * dim;
+  const matrices = new Map(), deq = new Map();
+  for (const [name, r, c] of mats) {
+    const n = r * c, q = new Int8Array(u8.buffer.slice(u8.byteOffset + at, u8.byteOffset + at + n)), s = f32(at + n, n / group);
+    at += n + 4 * (n / group);
+    matrices.set(name, { q, s });
+    const w = new Float32Array(n);
+    for (let i = 0; i < n; i++) w[i] = q[i] * s[Math.floor(i / group)];
+    deq.set(name, w);
+  }
+  // the legacy layout (llama2cToSafetensors reads it): its per-layer stacks, rotary tables of zeros
+  const stack = (leaf) => { const parts = Array.from({ length: layers }, (_, l) => deq.get(`dec.${l}.${leaf}`)); return parts; };
+  const arrays = [deq.get('wte'), rmsAtt, ...stack('self.wq'), ...stack('self.wk'), ...stack('self.wv'), ...stack('self.wo'), rmsFfn,
+    ...stack('ffn.w1'), ...stack('ffn.w2'), ...stack('ffn.w3'), rmsFinal, new Float32Array(seqLen * (dim / heads)),
+    ...(h.shared ? [] : [deq.get('out.w')])];
+  const floats = arrays.reduce((n, a) => n + a.length, 0);
+  const legacy = new Uint8Array(28 + 4 * floats), ldv = new DataView(legacy.buffer);
+  [dim, hidden, layers, heads, kvHeads, h.shared ? vocab : -vocab, seqLen].forEach((v, i) => ldv.setInt32(4 * i, v, true));
+  const out = new Float32Array(legacy.buffer, 28);
+  let o = 0;
+  for (const a of arrays) out.set(a, o), (o += a.length);
+  return { legacy, header: h, group, matrices };
+}
+
+// runq.c's quantize (export.py's): s = max|w| / 127, q = round(w / s) (C's round: half away from zero)
+function quantizeQ80(w, G) {
+  const q = new Int8Array(w.length), s = new Float32Array(w.length / G);
+  for (let g = 0; g < s.length; g++) {
+    let m = 0;
+    for (let i = g * G; i < (g + 1) * G; i++) m = Math.max(m, Math.abs(w[i]));
+    const scale = Math.fround(m / 127);
+    s[g] = scale;
+    for (let i = g * G; i < (g + 1) * G; i++) {
+      const v = scale > 0 ? Math.fround(w[i] / scale) : 0;
+      q[i] = Math.sign(v) * Math.floor(Math.abs(v) + 0.5);
+    }
+  }
+  return [new Uint8Array(q.buffer), new Uint8Array(s.buffer)];
+}
+
+/**
+ * A legacy llama2.c file (saveLlama2c's bytes) as a version 2 file: groups of groupSize (default: 64
+ * halved until it divides dim and hidden_dim; export.py halves until it divides dim).
+ */
+export function llama2cLegacyToV2(v0, groupSize, what = 'saveLlama2c') {
+  const h = llama2cHeader(v0, what);
+  let G = groupSize;
+  if (G === undefined) for (G = 64; G > 16 && (h.dim % G || h.hidden % G); G /= 2);
+  if (!isIntIn(G, 16, 256) || G % 16) fail(`${what}: groupSize must be a multiple of 16 from 16 to 256, got ${describe(G)}`);
+  if (h.dim % G || h.hidden % G) fail(`${what}: groupSize ${G} does not divide dim (${h.dim}) and hidden_dim (${h.hidden})`);
+  const f = new Float32Array(v0.buffer.slice(v0.byteOffset + 28, v0.byteOffset + v0.length));
+  const tensors = new Map();
+  let at = 0;
+  for (const [ours, , shape] of layout(h)) {
+    const n = count(shape);
+    if (ours) tensors.set(ours, f.subarray(at, at + n));
+    at += n;
+  }
+  const header = new Uint8Array(V2_HEADER), dv = new DataView(header.buffer);
+  dv.setUint32(0, MAGIC_V1, true), dv.setInt32(4, 2, true);
+  [h.dim, h.hidden, h.layers, h.heads, h.kvHeads, h.vocab, h.seqLen].forEach((v, i) => dv.setInt32(8 + 4 * i, v, true));
+  dv.setUint8(36, h.shared ? 1 : 0), dv.setInt32(37, G, true);
+  const norms = (leaf) => Array.from({ length: h.layers }, (_, l) => new Uint8Array(tensors.get(`dec.${l}.${leaf}`).slice().buffer));
+  const parts = [header, ...norms('self.ln.w'), ...norms('ffn.ln.w'), new Uint8Array(tensors.get('lnf.w').slice().buffer)];
+  for (const [name] of v2Matrices(h)) parts.push(...quantizeQ80(tensors.get(name), G));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) out.set(p, o), (o += p.length);
+  return out;
 }
 
 /** What llama2.c's run.c cannot run of a model with this config: null when it can run all of it. */
@@ -502,6 +637,23 @@ export function writeLlama2cTokenizer(pieces, scores) {
 
 /** lib.loadLlama2c and lib.writeLlama2cTokenizer (model.saveLlama2c is in model.js). */
 export function llama2cMethods(core, lib) {
+  const ex = core.exports;
+  // quantize the model to q8_0 in the file's groups, then put the file's own integers and scales in
+  // place of the ones quantize computed from their dequantized values (they agree but for a rounding)
+  function installQ80(model, v2, what) {
+    model.quantize('q8_0', { groupSize: v2.group });
+    core.withBuffers(what, [{ name: 'matrix', bytes: 48 }], ([p]) => {
+      for (let i = 0; ; i++) {
+        const np = ex.aw_model_qmat(model.handle, i, p);
+        if (!np) break;
+        const [, rows, cols, , qp, sp] = new Float64Array(core.memory.buffer, p, 6);
+        const m = v2.matrices.get(core.cString(np));
+        if (!m || m.q.length !== rows * cols) fail(`${what}: the file has no ${rows} x ${cols} matrix for ${core.cString(np)}`);
+        new Int8Array(core.memory.buffer, qp, m.q.length).set(m.q);
+        new Float32Array(core.memory.buffer, sp, m.s.length).set(m.s);
+      }
+    });
+  }
   return {
     /**
      * A llama2.c model file (and its tokenizer.bin) as a model of this library: block 'llama',
@@ -512,9 +664,13 @@ export function llama2cMethods(core, lib) {
       const what = 'loadLlama2c';
       checkKeys(what, opts, ['tokenizer', 'training']);
       const training = opts.training === undefined ? false : checkBool(`${what}: training`, opts.training);
-      const { header, checkpoint } = llama2cToSafetensors(bytes, what);
+      const u8 = asBytes(`${what}: bytes`, bytes);
+      const v2 = isLlama2cV2(u8) ? llama2cV2ToLegacy(u8, what) : null;
+      if (v2 && training) fail(`${what}: a version 2 file holds 8-bit weights, which do not train: load it with training false (the default)`);
+      const { header, checkpoint } = llama2cToSafetensors(v2 ? v2.legacy : u8, what);
       const tokenizer = opts.tokenizer === undefined ? null : llama2cTokenizer(opts.tokenizer, header.vocab, `${what}: tokenizer`);
       const model = lib.loadModel(checkpoint, { training });
+      if (v2) installQ80(model, v2, what);
       Object.defineProperty(model, 'tokenizer', { value: tokenizer, enumerable: true });
       return model;
     },

@@ -14,6 +14,10 @@ export type ModelAttention = AttentionName;
  *  second copy is predictable only by an induction head */
 export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | 'chars' | 'repeat' | 'mqar';
 
+/** the weight formats of model.quantize: int8 in groups (llama2.c's runq.c), ggml's 4-bit Q4_0 */
+export type WeightFormat = 'q8_0' | 'q4_0';
+export interface WeightBytes { format: 'fp32' | WeightFormat; groupSize: number; fp32: number; bytes: number }
+
 export interface ModelConfig {
   /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */
   vocab?: number;
@@ -261,6 +265,12 @@ export interface Model {
    *  cache or recurrent state as allocated, scratch included; null: no step, generation recomputes)
    *  and in all; an Error for a model that is not a decoder */
   generationBytes(): { layers: (number | null)[]; total: number };
+  /** quantizes every matrix a decoder reads per token (q, k, v, o, the FFN's, the classifier; a q4_0
+   *  model keeps a q8_0 classifier) and frees their float32 copies; inference-only decoders. Forward,
+   *  generate and streamLosses then use integer dot products; trainStep and save are Errors */
+  quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
+  /** the weights' format and bytes: fp32 (in float32, before quantize) and bytes (held now) */
+  readonly weightBytes: WeightBytes;
   trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number };
   evaluate(opts: EvaluateOptions | OwnBatch): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
   /** many steps without blocking; rejects with the signal's reason when aborted */
@@ -277,7 +287,8 @@ export interface Model {
    *  are cache slots), or with recompute a fresh forward over the last `window` tokens at every
    *  position. Softmax decoders with positional 'rope' or 'none'. tokens.length - 1 values. */
   streamLosses(tokens: ArrayLike<number>, opts?: { window?: number; sinks?: number; recompute?: boolean }): Float32Array;
-  saveLlama2c(): Uint8Array;
+  /** llama2.c's model file: version 0 (default; float32, run.c's) or 2 (int8 in groups of groupSize, runq.c's) */
+  saveLlama2c(opts?: { version?: 0 | 2; groupSize?: number }): Uint8Array;
   /** Hugging Face's files for this model (docs/huggingface.md): config.json's object and
    *  model.safetensors' bytes (F32 by default, or BF16), that transformers' AutoModelForCausalLM
    *  loads as LlamaForCausalLM, MistralForCausalLM (window), Qwen2ForCausalLM (qkvBias),

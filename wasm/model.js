@@ -3,7 +3,7 @@
 // wasm heap; this wrapper checks every argument before any wasm runs and turns C statuses into
 // Errors that say what to change.
 import { INT32_MAX, INT32_MIN, checkBool, checkFiniteNumber, checkInt, checkKeys, checkSeed, describe, fail, formOptionText, isIntIn, readForms } from './core.js';
-import { safetensorsToLlama2c } from './llama2c.js';
+import { llama2cLegacyToV2, safetensorsToLlama2c } from './llama2c.js';
 import { installHooks } from './hooks.js';
 
 // The types of createModel's options. Only types are checked here: the names of forms, tasks and
@@ -233,6 +233,38 @@ export function modelMethods(core) {
       });
       const layers = floats.map((f) => (f < 0 ? null : 4 * f));
       return { layers, total: layers.reduce((s, b) => s + (b ?? 0), 0) };
+    }
+
+    /**
+     * Quantizes every matrix the decoder reads per token (q, k, v, o, the FFN's and the classifier)
+     * to format 'q8_0' (int8, one float32 scale per groupSize values, llama2.c's runq.c) or 'q4_0'
+     * (ggml's 4-bit values in groups of 32, float32 scales), and frees their float32 copies. Forward,
+     * generate and streamLosses then run integer dot products; training and saving are Errors. An
+     * inference-only decoder ({ training: false }). groupSize: q8_0's default is 64, halved until it
+     * divides dModel, dFF and heads x headDim.
+     */
+    quantize(format, opts = {}) {
+      const what = 'quantize';
+      this.#live(what);
+      if (typeof format !== 'string') fail(`${what}: format must be "q8_0" or "q4_0", got ${describe(format)}`);
+      checkKeys(what, opts, ['groupSize']);
+      const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
+      core.withStrings(what, [format], ([fp]) => core.check(ex.aw_model_quantize(this.handle, fp, group), what));
+      return this.weightBytes;
+    }
+
+    /**
+     * The weights' bytes: { format ('fp32', 'q8_0', 'q4_0'), groupSize (0 for fp32), fp32 (their bytes
+     * in float32, before quantize), bytes (held now: the float32 tensors left plus the quantized
+     * values and scales) }.
+     */
+    get weightBytes() {
+      this.#live('weightBytes');
+      const v = core.withBuffers('weightBytes', [{ name: 'bytes', bytes: 32 }], ([p]) => {
+        ex.aw_model_weight_bytes(this.handle, p);
+        return Array.from(new Float64Array(core.memory.buffer, p, 4));
+      });
+      return { format: ['fp32', 'q8_0', 'q4_0'][v[2]], groupSize: v[3], fp32: v[0], bytes: v[1] };
     }
 
     /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, mask (0 when none), source]. */
@@ -485,10 +517,15 @@ export function modelMethods(core) {
      * before each sublayer, SwiGLU, no biases; decoder-only); any other is an Error naming the part
      * llama2.c lacks. A tied classifier writes a positive vocab_size, an untied one a negative one.
      */
-    saveLlama2c() {
+    saveLlama2c(opts = {}) {
       const what = 'saveLlama2c';
       this.#live(what);
-      return safetensorsToLlama2c(this.save(), this.config, what);
+      checkKeys(what, opts, ['version', 'groupSize']);
+      const version = opts.version ?? 0;
+      if (version !== 0 && version !== 2) fail(`${what}: version must be 0 (the legacy float32 file, run.c's) or 2 (int8, runq.c's), got ${describe(version)}`);
+      if (version === 0 && opts.groupSize !== undefined) fail(`${what}: groupSize goes with version 2`);
+      const v0 = safetensorsToLlama2c(this.save(), this.config, what);
+      return version === 2 ? llama2cLegacyToV2(v0, opts.groupSize, what) : v0;
     }
 
     /**

@@ -74,6 +74,11 @@ AW_API int aw_model_tensor_info(const aw_model *m, int32_t i, double *out) {
     aw_clear_error();
     if (i < 0 || (size_t)i >= m->n_tensors) return aw_fail(AW_ERR_ARG, "tensor %d: the model has %zu", (int)i, m->n_tensors);
     const aw_tensor_info *t = &m->tensors[i];
+    if (t->quantized) { // its floats are gone: whatever reads them (saveHuggingFace) is refused
+        char what[64];
+        snprintf(what, sizeof what, "reading tensor %s", t->name);
+        return model_refuse_quantized(m, what);
+    }
     out[0] = (double)t->offset, out[1] = (double)t->rows, out[2] = (double)t->cols, out[3] = t->transposed;
     out[4] = t->rank, out[5] = (double)t->dims[0], out[6] = (double)t->dims[1], out[7] = (double)t->dims[2];
     return AW_OK;
@@ -346,6 +351,17 @@ AW_API int aw_model_load_ex(aw_model **handle, const uint8_t *buf, int32_t len, 
 }
 
 AW_API int aw_model_inference(const aw_model *m) { return m->inference; }
+
+// Quantizes the decoder's matrices (model_quantize): format "q8_0" or "q4_0"; group NaN: the format's default.
+AW_API int aw_model_quantize(aw_model *m, const char *format, double group) {
+    aw_clear_error();
+    if (!isnan(group) && !(group >= 1 && group <= 1 << 20 && group == floor(group)))
+        return api_done(aw_fail(AW_ERR_ARG, "quantize: groupSize must be a positive integer, got %g", group));
+    return api_done(model_quantize(m, format, isnan(group) ? 0 : (size_t)group));
+}
+
+// out (4 doubles): the weights' bytes in float32, the bytes held now, the format id (0 float32), the group.
+AW_API void aw_model_weight_bytes(const aw_model *m, double *out) { model_weight_bytes(m, out); }
 
 // The chars tokenizer: token of a byte (0 when not in the charset), and the byte of a token.
 AW_API int aw_model_char_token(int32_t c) { return c < 0 || c > 255 ? 0 : char_to_token((unsigned char)c); }

@@ -141,6 +141,7 @@ static size_t first_bad(const aw_model *m, const float *x, int block) {
 
 // A diverged model is refused by save, named by its tensor: its NaN would only come back at load.
 static int check_saveable(const aw_model *m, int optim) {
+    if (m->quant) return model_refuse_quantized(m, "saving a checkpoint");
     if (optim && m->inference) return model_refuse_inference(m, "saving the optimizer state");
     int st = model_check_params(m);
     if (st) {

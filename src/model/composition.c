@@ -43,6 +43,7 @@
 enum { COMPOSITION_CHUNK = 64 }; // C columns per float product before its sums go to double
 
 int model_composition_check(const aw_model *m) {
+    if (m->quant) return model_refuse_quantized(m, "composition scores (they read W_Q, W_K, W_V and W_O)");
     const aw_model_config *c = &m->cfg;
     if (aw_arch_is_rnn(c->arch) || c->arch != AW_ARCH_DECODER)
         return aw_fail(AW_ERR_ARG, "compositionScores needs a decoder-only transformer; this model's arch is \"%s\"",

@@ -216,16 +216,17 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
     const float *xin = pre ? s->ln : s->x;
-    if (w->wq) linear_forward(s->q, xin, w->wq, w->bq, 1, C, A);
+    const int has_q = w->wq || w->qq;
+    if (has_q) model_linear(m, s->q, xin, w->wq, w->qq, w->bq, 1, C, A);
     int st;
     if (cross) {
         st = f->form->forward(f, s->o, NULL, NULL, xin, s->q, s->ck[l], s->cv[l], 1, Sk);
     } else {
-        if (w->wk) linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
-        if (w->wv) linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
-        if (f->form->qk_forward && w->wq && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
+        if (w->wk || w->qk) model_linear(m, s->kv, xin, w->wk, w->qk, w->bk, 1, C, KC);
+        if (w->wv || w->qv) model_linear(m, s->kv + KC, xin, w->wv, w->qv, w->bv, 1, C, KC);
+        if (f->form->qk_forward && has_q && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
             return st; // before the rotation: the form's own (QK-norm), on the K/V heads' key
-        if (m->pos->rotate_qk && w->wq) { // rotary positions: the query and the key at this position
+        if (m->pos->rotate_qk && has_q) { // rotary positions: the query and the key at this position
             m->pos->rotate_qk(m, s->q, 1, 1, pos, A, 0);
             m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);
         }
@@ -248,7 +249,7 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         }
     }
     if (st) return st;
-    linear_forward(s->res, s->o, w->wo, w->bo, 1, A, C);
+    model_linear(m, s->res, s->o, w->wo, w->qo, w->bo, 1, A, C);
     aw_axpy(s->res, 1.0f, s->x, C);
     if (pre) memcpy(s->x, s->res, C * sizeof(float));
     else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);
@@ -261,13 +262,13 @@ void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln,
     const int pre = m->cfg.norm == AW_NORM_PRE;
     float mean, rstd;
     if (pre) norm_forward(m, ln, &mean, &rstd, x, w->ln_w, w->ln_b, 1);
-    linear_forward(h, pre ? ln : x, w->w1, w->b1, 1, C, F);
-    if (w->w3) {
-        linear_forward(u, pre ? ln : x, w->w3, w->b3, 1, C, F);
+    model_linear(m, h, pre ? ln : x, w->w1, w->q1, w->b1, 1, C, F);
+    if (w->w3 || w->q3) {
+        model_linear(m, u, pre ? ln : x, w->w3, w->q3, w->b3, 1, C, F);
         swiglu_forward(r, h, u, F);
     } else if (m->cfg.ffn == AW_FFN_GELU) gelu_forward(r, h, F);
     else relu_forward(r, h, F);
-    linear_forward(res, r, w->w2, w->b2, 1, F, C);
+    model_linear(m, res, r, w->w2, w->q2, w->b2, 1, F, C);
     aw_axpy(res, 1.0f, x, C);
     if (pre) memcpy(x, res, C * sizeof(float));
     else norm_forward(m, x, &mean, &rstd, res, w->ln_w, w->ln_b, 1);
@@ -275,11 +276,9 @@ void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln,
 
 void decode_logits(const aw_model *m, float *logits, const float *x, float *ln) {
     const aw_model_config *c = &m->cfg;
-    const size_t C = (size_t)c->d_model;
     float mean, rstd;
     if (c->norm == AW_NORM_PRE) norm_forward(m, ln, &mean, &rstd, x, m->w.lnf_w, m->w.lnf_b, 1), x = ln;
-    if (c->tie) tied_forward(logits, x, m->w.wte, m->w.b_out, 1, C, (size_t)c->vocab);
-    else linear_forward(logits, x, m->w.w_out, m->w.b_out, 1, C, (size_t)c->vocab);
+    model_classifier(m, logits, x, 1);
 }
 
 // Feeds token at position pos through every layer; leaves the logits in s->logits.

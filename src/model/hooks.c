@@ -414,9 +414,7 @@ int hook_run_forward(aw_hook_run *r, const int32_t *ids, float *logits) {
 
 // logits (N, V) of rows x (N, C) through the classifier (tied or not).
 static void classify(const aw_model *m, float *logits, const float *x, size_t N) {
-    const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
-    if (m->cfg.tie) tied_forward(logits, x, m->w.wte, m->w.b_out, N, C, V);
-    else linear_forward(logits, x, m->w.w_out, m->w.b_out, N, C, V);
+    model_classifier(m, logits, x, N);
 }
 
 int hook_logit_lens(aw_model *m, const int32_t *ids, size_t n, float *out) {
@@ -441,6 +439,7 @@ int hook_logit_lens(aw_model *m, const int32_t *ids, size_t n, float *out) {
 
 int hook_attribution(aw_model *m, const int32_t *ids, size_t n, const int32_t *targets, float *heads, float *mlp,
                      float *embed, float *rest, float *logit) {
+    if (m->quant) return model_refuse_quantized(m, "attribution (it reads W_O and the classifier's columns)");
     int st = hook_model_check(m);
     if (st) return st;
     if (m->cfg.norm != AW_NORM_PRE)

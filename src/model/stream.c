@@ -102,9 +102,9 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         const aw_attn_weights *w = &m->w.dec[l].self;
         if (pre) norm_forward(m, s->ln, &s->mean, &s->rstd, s->x, w->ln_w, w->ln_b, 1);
         const float *xin = pre ? s->ln : s->x;
-        linear_forward(s->q, xin, w->wq, w->bq, 1, C, A);
-        linear_forward(s->kv, xin, w->wk, w->bk, 1, C, KC);
-        linear_forward(s->kv + KC, xin, w->wv, w->bv, 1, C, KC);
+        model_linear(m, s->q, xin, w->wq, w->qq, w->bq, 1, C, A);
+        model_linear(m, s->kv, xin, w->wk, w->qk, w->bk, 1, C, KC);
+        model_linear(m, s->kv + KC, xin, w->wv, w->qv, w->bv, 1, C, KC);
         aw_attn_form *f = &m->self_form[l];
         if (f->form->qk_forward) f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC); // QK-norm, before rotation
         memcpy(s->k[l] + my_slot * KC, s->kv, KC * sizeof(float)); // unrotated: its position is its place
@@ -128,7 +128,7 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
         } else {
             decode_attend(s->o, s->scores, s->q, s->kr, s->vr, n, s->H, s->KH, hd, m->score_slopes); // by cache slot
         }
-        linear_forward(s->res, s->o, w->wo, w->bo, 1, A, C);
+        model_linear(m, s->res, s->o, w->wo, w->qo, w->bo, 1, A, C);
         aw_axpy(s->res, 1.0f, s->x, C);
         if (pre) memcpy(s->x, s->res, C * sizeof(float));
         else norm_forward(m, s->x, &s->mean, &s->rstd, s->res, w->ln_w, w->ln_b, 1);

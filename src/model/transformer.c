@@ -128,6 +128,7 @@ typedef struct {
     float *base;   // NULL: record names, shapes and offsets into m->tensors
     size_t off;
     int overflow;
+    size_t at;     // with base: the index of the next tensor (a quantized one takes no floats; quantize.c)
 } walker;
 
 static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols, int of_form, int trainable,
@@ -150,6 +151,11 @@ static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols
             t->transposed = strcmp(name, "wte") != 0 && strcmp(name, "wpe") != 0;
             t->rank = 2, t->dims[0] = t->transposed ? cols : rows, t->dims[1] = t->transposed ? rows : cols;
         }
+    }
+    if (wk->base && wk->at < wk->m->n_tensors) { // binding: the offsets follow the tensors still in the arena
+        aw_tensor_info *t = &wk->m->tensors[wk->at++];
+        if (t->quantized) return NULL;
+        t->offset = wk->off;
     }
     float *p = wk->base ? wk->base + wk->off : NULL;
     wk->off = aw_size_add(wk->off, n);
@@ -246,7 +252,7 @@ static size_t walk_params(aw_model *m, float *base, aw_weights *w) {
     const aw_model_config *c = &m->cfg;
     const size_t C = (size_t)c->d_model, V = (size_t)c->vocab, L = (size_t)c->max_len, F = (size_t)c->d_ff;
     const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
-    walker wk = {m, base, 0, 0};
+    walker wk = {m, base, 0, 0, 0};
     char prefix[32];
     memset(w, 0, sizeof *w);
     w->wte = take(&wk, "wte", V, C);
@@ -353,6 +359,7 @@ void model_destroy(aw_model *m) {
         attn_form_free(&m->cross_form[l]);
     }
     free(m->params);
+    quant_free(m->quant);
     free(m->pe_sin);
     free(m->rope_cos);
     free(m->rope_sin);
@@ -479,6 +486,32 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     if (inference != AW_CREATE_UNINITIALISED) init_params(m); // else the caller writes every parameter
     aw_rng_seed(&m->data_rng, ((uint64_t)cfg->seed << 32) ^ 0xDA7Au);
     *out = m;
+    return AW_OK;
+}
+
+// A new arena of the tensors not marked quantized, in the walk's order: their floats copied, m->w,
+// the forms' parameters and a learned position table bound into it; the old arena freed. Inference
+// models only (no gradients or AdamW state share the allocation).
+int model_compact_params(aw_model *m) {
+    size_t kept = 0, old_off[AW_MAX_TENSORS];
+    for (size_t i = 0; i < m->n_tensors; i++) {
+        old_off[i] = m->tensors[i].offset;
+        if (!m->tensors[i].quantized) kept = aw_size_add(kept, model_tensor_size(&m->tensors[i]));
+    }
+    float *params = aw_alloc_floats(kept ? kept : 1), *old = m->params;
+    if (!params) return aw_fail(AW_ERR_NOMEM, "out of memory for the parameters left in float32 (%zu floats)", kept);
+    m->n_params = walk_params(m, params, &m->w);
+    for (size_t i = 0; i < m->n_tensors; i++)
+        if (!m->tensors[i].quantized)
+            memcpy(params + m->tensors[i].offset, old + old_off[i], model_tensor_size(&m->tensors[i]) * sizeof(float));
+    m->params = params;
+    for (int l = 0; l < m->cfg.layers; l++) { // the forms that bound their parameters into the old arena
+        aw_attn_form *f = &m->self_form[l];
+        if (f->form && f->form->bind && (form_owns(f) || (f->form->flags & AW_FORM_NO_GRADS_OK)))
+            f->form->bind(f, m->params + m->form_offset[1][l], NULL);
+    }
+    m->pe = m->pos->embed ? m->pos->embed(m) : NULL;
+    free(old);
     return AW_OK;
 }
 
@@ -727,29 +760,30 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
     const float *xq = pre ? a->ln : in, *xkv = kv_src ? kv_src : xq;
-    if (w->wq) linear_forward(a->q, xq, w->wq, w->bq, N, C, A);
-    if (w->wq) HOOK(AW_HOOK_Q, layer, a->q);
+    const int has_q = w->wq || w->qq;
+    if (has_q) model_linear(m, a->q, xq, w->wq, w->qq, w->bq, N, C, A);
+    if (has_q) HOOK(AW_HOOK_Q, layer, a->q);
     if (a->kv) { // grouped-query: the K/V heads' projections, shared out to the query heads
         const size_t H = (size_t)m->cfg.heads, KH = (size_t)m->cfg.kv_heads, hd = model_head_dim(&m->cfg), KC = KH * hd;
-        if (w->wk) {
-            linear_forward(a->kv, xkv, w->wk, w->bk, Nk, C, KC);
+        if (w->wk || w->qk) {
+            model_linear(m, a->kv, xkv, w->wk, w->qk, w->bk, Nk, C, KC);
             HOOK(AW_HOOK_K, layer, a->kv);
             kv_expand(a->k, a->kv, Nk, H, KH, hd);
         }
-        linear_forward(a->kv + Nk * KC, xkv, w->wv, w->bv, Nk, C, KC);
+        model_linear(m, a->kv + Nk * KC, xkv, w->wv, w->qv, w->bv, Nk, C, KC);
         HOOK(AW_HOOK_V, layer, a->kv + Nk * KC);
         kv_expand(a->v, a->kv + Nk * KC, Nk, H, KH, hd);
     } else {
-        if (w->wk) {
-            linear_forward(a->k, xkv, w->wk, w->bk, Nk, C, A);
+        if (w->wk || w->qk) {
+            model_linear(m, a->k, xkv, w->wk, w->qk, w->bk, Nk, C, A);
             HOOK(AW_HOOK_K, layer, a->k);
         }
-        if (w->wv) {
-            linear_forward(a->v, xkv, w->wv, w->bv, Nk, C, A);
+        if (w->wv || w->qv) {
+            model_linear(m, a->v, xkv, w->wv, w->qv, w->bv, Nk, C, A);
             HOOK(AW_HOOK_V, layer, a->v);
         }
     }
-    if (f->form->qk_forward && w->wq) { // before the rotation: the form's own (softmax's QK-norm)
+    if (f->form->qk_forward && has_q) { // before the rotation: the form's own (softmax's QK-norm)
         const int keep_only = m->keep_attention && a->att != NULL; // a display forward saves nothing
         const size_t sf = f->form->saved_floats ? f->form->saved_floats(f, T, Tk) : 0;
         for (size_t b = 0; b < B; b++) {
@@ -758,7 +792,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
             if (st) return st;
         }
     }
-    if (m->pos->rotate_qk && !kv_src && w->wq) { // rotary positions on self-attention's queries and keys
+    if (m->pos->rotate_qk && !kv_src && has_q) { // rotary positions on self-attention's queries and keys
         m->pos->rotate_qk(m, a->q, B, T, 0, A, 0);
         m->pos->rotate_qk(m, a->k, B, Tk, 0, A, 0);
     }
@@ -768,7 +802,7 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (j.status) return j.status;
     if (keep) HOOK(AW_HOOK_PATTERN, layer, a->att);
     HOOK(AW_HOOK_Z, layer, a->o);
-    linear_forward(a->res, a->o, w->wo, w->bo, N, A, C);
+    model_linear(m, a->res, a->o, w->wo, w->qo, w->bo, N, A, C);
     HOOK(AW_HOOK_ATTN_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
     if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
@@ -827,13 +861,13 @@ static void ffn_sublayer_forward(aw_model *m, const aw_ffn_weights *w, aw_ffn_ac
     const size_t C = (size_t)m->cfg.d_model, F = (size_t)m->cfg.d_ff;
     const int pre = m->cfg.norm == AW_NORM_PRE;
     if (pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, in, w->ln_w, w->ln_b, N);
-    linear_forward(a->h, pre ? a->ln : in, w->w1, w->b1, N, C, F);
-    if (w->w3) { // SwiGLU: r = silu(x W1) * (x W3)
-        linear_forward(a->u, pre ? a->ln : in, w->w3, w->b3, N, C, F);
+    model_linear(m, a->h, pre ? a->ln : in, w->w1, w->q1, w->b1, N, C, F);
+    if (w->w3 || w->q3) { // SwiGLU: r = silu(x W1) * (x W3)
+        model_linear(m, a->u, pre ? a->ln : in, w->w3, w->q3, w->b3, N, C, F);
         swiglu_forward(a->r, a->h, a->u, N * F);
     } else if (m->cfg.ffn == AW_FFN_GELU) gelu_forward(a->r, a->h, N * F);
     else relu_forward(a->r, a->h, N * F);
-    linear_forward(a->res, a->r, w->w2, w->b2, N, F, C);
+    model_linear(m, a->res, a->r, w->w2, w->q2, w->b2, N, F, C);
     HOOK(AW_HOOK_MLP_OUT, layer, a->res);
     residual_add(a->res, in, N * C);
     if (!pre) norm_forward(m, a->ln, a->ln_mean, a->ln_rstd, a->res, w->ln_w, w->ln_b, N);
@@ -963,14 +997,12 @@ static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
     if (m->last_logits_only) { // each sequence's last row: what generation reads
         for (size_t b = 0; b < m->B; b++) {
             const size_t r = b * m->T + m->T - 1;
-            if (m->cfg.tie) tied_forward(a->logits + r * V, x + r * C, m->w.wte, m->w.b_out, 1, C, V);
-            else linear_forward(a->logits + r * V, x + r * C, m->w.w_out, m->w.b_out, 1, C, V);
+            model_classifier(m, a->logits + r * V, x + r * C, 1);
         }
         if (metrics) memset(metrics, 0, sizeof *metrics);
         return AW_OK;
     }
-    if (m->cfg.tie) tied_forward(a->logits, x, m->w.wte, m->w.b_out, N, C, V);
-    else linear_forward(a->logits, x, m->w.w_out, m->w.b_out, N, C, V);
+    model_classifier(m, a->logits, x, N);
     size_t count = 0, correct = 0;
     const double loss = crossentropy_forward(a->probs, a->losses, a->logits, m->targets, N, V, &count, &correct);
     if (metrics) {
@@ -1049,7 +1081,7 @@ int model_backward(aw_model *m) {
 }
 
 int model_refuse_inference(const aw_model *m, const char *what) {
-    (void)m;
+    if (m->quant) return model_refuse_quantized(m, what);
     return aw_fail(AW_ERR_STATE, "%s needs gradients, and this model was loaded for inference only (it keeps its "
                                  "parameters and no gradients or optimizer state): load it with { training: true }",
                    what);

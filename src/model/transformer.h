@@ -70,6 +70,9 @@ typedef struct aw_model_config {
     uint32_t seed;
 } aw_model_config;
 
+struct aw_qmat;  // src/kernels/quant.h
+struct aw_quant; // quantize.c
+
 typedef struct {
     char name[40];       // e.g. "dec.0.self.wq"; synthesizer tensors "dec.0.self.synth.W1"
     size_t offset;       // floats into the arena (params, grads, adam_m, adam_v share the layout)
@@ -81,6 +84,7 @@ typedef struct {
     int rank;
     int transposed;      // 1: a linear layer's weight, kept (in, out) for x W here and stored
                          // (out, in) in checkpoints, as nn.Linear keeps it
+    int quantized;       // 1: its values left the arena for m->quant (quantize.c); offset means nothing
 } aw_tensor_info;
 
 typedef struct {
@@ -89,6 +93,8 @@ typedef struct {
     float *wk, *bk;     // (C, C), (C); idem
     float *wv, *bv;     // (C, C), (C)
     float *wo, *bo;     // (C, C), (C)
+    const struct aw_qmat *qq, *qk, *qv, *qo; // a quantized model's wq .. wo (their float pointers then
+                                             // NULL; quantize.c), or NULL
 } aw_attn_weights;
 // Grouped-query attention: wk, wv are (C, KC) with KC = kv_heads * C / heads; every bias may be
 // NULL (no_bias), and ln_b is NULL with RMSNorm.
@@ -98,6 +104,7 @@ typedef struct {
     float *w1, *b1;     // (C, F), (F)
     float *w2, *b2;     // (F, C), (C)
     float *w3, *b3;     // (C, F), (F): SwiGLU's up projection, or NULL
+    const struct aw_qmat *q1, *q2, *q3; // a quantized model's w1, w2, w3 (idem), or NULL
 } aw_ffn_weights;
 
 typedef struct {
@@ -112,6 +119,8 @@ typedef struct {
     float *enc_lnf_w, *enc_lnf_b;   // (C) pre-norm encoder's final LayerNorm
     float *lnf_w, *lnf_b;           // (C) pre-norm decoder's final LayerNorm
     float *w_out, *b_out;           // (C, V), (V)
+    const struct aw_qmat *q_out;    // a quantized model's classifier (out.w's, or the tied wte's: wte itself
+                                    // stays float32 for the lookup), or NULL
     aw_gru_weights enc_gru, dec_gru; // gru archs: the encoder's and the decoder's GRU
     aw_additive_attn_weights attn;  // gru-attention: Bahdanau's additive attention
 } aw_weights;
@@ -189,6 +198,7 @@ typedef struct aw_model {
                                 // only (no probabilities or loss): generation's prefill
     int params_checked;         // 1: the caller has just checked the parameters are finite (generation's
                                 // prefill): forward skips its own pass over them
+    struct aw_quant *quant;     // NULL, or the quantized matrices (quantize.c): their tensors left the arena
     long step;                  // AdamW steps taken
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
@@ -297,6 +307,28 @@ void decode_attend(float *out, float *scores, const float *q, const float *kc, c
 void decode_ffn(const aw_model *m, const aw_ffn_weights *w, float *x, float *ln, float *h, float *u, float *r,
                 float *res);
 void decode_logits(const aw_model *m, float *logits, const float *x, float *ln);
+
+// ---- quantized weights (quantize.c; formats and kernels in src/kernels/quant.h) ----
+// Quantizes every matrix a decoder reads per token (q, k, v, o, the FFN's, the classifier) into
+// `format` ("q8_0", "q4_0") with `group` values per scale (0: the format's default), and frees their
+// float32 copies. An inference-only decoder; Errors name the argument and leave the model as it was.
+int model_quantize(aw_model *m, const char *format, size_t group);
+// out[0] the bytes of the weights in float32, out[1] the bytes held now (arena + quantized values
+// and scales), out[2] the format (enum aw_qformat_id; 0: float32), out[3] the group.
+void model_weight_bytes(const aw_model *m, double *out);
+// out (N, OC) = x (N, IC) W + b: W float32 (IC, OC), or its quantized form q when q is not NULL.
+void model_linear(const aw_model *m, float *out, const float *x, const float *w, const struct aw_qmat *q,
+                  const float *b, size_t N, size_t IC, size_t OC);
+// logits (N, V) of x (N, C): out.w, the tied embedding, or the quantized classifier.
+void model_classifier(const aw_model *m, float *logits, const float *x, size_t N);
+// Quantized matrix i (*out) and its tensor's name; NULL past the last (or on a float32 model).
+const char *model_qmat(aw_model *m, size_t i, struct aw_qmat **out);
+// The Error for `what` (saving, a hook that reads the weights) on a quantized model.
+int model_refuse_quantized(const aw_model *m, const char *what);
+// transformer.c: moves every tensor not marked quantized into a new arena of their floats alone,
+// rebinding m->w and the forms' parameters; frees the old one.
+int model_compact_params(aw_model *m);
+void quant_free(struct aw_quant *q);
 
 // Picks a token from logits (V; modified): greedy (temperature <= 0) or sampled from the top_k.
 int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng);

@@ -104,7 +104,7 @@ for (const { name, lib } of builds) {
     new DataView(bad.buffer).setInt32(12, 3, true); // n_heads 3 with dim 16
     expectError(() => lib.loadLlama2c(bad), /dim \(16\) is not divisible by n_heads \(3\)/);
     new DataView(bad.buffer).setUint32(0, 0x616b3432, true);
-    expectError(() => lib.loadLlama2c(bad), /version-1 or -2 export \(magic "ak42"\)/);
+    expectError(() => lib.loadLlama2c(bad), /a version-48 export \(magic "ak42"\); this reader takes llama2.c's legacy format .* and version 2 \(runq.c's\)/);
     expectError(() => lib.loadLlama2c('model.bin'), /bytes must be a Uint8Array or ArrayBuffer/);
     expectError(() => lib.loadLlama2c(bin, { tokenizer: new Uint8Array(30) }), /the file ends after \d+ of the model's 20 tokens/);
     expectError(() => lib.loadLlama2c(bin, { vocab: 3 }), /unknown option "vocab"/);

@@ -3,7 +3,7 @@
 import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
 import type {
   Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo, AttentionName, AttentionLayer, ModelAttention, FormOption,
-  BpeTokenizer, BpeTokenizerJSON, CompositionScores,
+  BpeTokenizer, BpeTokenizerJSON, CompositionScores, WeightBytes,
 } from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
@@ -23,6 +23,10 @@ const step: { loss: number; accuracy: number } = model.trainStep({ task: 'revers
 const bytes: Uint8Array = model.save({ optimizer: true });
 model.trainStep({ inputs: [[1, 2]], targets: [[2, 3]], mask: [[1, 0]], lr: 1e-3 });
 const held: number = model.evaluate({ inputs: [[1, 2]], targets: [[2, 3]] }).loss;
+const weights: WeightBytes = lib.createModel({ vocab: 11, dModel: 32, heads: 2, layers: 1, maxLen: 32 }, { training: false }).quantize('q8_0', { groupSize: 32 });
+const saved: number = weights.fp32 - model.weightBytes.bytes;
+// @ts-expect-error an unknown weight format
+model.quantize('q5_1');
 await model.train({ steps: 2, task: 'copy', lr: (s: number) => 1e-3 / (1 + s), onProgress: (p) => p.loss, signal: new AbortController().signal });
 const causalForms: string[] = lib.forms.filter((f) => f.causal).map((f) => f.name);
 const inUse: number = lib.heapInUse();

@@ -1,0 +1,214 @@
+// quantize.c: a decoder's per-token matrices in 8 or 4 bits (formats and kernels: src/kernels/quant.h).
+// model_quantize turns q, k, v, o, the FFN's matrices and the classifier into rows of a format,
+// then moves every other tensor into a smaller arena (model_compact_params) so the float32 copies
+// are really gone. The embedding table stays float32 for the lookup (a tied classifier gets a
+// quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The
+// forward, generation and streaming read the quantized matrices through model_linear; training,
+// saving and the tools that read weights directly refuse such a model.
+#include "transformer.h"
+
+#include "config.h"
+
+#include "../kernels/quant.h"
+#include "../kernels/size.h"
+#include "../kernels/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { QMATS = AW_MAX_LAYERS * 7 + 1 }; // q, k, v, o, w1, w2, w3 per layer, and the classifier
+
+typedef struct aw_quant {
+    int format;          // enum aw_qformat_id
+    size_t group;        // values per scale
+    size_t count;        // matrices in mats
+    aw_qmat mats[QMATS];
+    char names[QMATS][48]; // each matrix's tensor ("dec.0.self.wq", "out.w"; "wte" for a tied classifier's copy)
+    uint8_t *mem;        // every matrix's values and scales, one allocation
+    size_t bytes;        // its size
+    void *work;          // one activation row's workspace (aw_qact_bytes of the widest input)
+    double fp32_bytes;   // the weights' bytes in float32, before
+} aw_quant;
+
+void quant_free(aw_quant *q) {
+    if (!q) return;
+    free(q->mem);
+    free(q->work);
+    free(q);
+}
+
+int model_refuse_quantized(const aw_model *m, const char *what) {
+    return aw_fail(AW_ERR_STATE, "%s needs the float32 weights, and this model was quantized to %s (its matrices are "
+                                 "%d-bit integers with scales; their float32 copies were freed): load it again "
+                                 "without quantize for that", what, AW_QFORMATS[m->quant->format].name,
+                   AW_QFORMATS[m->quant->format].bits);
+}
+
+void model_linear(const aw_model *m, float *out, const float *x, const float *w, const aw_qmat *q, const float *b,
+                  size_t N, size_t IC, size_t OC) {
+    if (q) aw_qlinear(out, x, q, b, N, m->quant->work);
+    else linear_forward(out, x, w, b, N, IC, OC);
+}
+
+void model_classifier(const aw_model *m, float *logits, const float *x, size_t N) {
+    const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
+    if (m->w.q_out) aw_qlinear(logits, x, m->w.q_out, m->w.b_out, N, m->quant->work);
+    else if (m->cfg.tie) tied_forward(logits, x, m->w.wte, m->w.b_out, N, C, V);
+    else linear_forward(logits, x, m->w.w_out, m->w.b_out, N, C, V);
+}
+
+void model_weight_bytes(const aw_model *m, double *out) {
+    const double arena = (double)m->n_params * sizeof(float);
+    out[0] = m->quant ? m->quant->fp32_bytes : arena;
+    out[1] = arena + (m->quant ? (double)m->quant->bytes : 0.0);
+    out[2] = m->quant ? m->quant->format : AW_QF_NONE;
+    out[3] = m->quant ? (double)m->quant->group : 0.0;
+}
+
+// One matrix to quantize: src float32, `in` inputs and `out` outputs, stored (in, out) (x W, the
+// model's linear layers) or (out, in) (the tied embedding); its tensor leaves the arena unless it stays.
+typedef struct {
+    const float *src;
+    size_t in, out;
+    int in_out;
+    const char *name;
+    aw_tensor_info *tensor; // NULL: the tensor stays (the tied wte)
+    const aw_qmat **slot;
+    int format;             // the model's format, or its row's classifier format for the classifier
+} qsource;
+
+static size_t list_sources(aw_model *m, qsource *s, char names[][48], int format) {
+    const aw_model_config *c = &m->cfg;
+    const size_t C = (size_t)c->d_model, A = model_attn_cols(c), KC = model_kv_cols(m), F = (size_t)c->d_ff;
+    size_t n = 0;
+    for (int l = 0; l < c->layers; l++) {
+        aw_attn_weights *a = &m->w.dec[l].self;
+        aw_ffn_weights *f = &m->w.dec[l].ffn;
+        const struct { float *w; const char *leaf, *sub; size_t in, out; const aw_qmat **slot; } rows[] = {
+            {a->wq, "wq", "self", C, A, &a->qq}, {a->wk, "wk", "self", C, KC, &a->qk}, {a->wv, "wv", "self", C, KC, &a->qv},
+            {a->wo, "wo", "self", A, C, &a->qo}, {f->w1, "w1", "ffn", C, F, &f->q1}, {f->w2, "w2", "ffn", F, C, &f->q2},
+            {f->w3, "w3", "ffn", C, F, &f->q3}};
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            if (!rows[r].w) continue;
+            snprintf(names[n], 48, "dec.%d.%s.%s", l, rows[r].sub, rows[r].leaf);
+            s[n] = (qsource){rows[r].w, rows[r].in, rows[r].out, 1, names[n],
+                             (aw_tensor_info *)model_find_tensor(m, names[n]), rows[r].slot, format};
+            n++;
+        }
+    }
+    const int cls = AW_QFORMATS[format].classifier;
+    if (c->tie) s[n++] = (qsource){m->w.wte, C, (size_t)c->vocab, 0, "wte", NULL, &m->w.q_out, cls};
+    else s[n++] = (qsource){m->w.w_out, C, (size_t)c->vocab, 1, "out.w", (aw_tensor_info *)model_find_tensor(m, "out.w"),
+                            &m->w.q_out, cls};
+    return n;
+}
+
+// The group: the asked one checked against every matrix's input width, or the format's default
+// (halved until it divides them all, as llama2.c's export.py does).
+static int choose_group(const aw_qformat *f, size_t asked, const qsource *s, size_t n, size_t *group) {
+    if (f->fixed_group && asked && asked != f->fixed_group)
+        return aw_fail(AW_ERR_ARG, "quantize: groupSize must be %zu for %s (ggml's block of %zu values), got %zu",
+                       f->fixed_group, f->name, f->fixed_group, asked);
+    if (!f->fixed_group && asked && (asked % 16 || asked > AW_QGROUP_MAX))
+        return aw_fail(AW_ERR_ARG, "quantize: groupSize must be a multiple of 16 from 16 to %d for %s, got %zu",
+                       AW_QGROUP_MAX, f->name, asked);
+    size_t g = f->fixed_group ? f->fixed_group : asked ? asked : f->default_group;
+    for (;;) {
+        size_t i = 0;
+        while (i < n && s[i].in % g == 0) i++;
+        if (i == n) break;
+        if (asked || f->fixed_group || g <= 16)
+            return aw_fail(AW_ERR_ARG, "quantize: groupSize %zu does not divide the rows of %s (%zu inputs); %s needs a "
+                                       "group that divides dModel, dFF and heads x headDim", g, s[i].name, s[i].in, f->name);
+        g /= 2;
+    }
+    *group = g;
+    return AW_OK;
+}
+
+// Quantizes s into q (rows = outputs): the (in, out) layout is read 16 columns at a time into t (16 in).
+static void quantize_matrix(aw_qmat *q, const qsource *s, float *t) {
+    const aw_qformat *f = &AW_QFORMATS[q->format];
+    const size_t ng = s->in / q->group, rb = f->row_bytes(s->in);
+    for (size_t j0 = 0; j0 < s->out; j0 += 16) {
+        const size_t nj = s->out - j0 < 16 ? s->out - j0 : 16;
+        for (size_t jj = 0; jj < nj; jj++) {
+            const float *row = s->src + (j0 + jj) * s->in;
+            if (s->in_out) {
+                for (size_t i = 0; i < s->in; i++) t[jj * s->in + i] = s->src[i * s->out + j0 + jj];
+                row = t + jj * s->in;
+            }
+            f->quantize_row(q->q + (j0 + jj) * rb, q->s + (j0 + jj) * ng, row, s->in, q->group);
+        }
+    }
+}
+
+int model_quantize(aw_model *m, const char *format, size_t group) {
+    const int fid = aw_qformat_find(format);
+    if (fid == AW_QF_NONE)
+        return aw_fail(AW_ERR_ARG, "quantize: format must be one of \"q8_0\", \"q4_0\", got \"%.40s\"", format);
+    if (m->quant)
+        return aw_fail(AW_ERR_STATE, "quantize: this model is already quantized to %s; load it again to quantize it "
+                                     "another way", AW_QFORMATS[m->quant->format].name);
+    if (m->cfg.arch != AW_ARCH_DECODER)
+        return aw_fail(AW_ERR_ARG, "quantize: quantizes a decoder-only transformer's matrices, and this model's arch is "
+                                   "\"%s\"", AW_ARCH_NAMES[m->cfg.arch]);
+    if (!m->inference)
+        return aw_fail(AW_ERR_STATE, "quantize: needs a model made for inference ({ training: false }, or loaded with "
+                                     "it); this one keeps gradients and AdamW state (a model whose attention form has "
+                                     "parameters of its own keeps them even with training: false)");
+    int st = model_check_params(m);
+    if (st) return st;
+    const aw_qformat *f = &AW_QFORMATS[fid];
+    char names[QMATS][48];
+    qsource src[QMATS];
+    const size_t n = list_sources(m, src, names, fid);
+    size_t G = 0;
+    if ((st = choose_group(f, group, src, n, &G))) return st;
+    // one block: each matrix's values then its scales, 16-byte aligned pieces
+    size_t bytes = 0, at_q[QMATS], at_s[QMATS], widest = 0;
+    for (size_t i = 0; i < n; i++) {
+        at_q[i] = bytes;
+        const aw_qformat *fi = &AW_QFORMATS[src[i].format];
+        bytes = aw_size_add(bytes, aw_size_add(aw_size_mul(src[i].out, fi->row_bytes(src[i].in)), 15) / 16 * 16);
+        at_s[i] = bytes;
+        bytes = aw_size_add(bytes, aw_size_add(aw_size_mul3(src[i].out, src[i].in / G, sizeof(float)), 15) / 16 * 16);
+        widest = src[i].in > widest ? src[i].in : widest;
+    }
+    aw_quant *q = calloc(1, sizeof *q);
+    float *t = aw_alloc_floats(aw_size_mul(16, widest));
+    if (q) q->mem = aw_alloc(bytes, 1), q->work = aw_alloc(aw_qact_bytes(widest, G), 1);
+    if (!q || !t || !q->mem || !q->work || bytes == AW_SIZE_INVALID) {
+        quant_free(q);
+        free(t);
+        return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %.1f MiB for the %s matrices", (double)bytes / 1048576.0,
+                       f->name);
+    }
+    q->format = fid, q->group = G, q->count = n, q->bytes = bytes, q->fp32_bytes = (double)m->n_params * sizeof(float);
+    for (size_t i = 0; i < n; i++) {
+        q->mats[i] = (aw_qmat){src[i].format, src[i].out, src[i].in, G, q->mem + at_q[i], (float *)(q->mem + at_s[i])};
+        quantize_matrix(&q->mats[i], &src[i], t);
+    }
+    free(t);
+    for (size_t i = 0; i < n; i++)
+        if (src[i].tensor) src[i].tensor->quantized = 1;
+    if ((st = model_compact_params(m))) { // nothing moved: the float32 weights stay in use
+        for (size_t i = 0; i < n; i++)
+            if (src[i].tensor) src[i].tensor->quantized = 0;
+        quant_free(q);
+        return st;
+    }
+    m->quant = q;
+    for (size_t i = 0; i < n; i++) {
+        *src[i].slot = &q->mats[i]; // the walk left their float pointers NULL
+        snprintf(q->names[i], sizeof q->names[i], "%s", src[i].name);
+    }
+    return AW_OK;
+}
+
+const char *model_qmat(aw_model *m, size_t i, aw_qmat **out) {
+    if (!m->quant || i >= m->quant->count) return NULL;
+    *out = &m->quant->mats[i];
+    return m->quant->names[i];
+}
