@@ -3,7 +3,7 @@
 // then moves every other tensor into a smaller arena (model_compact_params) so the float32 copies
 // are really gone. The embedding table stays float32 for the lookup (a tied classifier gets a
 // quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The
-// forward, generation and streaming read the quantized matrices through model_linear; training,
+// forward, generation and streaming read the quantized matrices through model_linear (quant_model.c); training,
 // saving and the tools that read weights directly refuse such a model.
 #include "transformer.h"
 
@@ -17,54 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { QMATS = AW_MAX_LAYERS * 7 + 1 }; // q, k, v, o, w1, w2, w3 per layer, and the classifier
-
-typedef struct aw_quant {
-    int format;          // enum aw_qformat_id
-    size_t group;        // values per scale
-    size_t count;        // matrices in mats
-    aw_qmat mats[QMATS];
-    char names[QMATS][48]; // each matrix's tensor ("dec.0.self.wq", "out.w"; "wte" for a tied classifier's copy)
-    uint8_t *mem;        // every matrix's values and scales, one allocation
-    size_t bytes;        // its size
-    void *work;          // one activation row's workspace (aw_qact_bytes of the widest input)
-    double fp32_bytes;   // the weights' bytes in float32, before
-} aw_quant;
-
-void quant_free(aw_quant *q) {
-    if (!q) return;
-    free(q->mem);
-    free(q->work);
-    free(q);
-}
-
-int model_refuse_quantized(const aw_model *m, const char *what) {
-    return aw_fail(AW_ERR_STATE, "%s needs the float32 weights, and this model was quantized to %s (its matrices are "
-                                 "%d-bit integers with scales; their float32 copies were freed): load it again "
-                                 "without quantize for that", what, AW_QFORMATS[m->quant->format].name,
-                   AW_QFORMATS[m->quant->format].bits);
-}
-
-void model_linear(const aw_model *m, float *out, const float *x, const float *w, const aw_qmat *q, const float *b,
-                  size_t N, size_t IC, size_t OC) {
-    if (q) aw_qlinear(out, x, q, b, N, m->quant->work);
-    else linear_forward(out, x, w, b, N, IC, OC);
-}
-
-void model_classifier(const aw_model *m, float *logits, const float *x, size_t N) {
-    const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
-    if (m->w.q_out) aw_qlinear(logits, x, m->w.q_out, m->w.b_out, N, m->quant->work);
-    else if (m->cfg.tie) tied_forward(logits, x, m->w.wte, m->w.b_out, N, C, V);
-    else linear_forward(logits, x, m->w.w_out, m->w.b_out, N, C, V);
-}
-
-void model_weight_bytes(const aw_model *m, double *out) {
-    const double arena = (double)m->n_params * sizeof(float);
-    out[0] = m->quant ? m->quant->fp32_bytes : arena;
-    out[1] = arena + (m->quant ? (double)m->quant->bytes : 0.0);
-    out[2] = m->quant ? m->quant->format : AW_QF_NONE;
-    out[3] = m->quant ? (double)m->quant->group : 0.0;
-}
+#include "quant_model.h"
 
 // One matrix to quantize: src float32, `in` inputs and `out` outputs, stored (in, out) (x W, the
 // model's linear layers) or (out, in) (the tied embedding); its tensor leaves the arena unless it stays.
@@ -205,10 +158,4 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
         snprintf(q->names[i], sizeof q->names[i], "%s", src[i].name);
     }
     return AW_OK;
-}
-
-const char *model_qmat(aw_model *m, size_t i, aw_qmat **out) {
-    if (!m->quant || i >= m->quant->count) return NULL;
-    *out = &m->quant->mats[i];
-    return m->quant->names[i];
 }

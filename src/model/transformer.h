@@ -71,7 +71,7 @@ typedef struct aw_model_config {
 } aw_model_config;
 
 struct aw_qmat;  // src/kernels/quant.h
-struct aw_quant; // quantize.c
+struct aw_quant; // quant_model.h
 
 typedef struct {
     char name[40];       // e.g. "dec.0.self.wq"; synthesizer tensors "dec.0.self.synth.W1"

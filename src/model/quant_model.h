@@ -1,0 +1,24 @@
+// quant_model.h: a quantized model's matrices (private to src/model/quant_model.c, which reads them
+// at run time, and quantize.c, which makes them).
+#ifndef AW_QUANT_MODEL_H
+#define AW_QUANT_MODEL_H
+
+#include "transformer.h"
+
+#include "../kernels/quant.h"
+
+enum { QMATS = AW_MAX_LAYERS * 7 + 1 }; // q, k, v, o, w1, w2, w3 per layer, and the classifier
+
+typedef struct aw_quant {
+    int format;          // enum aw_qformat_id
+    size_t group;        // values per scale
+    size_t count;        // matrices in mats
+    aw_qmat mats[QMATS];
+    char names[QMATS][48]; // each matrix's tensor ("dec.0.self.wq", "out.w"; "wte" for a tied classifier's copy)
+    uint8_t *mem;        // every matrix's values and scales, one allocation
+    size_t bytes;        // its size
+    void *work;          // one activation row's workspace (aw_qact_bytes of the widest input)
+    double fp32_bytes;   // the weights' bytes in float32, before
+} aw_quant;
+
+#endif
