@@ -4,7 +4,8 @@
 // (equal), held-out bits per character on models/stream-text.txt and the largest attention change
 // on the prompt (within 1e-4). q8_0 changes bits per character by at most 0.01 and moves attention
 // weights by more than 0 and less than 0.5. A model whose FFN width 48 is no multiple of q4_0's
-// groups of 32 shows the library's Error and stays on fp32. Tokens/s are printed, never asserted.
+// groups of 32 shows the library's Error and stays on fp32; a Hugging Face checkpoint is measured on
+// the user's text, as Node measures it. Tokens/s are printed, never asserted.
 // The panel's screenshots go to tests/browser/screenshots/weights-*.png.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -33,15 +34,11 @@ function nats(logits, target) {
   return Math.log(sum) + max - logits[target];
 }
 
-// Node's figures for the sample, from the library directly: bytes, bits per character of the
-// held-out text (windows of maxLen tokens overlapping by one; every token after the start token
-// scored once; divided by the text's characters) and the largest |A - A(fp32)| on the prompt.
-function nodeFigures(lib) {
-  const pair = bpeSampleLlama2c(lib, new Uint8Array(models(SAMPLE.source)), JSON.parse(models(SAMPLE.tokenizer)));
-  const fp = lib.loadLlama2c(pair.bin, { tokenizer: pair.tokenizer });
-  const held = models('stream-text.txt').toString('utf8'), ids = fp.tokenizer.encode(held);
-  assert.equal(ids[0], 1, 'the held-out text is read after the start token');
-  const prompt = fp.tokenizer.encode(SAMPLE.prompt);
+// Node's figures for an opened model fp, from the library directly: bytes, bits per character of
+// the tokens ids (windows of up to 256 tokens overlapping by one, every token after the first scored
+// once, divided by the chars those tokens read) and the largest |A - A(fp32)| on the prompt, for
+// fp32 and for copies (save, loadModel) quantized to each format.
+function nodeFigures(lib, fp, { ids, chars, prompt, formats = ['q8_0', 'q4_0'] }) {
   const bits = (m) => {
     const L = Math.min(m.config.maxLen, 256), V = m.config.vocab;
     let total = 0;
@@ -49,11 +46,11 @@ function nodeFigures(lib) {
       const w = ids.subarray(s, Math.min(ids.length, s + L)), { logits } = m.forward(w);
       for (let i = 1; i < w.length; i++) total += nats(logits.subarray((i - 1) * V, i * V), w[i]);
     }
-    return total / held.length / Math.LN2;
+    return total / chars / Math.LN2;
   };
   const ref = fp.forward(prompt).attention;
   const out = { fp32: { bytes: fp.weightBytes.bytes, bits: bits(fp), attentionChange: 0 } };
-  for (const format of ['q8_0', 'q4_0']) {
+  for (const format of formats) {
     const q = lib.loadModel(fp.save(), { training: false });
     q.quantize(format);
     let change = 0;
@@ -63,9 +60,33 @@ function nodeFigures(lib) {
     out[format] = { bytes: q.weightBytes.bytes, bits: bits(q), attentionChange: change };
     q.dispose();
   }
+  return out;
+}
+
+// the sample pair and its figures on the page's held-out text (read after the start token: every
+// character scored)
+function sampleFigures(lib) {
+  const pair = bpeSampleLlama2c(lib, new Uint8Array(models(SAMPLE.source)), JSON.parse(models(SAMPLE.tokenizer)));
+  const fp = lib.loadLlama2c(pair.bin, { tokenizer: pair.tokenizer });
+  const held = models('stream-text.txt').toString('utf8'), ids = fp.tokenizer.encode(held);
+  assert.equal(ids[0], 1, 'the held-out text is read after the start token');
+  const figures = nodeFigures(lib, fp, { ids, chars: held.length, prompt: fp.tokenizer.encode(SAMPLE.prompt) });
   const embedding = fp.config.vocab * fp.config.dModel * 4; // stays fp32 for the lookup
   fp.dispose();
-  return { figures: out, embedding };
+  return { figures, embedding };
+}
+
+// the page's rows against Node's figures: bytes equal, bits and attention change within TOL
+function compareRows(rows, figures) {
+  const by = Object.fromEntries(rows.map((r) => [r.format, r]));
+  for (const [f, n] of Object.entries(figures)) {
+    assert.equal(by[f].bytes, n.bytes, `${f}: the page's bytes are Node's`);
+    assert.ok(Math.abs(by[f].bits - n.bits) <= TOL, `${f}: bits per character ${by[f].bits} in the page, ${n.bits} in Node`);
+    assert.ok(Math.abs(by[f].attentionChange - n.attentionChange) <= TOL,
+      `${f}: attention change ${by[f].attentionChange} in the page, ${n.attentionChange} in Node`);
+    assert.ok(by[f].tokens > 0 && by[f].tokensPerSecond > 0, `${f}: a generation was measured`);
+  }
+  return by;
 }
 
 async function openPlayground(viewport) {
@@ -88,7 +109,7 @@ async function pick(page, format) {
 for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
   test(`weights at ${viewport.width}x${viewport.height}: the sample in fp32, 8-bit and 4-bit, measured as Node measures`, { timeout: 900_000 }, async (t) => {
     const lib = await loadAttention();
-    const { figures, embedding } = nodeFigures(lib);
+    const { figures, embedding } = sampleFigures(lib);
     t.diagnostic(`Node: ${JSON.stringify(figures)}`);
     const { browser, page, problems } = await openPlayground(viewport);
     try {
@@ -100,14 +121,7 @@ for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 
       t.diagnostic(`page: ${JSON.stringify(rows)}`);
       t.diagnostic(`quantize tasks (ms, save/load/quantize): ${await page.getAttribute('#llama2c', 'data-quantize-ms')}`);
       assert.deepEqual(rows.map((r) => r.format), ['fp32', 'q8_0', 'q4_0']);
-      const by = Object.fromEntries(rows.map((r) => [r.format, r]));
-      for (const [f, n] of Object.entries(figures)) {
-        assert.equal(by[f].bytes, n.bytes, `${f}: the page's bytes are Node's`);
-        assert.ok(Math.abs(by[f].bits - n.bits) <= TOL, `${f}: bits per character ${by[f].bits} in the page, ${n.bits} in Node`);
-        assert.ok(Math.abs(by[f].attentionChange - n.attentionChange) <= TOL,
-          `${f}: attention change ${by[f].attentionChange} in the page, ${n.attentionChange} in Node`);
-        assert.ok(by[f].tokens > 0 && by[f].tokensPerSecond > 0, `${f}: a generation was measured`);
-      }
+      const by = compareRows(rows, figures);
       // the embedding table stays fp32: the quantized matrices are under a third of theirs in fp32
       assert.ok(by.q8_0.bytes - embedding < (by.fp32.bytes - embedding) / 3, `q8_0 ${by.q8_0.bytes} bytes, fp32 ${by.fp32.bytes}`);
       assert.ok(by.q8_0.bytes < by.fp32.bytes / 2);
@@ -159,6 +173,42 @@ test('weights: a model whose FFN width is no multiple of 32 says why 4-bit fails
     await pick(page, 'q8_0');
     const rows = JSON.parse(await page.getAttribute('#llama2c', 'data-weights'));
     assert.deepEqual(rows.map((r) => r.format), ['fp32', 'q8_0']);
+    assert.match(await page.textContent('#l2wtable'), /bits per character on your text/);
+    assert.deepEqual(problems(), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('weights: a Hugging Face checkpoint (GPT-2-shaped: learned positions, GELU, tied) in 8-bit, measured on the user\'s text as Node measures', { timeout: 600_000 }, async (t) => {
+  const lib = await loadAttention();
+  const tokenizer = models(SAMPLE.tokenizer).toString('utf8');
+  const m = lib.createModel({ vocab: 512, dModel: 96, heads: 4, layers: 2, maxLen: 128, ffn: 'gelu', positional: 'learned', tieEmbeddings: true, seed: 7 });
+  const saved = m.saveHuggingFace();
+  m.dispose();
+  const config = JSON.stringify(saved.config);
+  const text = 'The fortune says that a cat will sit on your mat';
+  const fp = lib.loadHuggingFace({ config, weights: [saved.weights], tokenizer });
+  const ids = fp.tokenizer.encode(text);
+  assert.notEqual(ids[0], saved.config.bos_token_id, 'no start token: the first token is not scored');
+  const chars = text.length - fp.tokenizer.decode([ids[0]]).length;
+  const figures = nodeFigures(lib, fp, { ids, chars, prompt: ids, formats: ['q8_0'] });
+  fp.dispose();
+  t.diagnostic(`Node: ${JSON.stringify(figures)}`);
+  const { browser, page, problems } = await openPlayground({ width: 1280, height: 800 });
+  try {
+    await page.setInputFiles('#l2files', [
+      { name: 'config.json', mimeType: 'application/json', buffer: Buffer.from(config) },
+      { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(saved.weights) },
+      { name: 'tokenizer.json', mimeType: 'application/json', buffer: Buffer.from(tokenizer) },
+    ]);
+    await page.waitForSelector('#llama2c[data-kind="huggingface"]', { timeout: 120_000 });
+    await page.fill('#l2text', text);
+    await pick(page, 'q8_0');
+    const rows = JSON.parse(await page.getAttribute('#llama2c', 'data-weights'));
+    t.diagnostic(`page: ${JSON.stringify(rows)}`);
+    assert.deepEqual(rows.map((r) => r.format), ['fp32', 'q8_0']);
+    compareRows(rows, figures);
     assert.match(await page.textContent('#l2wtable'), /bits per character on your text/);
     assert.deepEqual(problems(), []);
   } finally {

@@ -56,7 +56,8 @@ export function createLlama2cView(el, { lib }) {
   // the weights choice: quant is the quantized copy generation and the probe use (null: the fp32
   // model); rows: the measured row of each format, for the text and token count in rowsKey
   const weightsEl = el.panel.querySelector('#l2weights'), wtable = el.panel.querySelector('#l2wtable');
-  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false;
+  // wrun counts weights choices: a newer choice or a closed model ends the one under way
+  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0;
   const infer = () => quant?.model ?? model;
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
@@ -125,6 +126,7 @@ export function createLlama2cView(el, { lib }) {
   function closeModel() {
     run++;
     if (model) publishOpened(null); // the other panels let go of it first
+    wrun++; // a weights choice under way stops at its next step
     quant?.model.dispose();
     quant = null;
     model?.dispose();
@@ -549,8 +551,9 @@ export function createLlama2cView(el, { lib }) {
   // fp32; the bytes are dropped at once, so what stays is the open model and one quantized copy (the
   // previous copy is disposed first). Reloading from the files would hold as much (the file's bytes
   // in place of save()'s), and cannot serve a Hub model, whose fetched bytes are dropped once loaded,
-  // so this one way serves the three sources. Three tasks with the page free in between (each took
-  // 120-180 ms for a stories15M-shaped model in Node: the report says so; a task cannot be cut smaller).
+  // so this one way serves the three sources. Three tasks with the page free in between; each is one
+  // library call that cannot be cut smaller (95-233 ms each for a stories15M-shaped model in headless
+  // Chromium on a busy 2-core machine: over 100 ms, as docs/playground.md says).
   async function quantizedCopy(format, alive) {
     const times = {};
     status(`Making ${WEIGHTS[format]} weights: copying the fp32 model…`);
@@ -632,6 +635,7 @@ export function createLlama2cView(el, { lib }) {
       }));
     }
     await frame();
+    if (!alive()) throw new DOMException('superseded', 'AbortError');
     const bits = await textBits(m, scored, alive);
     const { bytes, fp32 } = m.weightBytes;
     return { format, bytes, fp32, tokens: out.length, runs, ms, tokensPerSecond: (runs * out.length / ms) * 1000, bits, attentionChange: change,
@@ -682,7 +686,6 @@ export function createLlama2cView(el, { lib }) {
 
   // A weights choice: its copy made (or the fp32 model taken back), then the fp32 row and its row
   // measured if the text or token count changed since they were.
-  let wrun = 0;
   async function chooseWeights(format) {
     if (!model) return;
     const mine = ++wrun, open = model, alive = () => wrun === mine && model === open;
