@@ -9,6 +9,11 @@
 // (colour = induction score, a click shows that layer) for many.
 // "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
+// "Weights" (issue 46): fp32 as opened, or a copy quantized to 8-bit (q8_0) or 4-bit (q4_0) weights
+// (model.quantize) that generation and the probe then use; the fp32 model stays open beside it. Each
+// choice picked is measured in this tab on the same text and token count, and a table compares them:
+// the weights' bytes, tokens/s of a greedy generation, bits per character (the page's held-out text
+// for the sample, else the user's text) and the largest change of any attention weight from fp32's.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
 import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensorsDtypes } from './hub.js';
@@ -22,6 +27,21 @@ const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay re
 
 const MANY_HEADS = 32; // more heads than this: the probe's result is a layers x heads table, not a list
 
+// the weights choice: format -> what the table calls it
+const WEIGHTS = { fp32: 'fp32', q8_0: '8-bit (q8_0)', q4_0: '4-bit (q4_0)' };
+const HELD_OUT = 'stream-text.txt'; // the page's held-out text (models/), read by the sample's bits per character
+const TIMED = 200; // ms of generation (in runs of one task each) a tokens/s figure is measured over
+const BITS_WINDOW = 256; // tokens per forward when scoring a text: a longer context costs more than one task should
+
+// -log softmax(logits)[target], in nats
+function nats(logits, target) {
+  let max = -Infinity;
+  for (let j = 0; j < logits.length; j++) if (logits[j] > max) max = logits[j];
+  let sum = 0;
+  for (let j = 0; j < logits.length; j++) sum += Math.exp(logits[j] - max);
+  return Math.log(sum) + max - logits[target];
+}
+
 function formatBytes(n) {
   return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
 }
@@ -33,6 +53,12 @@ export function createLlama2cView(el, { lib }) {
   // model: the open model; kind: 'llama2c' | 'huggingface'; busy: the AbortController of a long run
   let model = null, kind = null, files = { model: null, tokenizer: null }, run = 0, busy = null;
   let last = null; // { ids, attention, rows } of the last generation (or the probe, once a head of its table is clicked)
+  // the weights choice: quant is the quantized copy generation and the probe use (null: the fp32
+  // model); rows: the measured row of each format, for the text and token count in rowsKey
+  const weightsEl = el.panel.querySelector('#l2weights'), wtable = el.panel.querySelector('#l2wtable');
+  // wrun counts weights choices: a newer choice or a closed model ends the one under way
+  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0;
+  const infer = () => quant?.model ?? model;
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
   const status = (text) => { el.status.textContent = text; };
@@ -59,6 +85,7 @@ export function createLlama2cView(el, { lib }) {
       const pair = bpeSampleLlama2c(lib, new Uint8Array(r), JSON.parse(new TextDecoder().decode(t)));
       el.text.value = SAMPLE.prompt;
       await take([new File([pair.bin], `${SAMPLE.name}.bin`), new File([pair.tokenizer], 'tokenizer.bin')]);
+      sampleOpen = Boolean(model); // its bits per character are on the page's held-out text
     } catch (e) {
       status(e.message);
     } finally {
@@ -99,10 +126,21 @@ export function createLlama2cView(el, { lib }) {
   function closeModel() {
     run++;
     if (model) publishOpened(null); // the other panels let go of it first
+    wrun++; // a weights choice under way stops at its next step
+    quant?.model.dispose();
+    quant = null;
     model?.dispose();
     model = null;
     kind = null;
     last = null;
+    rows = new Map();
+    sampleOpen = false;
+    weightsEl.value = 'fp32';
+    weightsEl.disabled = true;
+    wtable.replaceChildren();
+    wtable.hidden = true;
+    delete el.panel.dataset.weights;
+    delete el.panel.dataset.weightsDone;
     for (const k of ['loaded', 'kind', 'probe', 'induction', 'tokens', 'done', 'stop']) delete el.panel.dataset[k];
     el.generate.disabled = true;
     el.probe.disabled = true;
@@ -152,6 +190,7 @@ export function createLlama2cView(el, { lib }) {
     el.panel.dataset.kind = k;
     el.generate.disabled = false;
     el.probe.disabled = false;
+    weightsEl.disabled = false;
   }
   const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
 
@@ -397,7 +436,7 @@ export function createLlama2cView(el, { lib }) {
         status(`Running the probe (${tokens.length} tokens) through ${c.layers} layers…`);
         await frame();
       }
-      const { attention } = model.forward(tokens);
+      const { attention } = infer().forward(tokens);
       const heads = [];
       for (let l = 0; l < c.layers; l++) {
         attention[l].forEach((w, head) => {
@@ -476,11 +515,11 @@ export function createLlama2cView(el, { lib }) {
       const room = cap - prompt.length;
       if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${cap}`);
       const want = Math.min(asked, room), stop = stopToken();
-      const t0 = performance.now();
-      const out = model.generate(prompt, stop ? { maxTokens: want, stop: stop.id } : { maxTokens: want });
+      const m = infer(), t0 = performance.now();
+      const out = m.generate(prompt, stop ? { maxTokens: want, stop: stop.id } : { maxTokens: want });
       const ms = performance.now() - t0;
       const ids = Int32Array.from([...prompt, ...out]);
-      const { attention } = model.forward(ids);
+      const { attention } = m.forward(ids);
       el.panel.dataset.tokens = JSON.stringify([...out]);
       // why it stopped where it did, when that is before the count asked for
       const atStop = stop && (out.length < want || out.at(-1) === stop.id);
@@ -488,7 +527,8 @@ export function createLlama2cView(el, { lib }) {
         : want < asked ? `it stopped at ${want}: ${cap === c.maxLen ? `the model reads at most ${c.maxLen} tokens` : `this view `
           + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
       el.panel.dataset.stop = atStop ? 'bos' : want < asked ? 'length' : '';
-      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache)`
+      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache, `
+        + `${WEIGHTS[quant?.format ?? 'fp32']} weights)`
         + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
       // token by token: the text grows and each head gains the new token's row
       for (let t = prompt.length; t <= ids.length && mine === run; t++) {
@@ -502,6 +542,204 @@ export function createLlama2cView(el, { lib }) {
       status(err.message);
     }
   });
+
+  // ---- Weights: fp32, or a quantized copy for inference ----
+
+  // A quantized copy of the open model through the library's own checkpoint: save() writes the fp32
+  // weights as safetensors bytes, loadModel reads them into a new model, and quantize frees that
+  // copy's float32 matrices. At the peak this holds the open model, save()'s bytes and the copy in
+  // fp32; the bytes are dropped at once, so what stays is the open model and one quantized copy (the
+  // previous copy is disposed first). Reloading from the files would hold as much (the file's bytes
+  // in place of save()'s), and cannot serve a Hub model, whose fetched bytes are dropped once loaded,
+  // so this one way serves the three sources. Three tasks with the page free in between; each is one
+  // library call that cannot be cut smaller (95-233 ms each for a stories15M-shaped model in headless
+  // Chromium on a busy 2-core machine: over 100 ms, as docs/playground.md says).
+  async function quantizedCopy(format, alive) {
+    const times = {};
+    status(`Making ${WEIGHTS[format]} weights: copying the fp32 model…`);
+    await frame();
+    let t0 = performance.now();
+    let bytes = model.save();
+    times.save = performance.now() - t0;
+    await frame();
+    if (!alive()) throw new DOMException('superseded', 'AbortError');
+    t0 = performance.now();
+    const copy = lib.loadModel(bytes, { training: false });
+    times.load = performance.now() - t0;
+    bytes = null;
+    status(`Making ${WEIGHTS[format]} weights: quantizing the copy…`);
+    await frame();
+    try {
+      if (!alive()) throw new DOMException('superseded', 'AbortError');
+      t0 = performance.now();
+      copy.quantize(format);
+      times.quantize = performance.now() - t0;
+    } catch (e) {
+      copy.dispose();
+      if (isAbort(e)) throw e;
+      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message}`);
+    }
+    el.panel.dataset.quantizeMs = JSON.stringify(Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)])));
+    return copy;
+  }
+
+  // The text bits per character are measured on, as tokens: the page's held-out text for the
+  // sample, else the user's text. chars: the characters the scored tokens read (every token after
+  // the first is scored: after a start token, the whole text).
+  async function bitsText(text) {
+    const own = !sampleOpen;
+    const read = own ? text : new TextDecoder().decode(await fetchOnce(new URL(`../models/${HELD_OUT}`, import.meta.url)));
+    const { ids } = encode(read);
+    const bos = kind === 'llama2c' ? 1 : [model.huggingFace.config.bos_token_id].flat()[0];
+    const chars = read.length - (ids[0] === bos ? 0 : decode(ids.subarray(0, 1)).length);
+    return { ids, chars, own, length: read.length };
+  }
+
+  // Bits per character of ids under m: forwards over windows of up to BITS_WINDOW tokens that
+  // overlap by one, so every token after the first is scored once, after the tokens before it in
+  // its window; one window per task.
+  async function textBits(m, { ids, chars }, alive) {
+    const L = Math.min(m.config.maxLen, BITS_WINDOW), V = m.config.vocab;
+    let total = 0;
+    for (let s = 0; s + 1 < ids.length; s += L - 1) {
+      const w = ids.subarray(s, Math.min(ids.length, s + L));
+      const { logits } = m.forward(w);
+      for (let i = 1; i < w.length; i++) total += nats(logits.subarray((i - 1) * V, i * V), w[i]);
+      await frame();
+      if (!alive()) throw new DOMException('superseded', 'AbortError');
+    }
+    return total / chars / Math.LN2;
+  }
+
+  // One format's row: its weight bytes, tokens/s of a greedy generation of `count` tokens after the
+  // prompt (no stop token, so every format makes as many), bits per character, and the largest
+  // |A - A_fp32| over every layer, head, row and column of the attention on the prompt.
+  async function measureRow(format, m, { prompt, count, scored }, alive) {
+    // the same generation again, one per task, until TIMED ms have passed (a small model's one run is
+    // a few ms, within the timer's grain); tokens/s over all of them
+    let ms = 0, runs = 0, out;
+    while (ms < TIMED && runs < 50) {
+      const t0 = performance.now();
+      out = m.generate(prompt, { maxTokens: count });
+      ms += performance.now() - t0;
+      runs++;
+      await frame();
+      if (!alive()) throw new DOMException('superseded', 'AbortError');
+    }
+    const { attention } = m.forward(prompt);
+    let change = 0;
+    if (format !== 'fp32') {
+      rows.get('fp32').attention.forEach((layer, l) => layer.forEach((a, h) => {
+        const b = attention[l][h];
+        for (let i = 0; i < a.length; i++) change = Math.max(change, Math.abs(b[i] - a[i]));
+      }));
+    }
+    await frame();
+    if (!alive()) throw new DOMException('superseded', 'AbortError');
+    const bits = await textBits(m, scored, alive);
+    const { bytes, fp32 } = m.weightBytes;
+    return { format, bytes, fp32, tokens: out.length, runs, ms, tokensPerSecond: (runs * out.length / ms) * 1000, bits, attentionChange: change,
+      attention: format === 'fp32' ? attention : null };
+  }
+
+  function renderWeights(info) {
+    const about = document.createElement('p');
+    about.className = 'note';
+    about.textContent = `Each weights choice measured in this tab: tokens/s of ${info.count} new tokens, greedy, after “${info.text}” `
+      + `(${info.prompt} tokens), the prompt included, repeated for at least ${TIMED} ms; bits per character on ${info.own
+        ? `your text (${info.length} characters)` : `the page's held-out text (${HELD_OUT}, ${info.length} characters)`}; `
+      + 'attention change: the largest |A − A(fp32)| over every layer, head, row and column on your text.';
+    const table = document.createElement('table');
+    table.className = 'weights-table';
+    table.createCaption().textContent = 'Weights compared';
+    const head = table.createTHead().insertRow();
+    for (const t of ['Weights', 'Bytes', 'Tokens/s', info.own ? 'Bits/char (your text)' : 'Bits/char (held out)', 'Largest attention change']) {
+      const th = document.createElement('th');
+      th.scope = 'col';
+      th.textContent = t;
+      head.append(th);
+    }
+    const body = table.createTBody();
+    for (const format of Object.keys(WEIGHTS)) {
+      const r = rows.get(format), tr = body.insertRow();
+      tr.dataset.format = format;
+      tr.classList.toggle('picked', format === (quant?.format ?? 'fp32'));
+      const th = document.createElement('th');
+      th.scope = 'row';
+      th.textContent = WEIGHTS[format];
+      tr.append(th);
+      const cells = !r ? ['pick it above', '', '', ''] : [
+        `${formatBytes(r.bytes)}${format === 'fp32' ? '' : ` (${((100 * r.bytes) / r.fp32).toFixed(0)}%)`}`,
+        r.tokensPerSecond.toFixed(0),
+        r.bits.toFixed(4),
+        format === 'fp32' ? '0' : r.attentionChange.toFixed(4),
+      ];
+      for (const c of cells) tr.insertCell().textContent = c;
+    }
+    const note = document.createElement('p');
+    note.className = 'note';
+    note.textContent = 'Bytes: every weight as held (the embedding table stays fp32 for the lookup). Tokens/s are measured on this '
+      + 'machine as it is now, not a benchmark; a choice is measured again when the text or the token count changes.';
+    wtable.replaceChildren(about, table, note);
+    wtable.hidden = false;
+  }
+
+  // A weights choice: its copy made (or the fp32 model taken back), then the fp32 row and its row
+  // measured if the text or token count changed since they were.
+  async function chooseWeights(format) {
+    if (!model) return;
+    const mine = ++wrun, open = model, alive = () => wrun === mine && model === open;
+    delete el.panel.dataset.weightsDone;
+    weightsEl.disabled = el.generate.disabled = el.probe.disabled = true;
+    try {
+      if (quant?.format !== format) {
+        quant?.model.dispose();
+        quant = null;
+        if (format !== 'fp32') {
+          const copy = await quantizedCopy(format, alive);
+          if (!alive()) {
+            copy.dispose();
+            return;
+          }
+          quant = { format, model: copy };
+        }
+      }
+      const text = el.text.value, c = model.config;
+      const { ids: prompt } = encode(text);
+      const room = Math.min(c.maxLen, MAX_SHOWN) - prompt.length;
+      if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view measures up to ${Math.min(c.maxLen, MAX_SHOWN)}`);
+      const count = Math.min(Number(el.count.value), room), key = `${text}\u0000${count}`;
+      if (key !== rowsKey) {
+        rows = new Map();
+        rowsKey = key;
+      }
+      const scored = await bitsText(text);
+      const info = { text, count, prompt: prompt.length, own: scored.own, length: scored.length };
+      for (const f of ['fp32', format]) {
+        if (rows.has(f)) continue;
+        status(`Measuring ${WEIGHTS[f]} weights: ${count} tokens, then bits per character…`);
+        await frame();
+        rows.set(f, await measureRow(f, f === 'fp32' ? model : quant.model, { prompt, count, scored }, alive));
+        if (!alive()) return;
+      }
+      renderWeights(info);
+      el.panel.dataset.weights = JSON.stringify([...rows.values()].map(({ attention, ...r }) => r));
+      el.panel.dataset.weightsDone = format;
+      const r = rows.get(format), f = rows.get('fp32');
+      status(format === 'fp32' ? 'fp32 weights, as opened: generation and the probe use them.'
+        : `${WEIGHTS[format]} weights: ${formatBytes(r.bytes)} instead of ${formatBytes(r.fp32)}; generation and the probe use them `
+          + `(the fp32 model stays open: pick fp32 to go back). Bits per character ${f.bits.toFixed(4)} → ${r.bits.toFixed(4)}; `
+          + `the largest attention weight change on your text is ${r.attentionChange.toFixed(4)}.`);
+    } catch (e) {
+      if (!isAbort(e) && wrun === mine) status(e.message);
+    } finally {
+      if (wrun === mine) {
+        weightsEl.value = quant?.format ?? 'fp32';
+        weightsEl.disabled = el.generate.disabled = el.probe.disabled = !model;
+      }
+    }
+  }
+  weightsEl.addEventListener('change', () => chooseWeights(weightsEl.value));
 
   // the page's width changed: the heads are laid out again for it
   return { resize: () => { if (model && last) draw(last.ids, last.attention, last.rows); } };
