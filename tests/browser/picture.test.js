@@ -138,6 +138,18 @@ for (const [width, height] of [[1280, 800], [390, 844]]) {
     const tops = await page.$$eval('.pic-row[data-layer="0"] .pic-head', (figs) => figs.map((f) => Math.round(f.getBoundingClientRect().top)));
     assert.equal(new Set(tops).size, 1, `layer 1's heads sit on rows at ${tops}`);
     await page.locator('#picture').screenshot({ path: `${SCREENSHOTS}picture-panel-${width}.png` });
+    // the trained model's panel too (issue 45, 3j): a row of its thumbnails never mixes two layers
+    await page.waitForSelector('#learned[data-state="ready"] #lheatmaps canvas');
+    const rows = await page.$$eval('#lheatmaps figure', (fs) => {
+      const by = new Map();
+      for (const f of fs) {
+        const top = Math.round(f.getBoundingClientRect().top), layer = /Layer (\d+)/.exec(f.textContent)?.[1];
+        by.set(top, [...(by.get(top) ?? []), layer]);
+      }
+      return [...by.values()];
+    });
+    assert.ok(rows.length > 0 && rows.every((r) => new Set(r).size === 1), `rows of the learned grid by layer: ${JSON.stringify(rows)}`);
+    assert.equal(new Set(rows.map((r) => r.length)).size, 1, `the rows hold ${rows.map((r) => r.length)} heads`);
     assert.deepEqual(problems(), []);
     await page.close();
   });

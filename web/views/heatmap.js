@@ -245,10 +245,12 @@ function chooseCellSize(width, count, len) {
 
 const THUMB_MIN = 90; // px: a thumbnail's title needs this much, however small its map
 
-// Thumbnails: `cols` maps to a row (fewer when cells would fall under 2 px or titles under
-// THUMB_MIN), cells at most 9 px. Returns { cols, cell }.
-function thumbLayout(width, cols, len) {
-  for (; cols >= 1; cols--) {
+// Thumbnails: `cols` maps to a row (a layer's heads), else the largest divisor of it that fits (cells
+// of 2 px or more, titles of THUMB_MIN), so that a row never holds two layers' heads and the layers
+// stay lined up on a phone (4 heads: 2 to a row, not 3); cells at most 9 px. Returns { cols, cell }.
+function thumbLayout(width, heads, len) {
+  for (let cols = heads; cols >= 1; cols--) {
+    if (heads % cols) continue;
     const each = (width - (cols - 1) * GAP) / cols;
     const cell = Math.min(9, Math.floor((each - 4) / len));
     if ((cell >= 2 && each >= THUMB_MIN) || cols === 1) return { cols, cell: Math.max(2, cell) };
