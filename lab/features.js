@@ -7,20 +7,14 @@
 //     final norm's gain and the classifier: direct logit attribution); and the SAE's held-out FVU
 //   continueGreedy({ model, ids, tokens, hooks })  a greedy continuation, each step one runWithHooks
 //     (hooks(ids) -> runWithHooks options, or null for none)
-//   featureDirections(sae)  each feature's decoder direction (dSae x dIn), read through decode()
+//   featureDirections(sae)  each feature's decoder direction (dSae x dIn): the decoder's rows
 
 export const TOP = 8; // contexts kept per feature
 export const BINS = 12; // histogram bins over (0, the feature's largest activation]
 
-/** Each feature's decoder direction, decode(e_j) - decode(0): a Float32Array of dSae x dIn. */
+/** Each feature's decoder direction (what decode adds per unit of it): the SAE's dec.w, dSae x dIn. */
 export function featureDirections(sae) {
-  const { dSae, dIn } = sae.config;
-  const eye = new Float32Array(dSae * dSae);
-  for (let j = 0; j < dSae; j++) eye[j * dSae + j] = 1;
-  const rows = sae.decode(eye);
-  const bias = sae.decode(new Float32Array(dSae));
-  for (let j = 0; j < dSae; j++) for (let i = 0; i < dIn; i++) rows[j * dIn + i] -= bias[i];
-  return rows;
+  return sae.params()['dec.w'];
 }
 
 /** The hook's rows for ids, a window of maxLen at a time: { data (n x dIn), n, dIn }. */
@@ -41,10 +35,10 @@ export function activations(model, hook, ids) {
 
 /**
  * unembed: { weight (V x dIn, the classifier), gain (dIn, the final norm's) , limit (tokens shown:
- * the tokenizer's size) } or null. Returns { fvu, features: [{ id, density, max, mean, hist, top:
+ * the tokenizer's size) } or null; directions: featureDirections(sae) when the caller has them. Returns { fvu, features: [{ id, density, max, mean, hist, top:
  * [{ pos, value }], promoted: [{ token, logit }] (24, largest first) }] } (top: positions in ids, largest first).
  */
-export function studyFeatures({ model, sae, hook, ids, unembed = null, top = TOP }) {
+export function studyFeatures({ model, sae, hook, ids, unembed = null, directions = null, top = TOP }) {
   const { dSae, dIn, k } = sae.config;
   const { data, n } = activations(model, hook, ids);
   const code = sae.encode(data);
@@ -90,7 +84,7 @@ export function studyFeatures({ model, sae, hook, ids, unembed = null, top = TOP
     f.hist[Math.min(BINS - 1, Math.floor((v / f.max) * BINS))]++;
   }
   if (unembed) {
-    const dirs = featureDirections(sae);
+    const dirs = directions ?? featureDirections(sae);
     const { weight, gain, limit } = unembed, V = weight.length / dIn;
     const shown = Math.min(V, limit ?? V);
     for (const f of features) {

@@ -73,7 +73,7 @@ async function train(msg) {
   sae = trained;
   const ms = performance.now() - t0;
   dirs = featureDirections(sae);
-  const study = studyFeatures({ model, sae, hook, ids: held, unembed });
+  const study = studyFeatures({ model, sae, hook, ids: held, unembed, directions: dirs });
   const labels = Array.from(held, (id) => pieceText(tok, id) ?? '·');
   const features = study.features.map((f) => ({
     id: f.id, density: f.density, max: f.max, mean: f.mean, hist: f.hist, fires: f.fires,

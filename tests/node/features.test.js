@@ -1,7 +1,7 @@
 // features.test.js: lab/features.js, the feature browser's measures (issue 47, item 4), on the
 // shipped sub-word model and an SAE trained on the project's corpus: the study's densities, maxima,
 // top contexts and histograms agree with the SAE's own encode() row by row; its held-out FVU with a
-// float64 computation from decode(); each feature's decoder direction with the SAE's dec.w row; the
+// float64 computation from decode(); each feature's decoder direction (dec.w) with decode(e_j) - decode(0); the
 // promoted tokens with the classifier read by hand; and a continuation with a zero add is the plain one.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { loadAttention } from '../../wasm/index.js';
 import { readSafetensors } from '../../wasm/safetensors.js';
 import { BINS, activations, continueGreedy, featureDirections, studyFeatures } from '../../lab/features.js';
+import { fvu64 } from './sae-reference.js';
 
 const root = new URL('../../', import.meta.url);
 const lib = await loadAttention();
@@ -53,23 +54,22 @@ test('the study agrees with the SAE read directly', async () => {
   // FVU in float64 from a dense z
   const z = new Float32Array(n * dSae);
   for (let j = 0; j < dSae; j++) for (let r = 0; r < n; r++) z[r * dSae + j] = act[j][r];
-  const xhat = sae.decode(z);
-  let err = 0, total = 0;
-  for (let i = 0; i < dIn; i++) {
-    let m = 0;
-    for (let r = 0; r < n; r++) m += data[r * dIn + i] / n;
-    for (let r = 0; r < n; r++) err += (data[r * dIn + i] - xhat[r * dIn + i]) ** 2, (total += (data[r * dIn + i] - m) ** 2);
-  }
-  assert.ok(Math.abs(study.fvu - err / total) < 1e-9, `${study.fvu} against ${err / total}`);
+  const want = fvu64(data, sae.decode(z), n, dIn);
+  assert.ok(Math.abs(study.fvu - want) < 1e-9, `${study.fvu} against ${want}`);
   assert.ok(study.fvu < 0.5, `held-out FVU ${study.fvu} after 40 steps`);
-  // directions: decode(e_j) - decode(0) is dec.w's row j
+  // directions: dec.w's row j is what the decoder adds for feature j, decode(e_j) - decode(0)
   const dirs = featureDirections(sae);
-  const dec = sae.params()['dec.w'];
-  for (let x = 0; x < dirs.length; x++) assert.ok(Math.abs(dirs[x] - dec[x]) < 1e-5, `direction ${Math.floor(x / dIn)}: ${dirs[x]} against ${dec[x]}`);
+  const eye = new Float32Array(dSae * dSae);
+  for (let j = 0; j < dSae; j++) eye[j * dSae + j] = 1;
+  const [rows, bias] = [sae.decode(eye), sae.decode(new Float32Array(dSae))];
+  for (let x = 0; x < dirs.length; x++) {
+    const want = rows[x] - bias[x % dIn];
+    assert.ok(Math.abs(dirs[x] - want) < 1e-5, `direction ${Math.floor(x / dIn)}: ${dirs[x]} against ${want}`);
+  }
   // promoted tokens of one feature, by hand
   const f = study.features.find((g) => g.fires > 0);
   const V = tok.vocabSize, W = st.tensors.get('out.w').data, g = st.tensors.get('lnf.w').data;
-  const logit = (v) => { let s = 0; for (let i = 0; i < dIn; i++) s += W[v * dIn + i] * g[i] * dec[f.id * dIn + i]; return s; };
+  const logit = (v) => { let s = 0; for (let i = 0; i < dIn; i++) s += W[v * dIn + i] * g[i] * dirs[f.id * dIn + i]; return s; };
   const best = Array.from({ length: V }, (_, v) => v).sort((a, b) => logit(b) - logit(a)).slice(0, 5);
   assert.deepEqual(f.promoted.slice(0, 5).map((p) => p.token), best);
   sae.free();

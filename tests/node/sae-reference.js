@@ -84,3 +84,14 @@ export function saeReference(P, X, { d, S, k, auxK, auxCoef, dead, residual = nu
   const fvu = ee / D, aux = aa / D;
   return { loss: fvu + auxCoef * aux, fvu, aux, l0: fired / B, chosen, residuals, grads: G };
 }
+
+/** The fraction of variance unexplained, in float64: sum |x - xhat|^2 over sum |x - mean(x)|^2, rows x d each. */
+export function fvu64(x, xhat, rows, d) {
+  let err = 0, total = 0;
+  for (let i = 0; i < d; i++) {
+    let m = 0;
+    for (let r = 0; r < rows; r++) m += x[r * d + i] / rows;
+    for (let r = 0; r < rows; r++) err += (x[r * d + i] - xhat[r * d + i]) ** 2, (total += (x[r * d + i] - m) ** 2);
+  }
+  return err / total;
+}

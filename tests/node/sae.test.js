@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { builds, expectError, rand, relMaxErr, TOL } from './helpers.js';
 import { loadAttention } from '../../wasm/index.js';
-import { saeReference } from './sae-reference.js';
+import { fvu64, saeReference } from './sae-reference.js';
 import { ensureFortunes, fortunesDocuments } from '../../scripts/fortunes.mjs';
 
 // A tiny SAE where a batch of 4 rows leaves most latents unfired, so with deadTokens 1 the second
@@ -298,14 +298,8 @@ test('trainSAE: on the shipped sub-word model\'s middle residual stream, a few h
       const { indices, values } = sae.encode(X);
       const z = new Float32Array(B * S);
       for (let i = 0; i < indices.length; i++) z[Math.floor(i / 16) * S + indices[i]] += values[i];
-      const xhat = sae.decode(z);
-      let ee = 0, vv = 0;
-      for (let i = 0; i < d; i++) {
-        let m = 0;
-        for (let b = 0; b < B; b++) m += X[b * d + i] / B;
-        for (let b = 0; b < B; b++) ee += (xhat[b * d + i] - X[b * d + i]) ** 2, (vv += (X[b * d + i] - m) ** 2);
-      }
-      const first = progress[0].fvu, last = progress.at(-1), fvu = ee / vv;
+      const fvu = fvu64(X, sae.decode(z), B, d);
+      const first = progress[0].fvu, last = progress.at(-1);
       t.diagnostic(`${hook}: training FVU ${first.toFixed(3)} at step 10 -> ${last.fvu.toFixed(3)} at step 200; held-out FVU ${fvu.toFixed(3)} on ${B} rows; L0 ${last.l0}`);
       assert.ok(last.fvu < 0.5 * first, 'training lowers the FVU');
       assert.ok(fvu < 0.35, `held-out FVU ${fvu}`);
