@@ -319,7 +319,7 @@ export function createPictureView(el, { lib, onChange }) {
     ctx.strokeStyle = '#f0a000';
     ctx.lineWidth = Math.max(1, t.dpr);
     ctx.strokeRect(lit * cell - ctx.lineWidth / 2, lit * cell, Math.max(1, cell) + ctx.lineWidth, px - lit * cell);
-    const { read } = strongest(t);
+    const { read } = (t.lit ??= strongest(t)); // light() read the column; a thumbnail drawn since (a resize) reads it here
     t.figure.dataset.read = read.toFixed(3);
     t.figure.classList.toggle('reads', read >= LIT_AT);
   }
@@ -329,9 +329,12 @@ export function createPictureView(el, { lib, onChange }) {
     if (!run || i === lit) return;
     lit = i;
     readers = new Set();
-    if (lit !== null) {
+    if (lit !== null) { // each head's column of the lit token, read once: its readers and its strongest
       const n = run.n;
-      for (const t of thumbs) for (let q = lit + 1; q < n; q++) if (t.weights[q * n + lit] >= LIT_AT) readers.add(q);
+      for (const t of thumbs) {
+        for (let q = lit + 1; q < n; q++) if (t.weights[q * n + lit] >= LIT_AT) readers.add(q);
+        t.lit = strongest(t);
+      }
     }
     el.panel.dataset.lit = lit === null ? '' : String(lit);
     markTokens();
@@ -341,7 +344,7 @@ export function createPictureView(el, { lib, onChange }) {
       el.panel.dataset.painted = String(lit);
     });
     const label = lit === null ? '' : run.labels[lit];
-    const reading = lit === null ? [] : thumbs.map((t) => ({ t, ...strongest(t) })).filter((r) => r.read >= LIT_AT)
+    const reading = lit === null ? [] : thumbs.map((t) => ({ t, ...t.lit })).filter((r) => r.read >= LIT_AT)
       .sort((a, b) => b.read - a.read);
     el.path.textContent = lit === null ? 'Hover over or tap a token to light its path through the layers.'
       : reading.length === 0 ? `No head puts ${LIT_AT} or more of a later token's attention on “${label}”.`
