@@ -184,6 +184,12 @@ struct aw_form {
     // place, after the rotation's backward; work: the form's work_floats(T, Tk).
     int (*qk_forward)(aw_attn_form *f, float *saved, float *q, float *k, size_t T, size_t Tk, size_t kc);
     void (*qk_backward)(aw_attn_form *f, float *dq, float *dk, float *work, const float *saved, size_t T, size_t Tk);
+    // Sparse forms (NSA, DSA): which keys each query's fine-grained reading took, for the same inputs as forward
+    // (after qk_forward and the rotation, as forward sees them): sel (H, T, Tk) gets 1 where head h's query t read
+    // key s through its selected tokens or blocks (NSA: the top blocks and the window; DSA: the indexer's top-k),
+    // else 0. NULL: the form reads every key its mask allows.
+    int (*selection)(aw_attn_form *f, float *sel, const float *x, const float *q, const float *k, const float *v,
+                     size_t T, size_t Tk);
 };
 
 // The registry, in the order users see it.
