@@ -331,21 +331,6 @@ export const PANELS = [
     },
   },
   {
-    id: 'experiment', title: "The sources' claims, live", file: 'views/experiment.js',
-    props: [{ name: 'ebudget', type: 'choice', values: LIMITS.budgets, default: 1000 }],
-    needs: has('createModel', 'charsTokenizer'),
-    applies: () => true,
-    create(section, { lib, setState }) {
-      const q = finder(section);
-      const view = createExperimentView({
-        panel: section, form: q('experiment-settings'), budget: q('ebudget'), budgetNote: q('ebudget-note'),
-        verdict: q('everdict'), run: q('erun'), stop: q('estop'),
-        progress: q('eprogress'), status: q('estatus'), table: q('etable'), readout: q('ereadout'), compare: q('ecompare'), csv: q('ecsv'),
-      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
-      return { update: (state, forms) => view.update(state, forms) };
-    },
-  },
-  {
     id: 'timings', title: 'Speed on this device', file: 'views/timings.js',
     props: [
       { name: 'build', type: 'choice', default: 'auto',
@@ -368,6 +353,21 @@ export const PANELS = [
         chart: q('tchart'), legend: q('tlegend'), table: q('ttable'),
       }, { onChange: (patch) => setState(patch), onError: showError });
       return { update: (state, forms) => view.update(state, forms), resize: () => view.resize() };
+    },
+  },
+  {
+    id: 'experiment', title: "The sources' claims, live", file: 'views/experiment.js',
+    props: [{ name: 'ebudget', type: 'choice', values: LIMITS.budgets, default: 1000 }],
+    needs: has('createModel', 'charsTokenizer'),
+    applies: () => true,
+    create(section, { lib, setState }) {
+      const q = finder(section);
+      const view = createExperimentView({
+        panel: section, form: q('experiment-settings'), budget: q('ebudget'), budgetNote: q('ebudget-note'),
+        verdict: q('everdict'), run: q('erun'), stop: q('estop'),
+        progress: q('eprogress'), status: q('estatus'), table: q('etable'), readout: q('ereadout'), compare: q('ecompare'), csv: q('ecsv'),
+      }, { onChange: (patch) => setState(patch), charsVocab: lib.charsTokenizer.vocab, positionals: lib.positionals });
+      return { update: (state, forms) => view.update(state, forms) };
     },
   },
   {

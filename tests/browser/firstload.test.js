@@ -124,3 +124,29 @@ test('every docs/*.md the page names is a link that the server answers', async (
     await b.close();
   }
 });
+
+// Issue 45, item 2: with its folds closed, the page is at most 8,000 px tall at 1280 x 800 once every
+// panel has drawn (a panel's results take room only once it has any). The phone's height is logged.
+test('the page is at most 8,000 px tall at 1280 x 800 with its folds closed', async (t) => {
+  for (const [width, height, limit] of [[1280, 800, 8000], [390, 844, Infinity]]) {
+    const b = await launch({ viewport: { width, height } });
+    try {
+      const { page, problems } = await openPage(b.context);
+      await page.goto(server().url);
+      await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
+      await page.waitForSelector('#picture[data-state="ready"]', { timeout: 300_000 });
+      await quiet(page);
+      const open = await page.$$eval('main details[open]', (ds) => ds.map((d) => d.closest('section')?.id ?? '?'));
+      assert.deepEqual(open, [], 'every fold is closed on a first load');
+      const { total, panels } = await page.evaluate(() => ({
+        total: document.documentElement.scrollHeight,
+        panels: [...document.querySelectorAll('main section.panel')].map((s) => `${s.id} ${Math.round(s.getBoundingClientRect().height)}`),
+      }));
+      t.diagnostic(`${width} x ${height}: ${total} px (${panels.join(', ')})`);
+      assert.ok(total <= limit, `the page is ${total} px tall at ${width} px (at most ${limit})`);
+      assert.deepEqual(problems(), []);
+    } finally {
+      await b.close();
+    }
+  }
+});

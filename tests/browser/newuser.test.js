@@ -120,6 +120,7 @@ test('fix 4 and live controls: resuming goes on along the schedule; One step; th
   await page.selectOption('#msteps', '5000');
   await page.click('#mtrain');
   await page.waitForFunction(() => Number(document.querySelector('#model').dataset.step) > 1300);
+  await page.click('#model summary:text("Learning rate and schedule")'); // the fold holding them
   await page.selectOption('#mlr', '0.0003');
   assert.match(page.url(), /mlr=0\.0003/);
   await page.waitForFunction(async () => {

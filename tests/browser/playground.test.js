@@ -187,6 +187,7 @@ test('causal masking zeroes the upper triangle; typed tokens and hover read the 
 test('the timings panel measures two sizes in a worker and plots them', async (t) => {
   const { page, problems } = await open('?tmin=64&tmax=128&td=32&build=scalar');
   const ids = await page.$$eval('#tforms input', (bs) => bs.map((b) => b.value));
+  await page.click('#timings summary:has(#tforms-chosen)'); // the list of forms sits in a fold
   // Time softmax and, when present, one linear form (the page has them as checkboxes).
   const keep = ['softmax', ids.find((id) => id.startsWith('linear:'))].filter(Boolean);
   for (const id of ids) {

@@ -127,7 +127,7 @@ export function drawChart(canvas, {
   const width = Math.max(260, Math.min(640, canvas.parentElement.clientWidth || 480));
   const usable = ([x, y]) => Number.isFinite(x) && Number.isFinite(y) && (!logX || x > 0) && (!logY || y > 0);
   const all = series.flatMap((s) => s.points).filter(usable);
-  const height = all.length === 0 ? 60 : Math.round(Math.min(280, width * 0.5));
+  const height = all.length === 0 ? 60 : Math.round(Math.min(240, width * 0.42));
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(width * dpr);
   canvas.height = Math.round(height * dpr);

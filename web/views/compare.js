@@ -185,6 +185,7 @@ export function createCompareView(el, { onChange, charsVocab }) {
     el.progress.max = 2 * state.csteps;
     el.progress.value = 0;
     setRunning(true);
+    el.panel.querySelector('.results').hidden = false; // the curves and heatmaps take room from the first run on
     const size = SIZES.tiny;
     el.status.textContent = `Training both on ${state.ctask} (length ${task.length}) for ${state.csteps} steps: the same `
       + `seeded initial weights and batches, d = ${size.dModel}, ${size.heads} heads, ${size.layers} layers…`;

@@ -2,11 +2,8 @@
 // an SVG (one rect per cell, labels as text, so it scales and can be edited); a table as CSV.
 import { viridisCss } from './colormap.js';
 
-/** Saves a Blob under `name` through a temporary link (no server round trip). */
-/** "Save as llama2.c": a button in a row of its own after `after`, disabled until its panel allows it. */
-export function llama2cSaveButton(after, id) {
-  const row = document.createElement('div');
-  row.className = 'row buttons exports';
+/** "Save as llama2.c": a button at the end of the row of buttons `row` (the downloads), disabled until its panel allows it. */
+export function llama2cSaveButton(row, id) {
   const button = document.createElement('button');
   button.type = 'button';
   button.id = id;
@@ -14,10 +11,10 @@ export function llama2cSaveButton(after, id) {
   button.textContent = 'Save as llama2.c (model.bin, tokenizer.bin)';
   button.disabled = true;
   row.append(button);
-  after.after(row);
   return button;
 }
 
+/** Saves a Blob under `name` through a temporary link (no server round trip). */
 export function download(name, blob) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement('a');

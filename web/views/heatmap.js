@@ -229,14 +229,24 @@ function drawLegend(canvas, vmax, scale) {
 }
 
 const GAP = 13; // px between figures (the grid's CSS gap, 0.8rem)
-const LABEL_ROOM = 75; // px a figure spends on its row labels
+const LABEL_ROOM = 75; // px the enlarged map keeps for its row labels
+
+// The px a figure spends on its row labels and border (HeatmapFigure.layout's left + 2), measured.
+let measure = null;
+function labelRoom(labels, chars) {
+  measure ??= document.createElement('canvas').getContext('2d');
+  measure.font = labelFont(chars);
+  let widest = 0;
+  for (const s of labels) widest = Math.max(widest, measure.measureText(shortLabel(s)).width);
+  return Math.ceil(widest) + 10;
+}
 
 // Cell size in px: as many figures side by side as keep cells readable (at least 6 px, or 3 px for
 // long sequences), each at most a ~300 px square.
-function chooseCellSize(width, count, len) {
+function chooseCellSize(width, count, len, labels) {
   const minCell = len <= 32 ? 6 : 3;
   for (let cols = count; cols >= 1; cols--) {
-    const room = Math.min(300, (width - (cols - 1) * GAP) / cols - LABEL_ROOM);
+    const room = Math.min(300, (width - (cols - 1) * GAP) / cols - labels);
     const cell = Math.min(28, Math.floor(room / len));
     if (cell >= minCell || cols === 1) return Math.max(2, cell);
   }
@@ -364,14 +374,19 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       if (last?.maps.length) download(`${name}.svg`, new Blob([heatmapsToSvg(last)], { type: 'image/svg+xml' }));
     });
   }
-  return {
-    render({ maps, n, m, rowLabels, colLabels, scale = 'max', columns = 0, form = null }) {
+  let lastCall = null, drawnWidth = 0; // render's arguments and the grid's width it fitted the cells to
+  const api = {
+    render(args) {
+      const { maps, n, m, rowLabels, colLabels, scale = 'max', columns = 0, form = null } = args;
+      lastCall = args;
+      drawnWidth = grid.clientWidth;
       let vmax = 0;
       for (const map of maps) for (const x of map.weights) if (x > vmax) vmax = x;
       if (!(vmax > 0)) vmax = 1;
       const len = Math.max(n, m), thumbs = columns > 0 && maps.length > 0;
       const thumb = thumbs ? thumbLayout(grid.clientWidth, columns, len) : null;
-      const cellSize = thumb ? thumb.cell : chooseCellSize(grid.clientWidth, maps.length, len);
+      const cellSize = thumb ? thumb.cell
+        : chooseCellSize(grid.clientWidth, maps.length, len, labelRoom(rowLabels, isChars(rowLabels) && isChars(colLabels)));
       grid.classList.toggle('thumbs', thumbs);
       grid.style.gridTemplateColumns = thumb ? `repeat(${thumb.cols}, max-content)` : '';
       if (grid.dataset.mode !== String(thumbs)) { // thumbnails' titles are buttons: new figures
@@ -410,4 +425,13 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       if (!same) read('Hover over or tap a heatmap, or focus it and use the arrow keys, to read A[i, j].');
     },
   };
+  // The cells fit the grid's width when drawn; a panel drawn before the page's layout settled (or
+  // moved into another column) is fitted again once its width changes.
+  if (typeof ResizeObserver === 'function') {
+    new ResizeObserver(() => {
+      const w = grid.clientWidth;
+      if (lastCall && w > 0 && w !== drawnWidth) api.render(lastCall);
+    }).observe(grid);
+  }
+  return api;
 }

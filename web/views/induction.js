@@ -37,6 +37,7 @@ export function createInductionView(el, { loadLib }) {
     el.run.disabled = true;
     el.stop.disabled = false;
     el.names.replaceChildren();
+    el.scores.closest('.results').hidden = false; // the charts take room from the first run on
     try {
       const threads = el.threads.value === 'all' ? (navigator.hardwareConcurrency || 2) : 1;
       const lib = await loadLib(threads);

@@ -59,6 +59,7 @@ export function createLlama2cView(el, { lib }) {
   // wrun counts weights choices: a newer choice or a closed model ends the one under way
   let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0;
   const infer = () => quant?.model ?? model;
+  const mapsBox = el.grid.closest('.heatmap-box');
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
   const status = (text) => { el.status.textContent = text; };
@@ -150,6 +151,7 @@ export function createLlama2cView(el, { lib }) {
     el.table.hidden = true;
     el.layer.replaceChildren();
     heatmaps.render({ maps: [], n: 0, m: 0, rowLabels: [], colLabels: [] });
+    mapsBox.hidden = true; // shown with the first heatmaps, not as an empty frame
   }
 
   // The tokenizer's side of the views, for either kind of model.
@@ -375,6 +377,7 @@ export function createLlama2cView(el, { lib }) {
         `${group > 1 ? ` (K/V head ${kv + 1}, shared with heads ${kv * group + 1}–${kv * group + group})` : ''}`, weights: cut };
     });
     // many heads on a narrow screen: thumbnails a few to a row, a click on a title shows one large and labelled
+    mapsBox.hidden = false; // before the width is read
     const thumbs = maps.length > 4 && el.grid.clientWidth < 600;
     heatmaps.render({ maps, n, m: n, rowLabels: labels, colLabels: labels, columns: thumbs ? maps.length : 0 });
   }

@@ -25,6 +25,7 @@ export function createOwnTextView(el, { formOf }) {
   Object.assign(el, {
     figures: q('ofigures'), warn: q('owarn'), curve: q('ocurve'), curveLegend: q('ocurve-legend'), promptForm: q('oprompt-form'),
     prompt: q('oprompt'), generate: q('ogenerate'), promptStatus: q('oprompt-status'), generated: q('ogenerated'),
+    results: q('oresults'),
   });
   const heatmaps = createHeatmapView({ grid: q('oheatmaps'), legend: q('ohlegend'), readout: q('ohreadout'), name: 'own-text-attention' });
   let worker = null;
@@ -204,6 +205,7 @@ export function createOwnTextView(el, { formOf }) {
     curve = { batch: [], train: [], held: [] };
     el.figures.textContent = '';
     el.warn.hidden = true;
+    el.results.hidden = false; // the curve, the prompt and the heatmaps: shown from the first run on
     unit = tokens ? 'tokens' : 'characters';
     drawCurve();
     if (tokens) {

@@ -192,6 +192,7 @@ export function createSinksView(el) {
 
   async function run() {
     el.run.disabled = true;
+    el.chart.closest('.results').hidden = false; // the chart takes room from the first run on
     el.status.textContent = 'Reading…';
     try {
       const window = Number(el.window.value), sinks = Number(el.sinks.value), way = el.way?.value ?? 'readings';

@@ -84,7 +84,16 @@ export function createTimingsView(el, { onChange, onError }) {
   el.tmax.addEventListener('change', () => onChange({ tmax: Number(el.tmax.value) }));
   el.td.addEventListener('change', () => onChange({ td: Number(el.td.value) }));
   el.trounds.addEventListener('change', () => onChange({ trounds: Number(el.trounds.value) }));
+  // the fold's summary names the forms chosen, so the list can stay closed
+  const chosenText = el.tforms.closest('details')?.querySelector('#tforms-chosen');
+  function sayChosen() {
+    if (!chosenText) return;
+    const boxes = [...el.tforms.querySelectorAll('input')];
+    const chosen = boxes.filter((b) => b.checked).map((b) => labels.get(b.value) ?? b.value);
+    chosenText.textContent = chosen.length === boxes.length ? `all ${boxes.length}` : chosen.length ? chosen.join('; ') : 'none';
+  }
   el.tforms.addEventListener('change', () => {
+    sayChosen();
     const boxes = [...el.tforms.querySelectorAll('input')];
     const chosen = boxes.filter((b) => b.checked).map((b) => b.value);
     onChange({ tforms: chosen.length === boxes.length ? 'all' : chosen.join(',') });
@@ -324,6 +333,7 @@ export function createTimingsView(el, { onChange, onError }) {
       }
       const wanted = chosenForms();
       for (const box of el.tforms.querySelectorAll('input')) box.checked = wanted.includes(box.value);
+      sayChosen();
       el.build.value = state.build;
       el.tmin.value = String(state.tmin);
       el.tmax.value = String(state.tmax);
