@@ -135,6 +135,21 @@ export interface EvaluateOptions extends TaskOptions {
   seed?: number;
 }
 
+/** model.sparseReading: per head h, (n x n) row-major: row t is query t, column s key s. */
+export interface SparseReading {
+  layer: number;
+  heads: number;
+  n: number;
+  /** 1 where the head's query read the key through its selection, else 0 */
+  selected: Float32Array[];
+  /** the causal softmax of the same queries and keys: the dense attention the selection replaces */
+  dense: Float32Array[];
+  /** the layer's weights, as forward returns them */
+  weights: Float32Array[];
+  /** per query, the share of its dense attention on the selected keys */
+  kept: Float64Array[];
+}
+
 export interface ForwardResult {
   /** (T, vocab) row-major */
   logits: Float32Array;
@@ -276,6 +291,8 @@ export interface Model {
   /** many steps without blocking; rejects with the signal's reason when aborted */
   train(opts: TrainOptions & (Partial<TrainStepOptions> | Partial<OwnBatch>)): Promise<{ loss: number; accuracy: number; gradNorm: number; steps: number }>;
   forward(tokens: ArrayLike<number>, opts?: { source?: ArrayLike<number> }): ForwardResult;
+  /** which keys a sparse layer (nsa, dsa) read on tokens, beside the dense attention it replaces */
+  sparseReading(tokens: ArrayLike<number>, opts?: { layer?: number }): SparseReading;
   generate(prompt?: ArrayLike<number>, opts?: GenerateOptions): Int32Array;
   example(opts: TaskOptions & { seed?: number }): TaskExample;
   /** safetensors bytes (PyTorch's layout); the config is in __metadata__; optimizer: true adds AdamW's state */

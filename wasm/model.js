@@ -383,6 +383,37 @@ export function modelMethods(core) {
     }
 
     /**
+     * Which keys a sparse layer read (a decoder layer of a form that selects, such as nsa or dsa), on
+     * tokens (1..maxLen): { layer, heads, n, selected, dense, weights, kept }. selected[h][t*n + s] is 1
+     * where head h's query t read key s through its selection (else 0); dense[h] the causal softmax of
+     * the same queries and keys, the dense attention the selection replaces; weights[h] the layer's
+     * weights as forward returns them; kept[h][t] the share of dense[h]'s row t on the selected keys.
+     */
+    sparseReading(tokens, opts = {}) {
+      const what = 'sparseReading';
+      this.#live(what);
+      checkKeys(what, opts, ['layer']);
+      const c = this.config;
+      const tok = checkTokens(`${what}: tokens`, tokens);
+      const layer = opts.layer !== undefined ? opts.layer : 0;
+      checkInt(`${what}: layer`, layer, 0, Math.max(0, (c.layers ?? 1) - 1), { expected: `an integer in [0, ${(c.layers ?? 1) - 1}]`, accepted: '' });
+      const T = Math.min(tok.length, c.maxLen), H = c.heads, size = H * T * T * 4;
+      const specs = [{ name: 'tokens', bytes: tok.length * 4, from: tok }, { name: 'selected', bytes: size },
+        { name: 'dense', bytes: size }, { name: 'weights', bytes: size }];
+      return core.withBuffers(what, specs, ([tp, sp, dp, wp]) => {
+        core.check(ex.aw_model_sparse_reading(this.handle, tp, tok.length, layer, sp, dp, wp), what);
+        const heads = (ptr) => Array.from({ length: H }, (_, h) => core.readF32(ptr + h * T * T * 4, T * T));
+        const selected = heads(sp), dense = heads(dp), weights = heads(wp);
+        const kept = dense.map((d, h) => Float64Array.from({ length: T }, (_, t) => {
+          let k = 0;
+          for (let j = 0; j <= t; j++) if (selected[h][t * T + j]) k += d[t * T + j];
+          return k;
+        }));
+        return { layer, heads: H, n: T, selected, dense, weights, kept };
+      });
+    }
+
+    /**
      * Continues `prompt` (decoder) or, for encoder-decoder, gru and gru-attention, decodes { source }
      * starting from prompt (default [0], the separator). Returns the new tokens (Int32Array). temperature 0 (default):
      * greedy. cache: true (default) runs each form's incremental step (KV cache for softmax, the

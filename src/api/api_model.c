@@ -269,6 +269,40 @@ AW_API int aw_model_forward(aw_model *m, const int32_t *tokens, int32_t T, const
     return AW_OK;
 }
 
+// Which keys a sparse layer read (aw_sparse_probe, transformer.h), for one sequence of T tokens of a decoder:
+// sel, dense and att (H, T, T) of decoder layer `layer`: its selection, the dense causal softmax of the same
+// queries and keys, and its weights as the forward returns them.
+AW_API int aw_model_sparse_reading(aw_model *m, const int32_t *tokens, int32_t T, int32_t layer, float *sel,
+                                   float *dense, float *att) {
+    aw_clear_error();
+    if (m->cfg.arch != AW_ARCH_DECODER)
+        return aw_fail(AW_ERR_ARG, "sparseReading reads a decoder's self-attention; this model is not a decoder");
+    if (layer < 0 || layer >= m->cfg.layers)
+        return aw_fail(AW_ERR_ARG, "layer must be an integer in [0, %d], got %d", (int)m->cfg.layers - 1, (int)layer);
+    const aw_attn_form *f = &m->self_form[layer];
+    if (!f->form->selection)
+        return aw_fail(AW_ERR_ARG, "layer %d's attention \"%s\" reads every key its mask allows: sparseReading needs a "
+                       "sparse form (one that selects what each query reads, such as nsa or dsa)", (int)layer, f->form->name);
+    if (T <= 0 || T > m->cfg.max_len)
+        return aw_fail(AW_ERR_ARG, "tokens must hold 1 to maxLen = %d tokens, got %d", (int)m->cfg.max_len, (int)T);
+    aw_sparse_probe probe = {layer, sel, dense, 0};
+    m->probe = &probe;
+    m->keep_attention = 1;
+    int st = model_reserve(m, 1, (size_t)T, 0);
+    if (!st) {
+        memcpy(m->tokens, tokens, (size_t)T * sizeof(int32_t));
+        for (int32_t i = 0; i < T; i++) m->targets[i] = -1;
+        st = model_forward(m, NULL);
+    }
+    m->keep_attention = 0;
+    m->probe = NULL;
+    if (st) return api_done(st);
+    if (!probe.done) return aw_fail(AW_ERR_STATE, "sparseReading: layer %d was not read", (int)layer);
+    const size_t H = (size_t)m->cfg.heads, t = (size_t)T;
+    memcpy(att, m->a.dec_self[layer].att, H * t * t * sizeof(float));
+    return AW_OK;
+}
+
 // topK keeps the k likeliest tokens: at most the vocabulary (0 keeps them all).
 static int check_top_k(const aw_model *m, int32_t top_k) {
     if (top_k < 0 || top_k > m->cfg.vocab)

@@ -752,6 +752,36 @@ static void run_sequences(seq_job *j, size_t B, aw_item_fn fn) {
     for (size_t b = 0; b < B && !j->status; b++) fn(j, b);
 }
 
+// The sparse probe (transformer.h): the form's selection, and the causal softmax of the same q, k (T, H hd)
+// per head, computed in double and stored as float.
+static int sparse_probe_read(aw_sparse_probe *p, aw_attn_form *f, const float *x, const float *q, const float *k,
+                             const float *v, size_t T, size_t H, size_t hd) {
+    const int st = f->form->selection(f, p->sel, x, q, k, v, T, T);
+    if (st) return st;
+    const size_t C = H * hd;
+    const double scale = 1.0 / sqrt((double)hd);
+    double *row = malloc(T * sizeof *row);
+    if (!row) return aw_fail(AW_ERR_NOMEM, "sparseReading: out of memory for %zu positions", T);
+    for (size_t h = 0; h < H; h++)
+        for (size_t t = 0; t < T; t++) {
+            const float *qt = q + t * C + h * hd;
+            double top = -INFINITY, sum = 0;
+            for (size_t s = 0; s <= t; s++) {
+                const float *ks = k + s * C + h * hd;
+                double d = 0;
+                for (size_t i = 0; i < hd; i++) d += (double)qt[i] * ks[i];
+                row[s] = d * scale;
+                if (row[s] > top) top = row[s];
+            }
+            for (size_t s = 0; s <= t; s++) sum += (row[s] = exp(row[s] - top));
+            float *out = p->dense + (h * T + t) * T;
+            for (size_t s = 0; s < T; s++) out[s] = s <= t ? (float)(row[s] / sum) : 0.0f;
+        }
+    free(row);
+    p->done = 1;
+    return AW_OK;
+}
+
 // pre:  out = in + Attn(LN(in));   post: out = LN(in + Attn(in)).  kv_src: cross-attention's
 // encoder output (B*Tk, C), or NULL for self-attention.
 static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_weights *w, aw_attn_acts *a,
@@ -795,6 +825,10 @@ static int attn_sublayer_forward(aw_model *m, aw_attn_form *f, const aw_attn_wei
     if (m->pos->rotate_qk && !kv_src && has_q) { // rotary positions on self-attention's queries and keys
         m->pos->rotate_qk(m, a->q, B, T, 0, A, 0);
         m->pos->rotate_qk(m, a->k, B, Tk, 0, A, 0);
+    }
+    if (m->probe && m->probe->layer == layer && !kv_src && f->form->selection && B == 1) {
+        const int st = sparse_probe_read(m->probe, f, xq, a->q, a->k, a->v, T, (size_t)m->cfg.heads, A / (size_t)m->cfg.heads);
+        if (st) return st;
     }
     const int keep = m->keep_attention && a->att != NULL;
     seq_job j = {m, f, a, NULL, xq, NULL, T, Tk, 0, keep, AW_OK};

@@ -192,6 +192,7 @@ typedef struct aw_model {
                                 // backward follows such a forward, so the forms save nothing);
                                 // 0: only softmax does (its backward needs them), so linear
                                 // attention stays O(n) in memory while training
+    struct aw_sparse_probe *probe; // NULL, or what one forward reads out of a sparse layer (model_sparse_probe)
     struct aw_hooks *hooks;     // NULL, or the named points' callback for one hooked forward (hooks.h;
                                 // set by hook_run_forward around model_forward only)
     int last_logits_only;       // 1: forward computes the logits of each sequence's last position
@@ -365,5 +366,15 @@ const aw_tensor_info *model_find_tensor(const aw_model *m, const char *name);
 float *model_tensor_data(aw_model *m, const aw_tensor_info *t);
 float *model_tensor_grad(aw_model *m, const aw_tensor_info *t);
 size_t model_tensor_size(const aw_tensor_info *t);
+
+// A sparse layer read out (NSA, DSA: forms with a selection function, forms.h): for one sequence of T
+// tokens, the decoder's self-attention of `layer` writes sel (H, T, T), 1 where head h's query t read key s
+// through its selection, and dense (H, T, T), the causal softmax of the same queries and keys (after the
+// rotation, scaled by 1/sqrt(head width)): the dense attention the selection replaces.
+typedef struct aw_sparse_probe {
+    int layer;
+    float *sel, *dense;
+    int done; // set by the forward once written
+} aw_sparse_probe; // set and read by aw_model_sparse_reading (api_model.c)
 
 #endif
