@@ -8,6 +8,7 @@
 // character after position i. Runs on the page's thread: a forward pass of at most 64 characters
 // takes milliseconds.
 import { createHeatmapView } from './heatmap.js';
+import { createSparseReadView } from './sparse-read.js';
 import { download, llama2cSaveButton } from './export.js';
 import { makeSampleLlama2c } from '../../lab/llama2c-sample.js';
 import { llama2cRefusal } from '../../wasm/llama2c.js';
@@ -92,6 +93,12 @@ export function createLearnedView(el, { lib, onChange }) {
   const heatmaps = createHeatmapView({
     grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'learned-attention',
     onCursor: ([i]) => showGuesses(i),
+  });
+  const panel = el.grid.closest('section');
+  const sparse = createSparseReadView({
+    box: panel.querySelector('#lsparse'), layer: panel.querySelector('#lsparse-layer'),
+    query: panel.querySelector('#lsparse-query'), strips: panel.querySelector('#lsparse-strips'),
+    summary: panel.querySelector('#lsparse-summary'),
   });
   // "Save as llama2.c": the model shown, as llama2.c's model.bin and tokenizer.bin (renumbered so
   // that ids 1 and 2 are <s> and </s>: llama2c-sample.js), for "Open a model file" or run.c.
@@ -243,6 +250,7 @@ export function createLearnedView(el, { lib, onChange }) {
       el.heads.replaceChildren();
       el.probe.disabled = el.twice.disabled = true;
       allowSave(null, null);
+      sparse.hide();
       return;
     }
     el.probe.disabled = el.twice.disabled = false;
@@ -318,6 +326,7 @@ export function createLearnedView(el, { lib, onChange }) {
     heatmaps.render({ maps, n: chars.length, m: chars.length, rowLabels: labels, colLabels: labels, scale: state.scale,
       columns: m.config.heads, form }); // a layer x head grid of thumbnails
     listHeads(named);
+    sparse.show(m, tokens, labels); // for a model whose attention selects what it reads (NSA, DSA)
     shown = key;
     el.panel.dataset.state = 'ready';
     el.panel.dataset.file = entry.file;
