@@ -166,6 +166,8 @@ int dsa_forward(float *out, float *att, float *saved, double *side_loss, float *
     dsa_work wk = carve(work, ds);
     index_all(&wk, x, w, ds);
     if (att) memset(att, 0, H * T * T * sizeof(float));
+    // the indexer's loss when a backward follows (saved): training and gradient checks, not a display
+    const int side = ds->side_weight > 0.0f && saved && side_loss;
     double kl = 0.0;
     for (size_t t = 0; t < T; t++) {
         const size_t n = t + 1;
@@ -178,12 +180,12 @@ int dsa_forward(float *out, float *att, float *saved, double *side_loss, float *
             head_probs(wk.p, q + t * C + h * d, k, h * d, set, ms, C, d, scale);
             attend_row(out + t * C + h * d, att ? att + (h * T + t) * T : NULL, wk.p, v, h * d, set, ms, C, d);
         }
-        if (ds->side_weight > 0.0f) {
+        if (side) {
             for (size_t i = 0; i < ms; i++) wk.grad[i] = wk.I[(size_t)set[i]]; // I at the set
             kl += side_kl(NULL, wk.pd, wk.tgt, wk.grad, set, ms, wk.all, n, q + t * C, k, ds);
         }
     }
-    if (ds->side_weight > 0.0f && side_loss) *side_loss += (double)ds->side_weight * kl / (double)T;
+    if (side) *side_loss += (double)ds->side_weight * kl / (double)T;
     return AW_OK;
 }
 

@@ -39,7 +39,8 @@ size_t dsa_work_floats(const aw_dsa_desc *ds); // forward's and backward's scrat
 
 // out (T, C); att (H, T, T) or NULL: the weights used (zeros outside each query's set); saved:
 // dsa_saved_floats floats (each query's selected keys, ascending, as floats) or NULL; side_loss: adds
-// side_weight times the mean over the T queries of the indexer's KL divergence (when side_weight > 0).
+// side_weight times the mean over the T queries of the indexer's KL divergence (when side_weight > 0
+// and saved is not NULL: a backward follows).
 int dsa_forward(float *out, float *att, float *saved, double *side_loss, float *work, const float *x, const float *q,
                 const float *k, const float *v, const aw_dsa_weights *w, const aw_dsa_desc *ds);
 // ACCUMULATES dq, dk, dv (T, C) from dout with each query's set fixed (saved), and, when g is not NULL

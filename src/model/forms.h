@@ -100,9 +100,10 @@ typedef struct {
                            // sinks, gate, QK-norm, soft-cap): generation's grouped-query cache and
                            // streaming, which call the plain kernel themselves, must go through the form
     // A side loss of the form's own (DSA's indexer KL), apart from the model's loss: the model sets
-    // side_weight (1 / batch) before a forward, which then adds side_weight times each sequence's side
-    // loss to side_loss, and backward adds its gradient into the form's parameters' gradients. 0 (the
-    // standalone layer): neither, backward is the gradient of the output alone.
+    // side_weight (1 / batch) before a forward, which then (when it saves for a backward) adds
+    // side_weight times each sequence's side loss to side_loss, and backward adds its gradient into
+    // the form's parameters' gradients. 0 (the standalone layer): neither, backward is the gradient of
+    // the output alone.
     float side_weight;
     double side_loss;
     int trains_alone;      // 1: a training step updates this form's parameters only and leaves every other
