@@ -347,6 +347,27 @@ def mla(x, h, p, rope_dim, causal, absorbed=False):
     return merge_heads(a @ split_heads(F.linear(c, p['w_uv']), h))
 
 
+def dsa(x, q, k, v, h, p, top_k, sparse):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2-Exp; src/attention/dsa.c), the forward: the lightning
+    indexer I_ts = sum_j w_tj ReLU(q^I_tj . k^I_s) with q^I = x W_qI^T (J heads of D), k^I = x W_kI^T,
+    w = x W_w^T; each query's heads read its top_k keys s <= t by I (ties to the lower index: a stable
+    sort), or every s <= t in the warm-up (sparse False). Causal only. Training here is the
+    language-modelling loss alone: the indexer's own KL loss and the warm-up's freeze are the library's."""
+    n, c = q.shape
+    J, D = p['w_w'].shape[0], p['w_ki'].shape[0]
+    qi, ki, w = F.linear(x, p['w_qi']).reshape(n, J, D), F.linear(x, p['w_ki']), F.linear(x, p['w_w'])
+    index = (w[:, :, None] * torch.relu(torch.einsum('tjd,sd->tjs', qi, ki))).sum(1)  # (t, s)
+    keep = torch.ones(n, n, dtype=torch.bool).tril()
+    if sparse:
+        keep = torch.zeros(n, n, dtype=torch.bool)
+        for t in range(n):
+            keep[t, torch.sort(index[t, :t + 1].detach(), descending=True, stable=True).indices[:top_k]] = True
+    dh = c // h
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)
+    s = (qh @ kh.transpose(1, 2) / math.sqrt(dh)).masked_fill(~keep, float('-inf'))
+    return merge_heads(torch.softmax(s, -1) @ vh)
+
+
 class TinyTransformer(torch.nn.Module):
     def __init__(self, meta, tensors):
         super().__init__()
@@ -475,7 +496,7 @@ class TinyTransformer(torch.nn.Module):
         # model's decoder self-attention (Linformer has no causal form)
         m = self.layer_meta[layer] if layer is not None else self.meta  # the form and options of this layer
         attention = m['attention']
-        own = attention.startswith('synth:') or attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla')
+        own = attention.startswith('synth:') or attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla', 'dsa')
         form = 'softmax' if (cross and own) or (causal and attention == 'linformer') else attention
         at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
         n, hd = xq.shape[0], self.C // self.H
@@ -509,6 +530,9 @@ class TinyTransformer(torch.nn.Module):
         elif form == 'mla':
             p = {n[len(prefix) + 5:]: self.p(n) for n in self.names if n.startswith(prefix + '.mla.')}
             o = mla(xq, self.H, p, int(self.meta.get('mla_rope_dim', '4')), causal, self.meta.get('mla_path') == 'absorbed')
+        elif form == 'dsa':
+            p = {n[len(prefix) + 5:]: self.p(n) for n in self.names if n.startswith(prefix + '.dsa.')}
+            o = dsa(xq, q, k, v, self.H, p, int(m.get('dsa_top_k', '16')), m.get('dsa_stage', 'sparse') != 'warmup')
         elif form in ('delta', 'gated-delta'):
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
             o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')

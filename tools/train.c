@@ -238,6 +238,9 @@ int main(int argc, char **argv) {
     int task = AW_TASK_REVERSE, quiet = 0, st = AW_OK, bad = 0, model_flags = 0;
     const char *init = NULL;
     long length = -1, symbols = -1, steps = 1000, batch = 32, warmup = 100, eval_every = 100, eval_batches = 8;
+    enum { MAX_FORM_FLAGS = 16 };
+    const char *form_opt[MAX_FORM_FLAGS][2]; // the form's options given (--name value)
+    int n_form_opts = 0;
     double lr = 2e-3, wd = 0.01, clip = 1.0;
     for (int i = 1; i < argc && !st; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -248,9 +251,9 @@ int main(int argc, char **argv) {
                 vocab_given |= f == 0;
         if (model_flag) continue;
         if (v && a[0] == '-' && a[1] == '-' && is_form_option(a + 2)) { // a form's option
-            char key[64];
-            snprintf(key, sizeof key, "attentionOptions.%s", a + 2);
-            st = config_builder_set(&cb, key, v), model_flags++, i++;
+            // the config takes them after the loop, or --init's model (the ones a built form can change)
+            if (n_form_opts == MAX_FORM_FLAGS) return fprintf(stderr, "trainer: more than %d form options\n", MAX_FORM_FLAGS), 2;
+            form_opt[n_form_opts][0] = a + 2, form_opt[n_form_opts++][1] = v, i++;
             continue;
         }
 #define FLAG(name) (strcmp(a, name) == 0 && v && ++i)
@@ -343,6 +346,11 @@ int main(int argc, char **argv) {
             st = config_builder_set(&cb, "vocab", num);
         }
     }
+    for (int o = 0; o < n_form_opts && !init && !st; o++) {
+        char key[64];
+        snprintf(key, sizeof key, "attentionOptions.%s", form_opt[o][0]);
+        st = config_builder_set(&cb, key, form_opt[o][1]);
+    }
     aw_model_config c;
     if (st || (st = config_builder_finish(&cb, &c))) return fprintf(stderr, "trainer: %s\n", aw_error_message()), 2;
     if (init && model_flags)
@@ -363,6 +371,11 @@ int main(int argc, char **argv) {
         st = checkpoint_read_ex(&m, buf, (size_t)len, 0);
         free(buf);
         if (st) return fprintf(stderr, "trainer: --init %s: %s\n", init, aw_error_message()), 1;
+        // the form's options given: those it can change once built (DSA's --stage), else an Error
+        for (int o = 0; o < n_form_opts; o++)
+            if (model_set_attention_option(m, form_opt[o][0], form_opt[o][1]))
+                return fprintf(stderr, "trainer: --init %s: --%s: %s\n", init, form_opt[o][0], aw_error_message()),
+                       model_destroy(m), 2;
         c = m->cfg;
         attention = aw_form_at((size_t)c.form)->name;
         printf("init %s: step %ld, its weights; AdamW starts afresh\n", init, m->step);
@@ -418,9 +431,11 @@ int main(int argc, char **argv) {
         acc_ema = 0.95 * acc_ema + 0.05 * mt.accuracy;
         if (s % eval_every == 0 || s == steps) {
             model_evaluate(m, &spec, 64, (size_t)eval_batches, 12345, &ev);
+            char side[48] = ""; // a form's own side loss this step (DSA's indexer KL), when it has one
+            if (mt.side_loss > 0.0) snprintf(side, sizeof side, "  side loss %.4f", mt.side_loss);
             if (!quiet)
-                printf("step %5ld  loss %.4f  acc %.4f  | eval loss %.4f acc %.4f%s  | %.2f ms/step\n", s, ema, acc_ema,
-                       ev.loss, ev.accuracy, bits_note(task, ev.loss, chars_per_token), (now_ms() - t0) / (double)s);
+                printf("step %5ld  loss %.4f  acc %.4f%s  | eval loss %.4f acc %.4f%s  | %.2f ms/step\n", s, ema, acc_ema,
+                       side, ev.loss, ev.accuracy, bits_note(task, ev.loss, chars_per_token), (now_ms() - t0) / (double)s);
         }
     }
     const double ms = (now_ms() - t0) / (double)steps;

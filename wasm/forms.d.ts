@@ -23,7 +23,8 @@ export type AttentionName =
   | 'gated-delta'
   | 'kda'
   | 'linformer'
-  | 'mla';
+  | 'mla'
+  | 'dsa';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
@@ -44,7 +45,8 @@ export type CausalAttentionName =
   | 'delta'
   | 'gated-delta'
   | 'kda'
-  | 'mla';
+  | 'mla'
+  | 'dsa';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -65,7 +67,7 @@ export type NonCausalAttentionName =
   | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'dsa';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -205,6 +207,16 @@ export interface AttentionOptionsByForm {
     /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
     path?: 'plain' | 'absorbed';
   };
+  'dsa': {
+    /** the lightning indexer's heads (default 2, integer in [1, 64]) */
+    indexHeads?: number;
+    /** the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
+    indexDim?: number;
+    /** the keys each query reads: the top k by the indexer (default 16, integer in [1, 65536]) */
+    topK?: number;
+    /** training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
+    stage?: 'warmup' | 'sparse';
+  };
 }
 
 /** Every form's options in one object (createModel's attentionOptions): each applies to the forms named. */
@@ -259,6 +271,14 @@ export interface ModelAttentionOptions {
   qRank?: number;
   /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
   path?: 'plain' | 'absorbed';
+  /** dsa: the lightning indexer's heads (default 2, integer in [1, 64]) */
+  indexHeads?: number;
+  /** dsa: the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
+  indexDim?: number;
+  /** dsa: the keys each query reads: the top k by the indexer (default 16, integer in [1, 65536]) */
+  topK?: number;
+  /** dsa: training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
+  stage?: 'warmup' | 'sparse';
 }
 
 interface FormOptionBase {

@@ -286,7 +286,10 @@ export interface Model {
   quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
   /** the weights' format and bytes: fp32 (in float32, before quantize) and bytes (held now) */
   readonly weightBytes: WeightBytes;
-  trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number };
+  /** sideLoss: the forms' own side losses this step (DSA's indexer KL, a mean over the batch's queries; 0 for other forms) */
+  trainStep(opts: TrainStepOptions | (OwnBatch & Hyperparameters)): { loss: number; accuracy: number; gradNorm: number; sideLoss: number };
+  /** changes attentionOptions a built form lets change (DSA's stage); others are Errors, the model then unchanged; returns the new config */
+  setAttentionOptions(opts: ModelAttentionOptions): this['config'];
   evaluate(opts: EvaluateOptions | OwnBatch): { loss: number; accuracy: number; tokens: number; bitsPerChar?: number };
   /** many steps without blocking; rejects with the signal's reason when aborted */
   train(opts: TrainOptions & (Partial<TrainStepOptions> | Partial<OwnBatch>)): Promise<{ loss: number; accuracy: number; gradNorm: number; steps: number }>;

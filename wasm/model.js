@@ -191,19 +191,43 @@ export function modelMethods(core) {
 
     constructor(handle) {
       this.handle = handle;
-      // its length first when it is longer than a first guess (layerForms of many layers)
-      const read = (bytes) => core.withBuffers('model.config', [{ name: 'config', bytes }], ([p]) => {
-        const len = ex.aw_model_config_json(handle, p, bytes);
-        return len < bytes ? core.cString(p).slice(0, len) : read(len + 1);
-      });
-      const json = read(1024);
-      this.config = Object.freeze(JSON.parse(json));
+      this.#readConfig();
       this.parameterCount = ex.aw_model_parameter_count(handle);
       forgotten?.register(this, { core, handle }, this.#token);
     }
 
     #live(what) {
       if (this.handle === 0) fail(`${what}: this model was disposed`);
+    }
+
+    /** this.config from C's JSON (its length first when longer than a first guess: layerForms of many layers) */
+    #readConfig() {
+      const read = (bytes) => core.withBuffers('model.config', [{ name: 'config', bytes }], ([p]) => {
+        const len = ex.aw_model_config_json(this.handle, p, bytes);
+        return len < bytes ? core.cString(p).slice(0, len) : read(len + 1);
+      });
+      this.config = Object.freeze(JSON.parse(read(1024)));
+    }
+
+    /**
+     * Changes attentionOptions of a built model, for the options a form lets change once built (DSA's
+     * stage, between its dense warm-up and sparse training); every layer whose form has the option
+     * takes it, and config (so save) shows it. Other options are Errors naming them, and the model is
+     * then unchanged. Returns the new config.
+     */
+    setAttentionOptions(opts) {
+      const what = 'setAttentionOptions';
+      this.#live(what);
+      if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) fail(`${what}: expected an object of attentionOptions, got ${describe(opts)}`);
+      const declared = new Map(readForms(core).flatMap((f) => f.options).map((o) => [o.name, o]));
+      checkKeys(what, opts, [...declared.keys()]);
+      for (const [k, value] of Object.entries(opts)) {
+        if (value === undefined) continue;
+        const text = formOptionText(`${what}: attentionOptions.${k}`, declared.get(k), value);
+        core.withStrings(what, [k, text], ([kp, tp]) => core.check(ex.aw_model_set_attention_option(this.handle, kp, tp), what));
+      }
+      this.#readConfig();
+      return this.config;
     }
 
     /** false for a model loaded with { training: false } (parameters only: it runs, it does not train) */
@@ -292,11 +316,11 @@ export function modelMethods(core) {
         const batch = ownBatch(what, opts, this.config.arch);
         const h = hyper(what, opts);
         return this.#withOwnBatch(what, batch, ([tp, gp, kp, sp]) =>
-          core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 32 }], ([hp, mp]) => {
+          core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 40 }], ([hp, mp]) => {
             core.check(ex.aw_model_train_batch(this.handle, tp, gp, kp, sp, batch.inputs.rows, batch.inputs.cols,
               batch.source?.cols ?? 0, hp, mp), what);
-            const m = new Float64Array(core.memory.buffer, mp, 4);
-            return { loss: m[0], accuracy: m[1], gradNorm: m[2] };
+            const m = new Float64Array(core.memory.buffer, mp, 5);
+            return { loss: m[0], accuracy: m[1], gradNorm: m[2], sideLoss: m[4] };
           }));
       }
       checkKeys(what, opts, ['task', 'batchSize', 'length', 'symbols', 'lr', 'beta1', 'beta2', 'eps', 'weightDecay', 'clip']);
@@ -304,10 +328,10 @@ export function modelMethods(core) {
       const batch = numberArg(`${what}: batchSize`, opts.batchSize);
       const h = hyper(what, opts);
       return core.withStrings(what, [t.task], ([tp]) =>
-        core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 32 }], ([hp, mp]) => {
+        core.withBuffers(what, [{ name: 'hyper', bytes: 48, from: h }, { name: 'metrics', bytes: 40 }], ([hp, mp]) => {
           core.check(ex.aw_model_train_step(this.handle, tp, t.length, t.symbols, batch, hp, mp), what);
-          const m = new Float64Array(core.memory.buffer, mp, 4);
-          return { loss: m[0], accuracy: m[1], gradNorm: m[2] };
+          const m = new Float64Array(core.memory.buffer, mp, 5);
+          return { loss: m[0], accuracy: m[1], gradNorm: m[2], sideLoss: m[4] };
         }));
     }
 

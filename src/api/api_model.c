@@ -165,7 +165,8 @@ static int training_diverged(const aw_model *m, int st, double lr) {
 }
 
 // One training step on a fresh batch; hyper = [lr, beta1, beta2, eps, weight_decay, clip];
-// metrics = [loss, accuracy, grad_norm, count].
+// metrics = [loss, accuracy, grad_norm, count, side_loss] (side_loss: the forms' side losses, DSA's
+// indexer KL; 0 for forms without one).
 AW_API int aw_model_train_step(aw_model *m, const char *task, double length, double symbols, double batch,
                                const double *hyper, double *metrics) {
     aw_clear_error();
@@ -179,7 +180,7 @@ AW_API int aw_model_train_step(aw_model *m, const char *task, double length, dou
     aw_metrics mt = {0};
     const long before = m->step;
     st = model_train_step(m, &spec, B, &tc, &mt);
-    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
+    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count, metrics[4] = mt.side_loss;
     if (st == AW_ERR_NONFINITE && m->step == before) st = training_diverged(m, st, (double)tc.lr);
     return api_done(st);
 }
@@ -477,7 +478,7 @@ AW_API int aw_model_train_batch(aw_model *m, const int32_t *tokens, const int32_
     aw_metrics mt = {0};
     if ((st = model_forward(m, &mt)) || (st = model_backward(m))) return training_diverged(m, st, (double)tc.lr);
     mt.grad_norm = model_update(m, &tc);
-    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count;
+    metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = mt.grad_norm, metrics[3] = (double)mt.count, metrics[4] = mt.side_loss;
     if (!isfinite(mt.grad_norm))
         return aw_fail(AW_ERR_NONFINITE, "the gradients became NaN or Infinity (lr %g), so the weights are now "
                                          "unusable: create the model again or load a checkpoint, then train with a "
@@ -495,4 +496,10 @@ AW_API int aw_model_evaluate_batch(aw_model *m, const int32_t *tokens, const int
     st = model_forward(m, &mt);
     metrics[0] = mt.loss, metrics[1] = mt.accuracy, metrics[2] = 0.0, metrics[3] = (double)mt.count;
     return api_done(st);
+}
+
+// attentionOptions.<name> = text on a built model (model_set_attention_option: DSA's stage).
+AW_API int aw_model_set_attention_option(aw_model *m, const char *name, const char *text) {
+    aw_clear_error();
+    return api_done(model_set_attention_option(m, name, text));
 }

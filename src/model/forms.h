@@ -76,6 +76,8 @@ typedef struct {
     int rank;
     int trainable;  // 0: fixed (no gradient, no weight decay), e.g. a fixed random Synthesizer table
     int no_decay;   // 1: trained without weight decay (a decay's logit, which decay would pull to 1/2)
+    int side;       // 1: trained by its form's side loss alone (DSA's indexer): its gradient is that of
+                    // aw_attn_form.side_loss, and gradient checks compare it with that loss' differences
 } aw_form_tensor;
 
 // One attention sublayer's instance of a form.
@@ -97,6 +99,15 @@ typedef struct {
     int switches;          // 1 when its options change what the plain kernel computes (softmax's window,
                            // sinks, gate, QK-norm, soft-cap): generation's grouped-query cache and
                            // streaming, which call the plain kernel themselves, must go through the form
+    // A side loss of the form's own (DSA's indexer KL), apart from the model's loss: the model sets
+    // side_weight (1 / batch) before a forward, which then (when it saves for a backward) adds
+    // side_weight times each sequence's side loss to side_loss, and backward adds its gradient into
+    // the form's parameters' gradients. 0 (the standalone layer): neither, backward is the gradient of
+    // the output alone.
+    float side_weight;
+    double side_loss;
+    int trains_alone;      // 1: a training step updates this form's parameters only and leaves every other
+                           // parameter of the model as it is (DSA's dense warm-up: the indexer learns alone)
 } aw_attn_form;
 
 // What a form needs to be set up in a model: the width, heads, longest sequence, its options'
@@ -190,6 +201,9 @@ struct aw_form {
     // else 0. NULL: the form reads every key its mask allows.
     int (*selection)(aw_attn_form *f, float *sel, const float *x, const float *q, const float *k, const float *v,
                      size_t T, size_t Tk);
+    // Applies option `name`'s new value in v to a built sublayer (DSA's stage, between its two stages of
+    // training): 1 when it did, 0 when that option is fixed once the form is built. NULL: every option is.
+    int (*retune)(aw_attn_form *f, const aw_form_values *v, const char *name);
 };
 
 // The registry, in the order users see it.

@@ -17,7 +17,9 @@
 // relaxed-SIMD build), and that uncertainty is the check's, not the gradient's. A 10% error in a
 // gradient moves D(h) and D(h/2) alike, so it still shows in full. When D(h) and D(h/2) disagree by more than KINK the step crossed a ReLU kink: the
 // direction is retried with h / 8, and counted as skipped if it still disagrees. The loss is summed in
-// double (crossentropy_forward). Parameters are restored exactly.
+// double (crossentropy_forward). Parameters are restored exactly. A form's tensor trained by its side
+// loss alone (aw_tensor_info.side: DSA's indexer) is checked against that loss' differences instead,
+// the loss its gradient is of.
 #include "transformer.h"
 
 #include "../kernels/size.h"
@@ -34,10 +36,11 @@ enum { RETRIES = 2 };
 #define GRAD_FLOOR 1e-4  // gradient norms below this count as zero
 #define KINK_MARGIN 2e-3 // feed-forward pre-activations closer to zero than this: draw another batch
 
-static double loss_now(aw_model *m) {
+// the model's loss, or (side) the forms' side losses
+static double loss_now(aw_model *m, int side) {
     aw_metrics mt;
     model_forward(m, &mt);
-    return mt.loss;
+    return side ? mt.side_loss : mt.loss;
 }
 
 // x = x0 + h u over n entries.
@@ -58,15 +61,15 @@ static double taken_step(const float *x0, const double *u, double h, size_t n) {
 // D(h) and D(h/2) disagreeing, or as the one-sided slopes (L(+h) - L(0)) / h and
 // (L(0) - L(-h)) / h disagreeing by more than their curvature allows.
 static double directional(aw_model *m, float *x, const float *x0, const double *u, double h, size_t n, double l0,
-                          int *kink, double *uncert) {
+                          int of_side, int *kink, double *uncert) {
     for (int attempt = 0; attempt < RETRIES; attempt++, h /= 8.0) {
         double lp[2], lm[2], d[2], side = 0.0;
         for (int e = 0; e < 2; e++) {
             const double he = e ? h / 2 : h, t = taken_step(x0, u, he, n);
             set_point(x, x0, u, he, n);
-            lp[e] = loss_now(m);
+            lp[e] = loss_now(m, of_side);
             set_point(x, x0, u, -he, n);
-            lm[e] = loss_now(m);
+            lm[e] = loss_now(m, of_side);
             memcpy(x, x0, n * sizeof(float));
             d[e] = t != 0.0 ? (lp[e] - lm[e]) / (2.0 * t) : 0.0;
             // smooth: the one-sided slopes differ by the curvature times the step, which halves
@@ -121,7 +124,7 @@ int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, c
         if (nearest_kink(m) > KINK_MARGIN) break;
     }
     if ((st = model_backward(m))) return st;
-    const double l0 = mt.loss;
+    const double l0 = mt.loss, l0_side = mt.side_loss;
     size_t most = 0;
     for (size_t t = 0; t < m->n_tensors; t++) most = model_tensor_size(&m->tensors[t]) > most ? model_tensor_size(&m->tensors[t]) : most;
     float *g = aw_alloc_floats(aw_size_mul(2, most)), *x0 = g + most;
@@ -168,7 +171,7 @@ int model_grad_check(aw_model *m, size_t B, size_t T, size_t S, uint64_t seed, c
             for (size_t i = 0; i < n; i++) u[i] /= norm, ana += (double)g[i] * u[i];
             int kink;
             double uncert = 0.0;
-            const double num = directional(m, x, x0, u, h, n, l0, &kink, &uncert);
+            const double num = directional(m, x, x0, u, h, n, ti->side ? l0_side : l0, ti->side, &kink, &uncert);
             if (kink) {
                 out->skipped++;
                 continue;

@@ -143,7 +143,7 @@ static float *take_tensor(walker *wk, const char *name, size_t rows, size_t cols
         snprintf(t->name, sizeof t->name, "%s", name);
         t->offset = wk->off, t->rows = rows, t->cols = cols, t->of_form = of_form, t->trainable = trainable;
         if (shape) { // a form's tensor: the shape it gives
-            t->rank = shape->rank, t->transposed = 0, t->no_decay = shape->no_decay;
+            t->rank = shape->rank, t->transposed = 0, t->no_decay = shape->no_decay, t->side = shape->side;
             memcpy(t->dims, shape->dims, sizeof t->dims);
         } else if (cols == 0) { // a vector
             t->rank = 1, t->dims[0] = rows, t->transposed = 0;
@@ -984,6 +984,7 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
                                  m->tokens, m->src};
         const aw_rnn_weights w = model_rnn_weights(&m->w);
         rnn_forward(&bt, &w, &a->rnn, a->x0); // the decoder states into x0
+        if (metrics) metrics->side_loss = 0.0;
         return output_forward(m, a->x0, metrics);
     }
     if (encdec) {
@@ -999,6 +1000,13 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         }
         if (pre) norm_forward(m, a->enc_lnf, a->enc_lnf_mean, a->enc_lnf_rstd, x, m->w.enc_lnf_w, m->w.enc_lnf_b, B * S);
         enc = encoder_out(m, a);
+    }
+    // the forms' side losses (DSA's indexer KL), each the mean over the batch's sequences, when a
+    // backward may follow (a model with gradients, not generation's prefill)
+    const float side_weight = m->grads && !m->last_logits_only ? 1.0f / (float)B : 0.0f;
+    for (int l = 0; l < c->layers; l++) {
+        aw_attn_form *fs[3] = {&m->self_form[l], &m->cross_form[l], &m->enc_form[l]};
+        for (int i = 0; i < 3; i++) fs[i]->side_weight = side_weight, fs[i]->side_loss = 0.0;
     }
     // a hooked run may start at a later block, the earlier ones kept from the last forward (hooks.h)
     const int l0 = m->hooks && !encdec ? m->hooks->first_layer : 0;
@@ -1021,7 +1029,13 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     }
     if (pre) norm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N), x = a->lnf;
     if (pre) HOOK(AW_HOOK_LN_FINAL, -1, a->lnf);
-    return output_forward(m, x, metrics);
+    st = output_forward(m, x, metrics);
+    if (metrics) {
+        metrics->side_loss = 0.0;
+        for (int l = 0; l < c->layers; l++)
+            metrics->side_loss += m->self_form[l].side_loss + m->cross_form[l].side_loss + m->enc_form[l].side_loss;
+    }
+    return st;
 }
 
 // logits = x W_out + b_out, the loss and the metrics.
@@ -1121,12 +1135,74 @@ int model_refuse_inference(const aw_model *m, const char *what) {
                    what);
 }
 
+// The arena's range of a form that trains alone ([*lo, *hi)), or 0 when it does not.
+static int trains_alone(const aw_model *m, int l, size_t *lo, size_t *hi) {
+    const aw_attn_form *f = &m->self_form[l];
+    if (aw_arch_is_rnn(m->cfg.arch) || !f->trains_alone) return 0;
+    *lo = m->form_offset[1][l], *hi = *lo;
+    aw_form_tensor ft[AW_SYNTH_MAX_TENSORS];
+    const size_t nt = f->form->tensors(f, ft, AW_SYNTH_MAX_TENSORS);
+    for (size_t i = 0; i < nt && i < AW_SYNTH_MAX_TENSORS; i++) *hi += ft[i].size;
+    return 1;
+}
+
 double model_update(aw_model *m, const aw_train_config *tc) {
+    const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
+    int alone = 0;
+    size_t lo, hi;
+    for (int l = 0; l < m->cfg.layers; l++) alone |= trains_alone(m, l, &lo, &hi);
+    if (!alone) {
+        const double norm = clip_grad_norm(m->grads, m->n_params, tc->clip);
+        m->step++;
+        adamw_update(m->params, m->adam_m, m->adam_v, m->grads, m->decay, m->n_params, &ac, m->step);
+        return norm;
+    }
+    // only the forms that train alone learn: every other gradient is zeroed, so the clipping norm is
+    // theirs, and AdamW runs over their ranges only (the frozen parameters and their moments stay)
+    size_t kept = 0;
+    for (int l = 0; l < m->cfg.layers; l++)
+        if (trains_alone(m, l, &lo, &hi)) {
+            memset(m->grads + kept, 0, (lo - kept) * sizeof(float));
+            kept = hi;
+        }
+    memset(m->grads + kept, 0, (m->n_params - kept) * sizeof(float));
     const double norm = clip_grad_norm(m->grads, m->n_params, tc->clip);
     m->step++;
-    const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
-    adamw_update(m->params, m->adam_m, m->adam_v, m->grads, m->decay, m->n_params, &ac, m->step);
+    for (int l = 0; l < m->cfg.layers; l++)
+        if (trains_alone(m, l, &lo, &hi))
+            adamw_update(m->params + lo, m->adam_m + lo, m->adam_v + lo, m->grads + lo, m->decay ? m->decay + lo : NULL,
+                         hi - lo, &ac, m->step);
     return norm;
+}
+
+int model_set_attention_option(aw_model *m, const char *name, const char *text) {
+    aw_model_config *c = &m->cfg;
+    if (aw_arch_is_rnn(c->arch)) return aw_fail(AW_ERR_ARG, "attentionOptions.%s: this model has no attention forms", name);
+    // every layer's new values first (checked as users' options are), then applied all at once
+    aw_form_values next[AW_MAX_LAYERS];
+    int takes[AW_MAX_LAYERS] = {0}, any = 0;
+    for (int l = 0; l < c->layers; l++) {
+        const aw_form_values *v;
+        const aw_form *form = model_layer_form(c, l, &v);
+        const int i = form ? aw_option_find(form, name) : -1;
+        if (i < 0) continue;
+        next[l] = *v;
+        int st = aw_option_set(form, &next[l], (size_t)i, text);
+        if (!st) st = aw_option_finish(form, &next[l], (size_t)c->max_len);
+        if (st) return c->layer_forms ? model_layer_error(l, st) : st;
+        // retune with the current values changes nothing, and says whether the form can take this one
+        if (!form->retune || !form->retune(&m->self_form[l], v, name))
+            return aw_fail(AW_ERR_ARG, "attentionOptions.%s of attention \"%s\" is fixed when the model is created", name,
+                           form->name);
+        takes[l] = 1, any = 1;
+    }
+    if (!any) return aw_option_refuse(model_layer_form(c, 0, NULL), name);
+    for (int l = 0; l < c->layers; l++)
+        if (takes[l]) m->self_form[l].form->retune(&m->self_form[l], &next[l], name);
+    for (int l = 0; l < c->layers; l++)
+        if (takes[l]) *(c->layer_forms ? &c->layer_attn[l] : &c->attn) = next[l];
+    if (c->layer_forms) c->attn = c->layer_attn[0]; // attn holds layer 0's with layerForms
+    return AW_OK;
 }
 
 // ---- tasks ------------------------------------------------------------------------------------

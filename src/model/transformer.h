@@ -80,6 +80,7 @@ typedef struct {
     int of_form;         // 1: a parameter of an attention form (the form initialises it)
     int trainable;       // 0: fixed (no gradient expected, no weight decay)
     int no_decay;        // 1: trained without weight decay (a form's tensor that asks for it)
+    int side;            // 1: trained by its form's side loss alone (aw_form_tensor.side: DSA's indexer)
     size_t dims[3];      // the shape checkpoints store (PyTorch's conventions, docs/model.md)
     int rank;
     int transposed;      // 1: a linear layer's weight, kept (in, out) for x W here and stored
@@ -161,6 +162,7 @@ typedef struct {
     double accuracy;  // fraction of target tokens whose argmax is right
     double grad_norm; // global gradient norm before clipping (train steps)
     size_t count;     // target tokens counted
+    double side_loss; // the forms' side losses (DSA's indexer KL), each a mean over the batch's queries; 0: none
 } aw_metrics;
 
 typedef struct {
@@ -267,8 +269,15 @@ const char *model_tensor_at(const aw_model *m, size_t i);
 int model_check_params(const aw_model *m);
 // Backward of the last forward's mean loss into m->grads (zeroed first) and the synthesizers' grads.
 int model_backward(aw_model *m);
-// Global-norm clipping and one AdamW step over every parameter. Returns the norm before clipping.
+// Global-norm clipping and one AdamW step over every parameter, or, when a sublayer's form trains
+// alone (aw_attn_form.trains_alone: DSA's warm-up), over those forms' parameters only (the others'
+// gradients are zeroed first, so the norm is theirs). Returns the norm before clipping.
 double model_update(aw_model *m, const aw_train_config *tc);
+// Sets attentionOptions.<name> to `text` on a built model: every decoder layer whose form has that
+// option and can change it once built (the form's retune: DSA's stage) takes it, and the config (so
+// save) records it. AW_ERR_ARG naming the option when no layer's form has it, a bad value, or a form
+// that fixes it at creation; the model is then unchanged.
+int model_set_attention_option(aw_model *m, const char *name, const char *text);
 
 // The sequence layout of a task for this model's architecture: T (decoder positions) and S
 // (encoder positions, 0 for decoder-only). AW_ERR_ARG when the task does not fit (too long for

@@ -46,6 +46,8 @@ const FORMS = [
   { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },
   { attention: 'mla', attentionOptions: { kvRank: 3, ropeDim: 2 }, positional: 'none' },
   { attention: 'mla', attentionOptions: { kvRank: 4, ropeDim: 2, qRank: 3, path: 'absorbed' }, arch: 'encoder-decoder', norm: 'post' },
+  { attention: 'dsa', attentionOptions: { topK: 3, indexDim: 4 } },
+  { attention: 'dsa', attentionOptions: { topK: 2, stage: 'warmup' }, norm: 'post' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use
 // it) is in the list above as a decoder, and every form an encoder-decoder can use (a non-causal

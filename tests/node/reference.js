@@ -373,6 +373,71 @@ function softmaxSwitchesF64({ q, k, v, x, n, m, d, heads, causal, options = {}, 
   return out;
 }
 
+// ---- DSA (section 4e): the lightning indexer, top-k keys per query, softmax over them --------
+// Written from the paper's formulas (DeepSeek-V3.2-Exp, section 2.1): I_ts = sum_j w_tj ReLU(q^I_tj .
+// k^I_s), q^I_tj = W_qI[j] x_t, k^I_s = W_kI x_s, w_tj = W_w[j] x_t; params as nn.Linear keeps them
+// (out, in): w_qi (J D, d), w_ki (D, d), w_w (J, d).
+export function dsaIndexF64({ x, n, d, options, params }) {
+  const J = options.indexHeads, D = options.indexDim;
+  const lin = (W, rows, t) => Array.from({ length: rows }, (_, r) => { let z = 0; for (let c = 0; c < d; c++) z += W[r * d + c] * x[t * d + c]; return z; });
+  const qI = [], kI = [], w = [];
+  for (let t = 0; t < n; t++) qI.push(lin(params.w_qi, J * D, t)), kI.push(lin(params.w_ki, D, t)), w.push(lin(params.w_w, J, t));
+  // I[t][s] for s <= t
+  return Array.from({ length: n }, (_, t) => Array.from({ length: t + 1 }, (_, s) => {
+    let acc = 0;
+    for (let j = 0; j < J; j++) {
+      let a = 0;
+      for (let r = 0; r < D; r++) a += qI[t][j * D + r] * kI[s][r];
+      acc += w[t][j] * Math.max(a, 0);
+    }
+    return acc;
+  }));
+}
+
+// The top k of one row of scores, ties to the lower index, as ascending indices.
+export function dsaTopK(row, k) {
+  return row.map((score, s) => ({ score, s })).sort((a, b) => b.score - a.score || a.s - b.s).slice(0, k)
+    .map((e) => e.s).sort((a, b) => a - b);
+}
+
+// Softmax of one head of query t over the keys `keys`: probabilities in the order of keys.
+function dsaHeadProbs(q, k, t, h, dh, d, keys) {
+  const s = keys.map((j) => { let z = 0; for (let c = 0; c < dh; c++) z += q[t * d + h * dh + c] * k[j * d + h * dh + c]; return z / Math.sqrt(dh); });
+  const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, b) => a + b, 0);
+  return e.map((z) => z / sum);
+}
+
+// The output (n*d), the weights used (heads*n*n), each query's keys (sets) and the indexer's loss:
+// the mean over the queries of KL(p || softmax(I over the set)), p the dense causal attention summed
+// over the heads, restricted to the set (every s <= t in the warm-up) and L1-normalised.
+export function dsaF64({ q, k, v, x, n, d, heads, options, params }) {
+  const dh = d / heads, sparse = options.stage !== 'warmup';
+  const I = dsaIndexF64({ x, n, d, options, params });
+  const output = new Float64Array(n * d), weights = new Float64Array(heads * n * n), sets = [];
+  let kl = 0;
+  for (let t = 0; t < n; t++) {
+    const all = Array.from({ length: t + 1 }, (_, s) => s);
+    const keys = sparse ? dsaTopK(I[t], options.topK) : all;
+    sets.push(keys);
+    const dense = new Float64Array(t + 1);
+    for (let h = 0; h < heads; h++) {
+      const p = dsaHeadProbs(q, k, t, h, dh, d, keys);
+      keys.forEach((j, i) => {
+        weights[(h * n + t) * n + j] = p[i];
+        for (let c = 0; c < dh; c++) output[t * d + h * dh + c] += p[i] * v[j * d + h * dh + c];
+      });
+      dsaHeadProbs(q, k, t, h, dh, d, all).forEach((z, s) => { dense[s] += z; });
+    }
+    const z = keys.reduce((a, j) => a + dense[j], 0), mx = Math.max(...keys.map((j) => I[t][j]));
+    const lse = mx + Math.log(keys.reduce((a, j) => a + Math.exp(I[t][j] - mx), 0));
+    for (const j of keys) {
+      const p = dense[j] / z;
+      if (p > 0) kl += p * (Math.log(p) - (I[t][j] - lse));
+    }
+  }
+  return { output, weights, sets, indexerLoss: kl / n };
+}
+
 export const REFERENCES = {
   softmax: softmaxSwitchesF64,
   local: ({ q, k, v, n, m, d, heads, causal, options }) => localF64({ q, k, v, n, m, d, heads, causal, window: options.window }).output,
@@ -397,4 +462,5 @@ export const REFERENCES = {
   linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>
     linformerF64({ q, k, v, n, d, heads, E: params.E, F: params.F, proj: options.k, maxLen }).output,
   mla: ({ x, n, d, heads, causal, options, params }) => mlaF64({ x, n, d, heads, causal, options, params }),
+  dsa: ({ q, k, v, x, n, d, heads, options, params }) => dsaF64({ q, k, v, x, n, d, heads, options, params }).output,
 };

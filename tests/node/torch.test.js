@@ -33,6 +33,7 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { attention: 'retention', attentionOptions: { decay: 'learned' }, arch: 'encoder-decoder' },
       { attention: 'retention', attentionOptions: { decay: 0.8 } },
       { attention: 'linformer', attentionOptions: { k: 3 }, arch: 'encoder-decoder' },
+      { attention: 'dsa', attentionOptions: { topK: 3, indexHeads: 3, indexDim: 4 } }, { attention: 'dsa', attentionOptions: { topK: 2, stage: 'warmup' } },
       // the llama-style block's switches: RMSNorm, SwiGLU, rotary positions, no biases, grouped-
       // query and multi-query heads, the tied classifier, and no positions at all
       { block: 'llama' }, { block: 'llama', kvHeads: 1, tieEmbeddings: true }, { block: 'llama', attention: 'gla' }, { block: 'llama', attention: 'kda', attentionOptions: { gateRank: 4 } },

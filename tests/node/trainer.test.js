@@ -31,6 +31,37 @@ test('trainer: a flag given a non-number or a number out of range is an error na
   }
 });
 
+test('trainer: DSA in two runs: --stage warmup freezes all but the indexer (its side loss printed), then --init ... --stage sparse trains on', () => {
+  assert.equal(build.status, 0, build.stderr);
+  const dir = mkdtempSync(join(tmpdir(), 'aw-trainer-dsa-'));
+  try {
+    const base = ['--task', 'reverse', '--length', '6', '--symbols', '6', '--batch', '16', '--eval-every', '20', '--threads', '1'];
+    const a = join(dir, 'a.safetensors'), b = join(dir, 'b.safetensors');
+    const warm = trainer(...base, '--attention', 'dsa', '--stage', 'warmup', '--topK', '3', '--vocab', '8', '--d-model', '16',
+      '--heads', '2', '--layers', '1', '--max-len', '16', '--steps', '40', '--out', a);
+    assert.equal(warm.status, 0, warm.stderr);
+    const lines = [...warm.stdout.matchAll(/^step +\d+ .*side loss ([\d.]+) +\| eval loss ([\d.]+)/gm)];
+    assert.equal(lines.length, 2, warm.stdout);
+    assert.ok(Number(lines[1][1]) < Number(lines[0][1]), `the indexer's KL falls: ${lines.map((l) => l[1])}`);
+    assert.equal(lines[1][2], lines[0][2], "the frozen model's held-out loss stays");
+    const { lib } = builds[0];
+    const pa = lib.loadModel(readFileSync(a));
+    assert.equal(pa.config.attentionOptions.stage, 'warmup');
+    const sparse = trainer(...base, '--init', a, '--stage', 'sparse', '--steps', '40', '--out', b);
+    assert.equal(sparse.status, 0, sparse.stderr);
+    const pb = lib.loadModel(readFileSync(b));
+    assert.equal(pb.config.attentionOptions.stage, 'sparse');
+    const evals = [...sparse.stdout.matchAll(/\| eval loss ([\d.]+)/g)].map((x) => Number(x[1]));
+    assert.ok(evals[1] < Number(lines[1][2]), `sparse training lowers the held-out loss (${lines[1][2]} -> ${evals})`);
+    const fixed = trainer(...base, '--init', a, '--topK', '2', '--steps', '1');
+    assert.equal(fixed.status, 2);
+    assert.match(fixed.stderr, /--topK: attentionOptions\.topK of attention "dsa" is fixed when the model is created/);
+    pa.dispose(), pb.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('trainer: --init fine-tunes a checkpoint (its model and weights) and refuses model flags beside it', () => {
   assert.equal(build.status, 0, build.stderr);
   const dir = mkdtempSync(join(tmpdir(), 'aw-trainer-'));

@@ -22,6 +22,11 @@ const model = lib.createModel({ vocab: 11, dModel: 32, heads: 2, layers: 1, maxL
 const step: { loss: number; accuracy: number } = model.trainStep({ task: 'reverse', batchSize: 4 });
 const bytes: Uint8Array = model.save({ optimizer: true });
 model.trainStep({ inputs: [[1, 2]], targets: [[2, 3]], mask: [[1, 0]], lr: 1e-3 });
+const dsa = lib.createModel({ vocab: 11, dModel: 16, heads: 2, layers: 1, maxLen: 16, attention: 'dsa', attentionOptions: { stage: 'warmup', topK: 4 } });
+const indexerKl: number = dsa.trainStep({ task: 'reverse', batchSize: 4 }).sideLoss;
+const stage: string | undefined = dsa.setAttentionOptions({ stage: 'sparse' }).attentionOptions?.stage;
+// @ts-expect-error DSA's stages are 'warmup' and 'sparse'
+dsa.setAttentionOptions({ stage: 'dense' });
 const held: number = model.evaluate({ inputs: [[1, 2]], targets: [[2, 3]] }).loss;
 const weights: WeightBytes = lib.createModel({ vocab: 11, dModel: 32, heads: 2, layers: 1, maxLen: 32 }, { training: false }).quantize('q8_0', { groupSize: 32 });
 const saved: number = weights.fp32 - model.weightBytes.bytes;
