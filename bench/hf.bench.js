@@ -43,6 +43,7 @@ function tensorsOf(c) {
       [`${p}mlp.gate_proj.weight`, [F, C]], [`${p}mlp.up_proj.weight`, [F, C]], [`${p}mlp.down_proj.weight`, [C, F]]);
   }
   list.push(['model.norm.weight', [C]]);
+  if (!c.tie_word_embeddings) list.push(['lm_head.weight', [c.vocab_size, C]]); // Llama's default: untied
   return list;
 }
 

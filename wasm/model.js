@@ -164,6 +164,12 @@ export const MODEL_PROTOTYPE = Symbol('attention-wasm.Model.prototype');
 export const CHECK_CONFIG = Symbol('attention-wasm.checkConfig');
 /** createModel's opts[UNINITIALISED] = true (with training: false): parameters left zero for a loader to write. */
 export const UNINITIALISED = Symbol('attention-wasm.uninitialised');
+/**
+ * createModel's opts[QUANTIZED] = { format, group, what } (with UNINITIALISED): the decoder's matrices
+ * quantized from the start (group NaN: the format's default), for a loader to fill one at a time
+ * (aw_model_quantize_fill); Errors start with `what`.
+ */
+export const QUANTIZED = Symbol('attention-wasm.quantized');
 
 // Frees the C model of a Model that was garbage-collected without dispose().
 const forgotten = typeof FinalizationRegistry === 'function'
@@ -638,8 +644,11 @@ export function modelMethods(core) {
       const fields = configFields(config, readForms(core));
       const builder = ex.aw_config_new();
       if (!builder) core.check(2, what);
+      const q = opts[QUANTIZED];
       try {
         for (const [key, text] of fields) core.withStrings(what, [key, text], ([kp, vp]) => core.check(ex.aw_config_set(builder, kp, vp), what));
+        if (q) return core.withStrings(q.what, [q.format], ([fp]) => core.withBuffers(q.what, [{ name: 'handle', bytes: 4 }],
+          ([hp]) => fromHandle(q.what, ex.aw_model_create_quantized(hp, builder, fp, q.group), hp)));
         return core.withBuffers(what, [{ name: 'handle', bytes: 4 }],
           ([hp]) => fromHandle(what, training ? ex.aw_model_create(hp, builder) : ex.aw_model_create_ex(hp, builder, opts[UNINITIALISED] ? 2 : 1), hp));
       } finally {
