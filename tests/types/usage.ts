@@ -154,6 +154,10 @@ hf.runWithHooks([1], { add: [{ name: 'hook_embed', vector: 'up' }] });
 lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
 // @ts-expect-error saveHuggingFace writes F32 or BF16
 hf.saveHuggingFace({ dtype: 'F16' });
+const hfQ8 = lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q8_0', groupSize: 32 });
+const hfQ8Bytes: number = hfQ8.weightBytes.bytes;
+// @ts-expect-error quantize is 'q8_0' or 'q4_0'
+lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q5_1' });
 
 // TopK sparse autoencoders (wasm/sae.d.ts)
 const sae = lib.createSAE({ dIn: 64, dSae: 256, k: 8 });
@@ -168,7 +172,7 @@ saeBack.free();
 
 export {
   saeStats, trainedSAE,
-  steeredRow, hfArch, bpeBack, bpeBin,
+  steeredRow, hfArch, hfQ8Bytes, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
 };
