@@ -137,6 +137,7 @@ export function createLlama2cView(el, { lib }) {
     sampleOpen = false;
     weightsEl.value = 'fp32';
     weightsEl.disabled = true;
+    weightsEl.title = '';
     wtable.replaceChildren();
     wtable.hidden = true;
     delete el.panel.dataset.weights;
@@ -190,7 +191,12 @@ export function createLlama2cView(el, { lib }) {
     el.panel.dataset.kind = k;
     el.generate.disabled = false;
     el.probe.disabled = false;
-    weightsEl.disabled = false;
+    // a file whose weights are already quantized (llama2.c's version 2) has no fp32 weights to
+    // quantize from: the choice shows its format and stays shut
+    const held = m.weightBytes.format;
+    weightsEl.value = held;
+    weightsEl.disabled = held !== 'fp32';
+    weightsEl.title = held === 'fp32' ? '' : `This file's weights are ${WEIGHTS[held]} already; the choice needs a model opened in fp32.`;
   }
   const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
 
@@ -215,7 +221,7 @@ export function createLlama2cView(el, { lib }) {
     const exported = sniffed.find((x) => x.format === 'llama2c-export');
     if (exported) {
       status(`${exported.file.name} is ${exported.label}: this page reads llama2.c's legacy format (export.py --version 0, `
-        + 'the format of the published stories*.bin files).');
+        + 'the format of the published stories*.bin files) and version 2 (--version 2, runq.c\'s 8-bit weights).');
       return;
     }
     if (!of('llama2c').length && !of('llama2c-tokenizer').length) {
@@ -244,9 +250,11 @@ export function createLlama2cView(el, { lib }) {
       const c = m.config;
       opened(m, 'llama2c', files.model.name);
       const shared = c.kvHeads < c.heads ? `${c.kvHeads} K/V heads, each shared by ${c.heads / c.kvHeads} query heads` : 'a K/V head per head';
+      const w = m.weightBytes;
       status(`Loaded in ${ms.toFixed(0)} ms: dim ${c.dModel}, ${c.layers} layers, ${c.heads} heads (${shared}), ` +
-        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(m.parameterCount)} parameters` +
-        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}.`);
+        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(w.fp32 / 4)} parameters` +
+        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}` +
+        `${w.format === 'fp32' ? '' : `; ${WEIGHTS[w.format]} weights as the file holds them (llama2.c's version 2), ${formatBytes(w.bytes)}`}.`);
     } catch (e) {
       status(e.message);
     }
@@ -528,7 +536,7 @@ export function createLlama2cView(el, { lib }) {
           + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
       el.panel.dataset.stop = atStop ? 'bos' : want < asked ? 'length' : '';
       status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache, `
-        + `${WEIGHTS[quant?.format ?? 'fp32']} weights)`
+        + `${WEIGHTS[quant?.format ?? model.weightBytes.format]} weights)`
         + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
       // token by token: the text grows and each head gains the new token's row
       for (let t = prompt.length; t <= ids.length && mine === run; t++) {
