@@ -69,8 +69,7 @@ AW_API int aw_model_create_quantized(aw_model **handle, aw_config_builder *b, co
     if (!isnan(group) && !(group >= 1 && group <= 1 << 20 && group == floor(group)))
         return api_done(aw_fail(AW_ERR_ARG, "quantize: groupSize must be a positive integer, got %g", group));
     const int st = config_builder_finish(b, &c);
-    return api_done(st ? st : model_create_quantized(handle, &c, AW_CREATE_UNINITIALISED, format,
-                                                     isnan(group) ? 0 : (size_t)group));
+    return api_done(st ? st : model_create_quantized(handle, &c, format, isnan(group) ? 0 : (size_t)group));
 }
 
 // Fills a model_create_quantized model's matrix i (aw_model_qmat's order) from src: its float32

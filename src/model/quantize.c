@@ -5,6 +5,9 @@
 // quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The
 // forward, generation and streaming read the quantized matrices through model_linear (quant_model.c); training,
 // saving and the tools that read weights directly refuse such a model.
+// model_create_quantized makes such a model from the start for a loader (loadHuggingFace's quantize):
+// the matrices are reserved before the float32 arena is allocated, and the loader fills them one at a
+// time (model_quantize_fill), so the whole model is never held in float32.
 #include "transformer.h"
 
 #include "config.h"
@@ -152,10 +155,6 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
     return AW_OK;
 }
 
-void quant_bind(aw_model *m) {
-    for (size_t i = 0; m->quant && i < m->quant->count; i++) *m->quant->slot[i] = &m->quant->mats[i];
-}
-
 int model_quantize(aw_model *m, const char *format, size_t group) {
     int st = model_check_params(m);
     if (st) return st;
@@ -184,15 +183,21 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
     return AW_OK;
 }
 
-int model_quantize_reserve(aw_model *m, const char *format, size_t group) {
+int model_create_quantized(aw_model **out, const aw_model_config *cfg, const char *format, size_t group) {
+    int st = model_create_layout(out, cfg, AW_CREATE_UNINITIALISED);
+    if (st) return st;
+    // the matrices' values and scales reserved before the arena is made: their tensors leave it
     qsource src[QMATS];
     aw_quant *q;
-    const int st = quant_new(m, format, group, 1, &q, src);
-    if (st) return st;
+    if ((st = quant_new(*out, format, group, 1, &q, src))) {
+        model_destroy(*out);
+        *out = NULL;
+        return st;
+    }
     for (size_t i = 0; i < q->count; i++)
         if (src[i].tensor) src[i].tensor->quantized = 1;
-    m->quant = q;
-    return AW_OK;
+    (*out)->quant = q;
+    return model_create_arena(out, AW_CREATE_UNINITIALISED);
 }
 
 int model_quantize_fill(aw_model *m, size_t i, const float *src) {

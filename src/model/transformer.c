@@ -418,11 +418,11 @@ static int form_owns(const aw_attn_form *f) {
 int model_create(aw_model **out, const aw_model_config *cfg) { return model_create_ex(out, cfg, 0); }
 
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
-    return model_create_quantized(out, cfg, inference, NULL, 0);
+    const int st = model_create_layout(out, cfg, inference);
+    return st ? st : model_create_arena(out, inference);
 }
 
-int model_create_quantized(aw_model **out, const aw_model_config *cfg, int inference, const char *qformat,
-                           size_t group) {
+int model_create_layout(aw_model **out, const aw_model_config *cfg, int inference) {
     *out = NULL;
     int st = model_check_config(cfg);
     if (st) return st;
@@ -449,18 +449,18 @@ int model_create_quantized(aw_model **out, const aw_model_config *cfg, int infer
     for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
         forms_own |= form_owns(&m->self_form[l]) || form_owns(&m->enc_form[l]) || form_owns(&m->cross_form[l]);
     m->inference = inference && !forms_own;
-    // quantized from the start: the matrices' values and scales are reserved now (their tensors leave
-    // the arena), and the caller fills them (model_quantize_fill); the arena holds the rest alone
+    *out = m;
+    return AW_OK;
+}
+
+int model_create_arena(aw_model **out, int inference) {
+    aw_model *m = *out;
+    const aw_model_config *cfg = &m->cfg;
+    *out = NULL;
+    int st;
+    // the tensors quantize.c reserved (model_create_quantized) take no floats here
     size_t P = m->n_params;
-    if (qformat) {
-        if (inference != AW_CREATE_UNINITIALISED) {
-            model_destroy(m);
-            return aw_fail(AW_ERR_ARG, "quantize: a model created quantized is filled by its loader (uninitialised)");
-        }
-        if ((st = model_quantize_reserve(m, qformat, group))) {
-            model_destroy(m);
-            return st;
-        }
+    if (m->quant) {
         P = 0;
         for (size_t i = 0; i < m->n_tensors; i++)
             if (!m->tensors[i].quantized) P = aw_size_add(P, model_tensor_size(&m->tensors[i]));
