@@ -7,6 +7,7 @@
 //     quantized load grows is measured against what a float32 load grows, in the same run
 //   - bad options (an unknown format, a group that does not divide the rows or that the format does
 //     not take, training) are Errors naming the option; the library works afterwards
+//   - the memory rule counts the quantized sizes: a model too large in float32 passes it quantized
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { loadAttention } from '../../wasm/index.js';
@@ -84,6 +85,13 @@ test('bad quantize options are Errors naming them, and the library works afterwa
   expectError(() => lib.loadHuggingFace({ ...files, quantize: 'q8_0', groupSize: 48 }), /loadHuggingFace: quantize: groupSize 48 does not divide the rows of dec\.0\.self\.wq \(32 inputs\)/);
   expectError(() => lib.loadHuggingFace({ ...files, quantize: 'q4_0', groupSize: 64 }), /loadHuggingFace: quantize: groupSize must be 32 for q4_0/);
   expectError(() => lib.loadHuggingFace({ ...files, quantize: 'q8_0', training: true }), /loadHuggingFace: quantize needs training: false/);
+  // the memory rule counts the quantized sizes: Qwen2.5-0.5B's shape with an untied head (663 million
+  // weights) is refused in float32 (2.47 GiB) and passes the rule quantized, then stops at the weights
+  // (these are the small model's)
+  const big = { ...files.config, vocab_size: 151936, hidden_size: 1024, intermediate_size: 3072, num_hidden_layers: 28,
+    num_attention_heads: 16, num_key_value_heads: 8, head_dim: 64, max_position_embeddings: 32, tie_word_embeddings: false };
+  expectError(() => lib.loadHuggingFace({ config: big, weights: files.weights }), /needs 2\.\d\d GiB for its [\d,]+ weights in float32/);
+  expectError(() => lib.loadHuggingFace({ config: big, weights: files.weights, quantize: 'q8_0' }), /loadHuggingFace: tensor "[^"]+" has shape \[[\d,]+\], and config\.json makes it/);
   const ok = lib.loadHuggingFace({ ...files, quantize: 'q8_0' });
   assert.equal(ok.weightBytes.format, 'q8_0');
   assert.equal(ok.forward(IDS).logits.length, IDS.length * SMALL.vocab);
