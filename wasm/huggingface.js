@@ -508,12 +508,15 @@ export function huggingFaceMethods(core, lib) {
           fail(`${what}: internal: tensor ${step.ours} of the plan does not match the model's (${name ? `[${dst.dims}]` : 'absent'})`);
         // a view made again each time: filling a matrix may grow the memory
         writeTensor(new Uint32Array(core.memory.buffer), dst.q ? scratch / 4 : base, step, dst);
-        if (dst.q) core.check(ex.aw_model_quantize_fill(model.handle, dst.q.i, scratch), what);
+        if (dst.q) core.check(ex.aw_model_quantize_fill(model.handle, dst.q.i, scratch, 0, dst.q.rows), what);
         written.add(name);
       }
       const missed = [...table.keys()].filter((n) => !written.has(n));
       if (missed.length) fail(`${what}: internal: the model's tensor ${missed[0]} has no source in ${row.arch}'s row`);
-      if (qmats.has('wte')) core.check(ex.aw_model_quantize_fill(model.handle, qmats.get('wte').i, 0), what); // the tied classifier
+      if (qmats.has('wte')) { // the tied classifier, from the embedding just written
+        const { i, rows } = qmats.get('wte');
+        core.check(ex.aw_model_quantize_fill(model.handle, i, 0, 0, rows), what);
+      }
     } catch (e) {
       model.dispose();
       throw e;

@@ -86,12 +86,13 @@ static int choose_group(const aw_qformat *f, size_t asked, const qsource *s, siz
     return AW_OK;
 }
 
-// Quantizes s into q (rows = outputs): the (in, out) layout is read 16 columns at a time into t (16 in).
-static void quantize_matrix(aw_qmat *q, const qsource *s, float *t) {
+// Quantizes rows (outputs) first .. end - 1 of s into q: the (in, out) layout is read 16 columns at a
+// time into t (16 in).
+static void quantize_rows(aw_qmat *q, const qsource *s, float *t, size_t first, size_t end) {
     const aw_qformat *f = &AW_QFORMATS[q->format];
     const size_t ng = s->in / q->group, rb = f->row_bytes(s->in);
-    for (size_t j0 = 0; j0 < s->out; j0 += 16) {
-        const size_t nj = s->out - j0 < 16 ? s->out - j0 : 16;
+    for (size_t j0 = first; j0 < end; j0 += 16) {
+        const size_t nj = end - j0 < 16 ? end - j0 : 16;
         for (size_t jj = 0; jj < nj; jj++) {
             const float *row = s->src + (j0 + jj) * s->in;
             if (s->in_out) {
@@ -168,7 +169,7 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
         quant_free(q);
         return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %zu floats of scratch", aw_size_mul(16, widest));
     }
-    for (size_t i = 0; i < q->count; i++) quantize_matrix(&q->mats[i], &src[i], t);
+    for (size_t i = 0; i < q->count; i++) quantize_rows(&q->mats[i], &src[i], t, 0, src[i].out);
     free(t);
     for (size_t i = 0; i < q->count; i++)
         if (src[i].tensor) src[i].tensor->quantized = 1;
@@ -200,10 +201,13 @@ int model_create_quantized(aw_model **out, const aw_model_config *cfg, const cha
     return model_create_arena(out, AW_CREATE_UNINITIALISED);
 }
 
-int model_quantize_fill(aw_model *m, size_t i, const float *src) {
+int model_quantize_fill(aw_model *m, size_t i, const float *src, size_t first, size_t rows) {
     aw_quant *q = m->quant;
     if (!q || i >= q->count)
         return aw_fail(AW_ERR_ARG, "quantize: matrix %zu: the model has %zu quantized matrices", i, q ? q->count : 0);
+    if (first > q->mats[i].rows || rows > q->mats[i].rows - first)
+        return aw_fail(AW_ERR_ARG, "quantize: rows %zu .. %zu of matrix %s, which has %zu", first, first + rows,
+                       q->names[i], q->mats[i].rows);
     const aw_tensor_info *t = model_find_tensor(m, q->names[i]);
     if (!src && (!t || t->quantized))
         return aw_fail(AW_ERR_ARG, "quantize: matrix %s has no float32 tensor in the model; give its values", q->names[i]);
@@ -211,7 +215,7 @@ int model_quantize_fill(aw_model *m, size_t i, const float *src) {
     qsource s = {src ? src : model_tensor_data(m, t), mat->cols, mat->rows, q->in_out[i], q->names[i], NULL, NULL, mat->format};
     float *tmp = aw_alloc_floats(aw_size_mul(16, mat->cols));
     if (!tmp) return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %zu floats of scratch", aw_size_mul(16, mat->cols));
-    quantize_matrix(&q->mats[i], &s, tmp);
+    quantize_rows(&q->mats[i], &s, tmp, first, first + rows);
     free(tmp);
     return AW_OK;
 }

@@ -321,11 +321,12 @@ int model_quantize(aw_model *m, const char *format, size_t group);
 // An inference model whose decoder matrices are quantized from the start (quantize.c): format and
 // group as model_quantize takes them; their values and scales are reserved and the float32 arena
 // holds only the other tensors (uninitialised), so a loader never holds the whole model in float32.
-// The caller writes every float32 tensor, then fills every matrix with model_quantize_fill: matrix i
-// (model_qmat's order) from src, its float32 values laid out as the model keeps them ((in, out) for a
-// linear layer), or from its tensor in the arena when src is NULL (a tied classifier's wte).
+// The caller writes every float32 tensor, then fills every matrix with model_quantize_fill: rows
+// (outputs) first .. first + rows - 1 of matrix i (model_qmat's order) from src, the whole matrix's
+// float32 values laid out as the model keeps them ((in, out) for a linear layer), or from its tensor
+// in the arena when src is NULL (a tied classifier's wte). Filling in pieces lets a page yield between.
 int model_create_quantized(aw_model **out, const aw_model_config *cfg, const char *format, size_t group);
-int model_quantize_fill(aw_model *m, size_t i, const float *src);
+int model_quantize_fill(aw_model *m, size_t i, const float *src, size_t first, size_t rows);
 // quant_model.c: points m->w's quantized slots at m->quant's matrices (again after a walk).
 void quant_bind(aw_model *m);
 // out[0] the bytes of the weights in float32, out[1] the bytes held now (arena + quantized values
