@@ -156,6 +156,9 @@ lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
 hf.saveHuggingFace({ dtype: 'F16' });
 const hfQ8 = lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q8_0', groupSize: 32 });
 const hfQ8Bytes: number = hfQ8.weightBytes.bytes;
+const hfQ4Copy: Promise<Model> = hf.quantizedCopy('q4_0', { signal: new AbortController().signal });
+// @ts-expect-error quantizedCopy's signal is an AbortSignal
+hf.quantizedCopy('q8_0', { signal: true });
 // @ts-expect-error quantize is 'q8_0' or 'q4_0'
 lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q5_1' });
 
@@ -172,7 +175,7 @@ saeBack.free();
 
 export {
   saeStats, trainedSAE,
-  steeredRow, hfArch, hfQ8Bytes, bpeBack, bpeBin,
+  steeredRow, hfArch, hfQ8Bytes, hfQ4Copy, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
 };

@@ -57,7 +57,8 @@ export function createLlama2cView(el, { lib }) {
   // model); rows: the measured row of each format, for the text and token count in rowsKey
   const weightsEl = el.panel.querySelector('#l2weights'), wtable = el.panel.querySelector('#l2wtable');
   // wrun counts weights choices: a newer choice or a closed model ends the one under way
-  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0;
+  // (and wabort stops the quantized copy it is making)
+  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0, wabort = null;
   const infer = () => quant?.model ?? model;
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
@@ -127,6 +128,7 @@ export function createLlama2cView(el, { lib }) {
     run++;
     if (model) publishOpened(null); // the other panels let go of it first
     wrun++; // a weights choice under way stops at its next step
+    wabort?.abort();
     quant?.model.dispose();
     quant = null;
     model?.dispose();
@@ -553,42 +555,23 @@ export function createLlama2cView(el, { lib }) {
 
   // ---- Weights: fp32, or a quantized copy for inference ----
 
-  // A quantized copy of the open model through the library's own checkpoint: save() writes the fp32
-  // weights as safetensors bytes, loadModel reads them into a new model, and quantize frees that
-  // copy's float32 matrices. At the peak this holds the open model, save()'s bytes and the copy in
-  // fp32; the bytes are dropped at once, so what stays is the open model and one quantized copy (the
-  // previous copy is disposed first). Reloading from the files would hold as much (the file's bytes
-  // in place of save()'s), and cannot serve a Hub model, whose fetched bytes are dropped once loaded,
-  // so this one way serves the three sources. Three tasks with the page free in between; each is one
-  // library call that cannot be cut smaller (95-233 ms each for a stories15M-shaped model in headless
-  // Chromium on a busy 2-core machine: over 100 ms, as docs/playground.md says).
-  async function quantizedCopy(format, alive) {
-    const times = {};
-    status(`Making ${WEIGHTS[format]} weights: copying the fp32 model…`);
+  // A quantized copy of the open model (model.quantizedCopy): made quantized from the start, its
+  // matrices filled from the open model's in pieces of about a million values with the page free in
+  // between, so no task is long and the fp32 weights are never copied whole; the previous copy is
+  // disposed first. It serves the three sources alike (a Hub model's fetched bytes are dropped once
+  // loaded, so there are no files to reload).
+  async function quantizedCopy(format, signal) {
+    status(`Making ${WEIGHTS[format]} weights: quantizing a copy of the fp32 model…`);
     await frame();
-    let t0 = performance.now();
-    let bytes = model.save();
-    times.save = performance.now() - t0;
-    await frame();
-    if (!alive()) throw new DOMException('superseded', 'AbortError');
-    t0 = performance.now();
-    const copy = lib.loadModel(bytes, { training: false });
-    times.load = performance.now() - t0;
-    bytes = null;
-    status(`Making ${WEIGHTS[format]} weights: quantizing the copy…`);
-    await frame();
+    const t0 = performance.now();
     try {
-      if (!alive()) throw new DOMException('superseded', 'AbortError');
-      t0 = performance.now();
-      copy.quantize(format);
-      times.quantize = performance.now() - t0;
+      const copy = await model.quantizedCopy(format, { signal });
+      el.panel.dataset.quantizeSpan = JSON.stringify([t0, performance.now()]); // when it ran (performance.now())
+      return copy;
     } catch (e) {
-      copy.dispose();
       if (isAbort(e)) throw e;
-      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message}`);
+      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message.replace(/^attention-wasm: quantizedCopy: /, '')}`);
     }
-    el.panel.dataset.quantizeMs = JSON.stringify(Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)])));
-    return copy;
   }
 
   // The text bits per character are measured on, as tokens: the page's held-out text for the
@@ -704,7 +687,9 @@ export function createLlama2cView(el, { lib }) {
         quant?.model.dispose();
         quant = null;
         if (format !== 'fp32') {
-          const copy = await quantizedCopy(format, alive);
+          wabort?.abort();
+          wabort = new AbortController();
+          const copy = await quantizedCopy(format, wabort.signal);
           if (!alive()) {
             copy.dispose();
             return;
