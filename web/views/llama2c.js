@@ -10,7 +10,8 @@
 // "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
 // "Weights" (issue 46): fp32 as opened, or a copy quantized to 8-bit (q8_0) or 4-bit (q4_0) weights
-// (model.quantize) that generation and the probe then use; the fp32 model stays open beside it. Each
+// (model.quantizedCopy, in pieces) that generation and the probe then use; the fp32 model stays open
+// beside it. A llama2.c version 2 file opens in its own 8-bit weights, and the choice stays shut. Each
 // choice picked is measured in this tab on the same text and token count, and a table compares them:
 // the weights' bytes, tokens/s of a greedy generation, bits per character (the page's held-out text
 // for the sample, else the user's text) and the largest change of any attention weight from fp32's.
