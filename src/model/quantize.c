@@ -157,11 +157,14 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
 }
 
 int model_quantize(aw_model *m, const char *format, size_t group) {
-    int st = model_check_params(m);
-    if (st) return st;
     qsource src[QMATS];
     aw_quant *q;
-    if ((st = quant_new(m, format, group, 0, &q, src))) return st;
+    int st = quant_new(m, format, group, 0, &q, src);
+    if (st) return st;
+    if ((st = model_check_params(m))) { // the weights it would quantize are finite
+        quant_free(q);
+        return st;
+    }
     size_t widest = 0;
     for (size_t i = 0; i < q->count; i++) widest = src[i].in > widest ? src[i].in : widest;
     float *t = aw_alloc_floats(aw_size_mul(16, widest));
