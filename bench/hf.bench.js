@@ -7,6 +7,10 @@
 //             caller, are not counted: with BF16 they add 0.5x)
 //   forward   one forward of 64 tokens (logits and attention of every head), median of 3, 1 and 2 threads
 //   decode    greedy generation with the KV cache, tokens/s after the first, 1 and 2 threads
+//   quantized loadHuggingFace({ quantize: 'q8_0' | 'q4_0' }) beside the float32 load, at 1 thread: the
+//             wasm memory the load grew (memory.buffer.byteLength after minus before: wasm memory
+//             never shrinks, so this is the load's peak) over the float32 weights' bytes, the
+//             weights' bytes held, load seconds and decode tokens/s
 // Each (shape, threads) runs in a child process of its own, so memory is measured from a fresh start.
 //   node bench/run.js hf      (BENCH_HF_SHAPES=gpt2,smollm2,stories15m picks shapes)
 import { spawnSync } from 'node:child_process';
@@ -43,6 +47,7 @@ function tensorsOf(c) {
       [`${p}mlp.gate_proj.weight`, [F, C]], [`${p}mlp.up_proj.weight`, [F, C]], [`${p}mlp.down_proj.weight`, [C, F]]);
   }
   list.push(['model.norm.weight', [C]]);
+  if (!c.tie_word_embeddings) list.push(['lm_head.weight', [c.vocab_size, C]]); // Llama's default: untied
   return list;
 }
 
@@ -77,20 +82,21 @@ export function randomBf16(c) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 // The child: one shape at one thread count, from a fresh process.
-async function child(shapeName, threads, file) {
+async function child(shapeName, threads, file, quantize) {
   const { loadAttention } = await import('../wasm/index.js');
   const lib = await loadAttention({ threads });
   const shape = SHAPES[shapeName], bytes = readFileSync(file);
   const ex = lib[Symbol.for('attention-wasm.exports')];
-  const rss0 = process.memoryUsage().rss, mem0 = ex.aw_heap_in_use();
+  const rss0 = process.memoryUsage().rss, mem0 = ex.aw_heap_in_use(), buf0 = lib.memory.buffer.byteLength;
   let peak = rss0;
   const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
   const t0 = performance.now();
-  const model = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen: Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024) });
+  const model = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen: Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024),
+    ...(quantize ? { quantize } : {}) });
   const loadS = (performance.now() - t0) / 1000;
   peak = Math.max(peak, process.memoryUsage().rss);
   clearInterval(timer);
-  const memGrow = ex.aw_heap_in_use() - mem0, fp32 = model.parameterCount * 4;
+  const memGrow = ex.aw_heap_in_use() - mem0, bufGrow = lib.memory.buffer.byteLength - buf0, { fp32, bytes: held } = model.weightBytes;
   const ids = Array.from({ length: 64 }, (_, i) => 1 + ((i * 7919) % (model.config.vocab - 1)));
   model.forward(ids);
   const fw = [];
@@ -110,7 +116,7 @@ async function child(shapeName, threads, file) {
     const c = performance.now();
     dec.push((N - 1) / (((c - b) - (b - a)) / 1000));
   }
-  console.log(JSON.stringify({ params: model.parameterCount, fileMB: bytes.length / 1e6, loadS, memGrow, rssGrow: peak - rss0, fp32,
+  console.log(JSON.stringify({ params: fp32 / 4, fileMB: bytes.length / 1e6, loadS, memGrow, bufGrow, held, rssGrow: peak - rss0, fp32,
     forwardMs: median(fw), tokS: median(dec) }));
 }
 
@@ -121,25 +127,35 @@ export default async function run({ cpuName }) {
   console.log(`# ${cpuName()}; random weights, BF16 files; each row a fresh process (SIMD128 build, relaxed where validated)`);
   console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
   console.log('|---|---|---|---|---|---|---|---|---|---|');
+  const rows = [];
+  const spawn = (name, threads, file, quantize = '') => {
+    const p = spawnSync(process.execPath, [...process.execArgv, me, 'child', name, String(threads), file, quantize], { encoding: 'utf8', maxBuffer: 1 << 20 });
+    if (p.status !== 0) throw new Error(`hf bench child ${name} ${threads} ${quantize}: ${p.stderr}`);
+    return JSON.parse(p.stdout.trim().split('\n').pop());
+  };
   try {
     for (const name of names) {
       const file = join(dir, `${name}.safetensors`);
       writeFileSync(file, randomBf16(SHAPES[name].config));
-      const r = {};
-      for (const threads of [1, 2]) {
-        const p = spawnSync(process.execPath, [...process.execArgv, me, 'child', name, String(threads), file], { encoding: 'utf8', maxBuffer: 1 << 20 });
-        if (p.status !== 0) throw new Error(`hf bench child ${name} ${threads}: ${p.stderr}`);
-        r[threads] = JSON.parse(p.stdout.trim().split('\n').pop());
-      }
+      const r = { 1: spawn(name, 1, file), 2: spawn(name, 2, file) };
       const a = r[1];
       console.log(`| ${SHAPES[name].label} | ${(a.params / 1e6).toFixed(1)}M | ${a.fileMB.toFixed(0)} MB | ${a.loadS.toFixed(2)} s | ` +
         `${(a.loadS * 500 / a.fileMB).toFixed(2)} s | ${(a.memGrow / a.fp32).toFixed(2)}x | ${(a.rssGrow / a.fp32).toFixed(2)}x | ` +
         `${a.forwardMs.toFixed(0)} / ${r[2].forwardMs.toFixed(0)} ms | ${a.tokS.toFixed(1)} tok/s | ${r[2].tokS.toFixed(1)} tok/s |`);
+      rows.push([name, 'fp32', a]);
+      for (const q of ['q8_0', 'q4_0']) rows.push([name, q, spawn(name, 1, file, q)]);
       rmSync(file);
     }
+    console.log('\nQuantized loads (loadHuggingFace({ quantize }), 1 thread): the wasm memory the load grew is its peak (memory never shrinks)');
+    console.log('| shape | weights | fp32 weights | weights held | wasm memory grown | grown / fp32 weights | load | decode 1 thread |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    const mb = (b) => `${(b / 1e6).toFixed(0)} MB`;
+    for (const [name, q, a] of rows)
+      console.log(`| ${SHAPES[name].label} | ${q} | ${mb(a.fp32)} | ${mb(a.held)} | ${mb(a.bufGrow)} | ${(a.bufGrow / a.fp32).toFixed(2)}x | ` +
+        `${a.loadS.toFixed(2)} s | ${a.tokS.toFixed(1)} tok/s |`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5]);
+if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5], process.argv[6] || null);

@@ -1,5 +1,5 @@
 // huggingface.d.ts: Hugging Face checkpoints (wasm/huggingface.js, docs/huggingface.md).
-import type { Model } from './model.js';
+import type { Model, WeightFormat } from './model.js';
 
 export interface HuggingFaceModel extends Model {
   /** tokenizer.json read by lib.loadTokenizer, or null when none was given */
@@ -17,7 +17,10 @@ export interface HuggingFaceApi {
    * or every shard's; tokenizer: tokenizer.json's text (becomes model.tokenizer). maxLen: the
    * positions kept (default the model's, at most 2048; GPT-2's 1024). training (default false).
    * Everything is checked before anything is allocated; the weights are copied into wasm memory
-   * once, tensor by tensor.
+   * once, tensor by tensor. quantize: the decoder's matrices come out in 'q8_0' or 'q4_0' (as
+   * model.quantize makes them, bit for bit), each quantized as it is read, so the float32 model is
+   * never held whole; groupSize as model.quantize takes it (q8_0: a multiple of 16 dividing dModel,
+   * dFF and heads x headDim, default 64 halved until it does; q4_0: 32). Not with training: true.
    */
   loadHuggingFace(args: {
     config: string | object | Uint8Array;
@@ -25,5 +28,7 @@ export interface HuggingFaceApi {
     tokenizer?: string | Uint8Array;
     maxLen?: number;
     training?: boolean;
+    quantize?: WeightFormat;
+    groupSize?: number;
   }): HuggingFaceModel;
 }

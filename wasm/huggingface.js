@@ -13,7 +13,7 @@
 //   and k_proj (and their biases and Qwen3's q_norm / k_norm) are permuted on load, and back on save.
 // - GPT-2's Conv1D keeps its weights (in, out), and c_attn holds q, k and v side by side.
 import { checkBool, checkKeys, describe, fail } from './core.js';
-import { CHECK_CONFIG, MODEL_PROTOTYPE, UNINITIALISED } from './model.js';
+import { CHECK_CONFIG, MODEL_PROTOTYPE, QUANTIZED, UNINITIALISED } from './model.js';
 import { ELEMENT_BYTES, safetensorsHeader } from './safetensors.js';
 
 const READABLE = ['F32', 'F16', 'BF16'];
@@ -308,11 +308,16 @@ export function huggingFaceMethods(core, lib) {
   const ex = core.exports;
 
   // The model's tensors by name: { index, offset, rows, cols, transposed, dims }.
-  function tensorTable(model) {
+  function tensorTable(model, qmats = new Map()) {
     const out = new Map(), info = new Float64Array(8);
     const n = ex.aw_model_tensor_count(model.handle);
     core.withBuffers('tensors', [{ name: 'info', bytes: 64 }], ([p]) => {
       for (let i = 0; i < n; i++) {
+        const qname = core.cString(ex.aw_model_tensor_name(model.handle, i)), q = qmats.get(qname);
+        if (q && qname !== 'wte') { // quantized from the start: written into a scratch (in, out), then filled
+          out.set(qname, { offset: 0, rows: q.cols, cols: q.rows, transposed: true, dims: [q.rows, q.cols], q });
+          continue;
+        }
         core.check(ex.aw_model_tensor_info(model.handle, i, p), 'tensors');
         info.set(new Float64Array(core.memory.buffer, p, 8));
         const name = core.cString(ex.aw_model_tensor_name(model.handle, i));
@@ -321,6 +326,20 @@ export function huggingFaceMethods(core, lib) {
     });
     return out;
   }
+  // A quantized model's matrices by tensor name: { i (their index), rows (outputs), cols (inputs) }.
+  function quantMatrices(model) {
+    const out = new Map();
+    core.withBuffers('quantize', [{ name: 'info', bytes: 48 }], ([p]) => {
+      for (let i = 0; ; i++) {
+        const np = ex.aw_model_qmat(model.handle, i, p);
+        if (!np) break;
+        const v = new Float64Array(core.memory.buffer, p, 6);
+        out.set(core.cString(np), { i, rows: v[1], cols: v[2] });
+      }
+    });
+    return out;
+  }
+
   // A tensor name of the plan ("dec.0.self.*.q_norm": a form's tensor, whatever its group) in the model.
   const resolve = (table, name) => {
     if (!name.includes('*')) return table.has(name) ? name : null;
@@ -408,10 +427,17 @@ export function huggingFaceMethods(core, lib) {
 
   function loadHuggingFace(args) {
     const what = 'loadHuggingFace';
-    checkKeys(what, args, ['config', 'weights', 'tokenizer', 'maxLen', 'training']);
+    checkKeys(what, args, ['config', 'weights', 'tokenizer', 'maxLen', 'training', 'quantize', 'groupSize']);
     if (args.config === undefined) fail(`${what}: config is required (config.json's text or object)`);
     if (args.weights === undefined) fail(`${what}: weights is required (model.safetensors' bytes, or an array of every shard's bytes)`);
     const training = args.training === undefined ? false : checkBool(`${what}: training`, args.training);
+    const quantize = args.quantize ?? null;
+    if (quantize !== null && quantize !== 'q8_0' && quantize !== 'q4_0') fail(`${what}: quantize must be "q8_0" or "q4_0", got ${describe(quantize)}`);
+    if (quantize && training) fail(`${what}: quantize needs training: false (a quantized model's matrices are integers, which cannot train)`);
+    if (args.groupSize !== undefined) {
+      if (!quantize) fail(`${what}: groupSize goes with quantize ("q8_0" or "q4_0"); give quantize too`);
+      if (!Number.isSafeInteger(args.groupSize) || args.groupSize < 1) fail(`${what}: groupSize must be a positive integer, got ${describe(args.groupSize)}`);
+    }
     const c = readConfig(args.config, what);
     const row = archRow(c, what);
     const positions = row.positions ? row.positions(c, what) : intField(c, 'max_position_embeddings', what, { def: 2048 });
@@ -435,10 +461,18 @@ export function huggingFaceMethods(core, lib) {
     }
     // the memory rule, from the config alone: the weights in float32 (and, to train, gradients and
     // AdamW's two moments) must fit wasm32's memory
-    const floats = row.tensors(o).reduce((a, [ours]) => a + ourShape(o, ours).reduce((x, y) => x * y, 1), 0);
-    const need = floats * 4 * (training ? 4 : 1);
+    // (quantized: the matrices at most 1 byte and a float32 scale per 16 values each, plus a tied
+    // classifier's copy of the embedding)
+    const size = (ours) => ourShape(o, ours).reduce((x, y) => x * y, 1);
+    const floats = row.tensors(o).reduce((a, [ours]) => a + size(ours), 0);
+    let need = floats * 4 * (training ? 4 : 1);
+    if (quantize) {
+      const mats = row.tensors(o).filter(([ours]) => /\.(wq|wk|wv|wo|w1|w2|w3)$/.test(ours) || ours === 'out.w');
+      const qFloats = mats.reduce((a, [ours]) => a + size(ours), 0), tied = mats.some(([ours]) => ours === 'out.w') ? 0 : o.vocab * o.dModel;
+      need = (floats - qFloats) * 4 + (qFloats + tied) * 1.25;
+    }
     if (need + HEADROOM > MEMORY_LIMIT)
-      fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in float32` +
+      fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in ${quantize ?? 'float32'}` +
         `${training ? ' with gradients and AdamW state' : ''}, and the library's wasm32 memory holds 2 GiB in all; choose a smaller model`);
     const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer);
     if (tokenizer && tokenizer.vocabSize > o.vocab)
@@ -449,10 +483,22 @@ export function huggingFaceMethods(core, lib) {
     if (row.kind === 'gpt2' && [...found.keys()].some((n) => n.startsWith('transformer.')))
       found = new Map([...found].map(([n, t]) => [n.replace(/^transformer\./, ''), t]));
     const steps = plan(row, o, found, what);
-    const model = lib.createModel(o, { training, [UNINITIALISED]: !training });
+    // quantize: the matrices are made quantized and filled one at a time from a scratch of the
+    // largest one's float32 values, so the whole model is never held in float32
+    const model = lib.createModel(o, {
+      training, [UNINITIALISED]: !training,
+      [QUANTIZED]: quantize && { format: quantize, group: args.groupSize ?? NaN, what },
+    });
+    let scratch = 0;
     try {
-      const table = tensorTable(model);
-      const u32 = new Uint32Array(core.memory.buffer), base = ex.aw_model_params(model.handle) / 4;
+      const qmats = quantize ? quantMatrices(model) : new Map();
+      const table = tensorTable(model, qmats);
+      const largest = Math.max(0, ...[...table.values()].filter((d) => d.q).map((d) => d.q.rows * d.q.cols));
+      if (largest) {
+        scratch = ex.malloc(largest * 4);
+        if (!scratch) fail(`${what}: out of memory for one matrix's float32 values (${(largest * 4 / 2 ** 20).toFixed(1)} MiB) to quantize`);
+      }
+      const base = ex.aw_model_params(model.handle) / 4;
       const written = new Set();
       for (const step of steps) {
         const name = resolve(table, step.ours);
@@ -460,14 +506,22 @@ export function huggingFaceMethods(core, lib) {
         if (!dst && step.src.zero) continue; // a bias this block does not have
         if (!dst || dst.dims.reduce((a, b) => a * b, 1) !== step.want.reduce((a, b) => a * b, 1))
           fail(`${what}: internal: tensor ${step.ours} of the plan does not match the model's (${name ? `[${dst.dims}]` : 'absent'})`);
-        writeTensor(u32, base, step, dst);
+        // a view made again each time: filling a matrix may grow the memory
+        writeTensor(new Uint32Array(core.memory.buffer), dst.q ? scratch / 4 : base, step, dst);
+        if (dst.q) core.check(ex.aw_model_quantize_fill(model.handle, dst.q.i, scratch, 0, dst.q.rows), what);
         written.add(name);
       }
       const missed = [...table.keys()].filter((n) => !written.has(n));
       if (missed.length) fail(`${what}: internal: the model's tensor ${missed[0]} has no source in ${row.arch}'s row`);
+      if (qmats.has('wte')) { // the tied classifier, from the embedding just written
+        const { i, rows } = qmats.get('wte');
+        core.check(ex.aw_model_quantize_fill(model.handle, i, 0, 0, rows), what);
+      }
     } catch (e) {
       model.dispose();
       throw e;
+    } finally {
+      if (scratch) ex.free(scratch);
     }
     Object.defineProperty(model, 'tokenizer', { value: tokenizer, enumerable: true });
     Object.defineProperty(model, 'huggingFace', { value: Object.freeze({ architecture: row.arch, config: c }), enumerable: false });

@@ -21,7 +21,7 @@
 import { bytesOf, checkBool, checkKeys, describe, fail, isIntIn } from './core.js';
 import { readSafetensors, writeSafetensors } from './safetensors.js';
 
-const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2, which this reader does not take
+const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2 (this reader takes version 2)
 // what loadLlama2c reads, for its refusals
 const found2c = () => 'loadLlama2c reads llama2.c\'s legacy model .bin: 7 int32 sizes, then float32 weights';
 
@@ -31,12 +31,12 @@ function asBytes(what, bytes) {
 
 // The model-file formats sniffModelFile tells apart, in the order it tries them.
 export const MODEL_FILE_FORMATS = Object.freeze([
-  { format: 'llama2c-export', label: 'llama2.c\'s version 1 or 2 export (magic "ak42")' },
+  { format: 'llama2c-export', label: 'llama2.c\'s export in a version other than 2 (magic "ak42"; version 1 is float32)' },
   { format: 'safetensors', label: 'safetensors (a little-endian u64 header length, then a JSON header)' },
   { format: 'hf-index', label: 'Hugging Face\'s model.safetensors.index.json (a weight_map)' },
   { format: 'hf-config', label: 'Hugging Face\'s config.json (model_type, hidden_size, ...)' },
   { format: 'hf-tokenizer', label: 'Hugging Face\'s tokenizer.json (model, added_tokens, ...)' },
-  { format: 'llama2c', label: 'llama2.c\'s model .bin (7 int32 sizes, then float32 weights)' },
+  { format: 'llama2c', label: 'llama2.c\'s model .bin (7 int32 sizes, then float32 weights; or version 2, runq.c\'s 8-bit: magic "ak42", version 2)' },
   { format: 'llama2c-tokenizer', label: 'llama2.c\'s tokenizer.bin (an int32 max_token_length, then score, length and bytes per piece)' },
 ]);
 
@@ -77,7 +77,7 @@ export function sniffModelFile(bytes, size) {
   const total = size ?? u8.length;
   const found = (format) => MODEL_FILE_FORMATS.find((f) => f.format === format);
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
-  if (u8.length >= 8 && dv.getUint32(0, true) === MAGIC_V1) return found('llama2c-export');
+  if (u8.length >= 8 && dv.getUint32(0, true) === MAGIC_V1) return found(dv.getInt32(4, true) === 2 ? 'llama2c' : 'llama2c-export');
   if (u8.length >= 9) {
     const n = dv.getBigUint64(0, true);
     if (n >= 2n && n <= BigInt(total) - 8n && u8[8] === 123) return found('safetensors');

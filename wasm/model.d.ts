@@ -284,6 +284,10 @@ export interface Model {
    *  model keeps a q8_0 classifier) and frees their float32 copies; inference-only decoders. Forward,
    *  generate and streamLosses then use integer dot products; trainStep and save are Errors */
   quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
+  /** a quantized copy for inference, bit for bit what quantize would make, this model left as it is:
+   *  made in pieces of about a million values with a macrotask between them (no long task in a page),
+   *  never copying the float32 weights whole; rejects with the signal's reason when aborted */
+  quantizedCopy(format: WeightFormat, opts?: { groupSize?: number; signal?: AbortSignal }): Promise<Model>;
   /** the weights' format and bytes: fp32 (in float32, before quantize) and bytes (held now) */
   readonly weightBytes: WeightBytes;
   /** sideLoss: the forms' own side losses this step (DSA's indexer KL, a mean over the batch's queries; 0 for other forms) */

@@ -164,6 +164,12 @@ export const MODEL_PROTOTYPE = Symbol('attention-wasm.Model.prototype');
 export const CHECK_CONFIG = Symbol('attention-wasm.checkConfig');
 /** createModel's opts[UNINITIALISED] = true (with training: false): parameters left zero for a loader to write. */
 export const UNINITIALISED = Symbol('attention-wasm.uninitialised');
+/**
+ * createModel's opts[QUANTIZED] = { format, group, what } (with UNINITIALISED): the decoder's matrices
+ * quantized from the start (group NaN: the format's default), for a loader to fill one at a time
+ * (aw_model_quantize_fill); Errors start with `what`.
+ */
+export const QUANTIZED = Symbol('attention-wasm.quantized');
 
 // Frees the C model of a Model that was garbage-collected without dispose().
 const forgotten = typeof FinalizationRegistry === 'function'
@@ -275,6 +281,17 @@ export function modelMethods(core) {
       const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
       core.withStrings(what, [format], ([fp]) => core.check(ex.aw_model_quantize(this.handle, fp, group), what));
       return this.weightBytes;
+    }
+
+    /**
+     * A quantized copy of this model, for inference (this model stays as it is): the same matrices
+     * model.quantize(format, { groupSize }) would make, bit for bit, quantized in pieces of about a
+     * million values with a macrotask between them, so a page stays responsive; the float32 weights
+     * are never copied whole. signal (an AbortSignal) stops it (the copy is freed). Resolves to the copy.
+     */
+    quantizedCopy(format, opts = {}) {
+      this.#live('quantizedCopy');
+      return quantizedCopy(this, format, opts, () => this.#live('quantizedCopy'));
     }
 
     /**
@@ -670,7 +687,87 @@ export function modelMethods(core) {
     return new Model(new Uint32Array(core.memory.buffer, handlePtr, 1)[0]);
   }
 
-  return {
+  // A model's tensors: name -> { offset (floats into its arena; null for a quantized one), floats }.
+  function tensorsOf(model, what) {
+    const out = new Map(), quantized = new Set();
+    core.withBuffers(what, [{ name: 'info', bytes: 64 }], ([p]) => {
+      for (let i = 0; ; i++) { // the quantized matrices (a tied classifier's "wte" stays float32 too)
+        const np = ex.aw_model_qmat(model.handle, i, p);
+        if (!np) break;
+        quantized.add(core.cString(np));
+      }
+      const n = ex.aw_model_tensor_count(model.handle);
+      for (let i = 0; i < n; i++) {
+        const name = core.cString(ex.aw_model_tensor_name(model.handle, i));
+        if (quantized.has(name) && name !== 'wte') {
+          out.set(name, { offset: null });
+          continue;
+        }
+        core.check(ex.aw_model_tensor_info(model.handle, i, p), what);
+        const v = new Float64Array(core.memory.buffer, p, 3);
+        out.set(name, { offset: v[0], floats: v[1] * (v[2] || 1) });
+      }
+    });
+    return out;
+  }
+
+  // model.quantizedCopy: the copy made quantized from the start, its float32 tensors copied over, then
+  // its matrices filled from the source's in pieces of about PIECE values, a macrotask apart.
+  const PIECE = 2 ** 20;
+  async function quantizedCopy(source, format, opts, live) {
+    const what = 'quantizedCopy';
+    if (typeof format !== 'string') fail(`${what}: format must be "q8_0" or "q4_0", got ${describe(format)}`);
+    checkKeys(what, opts, ['groupSize', 'signal']);
+    const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
+    const signal = opts.signal;
+    if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean'))
+      fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}`);
+    const fp32 = () => {
+      live();
+      const held = source.weightBytes.format;
+      if (held !== 'fp32') fail(`${what}: this model's weights are ${held}; a quantized copy is made from float32 weights`);
+    };
+    fp32();
+    const copy = api.createModel(source.config, { training: false, [UNINITIALISED]: true, [QUANTIZED]: { format, group, what } });
+    try {
+      const from = tensorsOf(source, what), to = tensorsOf(copy, what);
+      const base = (m) => ex.aw_model_params(m.handle) / 4;
+      const f32 = new Float32Array(core.memory.buffer), sb = base(source), cb = base(copy);
+      for (const [name, t] of to) {
+        if (t.offset === null) continue;
+        const s = from.get(name);
+        if (!s || s.floats !== t.floats) fail(`${what}: internal: tensor ${name} differs between the model and its copy`);
+        f32.copyWithin(cb + t.offset, sb + s.offset, sb + s.offset + t.floats);
+      }
+      const mats = [];
+      core.withBuffers(what, [{ name: 'info', bytes: 48 }], ([p]) => {
+        for (let i = 0; ; i++) {
+          const np = ex.aw_model_qmat(copy.handle, i, p);
+          if (!np) break;
+          const v = new Float64Array(core.memory.buffer, p, 3);
+          mats.push({ i, name: core.cString(np), rows: v[1], cols: v[2] });
+        }
+      });
+      const tied = copy.config.tieEmbeddings;
+      for (const { i, name, rows, cols } of mats) {
+        const step = Math.max(1, Math.floor(PIECE / cols));
+        for (let first = 0; first < rows; first += step) {
+          await new Promise((r) => setTimeout(r, 0));
+          if (signal?.aborted) throw signal.reason ?? new DOMException(`${what} was aborted`, 'AbortError');
+          fp32(); // still open, and still float32 (quantize moves its tensors)
+          // the tied classifier from the copy's own embedding; every other matrix from the source's tensor
+          const src = name === 'wte' && tied ? 0 : ex.aw_model_params(source.handle) + from.get(name).offset * 4;
+          core.check(ex.aw_model_quantize_fill(copy.handle, i, src, first, Math.min(step, rows - first)), what);
+        }
+      }
+    } catch (e) {
+      copy.dispose();
+      throw e;
+    }
+    return copy;
+  }
+
+  const api = {
     // for the families that add Model methods (huggingface.js); not enumerable on lib
     [MODEL_PROTOTYPE]: Model.prototype,
     /** A new model; see ModelConfig in model.d.ts for the options and their defaults. */
@@ -693,8 +790,11 @@ export function modelMethods(core) {
       const fields = configFields(config, readForms(core));
       const builder = ex.aw_config_new();
       if (!builder) core.check(2, what);
+      const q = opts[QUANTIZED];
       try {
         for (const [key, text] of fields) core.withStrings(what, [key, text], ([kp, vp]) => core.check(ex.aw_config_set(builder, kp, vp), what));
+        if (q) return core.withStrings(q.what, [q.format], ([fp]) => core.withBuffers(q.what, [{ name: 'handle', bytes: 4 }],
+          ([hp]) => fromHandle(q.what, ex.aw_model_create_quantized(hp, builder, fp, q.group), hp)));
         return core.withBuffers(what, [{ name: 'handle', bytes: 4 }],
           ([hp]) => fromHandle(what, training ? ex.aw_model_create(hp, builder) : ex.aw_model_create_ex(hp, builder, opts[UNINITIALISED] ? 2 : 1), hp));
       } finally {
@@ -746,4 +846,5 @@ export function modelMethods(core) {
       },
     },
   };
+  return api;
 }

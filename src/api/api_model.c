@@ -59,6 +59,29 @@ AW_API int aw_model_create_ex(aw_model **handle, aw_config_builder *b, int32_t i
     return api_done(st ? st : model_create_ex(handle, &c, inference));
 }
 
+// An inference model with its decoder matrices quantized from the start, every float left for the
+// caller to write and every matrix to fill (aw_model_quantize_fill), as loadHuggingFace does with
+// quantize: format "q8_0" or "q4_0"; group NaN: the format's default.
+AW_API int aw_model_create_quantized(aw_model **handle, aw_config_builder *b, const char *format, double group) {
+    aw_clear_error();
+    aw_model_config c;
+    *handle = NULL;
+    if (!isnan(group) && !(group >= 1 && group <= 1 << 20 && group == floor(group)))
+        return api_done(aw_fail(AW_ERR_ARG, "quantize: groupSize must be a positive integer, got %g", group));
+    const int st = config_builder_finish(b, &c);
+    return api_done(st ? st : model_create_quantized(handle, &c, format, isnan(group) ? 0 : (size_t)group));
+}
+
+// Fills rows first .. first + rows - 1 (outputs) of a model_create_quantized model's matrix i
+// (aw_model_qmat's order) from src: the matrix's float32 values (in, out) for a linear layer; 0 for a
+// tied classifier (from wte, once wte is written).
+AW_API int aw_model_quantize_fill(aw_model *m, int32_t i, const float *src, int32_t first, int32_t rows) {
+    aw_clear_error();
+    if (i < 0 || first < 0 || rows < 0)
+        return api_done(aw_fail(AW_ERR_ARG, "quantize: matrix %d, rows %d + %d: negative", (int)i, (int)first, (int)rows));
+    return api_done(model_quantize_fill(m, (size_t)i, src, (size_t)first, (size_t)rows));
+}
+
 AW_API void aw_model_destroy(aw_model *m) { model_destroy(m); }
 
 // The parameter tensors, for a reader that writes them in place (loadHuggingFace): their count,

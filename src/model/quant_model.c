@@ -1,6 +1,6 @@
 // quant_model.c: a quantized model at run time (quantize.c makes one): model_linear multiplies by a
 // matrix in float32 or in a quantized format, model_classifier the classifier, model_weight_bytes
-// and model_qmat report them, quant_free frees them. Split from quantize.c so that the forward
+// and model_qmat report them, quant_bind points the weights at them, quant_free frees them. Split from quantize.c so that the forward
 // (transformer.c) reads quantized matrices without depending on the code that makes them.
 #include "quant_model.h"
 
@@ -18,6 +18,10 @@ void quant_free(aw_quant *q) {
     free(q->mem);
     free(q->work);
     free(q);
+}
+
+void quant_bind(aw_model *m) {
+    for (size_t i = 0; m->quant && i < m->quant->count; i++) *m->quant->slot[i] = &m->quant->mats[i];
 }
 
 int model_refuse_quantized(const aw_model *m, const char *what) {

@@ -418,6 +418,11 @@ static int form_owns(const aw_attn_form *f) {
 int model_create(aw_model **out, const aw_model_config *cfg) { return model_create_ex(out, cfg, 0); }
 
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
+    const int st = model_create_layout(out, cfg, inference);
+    return st ? st : model_create_arena(out, inference);
+}
+
+int model_create_layout(aw_model **out, const aw_model_config *cfg, int inference) {
     *out = NULL;
     int st = model_check_config(cfg);
     if (st) return st;
@@ -438,14 +443,29 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
         return st == AW_ERR_NOMEM ? aw_fail(st, "out of memory for the attention forms' parameters") : st;
     }
     m->n_params = walk_params(m, NULL, &m->w);
-    // params, grads, AdamW m and v: one allocation carved in four, then the decay mask (1 byte each)
-    const size_t P = m->n_params;
     // inference only: the parameters alone (a form with parameters of its own binds gradients too,
     // so such a model keeps them all)
     int forms_own = 0;
     for (int l = 0; l < cfg->layers && !aw_arch_is_rnn(cfg->arch); l++)
         forms_own |= form_owns(&m->self_form[l]) || form_owns(&m->enc_form[l]) || form_owns(&m->cross_form[l]);
     m->inference = inference && !forms_own;
+    *out = m;
+    return AW_OK;
+}
+
+int model_create_arena(aw_model **out, int inference) {
+    aw_model *m = *out;
+    const aw_model_config *cfg = &m->cfg;
+    *out = NULL;
+    int st;
+    // the tensors quantize.c reserved (model_create_quantized) take no floats here
+    size_t P = m->n_params;
+    if (m->quant) {
+        P = 0;
+        for (size_t i = 0; i < m->n_tensors; i++)
+            if (!m->tensors[i].quantized) P = aw_size_add(P, model_tensor_size(&m->tensors[i]));
+    }
+    // params, grads, AdamW m and v: one allocation carved in four, then the decay mask (1 byte each)
     // (an inference-only model keeps no decay mask: nothing trains it)
     const size_t bytes = m->inference ? aw_size_mul(P, sizeof(float)) : aw_size_add(aw_size_mul3(4, P, sizeof(float)), P);
     if (P == AW_SIZE_INVALID || bytes == AW_SIZE_INVALID) {
@@ -464,7 +484,8 @@ int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference) {
     if (m->inference) {
         m->grads = m->adam_m = m->adam_v = NULL;
         m->decay = NULL;
-        walk_params(m, m->params, &m->w);
+        m->n_params = walk_params(m, m->params, &m->w);
+        quant_bind(m);
     } else {
         m->grads = m->params + P, m->adam_m = m->grads + P, m->adam_v = m->adam_m + P;
         m->decay = (uint8_t *)(m->adam_v + P);

@@ -256,6 +256,11 @@ void model_destroy(aw_model *m);
 // AW_CREATE_UNINITIALISED parameters only, not initialised: the caller writes every one (loadHuggingFace)
 enum { AW_CREATE_UNINITIALISED = 2 };
 int model_create_ex(aw_model **out, const aw_model_config *cfg, int inference);
+// model_create_ex in two steps, for model_create_quantized: layout makes the model and records its
+// tensors (no arena; m->inference set), arena allocates and binds the floats of every tensor not
+// marked quantized. Each frees the model and sets *out NULL on an Error.
+int model_create_layout(aw_model **out, const aw_model_config *cfg, int inference);
+int model_create_arena(aw_model **out, int inference);
 int model_refuse_inference(const aw_model *m, const char *what);
 
 // Forward over a batch already in m->tokens (B, T) (and m->src (B, S) for encoder-decoder) with
@@ -323,6 +328,17 @@ void decode_logits(const aw_model *m, float *logits, const float *x, float *ln);
 // `format` ("q8_0", "q4_0") with `group` values per scale (0: the format's default), and frees their
 // float32 copies. An inference-only decoder; Errors name the argument and leave the model as it was.
 int model_quantize(aw_model *m, const char *format, size_t group);
+// An inference model whose decoder matrices are quantized from the start (quantize.c): format and
+// group as model_quantize takes them; their values and scales are reserved and the float32 arena
+// holds only the other tensors (uninitialised), so a loader never holds the whole model in float32.
+// The caller writes every float32 tensor, then fills every matrix with model_quantize_fill: rows
+// (outputs) first .. first + rows - 1 of matrix i (model_qmat's order) from src, the whole matrix's
+// float32 values laid out as the model keeps them ((in, out) for a linear layer), or from its tensor
+// in the arena when src is NULL (a tied classifier's wte). Filling in pieces lets a page yield between.
+int model_create_quantized(aw_model **out, const aw_model_config *cfg, const char *format, size_t group);
+int model_quantize_fill(aw_model *m, size_t i, const float *src, size_t first, size_t rows);
+// quant_model.c: points m->w's quantized slots at m->quant's matrices (again after a walk).
+void quant_bind(aw_model *m);
 // out[0] the bytes of the weights in float32, out[1] the bytes held now (arena + quantized values
 // and scales), out[2] the format (enum aw_qformat_id; 0: float32), out[3] the group.
 void model_weight_bytes(const aw_model *m, double *out);

@@ -15,11 +15,16 @@ test('sniffModelFile names each model-file format from its bytes', () => {
   const bin = m.saveLlama2c(), st = m.save();
   m.dispose();
   const tok = lib.trainTokenizer('the cat sat on the mat. the dog sat on the log.', { vocabSize: 300 });
-  const v2 = new Uint8Array(256);
-  new DataView(v2.buffer).setUint32(0, 0x616b3432, true);
-  new DataView(v2.buffer).setInt32(4, 2, true);
+  // export.py's version 1 (float32 behind a 256-byte header), which loadLlama2c does not read, and
+  // version 2 (runq.c's q8_0), which it does
+  const v1 = new Uint8Array(256);
+  new DataView(v1.buffer).setUint32(0, 0x616b3432, true);
+  new DataView(v1.buffer).setInt32(4, 1, true);
+  const m2 = lib.createModel({ vocab: 300, dModel: 32, heads: 2, layers: 1, dFF: 64, maxLen: 16, block: 'llama', seed: 3 }, { training: false });
+  const v2 = m2.saveLlama2c({ version: 2 });
+  m2.dispose();
   const cases = [
-    [bin, 'llama2c'], [st, 'safetensors'], [v2, 'llama2c-export'],
+    [bin, 'llama2c'], [st, 'safetensors'], [v1, 'llama2c-export'], [v2, 'llama2c'],
     [lib.writeLlama2cTokenizer(['<unk>', '<s>', '</s>', 'a', 'b']), 'llama2c-tokenizer'],
     [utf8(JSON.stringify(tok.toJSON())), 'hf-tokenizer'],
     [utf8(JSON.stringify({ architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 64 })), 'hf-config'],

@@ -159,6 +159,13 @@ hf.runWithHooks([1], { add: [{ name: 'hook_embed', vector: 'up' }] });
 lib.loadHuggingFace({ config: '{}', weights: 'model.safetensors' });
 // @ts-expect-error saveHuggingFace writes F32 or BF16
 hf.saveHuggingFace({ dtype: 'F16' });
+const hfQ8 = lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q8_0', groupSize: 32 });
+const hfQ8Bytes: number = hfQ8.weightBytes.bytes;
+const hfQ4Copy: Promise<Model> = hf.quantizedCopy('q4_0', { signal: new AbortController().signal });
+// @ts-expect-error quantizedCopy's signal is an AbortSignal
+hf.quantizedCopy('q8_0', { signal: true });
+// @ts-expect-error quantize is 'q8_0' or 'q4_0'
+lib.loadHuggingFace({ config: hfSaved.config, weights: hfSaved.weights, quantize: 'q5_1' });
 
 // TopK sparse autoencoders (wasm/sae.d.ts)
 const sae = lib.createSAE({ dIn: 64, dSae: 256, k: 8 });
@@ -173,7 +180,7 @@ saeBack.free();
 
 export {
   saeStats, trainedSAE,
-  steeredRow, hfArch, bpeBack, bpeBin,
+  steeredRow, hfArch, hfQ8Bytes, hfQ4Copy, bpeBack, bpeBin,
   ok, w, row, step, held, causalForms, inUse, res, tk, first, note, out, sw, dparams, next, tensorNames, trainableSynth,
   asModel, encoderOnly, ranges, year, wrongName, hybrid, layerNames, kComposition,
 };

@@ -10,7 +10,8 @@
 // "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
 // opens it as if picked; when generation stops early the status says why.
 // "Weights" (issue 46): fp32 as opened, or a copy quantized to 8-bit (q8_0) or 4-bit (q4_0) weights
-// (model.quantize) that generation and the probe then use; the fp32 model stays open beside it. Each
+// (model.quantizedCopy, in pieces) that generation and the probe then use; the fp32 model stays open
+// beside it. A llama2.c version 2 file opens in its own 8-bit weights, and the choice stays shut. Each
 // choice picked is measured in this tab on the same text and token count, and a table compares them:
 // the weights' bytes, tokens/s of a greedy generation, bits per character (the page's held-out text
 // for the sample, else the user's text) and the largest change of any attention weight from fp32's.
@@ -57,7 +58,8 @@ export function createLlama2cView(el, { lib }) {
   // model); rows: the measured row of each format, for the text and token count in rowsKey
   const weightsEl = el.panel.querySelector('#l2weights'), wtable = el.panel.querySelector('#l2wtable');
   // wrun counts weights choices: a newer choice or a closed model ends the one under way
-  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0;
+  // (and wabort stops the quantized copy it is making)
+  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0, wabort = null;
   const infer = () => quant?.model ?? model;
   const mapsBox = el.grid.closest('.heatmap-box');
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
@@ -128,6 +130,7 @@ export function createLlama2cView(el, { lib }) {
     run++;
     if (model) publishOpened(null); // the other panels let go of it first
     wrun++; // a weights choice under way stops at its next step
+    wabort?.abort();
     quant?.model.dispose();
     quant = null;
     model?.dispose();
@@ -138,6 +141,7 @@ export function createLlama2cView(el, { lib }) {
     sampleOpen = false;
     weightsEl.value = 'fp32';
     weightsEl.disabled = true;
+    weightsEl.title = '';
     wtable.replaceChildren();
     wtable.hidden = true;
     delete el.panel.dataset.weights;
@@ -192,7 +196,12 @@ export function createLlama2cView(el, { lib }) {
     el.panel.dataset.kind = k;
     el.generate.disabled = false;
     el.probe.disabled = false;
-    weightsEl.disabled = false;
+    // a file whose weights are already quantized (llama2.c's version 2) has no fp32 weights to
+    // quantize from: the choice shows its format and stays shut
+    const held = m.weightBytes.format;
+    weightsEl.value = held;
+    weightsEl.disabled = held !== 'fp32';
+    weightsEl.title = held === 'fp32' ? '' : `This file's weights are ${WEIGHTS[held]} already; the choice needs a model opened in fp32.`;
   }
   const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
 
@@ -217,7 +226,7 @@ export function createLlama2cView(el, { lib }) {
     const exported = sniffed.find((x) => x.format === 'llama2c-export');
     if (exported) {
       status(`${exported.file.name} is ${exported.label}: this page reads llama2.c's legacy format (export.py --version 0, `
-        + 'the format of the published stories*.bin files).');
+        + 'the format of the published stories*.bin files) and version 2 (--version 2, runq.c\'s 8-bit weights).');
       return;
     }
     if (!of('llama2c').length && !of('llama2c-tokenizer').length) {
@@ -246,9 +255,11 @@ export function createLlama2cView(el, { lib }) {
       const c = m.config;
       opened(m, 'llama2c', files.model.name);
       const shared = c.kvHeads < c.heads ? `${c.kvHeads} K/V heads, each shared by ${c.heads / c.kvHeads} query heads` : 'a K/V head per head';
+      const w = m.weightBytes;
       status(`Loaded in ${ms.toFixed(0)} ms: dim ${c.dModel}, ${c.layers} layers, ${c.heads} heads (${shared}), ` +
-        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(m.parameterCount)} parameters` +
-        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}.`);
+        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(w.fp32 / 4)} parameters` +
+        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}` +
+        `${w.format === 'fp32' ? '' : `; ${WEIGHTS[w.format]} weights as the file holds them (llama2.c's version 2), ${formatBytes(w.bytes)}`}.`);
     } catch (e) {
       status(e.message);
     }
@@ -531,7 +542,7 @@ export function createLlama2cView(el, { lib }) {
           + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
       el.panel.dataset.stop = atStop ? 'bos' : want < asked ? 'length' : '';
       status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache, `
-        + `${WEIGHTS[quant?.format ?? 'fp32']} weights)`
+        + `${WEIGHTS[quant?.format ?? model.weightBytes.format]} weights)`
         + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
       // token by token: the text grows and each head gains the new token's row
       for (let t = prompt.length; t <= ids.length && mine === run; t++) {
@@ -548,42 +559,23 @@ export function createLlama2cView(el, { lib }) {
 
   // ---- Weights: fp32, or a quantized copy for inference ----
 
-  // A quantized copy of the open model through the library's own checkpoint: save() writes the fp32
-  // weights as safetensors bytes, loadModel reads them into a new model, and quantize frees that
-  // copy's float32 matrices. At the peak this holds the open model, save()'s bytes and the copy in
-  // fp32; the bytes are dropped at once, so what stays is the open model and one quantized copy (the
-  // previous copy is disposed first). Reloading from the files would hold as much (the file's bytes
-  // in place of save()'s), and cannot serve a Hub model, whose fetched bytes are dropped once loaded,
-  // so this one way serves the three sources. Three tasks with the page free in between; each is one
-  // library call that cannot be cut smaller (95-233 ms each for a stories15M-shaped model in headless
-  // Chromium on a busy 2-core machine: over 100 ms, as docs/playground.md says).
-  async function quantizedCopy(format, alive) {
-    const times = {};
-    status(`Making ${WEIGHTS[format]} weights: copying the fp32 model…`);
+  // A quantized copy of the open model (model.quantizedCopy): made quantized from the start, its
+  // matrices filled from the open model's in pieces of about a million values with the page free in
+  // between, so no task is long and the fp32 weights are never copied whole; the previous copy is
+  // disposed first. It serves the three sources alike (a Hub model's fetched bytes are dropped once
+  // loaded, so there are no files to reload).
+  async function quantizedCopy(format, signal) {
+    status(`Making ${WEIGHTS[format]} weights: quantizing a copy of the fp32 model…`);
     await frame();
-    let t0 = performance.now();
-    let bytes = model.save();
-    times.save = performance.now() - t0;
-    await frame();
-    if (!alive()) throw new DOMException('superseded', 'AbortError');
-    t0 = performance.now();
-    const copy = lib.loadModel(bytes, { training: false });
-    times.load = performance.now() - t0;
-    bytes = null;
-    status(`Making ${WEIGHTS[format]} weights: quantizing the copy…`);
-    await frame();
+    const t0 = performance.now();
     try {
-      if (!alive()) throw new DOMException('superseded', 'AbortError');
-      t0 = performance.now();
-      copy.quantize(format);
-      times.quantize = performance.now() - t0;
+      const copy = await model.quantizedCopy(format, { signal });
+      el.panel.dataset.quantizeSpan = JSON.stringify([t0, performance.now()]); // when it ran (performance.now())
+      return copy;
     } catch (e) {
-      copy.dispose();
       if (isAbort(e)) throw e;
-      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message}`);
+      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message.replace(/^attention-wasm: quantizedCopy: /, '')}`);
     }
-    el.panel.dataset.quantizeMs = JSON.stringify(Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)])));
-    return copy;
   }
 
   // The text bits per character are measured on, as tokens: the page's held-out text for the
@@ -699,7 +691,9 @@ export function createLlama2cView(el, { lib }) {
         quant?.model.dispose();
         quant = null;
         if (format !== 'fp32') {
-          const copy = await quantizedCopy(format, alive);
+          wabort?.abort();
+          wabort = new AbortController();
+          const copy = await quantizedCopy(format, wabort.signal);
           if (!alive()) {
             copy.dispose();
             return;
