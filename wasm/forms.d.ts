@@ -23,7 +23,8 @@ export type AttentionName =
   | 'gated-delta'
   | 'kda'
   | 'linformer'
-  | 'mla';
+  | 'mla'
+  | 'nsa';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
@@ -44,7 +45,8 @@ export type CausalAttentionName =
   | 'delta'
   | 'gated-delta'
   | 'kda'
-  | 'mla';
+  | 'mla'
+  | 'nsa';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -65,7 +67,7 @@ export type NonCausalAttentionName =
   | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'nsa';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -205,6 +207,14 @@ export interface AttentionOptionsByForm {
     /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
     path?: 'plain' | 'absorbed';
   };
+  'nsa': {
+    /** the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+    blockSize?: number;
+    /** the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
+    topBlocks?: number;
+    /** the sliding window branch's width: the last w keys (default 8, integer in [1, 4096]) */
+    window?: number;
+  };
 }
 
 /** Every form's options in one object (createModel's attentionOptions): each applies to the forms named. */
@@ -212,6 +222,7 @@ export interface ModelAttentionOptions {
   /**
    * softmax: a sliding window: query i sees keys i - window < j <= i only (Gemma 2/3, gpt-oss); unset: every earlier key (no fixed default, integer in [1, 1048576])
    * local, strided: the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side (default 8, integer in [1, 4096])
+   * nsa: the sliding window branch's width: the last w keys (default 8, integer in [1, 4096])
    */
   window?: number;
   /** softmax: soft-capping: each scaled logit s becomes c tanh(s / c) before the mask (Gemma 2 uses 50); off by default (no fixed default, one of "off", or a number in (0, 1000000)) */
@@ -259,6 +270,10 @@ export interface ModelAttentionOptions {
   qRank?: number;
   /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
   path?: 'plain' | 'absorbed';
+  /** nsa: the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+  blockSize?: number;
+  /** nsa: the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
+  topBlocks?: number;
 }
 
 interface FormOptionBase {

@@ -219,8 +219,8 @@ const aw_form AW_FORM_NSA_DESC = {
             "heads of a K/V group so a kernel loads each chosen block once. The choice itself gets no gradient; "
             "everything around it trains.",
         .cost = "O(n (n / b + k b + w) d)",
-        .paper = "Native Sparse Attention: Hardware-Aligned and Natively Trainable Sparse Attention. Yuan et al. "
-            "(DeepSeek-AI and Peking University), 2025.",
+        .paper = "Native Sparse Attention: Hardware-Aligned and Natively Trainable Sparse Attention. Yuan et al., "
+            "2025.",
         .url = "https://arxiv.org/abs/2502.11089",
         .year = 2025,
         .signed_scores = 0,
