@@ -154,7 +154,9 @@ for (const { name, lib } of builds) {
       expectError(() => lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 8, attention: 'nsa', attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
     }
     expectError(() => lib.attention('nsa', { ...shape, ...data, causal: false }), /no non-causal form/);
-    expectError(() => lib.attentionLayer('softmax', shape).selection(data), /has no selection/);
+    const dense = lib.attentionLayer('softmax', shape);
+    expectError(() => dense.selection(data), /"softmax" has no selection/);
+    dense.dispose();
     const out = lib.attention('nsa', { ...shape, ...data }).output;
     assert.ok(out.length === 32 && out.every(Number.isFinite));
   });
