@@ -347,21 +347,29 @@ def mla(x, h, p, rope_dim, causal, absorbed=False):
     return merge_heads(a @ split_heads(F.linear(c, p['w_uv']), h))
 
 
-def nsa(x, q, k, v, h, w, b, block, top, window, group):
+def nsa(x, q, k, v, h, w, b, block, top, window, group, mlp=None):
     """Native Sparse Attention (Yuan et al. 2025; src/attention/nsa.c), causal. Per head and query t:
     the compressed branch attends over the mean keys and values of the complete blocks of `block`
     keys ((j + 1) block - 1 <= t); the selection reads block 0, the current and the previous block
     and the `top` other complete blocks of highest importance (the compressed weights summed over
     the `group` heads of a K/V group, ties to the lower block; no gradient through the choice); the
-    window reads the last `window` keys; gates g = sigmoid(x W^T + b), row 3h + (cmp, slc, win)."""
+    window reads the last `window` keys; gates g = sigmoid(x W^T + b), row 3h + (cmp, slc, win).
+    mlp (compress 'mlp'): a block's key per head is wk2 silu(wk1 concat_i(k_i + pe_i)), its value
+    likewise with wv1, wv2, instead of the means."""
     n, c = q.shape
     dh = c // h
     scale = 1.0 / math.sqrt(dh)
     g = torch.sigmoid(F.linear(x, w, b)).reshape(n, h, 3)
     qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
     nb = n // block
-    kb = kh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
-    vb = vh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
+    if mlp is None:
+        kb = kh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
+        vb = vh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
+    else:
+        def squeeze(a, w1, w2):  # (h, n, dh) -> (h, nb, dh)
+            blocks = (a[:, :nb * block].reshape(h, nb, block, dh) + mlp['pe']).reshape(h, nb, block * dh)
+            return F.linear(F.silu(F.linear(blocks, w1)), w2)
+        kb, vb = squeeze(kh, mlp['wk1'], mlp['wk2']), squeeze(vh, mlp['wv1'], mlp['wv2'])
     out = []
     for t in range(n):
         vis, cur = (t + 1) // block, t // block
@@ -550,7 +558,8 @@ class TinyTransformer(torch.nn.Module):
             o = mla(xq, self.H, p, int(self.meta.get('mla_rope_dim', '4')), causal, self.meta.get('mla_path') == 'absorbed')
         elif form == 'nsa':
             o = nsa(xq, q, k, v, self.H, self.p(prefix + '.nsa.weight'), self.p(prefix + '.nsa.bias'), int(m.get('nsa_block', '4')),
-                    int(m.get('nsa_top', '2')), int(m.get('nsa_window', '8')), self.H // int(self.meta.get('kv_heads', self.H)))
+                    int(m.get('nsa_top', '2')), int(m.get('nsa_window', '8')), self.H // int(self.meta.get('kv_heads', self.H)),
+                    {t: self.p(f'{prefix}.nsa.{t}') for t in ('pe', 'wk1', 'wk2', 'wv1', 'wv2')} if m.get('nsa_compress') == 'mlp' else None)
         elif form in ('delta', 'gated-delta'):
             p = {n[len(prefix) + 7:]: self.p(n) for n in self.names if n.startswith(prefix + '.delta.')}
             o = delta_rule(xq, q, k, v, self.H, p, form == 'gated-delta')

@@ -214,6 +214,8 @@ export interface AttentionOptionsByForm {
     topBlocks?: number;
     /** the sliding window branch's width: the last w keys (default 8, integer in [1, 4096]) */
     window?: number;
+    /** how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
+    compress?: 'mean' | 'mlp';
   };
 }
 
@@ -274,6 +276,8 @@ export interface ModelAttentionOptions {
   blockSize?: number;
   /** nsa: the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
   topBlocks?: number;
+  /** nsa: how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
+  compress?: 'mean' | 'mlp';
 }
 
 interface FormOptionBase {

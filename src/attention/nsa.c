@@ -3,6 +3,7 @@
 #include "nsa.h"
 
 #include "../kernels/kernels.h"
+#include "../kernels/size.h"
 
 #include <math.h>
 #include <string.h>
@@ -129,7 +130,7 @@ void nsa_row(float *out, float *branch, float *lse, float *sel, float *att, size
             if (sel) memcpy(sel + h * S, selrow, S * sizeof(float));
             if (ah) {
                 memset(ah, 0, (t + 1) * sizeof(float));
-                for (size_t b = 0; b < nvis; b++)
+                for (size_t b = 0; b < nvis && ds->mean; b++)
                     for (size_t j = b * bs; j < (b + 1) * bs; j++) ah[j] = gh[0] * pc[h * nb + b] / (float)bs;
             }
             const float ls = attend(o3[0], p, qh, k + h * d, v + h * d, lo, hi, nr, C, d, ds->scale);
@@ -177,4 +178,91 @@ void nsa_row_backward(float *dq_t, float *dk, float *dv, float *dkb, float *dvb,
                                 C, d, ds->scale);
         }
     }
+}
+
+size_t nsa_mlp_floats(const aw_nsa_desc *ds) {
+    const size_t d = ds->C / ds->H, in = aw_size_mul(ds->block, d);
+    return aw_size_add(in, aw_size_mul(2 * d, aw_size_add(in, d)));
+}
+
+void nsa_mlp_at(aw_nsa_mlp *w, float *p, const aw_nsa_desc *ds) {
+    const size_t d = ds->C / ds->H, in = ds->block * d;
+    w->pe = p, w->wk1 = p + in, w->wk2 = w->wk1 + d * in, w->wv1 = w->wk2 + d * d, w->wv2 = w->wv1 + d * in;
+}
+
+// x (bs d), a (d), da (d), dx (bs d)
+size_t nsa_mlp_scratch_floats(const aw_nsa_desc *ds) {
+    const size_t d = ds->C / ds->H;
+    return aw_size_add(aw_size_mul3(2, ds->block, d), 2 * d);
+}
+
+// silu(a) = a sigmoid(a), and its derivative sigmoid(a) (1 + a (1 - sigmoid(a)))
+static float silu(float a) { return a / (1.0f + expf(-a)); }
+static float silu_grad(float a) {
+    const float s = 1.0f / (1.0f + expf(-a));
+    return s * (1.0f + a * (1.0f - s));
+}
+
+// One block and head: x (bs d) = concat_i(rows_i + pe_i) (rows C apart), a (d) = W1 x, y (d) = W2 silu(a).
+static void mlp_one(float *y, float *x, float *a, const float *rows, size_t C, const float *pe, const float *W1,
+                    const float *W2, size_t bs, size_t d) {
+    for (size_t i = 0; i < bs; i++)
+        for (size_t c = 0; c < d; c++) x[i * d + c] = rows[i * C + c] + pe[i * d + c];
+    for (size_t o = 0; o < d; o++) a[o] = aw_dot(W1 + o * bs * d, x, bs * d);
+    for (size_t o = 0; o < d; o++) {
+        float z = 0.0f;
+        for (size_t r = 0; r < d; r++) z += W2[o * d + r] * silu(a[r]);
+        y[o] = z;
+    }
+}
+
+// Its backward from dy (d), x and a as mlp_one left them: dW2 += dy silu(a)^T, da = (W2^T dy) silu'(a),
+// dW1 += da x^T, dx = W1^T da into drows (rows C apart) and dpe.
+static void mlp_one_backward(float *drows, size_t C, float *dpe, float *dW1, float *dW2, const float *dy,
+                             const float *x, const float *a, float *da, float *dx, const float *W1, const float *W2,
+                             size_t bs, size_t d) {
+    const size_t in = bs * d;
+    for (size_t r = 0; r < d; r++) {
+        float z = 0.0f;
+        for (size_t o = 0; o < d; o++) z += W2[o * d + r] * dy[o];
+        da[r] = z * silu_grad(a[r]);
+    }
+    if (dW2)
+        for (size_t o = 0; o < d; o++)
+            for (size_t r = 0; r < d; r++) dW2[o * d + r] += dy[o] * silu(a[r]);
+    memset(dx, 0, in * sizeof(float));
+    for (size_t o = 0; o < d; o++) {
+        aw_axpy(dx, da[o], W1 + o * in, in);
+        if (dW1) aw_axpy(dW1 + o * in, da[o], x, in);
+    }
+    for (size_t i = 0; i < bs; i++) aw_axpy(drows + i * C, 1.0f, dx + i * d, d);
+    if (dpe) aw_axpy(dpe, 1.0f, dx, in);
+}
+
+void nsa_block_mlp(float *kb, float *vb, const float *k, const float *v, size_t T, const aw_nsa_mlp *w,
+                   float *scratch, const aw_nsa_desc *ds) {
+    const size_t C = ds->C, d = C / ds->H, bs = ds->block, nb = nsa_blocks(ds, T);
+    float *x = scratch, *a = x + bs * d;
+    for (size_t b = 0; b < nb; b++)
+        for (size_t h = 0; h < ds->H; h++) {
+            mlp_one(kb + b * C + h * d, x, a, k + b * bs * C + h * d, C, w->pe, w->wk1, w->wk2, bs, d);
+            mlp_one(vb + b * C + h * d, x, a, v + b * bs * C + h * d, C, w->pe, w->wv1, w->wv2, bs, d);
+        }
+}
+
+void nsa_block_mlp_backward(float *dk, float *dv, const aw_nsa_mlp *g, const float *dkb, const float *dvb,
+                            const float *k, const float *v, size_t T, const aw_nsa_mlp *w, float *scratch,
+                            const aw_nsa_desc *ds) {
+    const size_t C = ds->C, d = C / ds->H, bs = ds->block, nb = nsa_blocks(ds, T);
+    float *x = scratch, *a = x + bs * d, *da = a + d, *dx = da + d, y[d];
+    for (size_t b = 0; b < nb; b++)
+        for (size_t h = 0; h < ds->H; h++) {
+            const size_t row = b * bs * C + h * d, at = b * C + h * d;
+            mlp_one(y, x, a, k + row, C, w->pe, w->wk1, w->wk2, bs, d); // x and a again
+            mlp_one_backward(dk + row, C, g ? g->pe : NULL, g ? g->wk1 : NULL, g ? g->wk2 : NULL, dkb + at, x, a, da, dx,
+                             w->wk1, w->wk2, bs, d);
+            mlp_one(y, x, a, v + row, C, w->pe, w->wv1, w->wv2, bs, d);
+            mlp_one_backward(dv + row, C, g ? g->pe : NULL, g ? g->wv1 : NULL, g ? g->wv2 : NULL, dvb + at, x, a, da, dx,
+                             w->wv1, w->wv2, bs, d);
+        }
 }

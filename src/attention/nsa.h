@@ -24,7 +24,30 @@ typedef struct {
     size_t top;    // the blocks selected by importance besides the forced ones
     size_t window; // w >= 1
     float scale;   // 1 / sqrt(C / H)
+    int mean;      // 1: the blocks' keys and values are means (nsa_block_means), so the weights shown
+                   // (att) are exact; 0: a learned compression (nsa_block_mlp), att leaves it out
 } aw_nsa_desc;
+
+// The learned compression (compress 'mlp'), shared by the heads, d = C / H: pe (bs, d) a position
+// embedding within the block, wk1, wv1 (d, bs d) and wk2, wv2 (d, d) as nn.Linear keeps them (no
+// biases). Block b's key of head h: kb = wk2 silu(wk1 concat_i(k_{b bs + i, h} + pe_i)), its value
+// likewise from v with wv1, wv2 (silu(a) = a sigmoid(a): smooth, so finite differences cross no kink).
+typedef struct {
+    float *pe, *wk1, *wk2, *wv1, *wv2;
+} aw_nsa_mlp;
+
+// The learned compression's floats, and its weights at p in the order above.
+size_t nsa_mlp_floats(const aw_nsa_desc *ds);
+void nsa_mlp_at(aw_nsa_mlp *w, float *p, const aw_nsa_desc *ds);
+// Scratch floats of nsa_block_mlp and nsa_block_mlp_backward.
+size_t nsa_mlp_scratch_floats(const aw_nsa_desc *ds);
+// kb, vb (nsa_blocks(T), C): every complete block's learned key and value from k, v (T, C).
+void nsa_block_mlp(float *kb, float *vb, const float *k, const float *v, size_t T, const aw_nsa_mlp *w,
+                   float *scratch, const aw_nsa_desc *ds);
+// Its backward: dk, dv (T, C) and, when g is not NULL, the weights' gradients += from dkb, dvb.
+void nsa_block_mlp_backward(float *dk, float *dv, const aw_nsa_mlp *g, const float *dkb, const float *dvb,
+                            const float *k, const float *v, size_t T, const aw_nsa_mlp *w, float *scratch,
+                            const aw_nsa_desc *ds);
 
 // The selected blocks kept per head and query: the three forced ones and `top` more.
 size_t nsa_max_selected(const aw_nsa_desc *ds);
@@ -43,7 +66,7 @@ size_t nsa_row_scratch_floats(const aw_nsa_desc *ds, size_t T);
 // branch's log-sum-exp of its scaled scores (-INFINITY: the branch read nothing); sel (H,
 // nsa_max_selected) the selected blocks in ascending order, -1 after the last; att (H rows, row h at
 // att + h att_stride, t + 1 columns) the effective weight of key j in out: g_cmp p_b(j) / bs (j in a
-// visible block) + g_slc p_slc(j) + g_win p_win(j). scratch: nsa_row_scratch_floats(t + 1).
+// visible block; mean blocks only) + g_slc p_slc(j) + g_win p_win(j). scratch: nsa_row_scratch_floats(t + 1).
 void nsa_row(float *out, float *branch, float *lse, float *sel, float *att, size_t att_stride, const float *q_t,
              const float *k, const float *v, const float *kb, const float *vb, const float *g, size_t t,
              float *scratch, const aw_nsa_desc *ds);

@@ -1,12 +1,13 @@
 // form_nsa.c: Native Sparse Attention (Yuan et al. 2025) as a registry row (docs/attention-forms.md
-// section 4e; kernel src/attention/nsa.c), causal. Three branches per head read the past: the mean
-// key and value of every complete block (compressed), the blocks chosen by the compressed branch's
+// section 4e; kernel src/attention/nsa.c), causal. Three branches per head read the past: one key and
+// value per complete block (compressed: the block's means, or with compress 'mlp' a learned MLP over
+// its keys plus a position embedding, pe, wk1, wk2, wv1, wv2), the blocks chosen by the compressed branch's
 // weights (selected, shared by the heads of a K/V group) and the last `window` keys; gates from the
 // sublayer input mix them, W (3 H, C) and b (3 H) as nn.Linear(C, 3 H) keeps and initialises them,
 // row 3h + 0, 1, 2 the compressed, selected and window gate of head h (fla's layout). The forward
 // saves the gates, each branch's output and log-sum-exp and the selected blocks (linear in T); the
 // backward takes that selection as fixed. Generation keeps every key and value and the complete
-// blocks' means, and runs the forward's row (nsa_row) on them.
+// blocks' keys and values, and runs the forward's row (nsa_row) on them.
 #include "form_layer.h"
 #include "forms.h"
 #include "layers.h"
@@ -20,12 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char *const COMPRESS[] = {"mean", "mlp", NULL};
 static const aw_form_option OPTIONS[] = {
     {"blockSize", AW_OPTION_INT, 1, 4096, NULL, "4", "nsa_block",
      "the block length: the compressed branch's means and the selection's unit"},
     {"topBlocks", AW_OPTION_INT, 1, 4096, NULL, "2", "nsa_top",
      "the blocks selected by importance besides block 0, the current and the previous block"},
     {"window", AW_OPTION_INT, 1, 4096, NULL, "8", "nsa_window", "the sliding window branch's width: the last w keys"},
+    {"compress", AW_OPTION_CHOICE, 0, 0, COMPRESS, "mean", "nsa_compress",
+     "how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding"},
 };
 
 typedef struct {
@@ -34,6 +38,33 @@ typedef struct {
 
 #define DESC(f) (&((nsa_own *)(f)->own)->ds)
 
+// The gates' floats, W (3H, C) and b (3H), which come first; the learned compression's follow.
+static size_t gate_floats(const aw_attn_form *f) { return 3 * f->H * (f->C + 1); }
+static size_t param_floats(const aw_attn_form *f) {
+    return gate_floats(f) + (DESC(f)->mean ? 0 : nsa_mlp_floats(DESC(f)));
+}
+
+// The learned compression's weights (or gradients) in a block of the form's parameters.
+static aw_nsa_mlp mlp_in(const aw_attn_form *f, float *block) {
+    aw_nsa_mlp w;
+    nsa_mlp_at(&w, block + gate_floats(f), DESC(f));
+    return w;
+}
+
+// kb, vb (nb, C) from k, v (T, C): the blocks' means or their learned compression
+static void compress(const aw_attn_form *f, float *kb, float *vb, const float *k, const float *v, size_t T,
+                     float *scratch) {
+    const aw_nsa_desc *ds = DESC(f);
+    if (ds->mean) {
+        nsa_block_means(kb, vb, k, v, T, ds);
+    } else {
+        const aw_nsa_mlp w = mlp_in(f, f->params);
+        nsa_block_mlp(kb, vb, k, v, T, &w, scratch, ds);
+    }
+}
+
+static size_t compress_scratch_floats(const aw_attn_form *f) { return DESC(f)->mean ? 0 : nsa_mlp_scratch_floats(DESC(f)); }
+
 static int init(aw_attn_form *f, const aw_form_setup *su) {
     nsa_own *o = calloc(1, sizeof *o);
     if (!o) return AW_ERR_NOMEM;
@@ -41,33 +72,56 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
     const size_t C = f->C, H = f->H, KH = su->kv_heads && su->kv_heads < H ? su->kv_heads : H;
     o->ds = (aw_nsa_desc){C, H, H / KH, (size_t)aw_option_int(f->form, su->opts, "blockSize"),
                           (size_t)aw_option_int(f->form, su->opts, "topBlocks"),
-                          (size_t)aw_option_int(f->form, su->opts, "window"), 1.0f / sqrtf((float)(C / H))};
-    const size_t n = aw_size_mul(3 * H, aw_size_add(C, 1));
+                          (size_t)aw_option_int(f->form, su->opts, "window"), 1.0f / sqrtf((float)(C / H)),
+                          aw_option_word(f->form, su->opts, "compress") == 0};
+    const size_t d = C / H, in = aw_size_mul(o->ds.block, d);
+    const size_t n = aw_size_add(aw_size_mul(3 * H, aw_size_add(C, 1)), o->ds.mean ? 0 : nsa_mlp_floats(&o->ds));
     if (n == AW_SIZE_INVALID || !(f->params = aw_alloc_floats(n))) return AW_ERR_NOMEM;
     f->owns_params = 1;
-    // nn.Linear's initialisation: W and b uniform in +-1/sqrt(C)
+    // nn.Linear's initialisation, uniform in +-1/sqrt(fan_in): the gates' W and b (fan_in C), the
+    // compression's first layers and the position embedding (bs d), its second layers (d)
     aw_rng rng;
     aw_rng_seed(&rng, ((uint64_t)su->seed << 20) ^ 0x45Au);
-    const float bound = 1.0f / sqrtf((float)C);
-    for (size_t i = 0; i < n; i++) f->params[i] = (2.0f * aw_rng_uniform(&rng) - 1.0f) * bound;
+    aw_nsa_mlp w = {0};
+    if (!o->ds.mean) w = mlp_in(f, f->params);
+    const struct { float *p; size_t size, fan_in; } parts[] = {
+        {f->params, gate_floats(f), C}, {w.pe, in, in}, {w.wk1, d * in, in}, {w.wk2, d * d, d}, {w.wv1, d * in, in},
+        {w.wv2, d * d, d},
+    };
+    for (size_t p = 0; p < (o->ds.mean ? 1 : sizeof parts / sizeof parts[0]); p++)
+        for (size_t i = 0; i < parts[p].size; i++)
+            parts[p].p[i] = (2.0f * aw_rng_uniform(&rng) - 1.0f) / sqrtf((float)parts[p].fan_in);
     return AW_OK;
 }
 
 static void release(aw_attn_form *f) { attn_form_release_params(f); }
 
-static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
-    const size_t G = 3 * f->H;
-    if (cap >= 2) {
-        memset(out, 0, 2 * sizeof *out);
-        strcpy(out[0].name, "weight");
-        out[0].size = G * f->C, out[0].dims[0] = G, out[0].dims[1] = f->C, out[0].rank = 2, out[0].trainable = 1;
-        strcpy(out[1].name, "bias");
-        out[1].size = G, out[1].dims[0] = G, out[1].rank = 1, out[1].trainable = 1, out[1].no_decay = 1;
-    }
-    return 2;
+static void tensor(aw_form_tensor *t, const char *name, size_t rows, size_t cols, int no_decay) {
+    memset(t, 0, sizeof *t);
+    strcpy(t->name, name);
+    t->size = rows * cols, t->dims[0] = rows, t->dims[1] = cols, t->rank = cols > 1 ? 2 : 1, t->trainable = 1;
+    t->no_decay = no_decay;
 }
 
-static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_params(f, params, grads, 3 * f->H * (f->C + 1)); }
+// The gates' weight and bias; with compress 'mlp' the compression's pe, wk1, wk2, wv1, wv2 after them.
+static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
+    const size_t G = 3 * f->H, d = f->C / f->H, in = DESC(f)->block * d;
+    aw_form_tensor t[7];
+    size_t n = 0;
+    tensor(&t[n++], "weight", G, f->C, 0);
+    tensor(&t[n++], "bias", G, 1, 1);
+    if (!DESC(f)->mean) {
+        tensor(&t[n++], "pe", DESC(f)->block, d, 0);
+        tensor(&t[n++], "wk1", d, in, 0);
+        tensor(&t[n++], "wk2", d, d, 0);
+        tensor(&t[n++], "wv1", d, in, 0);
+        tensor(&t[n++], "wv2", d, d, 0);
+    }
+    for (size_t i = 0; i < n && i < cap; i++) out[i] = t[i];
+    return n;
+}
+
+static void bind(aw_attn_form *f, float *params, float *grads) { attn_form_bind_params(f, params, grads, param_floats(f)); }
 
 // g (T, 3H) = sigmoid(x W^T + b)
 static void gates(float *g, const aw_attn_form *f, const float *x, size_t T) {
@@ -95,10 +149,12 @@ static saved_parts parts_of(const aw_attn_form *f, float *saved, size_t T) {
     return p;
 }
 
-// work: the gates' gradients (T, 3H), the block means and their gradients (4 of (T / bs, C))
+// work: the gates' gradients (T, 3H), the blocks' keys and values and their gradients (4 of (T / bs,
+// C)), the compression's scratch
 static size_t work_floats(const aw_attn_form *f, size_t T, size_t Tk) {
     (void)Tk;
-    return aw_size_add(aw_size_mul3(3, T, f->H), aw_size_mul3(4, nsa_blocks(DESC(f), T), f->C));
+    return aw_size_add(aw_size_add(aw_size_mul3(3, T, f->H), aw_size_mul3(4, nsa_blocks(DESC(f), T), f->C)),
+                       compress_scratch_floats(f));
 }
 
 static int forward(aw_attn_form *f, float *out, float *att, float *saved, const float *x, const float *q,
@@ -106,15 +162,15 @@ static int forward(aw_attn_form *f, float *out, float *att, float *saved, const 
     if (T != Tk) return aw_fail(AW_ERR_ARG, "attention \"nsa\" is self-attention only (%zu queries, %zu keys)", T, Tk);
     const aw_nsa_desc *ds = DESC(f);
     const size_t C = f->C, H = f->H, nb = nsa_blocks(ds, T);
-    // kb, vb (nb, C); the gates (T, 3H) when nothing is saved; one row's scratch
-    const size_t n = aw_size_add(aw_size_add(aw_size_mul3(2, nb, C), saved ? 0 : aw_size_mul3(3, T, H)),
-                                 nsa_row_scratch_floats(ds, T));
+    // kb, vb (nb, C); the gates (T, 3H) when nothing is saved; one row's scratch, then the compression's
+    const size_t n = aw_size_add(aw_size_add(aw_size_add(aw_size_mul3(2, nb, C), saved ? 0 : aw_size_mul3(3, T, H)),
+                                             nsa_row_scratch_floats(ds, T)), compress_scratch_floats(f));
     float *work = aw_alloc_floats(n);
     if (!work) return aw_fail(AW_ERR_NOMEM, "NSA: out of memory for %zu positions", T);
     float *kb = work, *vb = kb + nb * C, *g = saved ? saved : vb + nb * C, *scratch = saved ? vb + nb * C : g + T * 3 * H;
     const saved_parts sp = saved ? parts_of(f, saved, T) : (saved_parts){g, NULL, NULL, NULL};
     gates(g, f, x, T);
-    nsa_block_means(kb, vb, k, v, T, ds);
+    compress(f, kb, vb, k, v, T, scratch + nsa_row_scratch_floats(ds, T));
     if (att) memset(att, 0, H * T * Tk * sizeof(float));
     const size_t S = nsa_max_selected(ds);
     for (size_t t = 0; t < T; t++)
@@ -134,13 +190,18 @@ static int backward(aw_attn_form *f, float *dx, float *dq, float *dk, float *dv,
     const size_t C = f->C, H = f->H, G = 3 * H, nb = nsa_blocks(ds, T), S = nsa_max_selected(ds);
     const saved_parts sp = parts_of(f, (float *)saved, T);
     float *dz = work, *kb = dz + T * G, *vb = kb + nb * C, *dkb = vb + nb * C, *dvb = dkb + nb * C;
+    float *scratch = dvb + nb * C;
     memset(dz, 0, T * G * sizeof(float));
     memset(dkb, 0, 2 * nb * C * sizeof(float));
-    nsa_block_means(kb, vb, k, v, T, ds);
+    compress(f, kb, vb, k, v, T, scratch);
     for (size_t t = 0; t < T; t++)
         nsa_row_backward(dq + t * C, dk, dv, dkb, dvb, dz + t * G, dout + t * C, sp.branch + t * 3 * C,
                          sp.lse + t * H * 3, sp.sel + t * H * S, q + t * C, k, v, kb, vb, sp.g + t * G, t, ds);
-    nsa_block_means_backward(dk, dv, dkb, dvb, T, ds);
+    if (ds->mean) nsa_block_means_backward(dk, dv, dkb, dvb, T, ds);
+    else {
+        const aw_nsa_mlp w = mlp_in(f, f->params), gw = f->grads ? mlp_in(f, f->grads) : (aw_nsa_mlp){0};
+        nsa_block_mlp_backward(dk, dv, f->grads ? &gw : NULL, dkb, dvb, k, v, T, &w, scratch, ds);
+    }
     for (size_t i = 0; i < T * G; i++) dz[i] *= sp.g[i] * (1.0f - sp.g[i]); // g = sigmoid(z)
     attn_form_project_backward(dx, f->grads, f->grads ? f->grads + G * C : NULL, dz, x, f->params, T, C, G);
     return AW_OK;
@@ -172,12 +233,12 @@ static int selection(aw_attn_form *f, float *sel, const float *x, const float *q
     return st;
 }
 
-// state: keys and values (L, C) each, the complete blocks' means (L / bs, C) each, the gates (3H)
-// and one row's scratch
+// state: keys and values (L, C) each, the complete blocks' keys and values (L / bs, C) each, the gates
+// (3H), one row's scratch and the compression's
 static size_t step_floats(const aw_attn_form *f, size_t L) {
     const aw_nsa_desc *ds = DESC(f);
     return aw_size_add(aw_size_add(aw_size_mul3(2, L, f->C), aw_size_mul3(2, nsa_blocks(ds, L), f->C)),
-                       aw_size_add(3 * f->H, nsa_row_scratch_floats(ds, L)));
+                       aw_size_add(3 * f->H, aw_size_add(nsa_row_scratch_floats(ds, L), compress_scratch_floats(f))));
 }
 
 static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q, const float *k,
@@ -188,9 +249,9 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     float *kc = state, *vc = kc + L * C, *kb = vc + L * C, *vb = kb + nb * C, *g = vb + nb * C, *scratch = g + 3 * f->H;
     memcpy(kc + pos * C, k, C * sizeof(float));
     memcpy(vc + pos * C, v, C * sizeof(float));
-    if ((pos + 1) % bs == 0) { // block pos / bs is complete: its means, as the forward takes them
+    if ((pos + 1) % bs == 0) { // block pos / bs is complete: its key and value, as the forward takes them
         const size_t b = pos / bs;
-        nsa_block_means(kb + b * C, vb + b * C, kc + b * bs * C, vc + b * bs * C, bs, ds);
+        compress(f, kb + b * C, vb + b * C, kc + b * bs * C, vc + b * bs * C, bs, scratch + nsa_row_scratch_floats(ds, L));
     }
     gates(g, f, x, 1);
     nsa_row(out, NULL, NULL, NULL, NULL, 0, q, kc, vc, kb, vb, g, pos, scratch, ds);
@@ -204,7 +265,8 @@ const aw_form AW_FORM_NSA_DESC = {
     .words = {
         .label = "NSA (native sparse attention)",
         .formula = "blocks of b keys; block j complete: j b + b − 1 ≤ t\n"
-            "cmp: p = softmax_j(s q_t·mean(K_j)), o = Σ p_j mean(V_j)\n"
+            "cmp: p = softmax_j(s q_t·K̄_j), o = Σ p_j V̄_j\n"
+            "     K̄_j, V̄_j: the block's means, or an MLP\n"
             "slc: softmax over the keys of block 0, the\n"
             "     current and previous block and the top-n\n"
             "     blocks by p (summed over the K/V group)\n"
@@ -212,8 +274,8 @@ const aw_form AW_FORM_NSA_DESC = {
             "o_t = g_cmp o_cmp + g_slc o_slc + g_win o_win\n"
             "g = sigmoid(x W + b), 3 per head\n"
             "Shown: the weight each key gets in o_t.",
-        .summary = "Three readings of the past mixed by gates the token chooses: a coarse one over the mean key "
-            "and value of every complete block, a fine one over the few blocks that coarse reading found most "
+        .summary = "Three readings of the past mixed by gates the token chooses: a coarse one over one key and "
+            "value per complete block (their means, or a small learned compression), a fine one over the few blocks that coarse reading found most "
             "important (plus the first, current and previous block), and a sliding window over the last keys. "
             "Each query reads O(n / b + (k + 3) b + w) keys (k = topBlocks) instead of n, and the block choice is shared by the "
             "heads of a K/V group so a kernel loads each chosen block once. The choice itself gets no gradient; "
@@ -227,7 +289,7 @@ const aw_form AW_FORM_NSA_DESC = {
     },
     .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS,
     .options = OPTIONS,
-    .n_options = 3,
+    .n_options = 4,
     .init = init,
     .release = release,
     .param_group = "nsa",

@@ -47,6 +47,7 @@ const FORMS = [
   { attention: 'mla', attentionOptions: { kvRank: 3, ropeDim: 2 }, positional: 'none' },
   { attention: 'mla', attentionOptions: { kvRank: 4, ropeDim: 2, qRank: 3, path: 'absorbed' }, arch: 'encoder-decoder', norm: 'post' },
   { attention: 'nsa', attentionOptions: { blockSize: 2, topBlocks: 1, window: 3 } },
+  { attention: 'nsa', attentionOptions: { blockSize: 2, topBlocks: 1, window: 2, compress: 'mlp' }, norm: 'post' },
 ];
 // The registry decides what must be covered: every form with a causal form (a decoder can use
 // it) is in the list above as a decoder, and every form an encoder-decoder can use (a non-causal

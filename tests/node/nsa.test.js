@@ -54,9 +54,9 @@ for (const { name, lib } of builds) {
 
   test(`${name}: nsa: block 0, the current and the previous block always selected, plus topBlocks by importance (the reference's choice)`, (t) => {
     let rows = 0, chosenByImportance = 0;
-    for (const [n, heads, blockSize, topBlocks, seed] of [[20, 2, 2, 2, 1], [17, 1, 3, 1, 2], [24, 4, 2, 3, 3], [12, 2, 5, 1, 4]]) {
+    for (const [n, heads, blockSize, topBlocks, seed, compress] of [[20, 2, 2, 2, 1, 'mean'], [17, 1, 3, 1, 2, 'mean'], [24, 4, 2, 3, 3, 'mean'], [12, 2, 5, 1, 4, 'mean'], [20, 2, 2, 2, 5, 'mlp']]) {
       const d = 2 * heads;
-      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, attentionOptions: { blockSize, topBlocks, window: 1 } });
+      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, attentionOptions: { blockSize, topBlocks, window: 1, compress } });
       const q = rand(n * d, seed + 10, -3, 3), k = rand(n * d, seed + 11), v = rand(n * d, seed + 12), x = rand(n * d, seed + 13);
       const sel = layer.selection({ q, k, v, x });
       const ref = nsaF64({ q, k, v, x, n, d, heads, options: layer.options, params: tensorsOf(layer) });
@@ -99,9 +99,10 @@ for (const { name, lib } of builds) {
     t.diagnostic(`out = (g_cmp + g_slc + g_win) softmax_causal: worst rel err ${worst.toExponential(2)} (tol 1e-5)`);
   });
 
-  test(`${name}: nsa: gradients match central differences where the choice matters (choice held on both sides)`, (t) => {
+  for (const compress of ['mean', 'mlp'])
+  test(`${name}: nsa: gradients match central differences where the choice matters (choice held on both sides; compress ${compress})`, (t) => {
     const n = 12, d = 8, heads = 2, seed = 21;
-    const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, attentionOptions: { blockSize: 2, topBlocks: 1, window: 3 } });
+    const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, attentionOptions: { blockSize: 2, topBlocks: 1, window: 3, compress } });
     const base = { q: rand(n * d, seed + 1), k: rand(n * d, seed + 2), v: rand(n * d, seed + 3), x: rand(n * d, seed + 4) };
     const dout = rand(n * d, seed + 5);
     const P0 = layer.params.map((z, i) => z + 0.3 * Math.sin(i));
@@ -118,12 +119,18 @@ for (const { name, lib } of builds) {
       return o.reduce((s, z, i) => s + z * dout[i], 0);
     };
     let worst = 0, held = 0, flipped = 0;
-    const targets = [['q', g.dq], ['k', g.dk], ['v', g.dv], ['x', g.dx], ['params', g.dparams]];
-    for (const [key, grad] of targets)
+    // every input, and each parameter tensor alone (the compression's too, with 'mlp')
+    const targets = [['q', g.dq], ['k', g.dk], ['v', g.dv], ['x', g.dx]];
+    let off = 0;
+    for (const tn of layer.tensors) targets.push([tn.name, g.dparams, off, tn.size]), off += tn.size;
+    for (const [key, grad, o0, size] of targets)
       for (let s = 0; s < 3; s++) {
-        const x0 = key === 'params' ? P0 : base[key], u = rand(x0.length, 100 * s + key.length + 1), h = 1e-2 / Math.hypot(...u);
+        const param = o0 !== undefined, x0 = param ? P0 : base[key];
+        if (s === 0) assert.ok((param ? grad.slice(o0, o0 + size) : grad).some((z) => z !== 0), `d${key} is all zero: nothing to check`);
+        // a unit direction (a parameter's: in its own tensor only), a step of 1e-2 along it
+        const u = rand(x0.length, 100 * s + key.length + 1).map((z, i) => (!param || (i >= o0 && i < o0 + size) ? z : 0)), h = 1e-2 / Math.hypot(...u);
         const plus = x0.map((z, i) => z + h * u[i]), minus = x0.map((z, i) => z - h * u[i]);
-        const at = (xs) => (key === 'params' ? [base, xs] : [{ ...base, [key]: xs }, P0]);
+        const at = (xs) => (param ? [base, xs] : [{ ...base, [key]: xs }, P0]);
         layer.setParams(P0);
         const same = ['plus', 'minus'].every((side) => {
           const [data, p] = at(side === 'plus' ? plus : minus);
@@ -141,15 +148,35 @@ for (const { name, lib } of builds) {
         assert.ok(e <= 0.03, `d${key} direction ${s}: central difference ${fd} vs analytic ${an} (rel err ${e})`);
       }
     layer.setParams(P0);
-    assert.ok(held >= 12, `only ${held} of 15 directions kept the choice`);
-    t.diagnostic(`${held} directions with the choice held (${flipped} flipped it, skipped): worst rel err ${worst.toExponential(2)} (tol 0.03)`);
+    assert.ok(held >= targets.length * 3 - 3, `only ${held} of ${targets.length * 3} directions kept the choice`);
+    t.diagnostic(`${targets.length} tensors, ${held} directions with the choice held (${flipped} flipped it, skipped): worst rel err ${worst.toExponential(2)} (tol 0.03)`);
     layer.dispose();
+  });
+
+  test(`${name}: nsa: compress 'mlp': generation step by step equals the causal forward (blocks compressed as they complete)`, (t) => {
+    let worst = 0;
+    for (const [n, heads, blockSize] of [[13, 2, 3], [10, 1, 2]]) {
+      const d = 4 * heads;
+      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed: 4, attentionOptions: { blockSize, topBlocks: 1, window: 2, compress: 'mlp' } });
+      const data = { q: rand(n * d, 1), k: rand(n * d, 2), v: rand(n * d, 3), x: rand(n * d, 4) };
+      const full = layer.forward(data).output, steps = new Float32Array(n * d);
+      for (let p = 0; p < n; p++) {
+        const row = (a) => a.slice(p * d, (p + 1) * d);
+        steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
+      }
+      const e = relMaxErr(steps, full);
+      worst = Math.max(worst, e);
+      assert.ok(e <= 1e-5, `n=${n} bs=${blockSize}: step vs forward rel err ${e}`);
+      assert.deepEqual(layer.tensors.map((x) => x.name), ['weight', 'bias', 'pe', 'wk1', 'wk2', 'wv1', 'wv2']);
+      layer.dispose();
+    }
+    t.diagnostic(`step vs forward worst rel err ${worst.toExponential(2)} (tol 1e-5)`);
   });
 
   test(`${name}: nsa: bad options are Errors naming the option, and the library works after`, () => {
     const shape = { n: 4, d: 8, heads: 2, causal: true };
     const data = { q: rand(32, 1), k: rand(32, 2), v: rand(32, 3) };
-    for (const [opt, value] of [['blockSize', 0], ['window', 0], ['topBlocks', 0], ['blockSize', 1.5], ['topBlocks', -1]]) {
+    for (const [opt, value] of [['blockSize', 0], ['window', 0], ['topBlocks', 0], ['blockSize', 1.5], ['topBlocks', -1], ['compress', 'max']]) {
       expectError(() => lib.attention('nsa', { ...shape, ...data, attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
       expectError(() => lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 8, attention: 'nsa', attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
     }

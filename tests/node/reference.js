@@ -376,12 +376,13 @@ function softmaxSwitchesF64({ q, k, v, x, n, m, d, heads, causal, options = {}, 
 // ---- NSA (section 4e): compressed blocks, selected blocks and a window, mixed by gates --------
 // Native Sparse Attention (Yuan et al. 2025) from the paper's definitions, causal, per head h and
 // query t: block b = keys [b bs, (b+1) bs), visible once complete ((b+1) bs - 1 <= t); the
-// compressed branch attends over the visible blocks' mean keys and values; the selection takes
+// compressed branch attends over the visible blocks' mean keys and values (compress 'mlp': per head
+// wk2 silu(wk1 concat_i(k_i + pe_i)), values likewise); the selection takes
 // block 0, the current and the previous block and the topBlocks most important other visible
 // blocks (importance: the compressed weights summed over the kvHeads group; ties: the lower
 // block) and attends over their keys j <= t; the window attends over j > t - window. Gates
 // sigmoid(x W^T + b), row 3h + (0 cmp, 1 slc, 2 win). Returns output (n*d), weights (heads, n, n):
-// the effective weight of key j in the output, selection (heads, n, n): 1 for the keys the
+// the effective weight of key j in the output (mlp: the selected and window branches' only), selection (heads, n, n): 1 for the keys the
 // selected blocks or the window read, and blocks (heads, n): the selected blocks' lists.
 export function nsaF64({ q, k, v, x, n, d, heads, kvHeads = heads, options, params }) {
   const { blockSize: bs, topBlocks: top, window: win } = options;
@@ -391,11 +392,25 @@ export function nsaF64({ q, k, v, x, n, d, heads, kvHeads = heads, options, para
     for (let e = 0; e < d; e++) z += x[t * d + e] * params.weight[(3 * h + j) * d + e];
     return 1 / (1 + Math.exp(-z));
   };
-  // the complete blocks' mean keys and values (nb, d)
+  // the complete blocks' keys and values (nb, d): means, or the learned compression per head
   const nb = Math.floor(n / bs), kbar = new Float64Array(nb * d), vbar = new Float64Array(nb * d);
+  const mlp = options.compress === 'mlp';
+  const compressed = (X, W1, W2, b, hh) => { // W2 silu(W1 concat_i(X_i + pe_i)), head hh of block b
+    const x = [];
+    for (let i = 0; i < bs; i++) for (let c = 0; c < dh; c++) x.push(X[(b * bs + i) * d + hh * dh + c] + params.pe[i * dh + c]);
+    const a = Array.from({ length: dh }, (_, o) => x.reduce((s, xi, j) => s + W1[o * bs * dh + j] * xi, 0));
+    const r = a.map((z) => z / (1 + Math.exp(-z)));
+    return Array.from({ length: dh }, (_, o) => r.reduce((s, ri, j) => s + W2[o * dh + j] * ri, 0));
+  };
   for (let b = 0; b < nb; b++)
-    for (let i = b * bs; i < (b + 1) * bs; i++)
-      for (let c = 0; c < d; c++) { kbar[b * d + c] += k[i * d + c] / bs; vbar[b * d + c] += v[i * d + c] / bs; }
+    if (mlp)
+      for (let hh = 0; hh < heads; hh++) {
+        kbar.set(compressed(k, params.wk1, params.wk2, b, hh), b * d + hh * dh);
+        vbar.set(compressed(v, params.wv1, params.wv2, b, hh), b * d + hh * dh);
+      }
+    else
+      for (let i = b * bs; i < (b + 1) * bs; i++)
+        for (let c = 0; c < d; c++) { kbar[b * d + c] += k[i * d + c] / bs; vbar[b * d + c] += v[i * d + c] / bs; }
   // softmax of head h's query t over rows `rows` of keys K: the weights by row
   const softmaxOver = (h, t, rows, K) => {
     const s = rows.map((j) => { let z = 0; for (let c = 0; c < dh; c++) z += q[t * d + h * dh + c] * K[j * d + h * dh + c]; return z * scale; });
@@ -419,7 +434,9 @@ export function nsaF64({ q, k, v, x, n, d, heads, kvHeads = heads, options, para
         blocks[h * n + t] = [...chosen].sort((a, b) => a - b);
         const A = new Float64Array(n);
         const gc = gate(t, h, 0), gs = gate(t, h, 1), gw = gate(t, h, 2);
-        visible.forEach((b, i) => { for (let j = b * bs; j < (b + 1) * bs; j++) A[j] += (gc * pcmp[h][i]) / bs; });
+        // mean blocks: the compressed branch as weights on the keys; mlp: added to the output directly
+        if (!mlp) visible.forEach((b, i) => { for (let j = b * bs; j < (b + 1) * bs; j++) A[j] += (gc * pcmp[h][i]) / bs; });
+        else visible.forEach((b, i) => { for (let c = 0; c < dh; c++) output[t * d + h * dh + c] += gc * pcmp[h][i] * vbar[b * d + h * dh + c]; });
         softmaxOver(h, t, slcKeys, k).forEach((p, i) => { A[slcKeys[i]] += gs * p; });
         softmaxOver(h, t, winKeys, k).forEach((p, i) => { A[winKeys[i]] += gw * p; });
         for (const j of [...slcKeys, ...winKeys]) selection[(h * n + t) * n + j] = 1;
