@@ -347,6 +347,51 @@ def mla(x, h, p, rope_dim, causal, absorbed=False):
     return merge_heads(a @ split_heads(F.linear(c, p['w_uv']), h))
 
 
+def nsa(x, q, k, v, h, w, b, block, top, window, group, mlp=None):
+    """Native Sparse Attention (Yuan et al. 2025; src/attention/nsa.c), causal. Per head and query t:
+    the compressed branch attends over the mean keys and values of the complete blocks of `block`
+    keys ((j + 1) block - 1 <= t); the selection reads block 0, the current and the previous block
+    and the `top` other complete blocks of highest importance (the compressed weights summed over
+    the `group` heads of a K/V group, ties to the lower block; no gradient through the choice); the
+    window reads the last `window` keys; gates g = sigmoid(x W^T + b), row 3h + (cmp, slc, win).
+    mlp (compress 'mlp'): a block's key per head is wk2 silu(wk1 concat_i(k_i + pe_i)), its value
+    likewise with wv1, wv2, instead of the means."""
+    n, c = q.shape
+    dh = c // h
+    scale = 1.0 / math.sqrt(dh)
+    g = torch.sigmoid(F.linear(x, w, b)).reshape(n, h, 3)
+    qh, kh, vh = split_heads(q, h), split_heads(k, h), split_heads(v, h)  # (h, n, dh)
+    nb = n // block
+    if mlp is None:
+        kb = kh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
+        vb = vh[:, :nb * block].reshape(h, nb, block, dh).mean(2)
+    else:
+        def squeeze(a, w1, w2):  # (h, n, dh) -> (h, nb, dh)
+            blocks = (a[:, :nb * block].reshape(h, nb, block, dh) + mlp['pe']).reshape(h, nb, block * dh)
+            return F.linear(F.silu(F.linear(blocks, w1)), w2)
+        kb, vb = squeeze(kh, mlp['wk1'], mlp['wk2']), squeeze(vh, mlp['wv1'], mlp['wv2'])
+    out = []
+    for t in range(n):
+        vis, cur = (t + 1) // block, t // block
+        o_cmp = torch.zeros(h, dh, dtype=q.dtype)
+        if vis:
+            p = torch.softmax((kb[:, :vis] @ qh[:, t, :, None])[..., 0] * scale, -1)  # (h, vis)
+            o_cmp = (p[:, :, None] * vb[:, :vis]).sum(1)
+            imp = p.detach().reshape(h // group, group, vis).sum(1)
+        mask = torch.zeros(h, t + 1, dtype=torch.bool)
+        for gi in range(h // group):
+            chosen = {0, cur} | ({cur - 1} if cur else set())
+            if vis:
+                ranked = sorted((j for j in range(vis) if j not in chosen), key=lambda j: (-float(imp[gi, j]), j))
+                chosen |= set(ranked[:top])
+            for j in chosen:
+                mask[gi * group:(gi + 1) * group, j * block:min((j + 1) * block, t + 1)] = True
+        s = (kh[:, :t + 1] @ qh[:, t, :, None])[..., 0] * scale  # (h, t + 1)
+        far = torch.arange(t + 1) <= t - window
+        o_slc = (torch.softmax(s.masked_fill(~mask, float('-inf')), -1)[:, :, None] * vh[:, :t + 1]).sum(1)
+        o_win = (torch.softmax(s.masked_fill(far, float('-inf')), -1)[:, :, None] * vh[:, :t + 1]).sum(1)
+        out.append(g[t, :, 0:1] * o_cmp + g[t, :, 1:2] * o_slc + g[t, :, 2:3] * o_win)
+    return merge_heads(torch.stack(out, 1))
 def dsa(x, q, k, v, h, p, top_k, sparse):
     """DeepSeek Sparse Attention (DeepSeek-V3.2-Exp; src/attention/dsa.c), the forward: the lightning
     indexer I_ts = sum_j w_tj ReLU(q^I_tj . k^I_s) with q^I = x W_qI^T (J heads of D), k^I = x W_kI^T,
@@ -496,7 +541,7 @@ class TinyTransformer(torch.nn.Module):
         # model's decoder self-attention (Linformer has no causal form)
         m = self.layer_meta[layer] if layer is not None else self.meta  # the form and options of this layer
         attention = m['attention']
-        own = attention.startswith('synth:') or attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla', 'dsa')
+        own = attention.startswith('synth:') or attention in ('local', 'strided', 'retention', 'linformer', 'gated', 'gla', 'delta', 'gated-delta', 'kda', 'mla', 'nsa', 'dsa')
         form = 'softmax' if (cross and own) or (causal and attention == 'linformer') else attention
         at = (lambda point: f'blocks.{layer}.attn.{point}') if layer is not None else (lambda point: None)
         n, hd = xq.shape[0], self.C // self.H
@@ -530,6 +575,10 @@ class TinyTransformer(torch.nn.Module):
         elif form == 'mla':
             p = {n[len(prefix) + 5:]: self.p(n) for n in self.names if n.startswith(prefix + '.mla.')}
             o = mla(xq, self.H, p, int(self.meta.get('mla_rope_dim', '4')), causal, self.meta.get('mla_path') == 'absorbed')
+        elif form == 'nsa':
+            o = nsa(xq, q, k, v, self.H, self.p(prefix + '.nsa.weight'), self.p(prefix + '.nsa.bias'), int(m.get('nsa_block', '4')),
+                    int(m.get('nsa_top', '2')), int(m.get('nsa_window', '8')), self.H // int(self.meta.get('kv_heads', self.H)),
+                    {t: self.p(f'{prefix}.nsa.{t}') for t in ('pe', 'wk1', 'wk2', 'wv1', 'wv2')} if m.get('nsa_compress') == 'mlp' else None)
         elif form == 'dsa':
             p = {n[len(prefix) + 5:]: self.p(n) for n in self.names if n.startswith(prefix + '.dsa.')}
             o = dsa(xq, q, k, v, self.H, p, int(m.get('dsa_top_k', '16')), m.get('dsa_stage', 'sparse') != 'warmup')

@@ -114,7 +114,8 @@ export function attentionMethods(core) {
      * backward({ q, k, v, x?, dout }) -> { dq, dk, dv, dx, dparams } (the gradients of
      * sum(dout * output); dparams one Float32Array over every tensor, in tensors' order), step(pos,
      * { q, k, v, x }) -> the output row (generation; causal layers of forms with a step: pos 0 starts
-     * a sequence, then 1, 2, ... in order; C refuses any other pos), params
+     * a sequence, then 1, 2, ... in order; C refuses any other pos), selection({ q, k, v, x? }) ->
+     * (heads, n, m) 1 or 0, the keys a sparse form's selection read (NSA's blocks and window), params
      * (a copy; setParams writes them), tensors [{ name, size, trainable }], options (as finished:
      * defaults and derived values filled in), dispose(). Sizes and options as lib.attention.
      */
@@ -172,6 +173,16 @@ export function attentionMethods(core) {
           ([xp, qp, kp, vp, op]) => {
             core.check(ex.aw_form_layer_step(L.handle, op, xp, qp, kp, vp, pos), w);
             return core.readF32(op, d);
+          });
+        },
+        selection(data) {
+          alive('selection');
+          const w = `${what}.selection`;
+          checkKeys(w, data, ['q', 'k', 'v', 'x']);
+          const { n, m, heads } = L;
+          return core.withBuffers(w, [...inputs(w, L, data), { name: 'selection', bytes: heads * n * m * 4 }], ([xp, qp, kp, vp, sp]) => {
+            core.check(ex.aw_form_layer_selection(L.handle, sp, xp, qp, kp, vp, n, m), w);
+            return core.readF32(sp, heads * n * m);
           });
         },
         get params() {

@@ -24,7 +24,7 @@ export type AttentionName =
   | 'kda'
   | 'linformer'
   | 'mla'
-  | 'dsa';
+  | 'nsa';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
@@ -46,7 +46,7 @@ export type CausalAttentionName =
   | 'gated-delta'
   | 'kda'
   | 'mla'
-  | 'dsa';
+  | 'nsa';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -67,7 +67,7 @@ export type NonCausalAttentionName =
   | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'dsa';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'nsa';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -207,15 +207,15 @@ export interface AttentionOptionsByForm {
     /** how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
     path?: 'plain' | 'absorbed';
   };
-  'dsa': {
-    /** the lightning indexer's heads (default 2, integer in [1, 64]) */
-    indexHeads?: number;
-    /** the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
-    indexDim?: number;
-    /** the keys each query reads: the top k by the indexer (default 16, integer in [1, 65536]) */
-    topK?: number;
-    /** training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
-    stage?: 'warmup' | 'sparse';
+  'nsa': {
+    /** the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+    blockSize?: number;
+    /** the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
+    topBlocks?: number;
+    /** the sliding window branch's width: the last w keys (default 8, integer in [1, 4096]) */
+    window?: number;
+    /** how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
+    compress?: 'mean' | 'mlp';
   };
 }
 
@@ -224,6 +224,7 @@ export interface ModelAttentionOptions {
   /**
    * softmax: a sliding window: query i sees keys i - window < j <= i only (Gemma 2/3, gpt-oss); unset: every earlier key (no fixed default, integer in [1, 1048576])
    * local, strided: the band's width w: a decoder sees the last w positions, an encoder w / 2 on each side (default 8, integer in [1, 4096])
+   * nsa: the sliding window branch's width: the last w keys (default 8, integer in [1, 4096])
    */
   window?: number;
   /** softmax: soft-capping: each scaled logit s becomes c tanh(s / c) before the mask (Gemma 2 uses 50); off by default (no fixed default, one of "off", or a number in (0, 1000000)) */
@@ -271,14 +272,12 @@ export interface ModelAttentionOptions {
   qRank?: number;
   /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
   path?: 'plain' | 'absorbed';
-  /** dsa: the lightning indexer's heads (default 2, integer in [1, 64]) */
-  indexHeads?: number;
-  /** dsa: the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
-  indexDim?: number;
-  /** dsa: the keys each query reads: the top k by the indexer (default 16, integer in [1, 65536]) */
-  topK?: number;
-  /** dsa: training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
-  stage?: 'warmup' | 'sparse';
+  /** nsa: the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+  blockSize?: number;
+  /** nsa: the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
+  topBlocks?: number;
+  /** nsa: how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
+  compress?: 'mean' | 'mlp';
 }
 
 interface FormOptionBase {

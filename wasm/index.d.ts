@@ -100,6 +100,12 @@ export interface AttentionLayer<N extends AttentionName = AttentionName> {
    * ones left): any other pos is an Error naming the one expected.
    */
   step(pos: number, data: FormAttentionInputs): Float32Array;
+  /**
+   * sparse forms (NSA): which keys each query's fine-grained reading took, (heads, n, m) row-major,
+   * 1 where head h's query t read key j through its selected blocks or its window, else 0; the same
+   * inputs as forward. An Error for a form that reads every key its mask allows.
+   */
+  selection(data: FormAttentionInputs): Float32Array;
   /** a copy of the parameters (setParams writes them) */
   readonly params: Float32Array;
   setParams(values: Float32Array): void;

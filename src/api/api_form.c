@@ -206,3 +206,20 @@ AW_API int aw_form_layer_step(aw_form_layer *l, float *out, const float *x, cons
     l->next_pos = st ? 0 : (size_t)pos + 1; // after a failed step only a new sequence is safe
     return api_done(st);
 }
+
+// The keys each query's fine-grained reading took (forms.h selection: NSA's selected blocks and
+// window): sel (H, T, Tk) 1 or 0, from the same inputs as forward. AW_ERR_STATE for a form that
+// reads every key its mask allows (no selection).
+AW_API int aw_form_layer_selection(aw_form_layer *l, float *sel, const float *x, const float *q, const float *k,
+                                   const float *v, int32_t T, int32_t Tk) {
+    int st = check_sizes(l, T, Tk);
+    if (st) return st;
+    if (!l->form->selection)
+        return aw_fail(AW_ERR_STATE, "attention \"%s\" has no selection (it reads every key its mask allows)", l->form->name);
+    const float *qn, *kn;
+    float *mem;
+    st = qk_copies(l, NULL, q, k, (size_t)T, (size_t)Tk, &qn, &kn, &mem);
+    if (!st) st = l->form->selection(&l->f, sel, x, qn, kn, v, (size_t)T, (size_t)Tk);
+    free(mem);
+    return api_done(st);
+}

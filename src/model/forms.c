@@ -16,6 +16,7 @@ extern const aw_form AW_FORM_SYNTH_DENSE_DESC, AW_FORM_SYNTH_RANDOM_DESC, AW_FOR
 extern const aw_form AW_FORM_RETENTION_DESC, AW_FORM_LINFORMER_DESC, AW_FORM_GATED_DESC, AW_FORM_DELTA_DESC,
     AW_FORM_GATED_DELTA_DESC, AW_FORM_KDA_DESC, AW_FORM_GLA_DESC;
 extern const aw_form AW_FORM_MLA_DESC;
+extern const aw_form AW_FORM_NSA_DESC;
 extern const aw_form AW_FORM_DSA_DESC;
 
 static const aw_form *const FORMS[] = {
@@ -39,6 +40,7 @@ static const aw_form *const FORMS[] = {
     &AW_FORM_KDA_DESC,
     &AW_FORM_LINFORMER_DESC,
     &AW_FORM_MLA_DESC,
+    &AW_FORM_NSA_DESC,
     &AW_FORM_DSA_DESC,
 };
 enum { N_FORMS = sizeof FORMS / sizeof FORMS[0] };

@@ -46,6 +46,8 @@ const FORMS = [
   { attention: 'gated', attentionOptions: { mode: 'recurrent' }, norm: 'post', positional: 'learned' },
   { attention: 'mla', attentionOptions: { kvRank: 3, ropeDim: 2 }, positional: 'none' },
   { attention: 'mla', attentionOptions: { kvRank: 4, ropeDim: 2, qRank: 3, path: 'absorbed' }, arch: 'encoder-decoder', norm: 'post' },
+  { attention: 'nsa', attentionOptions: { blockSize: 2, topBlocks: 1, window: 3 } },
+  { attention: 'nsa', attentionOptions: { blockSize: 2, topBlocks: 1, window: 2, compress: 'mlp' }, norm: 'post' },
   { attention: 'dsa', attentionOptions: { topK: 3, indexDim: 4 } },
   { attention: 'dsa', attentionOptions: { topK: 2, stage: 'warmup' }, norm: 'post' },
 ];

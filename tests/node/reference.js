@@ -373,6 +373,82 @@ function softmaxSwitchesF64({ q, k, v, x, n, m, d, heads, causal, options = {}, 
   return out;
 }
 
+// ---- NSA (section 4e): compressed blocks, selected blocks and a window, mixed by gates --------
+// Native Sparse Attention (Yuan et al. 2025) from the paper's definitions, causal, per head h and
+// query t: block b = keys [b bs, (b+1) bs), visible once complete ((b+1) bs - 1 <= t); the
+// compressed branch attends over the visible blocks' mean keys and values (compress 'mlp': per head
+// wk2 silu(wk1 concat_i(k_i + pe_i)), values likewise); the selection takes
+// block 0, the current and the previous block and the topBlocks most important other visible
+// blocks (importance: the compressed weights summed over the kvHeads group; ties: the lower
+// block) and attends over their keys j <= t; the window attends over j > t - window. Gates
+// sigmoid(x W^T + b), row 3h + (0 cmp, 1 slc, 2 win). Returns output (n*d), weights (heads, n, n):
+// the effective weight of key j in the output (mlp: the selected and window branches' only), selection (heads, n, n): 1 for the keys the
+// selected blocks or the window read, and blocks (heads, n): the selected blocks' lists.
+export function nsaF64({ q, k, v, x, n, d, heads, kvHeads = heads, options, params }) {
+  const { blockSize: bs, topBlocks: top, window: win } = options;
+  const dh = d / heads, scale = 1 / Math.sqrt(dh), group = heads / kvHeads;
+  const gate = (t, h, j) => {
+    let z = params.bias[3 * h + j];
+    for (let e = 0; e < d; e++) z += x[t * d + e] * params.weight[(3 * h + j) * d + e];
+    return 1 / (1 + Math.exp(-z));
+  };
+  // the complete blocks' keys and values (nb, d): means, or the learned compression per head
+  const nb = Math.floor(n / bs), kbar = new Float64Array(nb * d), vbar = new Float64Array(nb * d);
+  const mlp = options.compress === 'mlp';
+  const compressed = (X, W1, W2, b, hh) => { // W2 silu(W1 concat_i(X_i + pe_i)), head hh of block b
+    const x = [];
+    for (let i = 0; i < bs; i++) for (let c = 0; c < dh; c++) x.push(X[(b * bs + i) * d + hh * dh + c] + params.pe[i * dh + c]);
+    const a = Array.from({ length: dh }, (_, o) => x.reduce((s, xi, j) => s + W1[o * bs * dh + j] * xi, 0));
+    const r = a.map((z) => z / (1 + Math.exp(-z)));
+    return Array.from({ length: dh }, (_, o) => r.reduce((s, ri, j) => s + W2[o * dh + j] * ri, 0));
+  };
+  for (let b = 0; b < nb; b++)
+    if (mlp)
+      for (let hh = 0; hh < heads; hh++) {
+        kbar.set(compressed(k, params.wk1, params.wk2, b, hh), b * d + hh * dh);
+        vbar.set(compressed(v, params.wv1, params.wv2, b, hh), b * d + hh * dh);
+      }
+    else
+      for (let i = b * bs; i < (b + 1) * bs; i++)
+        for (let c = 0; c < d; c++) { kbar[b * d + c] += k[i * d + c] / bs; vbar[b * d + c] += v[i * d + c] / bs; }
+  // softmax of head h's query t over rows `rows` of keys K: the weights by row
+  const softmaxOver = (h, t, rows, K) => {
+    const s = rows.map((j) => { let z = 0; for (let c = 0; c < dh; c++) z += q[t * d + h * dh + c] * K[j * d + h * dh + c]; return z * scale; });
+    const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, b) => a + b, 0);
+    return e.map((z) => z / sum);
+  };
+  const range = (lo, hi) => Array.from({ length: Math.max(0, hi - lo) }, (_, i) => lo + i);
+  const output = new Float64Array(n * d), weights = new Float64Array(heads * n * n), selection = new Float64Array(heads * n * n);
+  const blocks = [];
+  for (let t = 0; t < n; t++) {
+    const visible = range(0, Math.floor((t + 1) / bs)), cur = Math.floor(t / bs);
+    const pcmp = Array.from({ length: heads }, (_, h) => (visible.length ? softmaxOver(h, t, visible, kbar) : []));
+    for (let g0 = 0; g0 < heads; g0 += group) {
+      const importance = visible.map((b) => { let s = 0; for (let h = g0; h < g0 + group; h++) s += pcmp[h][b]; return s; });
+      const chosen = new Set([0, cur, ...(cur > 0 ? [cur - 1] : [])]);
+      const ranked = visible.filter((b) => !chosen.has(b)).sort((a, b) => importance[b] - importance[a] || a - b);
+      ranked.slice(0, top).forEach((b) => chosen.add(b));
+      const slcKeys = [...chosen].sort((a, b) => a - b).flatMap((b) => range(b * bs, Math.min((b + 1) * bs, t + 1)));
+      const winKeys = range(Math.max(0, t - win + 1), t + 1);
+      for (let h = g0; h < g0 + group; h++) {
+        blocks[h * n + t] = [...chosen].sort((a, b) => a - b);
+        const A = new Float64Array(n);
+        const gc = gate(t, h, 0), gs = gate(t, h, 1), gw = gate(t, h, 2);
+        // mean blocks: the compressed branch as weights on the keys; mlp: added to the output directly
+        if (!mlp) visible.forEach((b, i) => { for (let j = b * bs; j < (b + 1) * bs; j++) A[j] += (gc * pcmp[h][i]) / bs; });
+        else visible.forEach((b, i) => { for (let c = 0; c < dh; c++) output[t * d + h * dh + c] += gc * pcmp[h][i] * vbar[b * d + h * dh + c]; });
+        softmaxOver(h, t, slcKeys, k).forEach((p, i) => { A[slcKeys[i]] += gs * p; });
+        softmaxOver(h, t, winKeys, k).forEach((p, i) => { A[winKeys[i]] += gw * p; });
+        for (const j of [...slcKeys, ...winKeys]) selection[(h * n + t) * n + j] = 1;
+        // out = sum_j A_j v_j: the compressed branch's mean values are the block's values / bs
+        for (let j = 0; j <= t; j++) {
+          weights[(h * n + t) * n + j] = A[j];
+          for (let c = 0; c < dh; c++) output[t * d + h * dh + c] += A[j] * v[j * d + h * dh + c];
+        }
+      }
+    }
+  }
+  return { output, weights, selection, blocks };
 // ---- DSA (section 4e): the lightning indexer, top-k keys per query, softmax over them --------
 // Written from the paper's formulas (DeepSeek-V3.2-Exp, section 2.1): I_ts = sum_j w_tj ReLU(q^I_tj .
 // k^I_s), q^I_tj = W_qI[j] x_t, k^I_s = W_kI x_s, w_tj = W_w[j] x_t; params as nn.Linear keeps them
@@ -462,5 +538,6 @@ export const REFERENCES = {
   linformer: ({ q, k, v, n, d, heads, options, params, maxLen }) =>
     linformerF64({ q, k, v, n, d, heads, E: params.E, F: params.F, proj: options.k, maxLen }).output,
   mla: ({ x, n, d, heads, causal, options, params }) => mlaF64({ x, n, d, heads, causal, options, params }),
+  nsa: (a) => nsaF64(a).output,
   dsa: ({ q, k, v, x, n, d, heads, options, params }) => dsaF64({ q, k, v, x, n, d, heads, options, params }).output,
 };

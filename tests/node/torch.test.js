@@ -44,7 +44,10 @@ test('checkpoints go to PyTorch and back: same logits, training continues on bot
       { block: 'llama', kvHeads: 1, attentionOptions: { window: 3 } }, { attentionOptions: { softcap: 1.5 } },
       { positional: 'alibi', attentionOptions: { learnedSinks: true, window: 4 } }, { attentionOptions: { outputGate: true } },
       { block: 'llama', attentionOptions: { qkNorm: true } },
-      { block: 'llama', kvHeads: 1, attentionOptions: { window: 2, softcap: 2, learnedSinks: true, outputGate: true, qkNorm: true } });
+      { block: 'llama', kvHeads: 1, attentionOptions: { window: 2, softcap: 2, learnedSinks: true, outputGate: true, qkNorm: true } },
+      // NSA where the choice matters (blocks of one key, one chosen by importance), shared by a K/V group, with RoPE
+      { attention: 'nsa', block: 'llama', kvHeads: 1, attentionOptions: { blockSize: 1, topBlocks: 1, window: 2 } },
+      { attention: 'nsa', attentionOptions: { blockSize: 2, topBlocks: 1, window: 2, compress: 'mlp' } });
     const rng = (() => { let s = 7; return (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; }; })();
     const row = (n) => Array.from({ length: n }, () => 1 + rng(12));
     const cases = configs.map((cfg, i) => {
