@@ -1,16 +1,16 @@
 // sparse-claim.mjs: issue 48's claim, measured. NSA (Yuan et al. 2025, arXiv 2502.11089) reports that a
 // model trained with native sparse attention matches full attention; DeepSeek-V3.2-Exp reports that DSA,
 // added to a trained dense model, keeps its quality. Here, on Debian's fortunes (characters, windows of
-// 256), three seeds, each sparse form reading 25% of the keys at the window's last position:
+// 128), three seeds, each sparse form reading 25% of the keys at the window's last position:
 //   softmax  dense: DENSE steps, then TAIL more (--init: the same schedule as DSA's sparse stage);
 //   dsa      the same dense checkpoint after DENSE steps with a lightning indexer added (its tensors as a
 //            fresh DSA model initialises them), WARM steps of warm-up (the main model frozen, the indexer
-//            learning the dense attention by KL), then TAIL steps of sparse training (topK 64 of 256);
-//   nsa      trained sparse from the start (natively trainable) for DENSE + TAIL steps, blocks of 16 (the
-//            first, the previous and the current block, 1 more by importance: 4 x 16 = 64 keys) and a
-//            window of 16, with its FFN narrowed so its gates do not add parameters.
+//            learning the dense attention by KL), then TAIL steps of sparse training (topK 32 of 128);
+//   nsa      trained sparse from the start (natively trainable) for DENSE + TAIL steps, blocks of 8 (the
+//            first, the previous and the current block, 1 more by importance: 4 x 8 = 32 keys) and a
+//            window of 8, with its FFN narrowed so its gates do not add parameters.
 // Reported: held-out bits per character (the first 32,768 held-out characters, scripts/fortunes.mjs),
-// mean and spread over the seeds, the gap to softmax; and for each sparse model, on the first 16
+// mean and spread over the seeds, the gap to softmax; and for each sparse model, on the first 32
 // held-out windows, the share of the keys its selection read and the share of the dense attention's
 // mass (the causal softmax of the same queries and keys, model.sparseReading) that it kept.
 //   node scripts/sparse-claim.mjs [--quick] [--seeds 3] [--dense N] [--warm N] [--tail N] [--jobs 2]
@@ -28,13 +28,13 @@ const args = process.argv.slice(2);
 const flag = intFlags('sparse-claim.mjs', args);
 const QUICK = args.includes('--quick');
 const SETUP = {
-  T: 256, dModel: 64, heads: 4, layers: 3, dFF: 176, batch: 16, lr: 3e-3, warmup: QUICK ? 2 : 100,
-  dense: flag('dense', QUICK ? 6 : 1200), warm: flag('warm', QUICK ? 3 : 200), tail: flag('tail', QUICK ? 4 : 600),
+  T: 128, dModel: 64, heads: 4, layers: 3, dFF: 176, batch: 16, lr: 3e-3, warmup: QUICK ? 2 : 100,
+  dense: flag('dense', QUICK ? 6 : 800), warm: flag('warm', QUICK ? 3 : 100), tail: flag('tail', QUICK ? 4 : 400),
   seeds: flag('seeds', QUICK ? 1 : 3), jobs: flag('jobs', 2),
-  heldChars: QUICK ? 2048 : 32768, massWindows: QUICK ? 2 : 16,
+  heldChars: QUICK ? 2048 : 32768, massWindows: QUICK ? 2 : 32,
 };
-const NSA = { blockSize: 16, topBlocks: 1, window: 16 };
-const DSA = { indexHeads: 2, indexDim: 8, topK: 64 };
+const NSA = { blockSize: 8, topBlocks: 1, window: 8 };
+const DSA = { indexHeads: 2, indexDim: 8, topK: 32 };
 // NSA's gates are nn.Linear(dModel, 3 heads) per layer: 3 heads (dModel + 1) parameters; a unit of a
 // SwiGLU FFN's width is 3 dModel (W1's and W3's rows, W2's column), so NSA's FFN is narrowed by the
 // nearest whole number of units
@@ -92,7 +92,7 @@ await inJobs(seeds.flatMap((seed) => [{ seed, what: 'dense' }, { seed, what: 'ns
 });
 await inJobs(seeds.flatMap((seed) => [{ seed, what: 'softmax' }, { seed, what: 'dsa' }]), SETUP.jobs, async ({ seed, what }) => {
   const cont = ['--task', 'chars', '--text', FORTUNES, '--length', SETUP.T, '--batch', SETUP.batch, '--lr', SETUP.lr,
-    '--warmup', SETUP.warmup, '--eval-every', 1000000, '--eval-batches', 4, '--threads', 1, '--seed', seed];
+    '--warmup', SETUP.warmup, '--eval-every', 1000000, '--eval-batches', 4, '--threads', 1]; // --init: the checkpoint's seed
   if (what === 'softmax') {
     const r = await train([...cont, '--init', ckpt(`dense-${seed}`), '--steps', SETUP.tail, '--out', ckpt(`softmax-${seed}`)]);
     runs.push({ form: 'softmax', seed, seconds: r.seconds });

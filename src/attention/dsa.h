@@ -1,5 +1,5 @@
 // dsa.h: DeepSeek Sparse Attention (DSA; DeepSeek-AI 2025, DeepSeek-V3.2-Exp; docs/attention-forms.md
-// section 4e), causal self-attention over softmax. A lightning indexer scores every earlier key for
+// section 4f), causal self-attention over softmax. A lightning indexer scores every earlier key for
 // each query from the sublayer input x (T, C):
 //   q^I_tj = W_qI[j] x_t (D),  k^I_s = W_kI x_s (D),  w_tj = W_w[j] x_t      (j < J indexer heads)
 //   I_ts   = sum_j w_tj ReLU(q^I_tj . k^I_s)                                  for s <= t

@@ -1,5 +1,5 @@
 // form_dsa.c: DeepSeek Sparse Attention (DeepSeek-V3.2-Exp) over softmax as a registry row
-// (docs/attention-forms.md section 4e; kernel src/attention/dsa.c). Its parameters are the lightning
+// (docs/attention-forms.md section 4f; kernel src/attention/dsa.c). Its parameters are the lightning
 // indexer's W_qI, W_kI, W_w (nn.Linear's layout and initialisation, no biases); the sublayer keeps its
 // Wq, Wk, Wv, Wo. Two stages of training, as the paper's (the option `stage`):
 //   warmup: the output is the dense causal softmax; the indexer learns from its KL loss against the

@@ -43,7 +43,8 @@ export function createSparseReadView(el) {
       const used = r.weights[h].subarray(t * n, (t + 1) * n);
       const top = (a) => Math.max(1e-12, ...Array.from(a).slice(0, t + 1).map(Math.abs));
       const canvas = document.createElement('canvas');
-      const dpr = window.devicePixelRatio || 1, w = n * cell + 1, hgt = STRIPS.length * (STRIP_H + 3);
+      const labelled = cell >= 8; // room for each key's token under the strips
+      const dpr = window.devicePixelRatio || 1, w = n * cell + 1, hgt = STRIPS.length * (STRIP_H + 3) + (labelled ? 14 : 0);
       Object.assign(canvas, { width: Math.round(w * dpr), height: Math.round(hgt * dpr) });
       Object.assign(canvas.style, { width: `${w}px`, height: `${hgt}px` });
       const ctx = canvas.getContext('2d');
@@ -54,7 +55,7 @@ export function createSparseReadView(el) {
         const x = s * cell;
         if (s > t) { // the future: never read
           ctx.fillStyle = 'rgba(127, 127, 127, 0.15)';
-          ctx.fillRect(x, 0, cell - 1, hgt - 3);
+          ctx.fillRect(x, 0, cell - 1, STRIPS.length * (STRIP_H + 3) - 3);
           continue;
         }
         ctx.fillStyle = viridisCss(row[s] / dmax);
@@ -64,6 +65,16 @@ export function createSparseReadView(el) {
         ctx.fillRect(x, STRIP_H + 3, cell - 1, STRIP_H);
         ctx.fillStyle = viridisCss(Math.abs(used[s]) / umax);
         ctx.fillRect(x, 2 * (STRIP_H + 3), cell - 1, STRIP_H);
+      }
+      if (labelled) { // the keys' tokens (a space as ␣), the query's own in bold
+        ctx.fillStyle = getComputedStyle(el.strips).color;
+        ctx.textAlign = 'center';
+        ctx.textBaseline = 'top';
+        for (let s = 0; s < n; s++) {
+          ctx.font = `${s === t ? 'bold ' : ''}${Math.min(11, cell)}px ui-monospace, monospace`;
+          const label = String(shown.labels[s] ?? '').replace(/ /g, '␣');
+          ctx.fillText(label.length > 1 && cell < 14 ? label[0] : label.slice(0, 2), s * cell + cell / 2, STRIPS.length * (STRIP_H + 3));
+        }
       }
       const fig = document.createElement('figure');
       fig.className = 'sparse-head';
