@@ -96,11 +96,12 @@ static int init(aw_attn_form *f, const aw_form_setup *su) {
 
 static void release(aw_attn_form *f) { attn_form_release_params(f); }
 
-static void tensor(aw_form_tensor *t, const char *name, size_t rows, size_t cols, int no_decay) {
+// A trainable tensor of (rows, cols), or of (rows) when cols is 0 (then without weight decay: a bias).
+static void tensor(aw_form_tensor *t, const char *name, size_t rows, size_t cols) {
     memset(t, 0, sizeof *t);
     strcpy(t->name, name);
-    t->size = rows * cols, t->dims[0] = rows, t->dims[1] = cols, t->rank = cols > 1 ? 2 : 1, t->trainable = 1;
-    t->no_decay = no_decay;
+    t->size = rows * (cols ? cols : 1), t->dims[0] = rows, t->dims[1] = cols, t->rank = cols ? 2 : 1;
+    t->trainable = 1, t->no_decay = cols == 0;
 }
 
 // The gates' weight and bias; with compress 'mlp' the compression's pe, wk1, wk2, wv1, wv2 after them.
@@ -108,14 +109,14 @@ static size_t tensors(const aw_attn_form *f, aw_form_tensor *out, size_t cap) {
     const size_t G = 3 * f->H, d = f->C / f->H, in = DESC(f)->block * d;
     aw_form_tensor t[7];
     size_t n = 0;
-    tensor(&t[n++], "weight", G, f->C, 0);
-    tensor(&t[n++], "bias", G, 1, 1);
+    tensor(&t[n++], "weight", G, f->C);
+    tensor(&t[n++], "bias", G, 0);
     if (!DESC(f)->mean) {
-        tensor(&t[n++], "pe", DESC(f)->block, d, 0);
-        tensor(&t[n++], "wk1", d, in, 0);
-        tensor(&t[n++], "wk2", d, d, 0);
-        tensor(&t[n++], "wv1", d, in, 0);
-        tensor(&t[n++], "wv2", d, d, 0);
+        tensor(&t[n++], "pe", DESC(f)->block, d);
+        tensor(&t[n++], "wk1", d, in);
+        tensor(&t[n++], "wk2", d, d);
+        tensor(&t[n++], "wv1", d, in);
+        tensor(&t[n++], "wv2", d, d);
     }
     for (size_t i = 0; i < n && i < cap; i++) out[i] = t[i];
     return n;
