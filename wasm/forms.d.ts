@@ -24,7 +24,8 @@ export type AttentionName =
   | 'kda'
   | 'linformer'
   | 'mla'
-  | 'nsa';
+  | 'nsa'
+  | 'dsa';
 
 /** The forms with a causal form (a decoder's self-attention; lib.attention with causal: true). */
 export type CausalAttentionName =
@@ -46,7 +47,8 @@ export type CausalAttentionName =
   | 'gated-delta'
   | 'kda'
   | 'mla'
-  | 'nsa';
+  | 'nsa'
+  | 'dsa';
 
 /** The forms with a non-causal form (an encoder's self-attention). */
 export type NonCausalAttentionName =
@@ -67,7 +69,7 @@ export type NonCausalAttentionName =
   | 'mla';
 
 /** The families the forms belong to (lib.forms[i].family). */
-export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'nsa';
+export type AttentionFamily = 'softmax' | 'local' | 'linear' | 'synthesizer' | 'retention' | 'gated' | 'gla' | 'delta' | 'linformer' | 'mla' | 'nsa' | 'dsa';
 
 /** Each form's own options (lib.attention / lib.attentionLayer attentionOptions): every one optional. */
 export interface AttentionOptionsByForm {
@@ -208,7 +210,7 @@ export interface AttentionOptionsByForm {
     path?: 'plain' | 'absorbed';
   };
   'nsa': {
-    /** the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+    /** the block length: the compressed branch's means and the selection's unit; it divides maxLen (default: 4, or the largest divisor of maxLen below 4) (no fixed default, integer in [1, 4096]) */
     blockSize?: number;
     /** the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
     topBlocks?: number;
@@ -216,6 +218,16 @@ export interface AttentionOptionsByForm {
     window?: number;
     /** how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
     compress?: 'mean' | 'mlp';
+  };
+  'dsa': {
+    /** the lightning indexer's heads (default 2, integer in [1, 64]) */
+    indexHeads?: number;
+    /** the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
+    indexDim?: number;
+    /** the keys each query reads: the top k by the indexer; at most maxLen (default: 16, or maxLen when shorter) (no fixed default, integer in [1, 65536]) */
+    topK?: number;
+    /** training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
+    stage?: 'warmup' | 'sparse';
   };
 }
 
@@ -272,12 +284,20 @@ export interface ModelAttentionOptions {
   qRank?: number;
   /** mla: how the forward runs: keys and values up-projected (plain) or W_UK folded into the queries (absorbed); the same numbers (default "plain", one of "plain", "absorbed") */
   path?: 'plain' | 'absorbed';
-  /** nsa: the block length: the compressed branch's means and the selection's unit (default 4, integer in [1, 4096]) */
+  /** nsa: the block length: the compressed branch's means and the selection's unit; it divides maxLen (default: 4, or the largest divisor of maxLen below 4) (no fixed default, integer in [1, 4096]) */
   blockSize?: number;
   /** nsa: the blocks selected by importance besides block 0, the current and the previous block (default 2, integer in [1, 4096]) */
   topBlocks?: number;
   /** nsa: how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding (default "mean", one of "mean", "mlp") */
   compress?: 'mean' | 'mlp';
+  /** dsa: the lightning indexer's heads (default 2, integer in [1, 64]) */
+  indexHeads?: number;
+  /** dsa: the width of the indexer's queries and keys (default 8, integer in [1, 256]) */
+  indexDim?: number;
+  /** dsa: the keys each query reads: the top k by the indexer; at most maxLen (default: 16, or maxLen when shorter) (no fixed default, integer in [1, 65536]) */
+  topK?: number;
+  /** dsa: training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn) (default "sparse", one of "warmup", "sparse") */
+  stage?: 'warmup' | 'sparse';
 }
 
 interface FormOptionBase {

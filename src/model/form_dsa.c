@@ -19,6 +19,7 @@
 #include "tasks.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +27,24 @@ static const char *const STAGES[] = {"warmup", "sparse", NULL};
 static const aw_form_option OPTIONS[] = {
     {"indexHeads", AW_OPTION_INT, 1, 64, NULL, "2", "dsa_index_heads", "the lightning indexer's heads"},
     {"indexDim", AW_OPTION_INT, 1, 256, NULL, "8", "dsa_index_dim", "the width of the indexer's queries and keys"},
-    {"topK", AW_OPTION_INT, 1, 65536, NULL, "16", "dsa_top_k", "the keys each query reads: the top k by the indexer"},
+    {"topK", AW_OPTION_INT, 1, 65536, NULL, NULL, "dsa_top_k",
+     "the keys each query reads: the top k by the indexer; at most maxLen (default: 16, or maxLen when shorter)"},
     {"stage", AW_OPTION_CHOICE, 0, 0, STAGES, "sparse", "dsa_stage",
      "training stage: warmup (dense attention, the indexer alone learns) or sparse (top-k attention, all learn)"},
 };
 enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 enum { STAGE_WARMUP = 0, STAGE_SPARSE = 1 };
+
+// A query chooses among at most maxLen keys: topK is at most maxLen (unset: 16, or maxLen when shorter).
+static int finish(const aw_form *form, aw_form_values *v, size_t max_len) {
+    if (!aw_option_is_set(form, v, "topK"))
+        snprintf(v->text[aw_option_find(form, "topK")], AW_OPTION_TEXT, "%zu", max_len < 16 ? max_len : 16);
+    const long long k = aw_option_int(form, v, "topK");
+    if ((size_t)k > max_len)
+        return aw_fail(AW_ERR_ARG, "attentionOptions.topK (%lld) must be at most maxLen (%zu): a query never has more "
+                                   "keys than that to choose from", k, max_len);
+    return AW_OK;
+}
 
 typedef struct {
     aw_dsa_desc ds; // T and side_weight set per call
@@ -202,6 +215,7 @@ const aw_form AW_FORM_DSA_DESC = {
     },
     .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS,
     .options = OPTIONS,
+    .finish = finish,
     .n_options = N_OPTIONS,
     .init = init,
     .release = release,

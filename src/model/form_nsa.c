@@ -18,19 +18,36 @@
 #include "tasks.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const COMPRESS[] = {"mean", "mlp", NULL};
 static const aw_form_option OPTIONS[] = {
-    {"blockSize", AW_OPTION_INT, 1, 4096, NULL, "4", "nsa_block",
-     "the block length: the compressed branch's means and the selection's unit"},
+    {"blockSize", AW_OPTION_INT, 1, 4096, NULL, NULL, "nsa_block",
+     "the block length: the compressed branch's means and the selection's unit; it divides maxLen (default: 4, or "
+     "the largest divisor of maxLen below 4)"},
     {"topBlocks", AW_OPTION_INT, 1, 4096, NULL, "2", "nsa_top",
      "the blocks selected by importance besides block 0, the current and the previous block"},
     {"window", AW_OPTION_INT, 1, 4096, NULL, "8", "nsa_window", "the sliding window branch's width: the last w keys"},
     {"compress", AW_OPTION_CHOICE, 0, 0, COMPRESS, "mean", "nsa_compress",
      "how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding"},
 };
+
+// The sequence is cut into whole blocks: blockSize divides maxLen (unset: 4, or the largest divisor of maxLen
+// below it).
+static int finish(const aw_form *form, aw_form_values *v, size_t max_len) {
+    if (!aw_option_is_set(form, v, "blockSize")) {
+        size_t b = max_len < 4 ? max_len : 4;
+        while (b > 1 && max_len % b) b--;
+        snprintf(v->text[aw_option_find(form, "blockSize")], AW_OPTION_TEXT, "%zu", b ? b : 1);
+    }
+    const long long b = aw_option_int(form, v, "blockSize");
+    if (max_len % (size_t)b)
+        return aw_fail(AW_ERR_ARG, "attentionOptions.blockSize (%lld) must divide maxLen (%zu): the sequence is cut "
+                                   "into whole blocks", b, max_len);
+    return AW_OK;
+}
 
 typedef struct {
     aw_nsa_desc ds;
@@ -290,6 +307,7 @@ const aw_form AW_FORM_NSA_DESC = {
     },
     .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS,
     .options = OPTIONS,
+    .finish = finish,
     .n_options = 4,
     .init = init,
     .release = release,

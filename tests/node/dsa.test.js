@@ -36,7 +36,8 @@ for (const { name: build, lib } of builds) {
     for (const [n, heads, topK] of [[1, 1, 1], [6, 2, 6], [9, 4, 16]])
       for (const stage of ['warmup', 'sparse']) {
         const d = 8, seed = 40 + n;
-        const layer = lib.attentionLayer('dsa', { n, d, heads, causal: true, maxLen: n, seed, attentionOptions: { topK, stage } });
+        // topK 16 with 9 keys: a layer of maxLen 16 (a query never has more than maxLen keys: topK <= maxLen)
+        const layer = lib.attentionLayer('dsa', { n, d, heads, causal: true, maxLen: Math.max(n, topK), seed, attentionOptions: { topK, stage } });
         const data = { q: rand(n * d, seed + 1), k: rand(n * d, seed + 2), v: rand(n * d, seed + 3), x: rand(n * d, seed + 4) };
         const got = layer.forward({ ...data, returnWeights: true });
         const want = softmaxAttentionF64({ ...data, n, d, heads, causal: true });
@@ -217,6 +218,13 @@ for (const { name: build, lib } of builds) {
     const shape = { n: 4, d: 8, heads: 2, causal: true, maxLen: 8, q: rand(32, 1), k: rand(32, 2), v: rand(32, 3) };
     for (const [opt, value] of [['indexDim', 0], ['topK', 0], ['indexHeads', 0], ['topK', 2.5], ['stage', 'dense']])
       expectError(() => lib.attention('dsa', { ...shape, attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
+    // a top-k beyond maxLen (issue 48): a query never has more keys than that to choose from
+    expectError(() => lib.attention('dsa', { ...shape, attentionOptions: { topK: 9 } }), /attentionOptions\.topK \(9\) must be at most maxLen \(8\)/);
+    expectError(() => lib.createModel({ attention: 'dsa', vocab: 12, dModel: 8, heads: 2, layers: 1, maxLen: 8, attentionOptions: { topK: 12 } }),
+      /attentionOptions\.topK \(12\) must be at most maxLen \(8\): a query never has more keys than that to choose from/);
+    const short = lib.attentionLayer('dsa', { n: 4, d: 8, heads: 2, causal: true, maxLen: 5 });
+    assert.equal(short.options.topK, 5, 'unset: 16, or maxLen when shorter');
+    short.dispose();
     expectError(() => lib.attention('dsa', { ...shape, causal: false }), /dsa/);
     expectError(() => lib.createModel({ attention: 'dsa', vocab: 12, dModel: 8, heads: 2, layers: 1, maxLen: 8, attentionOptions: { indexDim: 0 } }),
       /attentionOptions\.indexDim/);

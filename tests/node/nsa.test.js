@@ -31,7 +31,7 @@ for (const { name, lib } of builds) {
     let rows = 0;
     for (const [n, heads, blockSize] of [[11, 2, 3], [9, 1, 4], [7, 2, 1]]) {
       const d = 4 * heads;
-      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, attentionOptions: { blockSize, window: 1 } });
+      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, maxLen: Math.ceil(n / blockSize) * blockSize, attentionOptions: { blockSize, window: 1 } });
       gateParams(layer, [10, -30, -30]); // the compressed branch alone (the others' gates ~1e-13)
       const q = rand(n * d, 3), k = rand(n * d, 4), v = rand(n * d, 5);
       const { weights } = layer.forward({ q, k, v, returnWeights: true });
@@ -56,7 +56,7 @@ for (const { name, lib } of builds) {
     let rows = 0, chosenByImportance = 0;
     for (const [n, heads, blockSize, topBlocks, seed, compress] of [[20, 2, 2, 2, 1, 'mean'], [17, 1, 3, 1, 2, 'mean'], [24, 4, 2, 3, 3, 'mean'], [12, 2, 5, 1, 4, 'mean'], [20, 2, 2, 2, 5, 'mlp']]) {
       const d = 2 * heads;
-      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, attentionOptions: { blockSize, topBlocks, window: 1, compress } });
+      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed, maxLen: Math.ceil(n / blockSize) * blockSize, attentionOptions: { blockSize, topBlocks, window: 1, compress } });
       const q = rand(n * d, seed + 10, -3, 3), k = rand(n * d, seed + 11), v = rand(n * d, seed + 12), x = rand(n * d, seed + 13);
       const sel = layer.selection({ q, k, v, x });
       const ref = nsaF64({ q, k, v, x, n, d, heads, options: layer.options, params: tensorsOf(layer) });
@@ -157,7 +157,7 @@ for (const { name, lib } of builds) {
     let worst = 0;
     for (const [n, heads, blockSize] of [[13, 2, 3], [10, 1, 2]]) {
       const d = 4 * heads;
-      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed: 4, attentionOptions: { blockSize, topBlocks: 1, window: 2, compress: 'mlp' } });
+      const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed: 4, maxLen: Math.ceil(n / blockSize) * blockSize, attentionOptions: { blockSize, topBlocks: 1, window: 2, compress: 'mlp' } });
       const data = { q: rand(n * d, 1), k: rand(n * d, 2), v: rand(n * d, 3), x: rand(n * d, 4) };
       const full = layer.forward(data).output, steps = new Float32Array(n * d);
       for (let p = 0; p < n; p++) {
@@ -179,6 +179,16 @@ for (const { name, lib } of builds) {
     for (const [opt, value] of [['blockSize', 0], ['window', 0], ['topBlocks', 0], ['blockSize', 1.5], ['topBlocks', -1], ['compress', 'max']]) {
       expectError(() => lib.attention('nsa', { ...shape, ...data, attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
       expectError(() => lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 8, attention: 'nsa', attentionOptions: { [opt]: value } }), new RegExp(`attentionOptions\\.${opt}`));
+    }
+    // a block size that does not divide maxLen (issue 48): the sequence is cut into whole blocks
+    expectError(() => lib.createModel({ vocab: 8, dModel: 8, heads: 2, layers: 1, maxLen: 10, attention: 'nsa', attentionOptions: { blockSize: 4 } }),
+      /attentionOptions\.blockSize \(4\) must divide maxLen \(10\): the sequence is cut into whole blocks/);
+    expectError(() => lib.attention('nsa', { ...shape, ...data, maxLen: 6, attentionOptions: { blockSize: 4 } }), /blockSize \(4\) must divide maxLen \(6\)/);
+    // unset, it is 4 or the largest divisor of maxLen below it
+    for (const [maxLen, bs] of [[8, 4], [6, 3], [10, 2], [7, 1]]) {
+      const l = lib.attentionLayer('nsa', { ...shape, maxLen });
+      assert.equal(l.options.blockSize, bs, `maxLen ${maxLen}`);
+      l.dispose();
     }
     expectError(() => lib.attention('nsa', { ...shape, ...data, causal: false }), /no non-causal form/);
     const dense = lib.attentionLayer('softmax', shape);

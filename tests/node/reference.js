@@ -449,7 +449,9 @@ export function nsaF64({ q, k, v, x, n, d, heads, kvHeads = heads, options, para
     }
   }
   return { output, weights, selection, blocks };
-// ---- DSA (section 4e): the lightning indexer, top-k keys per query, softmax over them --------
+}
+
+// ---- DSA (section 4f): the lightning indexer, top-k keys per query, softmax over them --------
 // Written from the paper's formulas (DeepSeek-V3.2-Exp, section 2.1): I_ts = sum_j w_tj ReLU(q^I_tj .
 // k^I_s), q^I_tj = W_qI[j] x_t, k^I_s = W_kI x_s, w_tj = W_w[j] x_t; params as nn.Linear keeps them
 // (out, in): w_qi (J D, d), w_ki (D, d), w_w (J, d).
