@@ -4,11 +4,12 @@
 
 /**
  * Series colours: Okabe-Ito's colour-blind-safe set without its pale yellow (unreadable on white),
- * then thirteen of Paul Tol's hues: twenty colours for the first twenty series (every form of the
- * registry today). Each series also gets a marker shape, and beyond twenty a dash pattern, so none look alike.
+ * then fifteen of Paul Tol's hues: twenty-two colours for the first twenty-two series (every form of the
+ * registry today). Each series also gets a marker shape, and beyond twenty-two a dash pattern, so none look alike.
  */
 export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#882255', '#44AA99', '#AA4499',
-  '#999933', '#332288', '#661100', '#6699CC', '#117733', '#CC6677', '#88CCEE', '#AA7744', '#EE3377', '#777777'];
+  '#999933', '#332288', '#661100', '#6699CC', '#117733', '#CC6677', '#88CCEE', '#AA7744', '#EE3377', '#777777',
+  '#DDCC77', '#BB5566'];
 export const DASHES = [[], [6, 3], [2, 3], [8, 3, 2, 3]];
 export const MARKERS = ['circle', 'square', 'triangle', 'diamond', 'cross'];
 

@@ -357,6 +357,8 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
     else tip.hidden = true;
     if (cell) onCursor?.(cell);
   };
+  // the downloads this view owns (the row may hold a panel's own buttons, e.g. "Save as llama2.c")
+  const downloads = [];
   if (exports) {
     const button = (label, onClick) => {
       const b = document.createElement('button');
@@ -365,6 +367,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
       b.textContent = label;
       b.addEventListener('click', onClick);
       exports.append(b);
+      downloads.push(b);
       return b;
     };
     button('Download PNG', async () => {
@@ -405,7 +408,7 @@ export function createHeatmapView({ grid, legend, readout, exports, name = 'atte
         String(last.rowLabels) === String(rowLabels) && String(last.colLabels) === String(colLabels) &&
         maps.every((mp, h) => mp.weights.length === last.maps[h].weights.length && mp.weights.every((x, i) => x === last.maps[h].weights[i]));
       last = { maps: maps.map((mp) => ({ title: mp.title, weights: Float32Array.from(mp.weights) })), ...data };
-      if (exports) for (const b of exports.querySelectorAll('button')) b.disabled = maps.length === 0;
+      for (const b of downloads) b.disabled = maps.length === 0;
       maps.forEach((map, h) => figures[h].set(map, data));
       lastArgs = { maps, data };
       if (thumbs || big) enlarge(thumbs ? picked : null);
