@@ -19,6 +19,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuName } from '../lab/cpu.js';
+import { readingSummary } from '../lab/sparse.js';
 import { loadAttention } from '../wasm/index.js';
 import { readSafetensors, writeSafetensors } from '../wasm/safetensors.js';
 import { buildTrainer, inJobs, intFlags, mean, runTrainer, sd } from './claim-tools.mjs';
@@ -107,22 +108,15 @@ await inJobs(seeds.flatMap((seed) => [{ seed, what: 'softmax' }, { seed, what: '
 
 // held-out bits per character; for a sparse model, the keys read and the dense mass kept
 const held = lib.charsTokenizer.encode(heldOutText().slice(0, SETUP.T * SETUP.massWindows));
-function reading(m) {
-  let kept = 0, read = 0, readLast = 0, rows = 0, lasts = 0;
-  for (let w = 0; w + SETUP.T <= held.length; w += SETUP.T) {
-    const ids = held.subarray(w, w + SETUP.T);
-    for (let l = 0; l < m.config.layers; l++) {
-      const r = m.sparseReading(ids, { layer: l });
-      for (let h = 0; h < r.heads; h++)
-        for (let t = 0; t < r.n; t++) {
-          let c = 0;
-          for (let s = 0; s <= t; s++) c += r.selected[h][t * r.n + s];
-          kept += r.kept[h][t], read += c / (t + 1), rows++;
-          if (t === r.n - 1) readLast += c / r.n, lasts++;
-        }
+function reading(m) { // readingSummary (lab/sparse.js) of every window and layer, averaged
+  const sums = { kept: 0, read: 0, readLast: 0 };
+  let count = 0;
+  for (let w = 0; w + SETUP.T <= held.length; w += SETUP.T)
+    for (let l = 0; l < m.config.layers; l++, count++) {
+      const one = readingSummary(m.sparseReading(held.subarray(w, w + SETUP.T), { layer: l }));
+      for (const k of Object.keys(sums)) sums[k] += one[k];
     }
-  }
-  return { kept: kept / rows, read: read / rows, readLast: readLast / lasts };
+  return Object.fromEntries(Object.entries(sums).map(([k, v]) => [k, v / count]));
 }
 const results = [];
 for (const form of ['softmax', 'nsa', 'dsa'])

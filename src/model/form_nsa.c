@@ -33,6 +33,7 @@ static const aw_form_option OPTIONS[] = {
     {"compress", AW_OPTION_CHOICE, 0, 0, COMPRESS, "mean", "nsa_compress",
      "how a block becomes one key and value: their means, or a learned MLP over its keys plus a position embedding"},
 };
+enum { N_OPTIONS = sizeof OPTIONS / sizeof OPTIONS[0] };
 
 // The sequence is cut into whole blocks: blockSize divides maxLen (unset: 4, or the largest divisor of maxLen
 // below it).
@@ -307,8 +308,8 @@ const aw_form AW_FORM_NSA_DESC = {
     },
     .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS,
     .options = OPTIONS,
+    .n_options = N_OPTIONS,
     .finish = finish,
-    .n_options = 4,
     .init = init,
     .release = release,
     .param_group = "nsa",

@@ -6,24 +6,11 @@
 // them the share of the dense attention's mass that the selection kept. Under them, that share over
 // every query of the text and every head.
 import { viridisCss } from './colormap.js';
+import { readingSummary } from '../../lab/sparse.js';
 
 const STRIPS = [['dense', 'dense attention (what a full softmax would read)'], ['selected', 'keys read'],
   ['weights', 'weights used']];
 const STRIP_H = 14; // px per strip
-
-/** The share of dense mass kept, over all queries and heads of a reading (mean), and the keys read (mean share). */
-export function readingSummary(r) {
-  let kept = 0, read = 0, rows = 0;
-  for (let h = 0; h < r.heads; h++)
-    for (let t = 0; t < r.n; t++) {
-      kept += r.kept[h][t];
-      let c = 0;
-      for (let s = 0; s <= t; s++) c += r.selected[h][t * r.n + s];
-      read += c / (t + 1);
-      rows++;
-    }
-  return { kept: kept / rows, read: read / rows };
-}
 
 /**
  * el: { box (the details), layer (select), query (range input), strips (div), summary (p) }.
