@@ -6,8 +6,11 @@
 
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
+#include "../kernels/quant.h"
+#include "../kernels/size.h"
 #include "../kernels/simd.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // reps times: c (M x N) = a (M x K) b (K x N) (variant 0), a b^T with b (N x K) (variant 1),
@@ -103,4 +106,40 @@ AW_API float aw_bench_stream(float *dst, const float *src, int32_t n, int32_t mo
         }
     }
     return total;
+}
+
+// reps times y (rows) = W x for a quantized W (rows x cols, format "q8_0" | "q4_0", groups of
+// `group`) made from a fixed pseudo-random fill, and x quantized once: the decoder's gemv on its own.
+// The matrix stays in wasm memory for the next call of the same sizes; a null format frees it.
+AW_API int aw_bench_qgemv(const char *format, int32_t rows, int32_t cols, int32_t group, int32_t reps, float *y) {
+    static aw_qmat m;
+    static void *work;
+    static aw_qact x;
+    if (!format) { // free the held matrix
+        free(m.q), free(m.s), free(work);
+        memset(&m, 0, sizeof m), work = NULL;
+        return AW_OK;
+    }
+    const int f = aw_qformat_find(format);
+    if (f == AW_QF_NONE || rows < 4 || cols < group || group < 16 || cols % group || reps < 0)
+        return aw_fail(AW_ERR_ARG, "qgemv bench: format q8_0 or q4_0, rows >= 4, cols a multiple of group >= 16");
+    if (m.format != f || m.rows != (size_t)rows || m.cols != (size_t)cols || m.group != (size_t)group) {
+        free(m.q), free(m.s), free(work);
+        const size_t rb = AW_QFORMATS[f].row_bytes((size_t)cols), ng = (size_t)cols / (size_t)group;
+        m = (aw_qmat){f, (size_t)rows, (size_t)cols, (size_t)group, aw_alloc(aw_size_mul((size_t)rows, rb), 1),
+                      aw_alloc_floats(aw_size_mul((size_t)rows, ng))};
+        work = aw_alloc(aw_qact_bytes((size_t)cols, (size_t)group), 1);
+        float *row = aw_alloc_floats((size_t)cols);
+        if (!m.q || !m.s || !work || !row) return free(row), aw_fail(AW_ERR_NOMEM, "qgemv bench: out of memory");
+        uint32_t seed = 12345;
+        for (size_t j = 0; j < (size_t)rows; j++) {
+            for (size_t i = 0; i < (size_t)cols; i++) seed = seed * 1664525u + 1013904223u, row[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+            AW_QFORMATS[f].quantize_row(m.q + j * rb, m.s + j * ng, row, (size_t)cols, (size_t)group);
+        }
+        for (size_t i = 0; i < (size_t)cols; i++) seed = seed * 1664525u + 1013904223u, row[i] = (float)(seed >> 8) / 16777216.0f - 0.5f;
+        aw_qact_init(&x, work, row, (size_t)cols, (size_t)group);
+        free(row);
+    }
+    for (int32_t r = 0; r < reps; r++) aw_qgemv(y, &m, &x, NULL);
+    return AW_OK;
 }

@@ -74,7 +74,6 @@ static struct {
     aw_item_fn fn;
     void *ctx;
     size_t count, done;
-    uint64_t ends;      // the items not yet claimed: [low 32 bits, high 32 bits)
     uint32_t worker_items; // items the workers ran, ever (tests and benchmarks read it)
 } pool;
 
@@ -88,30 +87,45 @@ static _Thread_local int depth; // > 0 inside an item: nested calls run serially
 // 2^20 keeps it awake (1.68x).
 enum { SPIN = 1 << 20 };
 
-// Claims one item: the caller from the front of the unclaimed range, workers from its back, so
-// each side reads a contiguous run of the job's memory (a matrix-vector product's rows stream in
-// order on each core) and they meet wherever the faster one got to. Returns count when none is left.
-static size_t claim(size_t count, int worker) {
-    uint64_t e = __atomic_load_n(&pool.ends, __ATOMIC_ACQUIRE);
-    for (;;) {
-        const uint32_t lo = (uint32_t)e, hi = (uint32_t)(e >> 32);
-        if (lo >= hi) return count;
-        const uint64_t want = worker ? e - ((uint64_t)1 << 32) : e + 1;
-        if (__atomic_compare_exchange_n(&pool.ends, &e, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            return worker ? hi - 1 : lo;
+// The items are cut into one contiguous run per thread (the caller's first). Each thread claims its
+// own run's items in ascending order, so it streams its part of a job's memory forwards (a
+// matrix-vector product's rows, where a hardware prefetcher that keeps up matters most); a thread
+// whose run is done takes items from the back of the others' runs. Each run is [low 32 bits, high
+// 32 bits) of one word, on its own cache line. Returns count when no item is left anywhere.
+enum { MAX_RUNS = 64 };
+static struct {
+    _Alignas(64) uint64_t ends;
+} runs[MAX_RUNS];
+static int32_t nruns; // runs of the current job
+
+static size_t claim(size_t count, int self) {
+    const int n = __atomic_load_n(&nruns, __ATOMIC_ACQUIRE);
+    for (int k = 0; k < n; k++) {
+        const int t = (self + k) % n;
+        uint64_t e = __atomic_load_n(&runs[t].ends, __ATOMIC_ACQUIRE);
+        for (;;) {
+            const uint32_t lo = (uint32_t)e, hi = (uint32_t)(e >> 32);
+            if (lo >= hi) break;
+            const uint64_t want = k == 0 ? e + 1 : e - ((uint64_t)1 << 32);
+            if (__atomic_compare_exchange_n(&runs[t].ends, &e, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return k == 0 ? lo : hi - 1;
+        }
     }
+    return count;
 }
 
-static void run_items(aw_item_fn fn, void *ctx, size_t count, int worker) {
+static void run_items(aw_item_fn fn, void *ctx, size_t count, int self) {
+    size_t ran = 0;
     depth++;
     for (;;) {
-        const size_t i = claim(count, worker);
+        const size_t i = claim(count, self);
         if (i >= count) break;
         fn(ctx, i);
-        if (worker) __atomic_fetch_add(&pool.worker_items, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&pool.done, 1, __ATOMIC_ACQ_REL);
+        ran++;
     }
     depth--;
+    if (self) __atomic_fetch_add(&pool.worker_items, (uint32_t)ran, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&pool.done, ran, __ATOMIC_ACQ_REL); // once a thread: the counter's line moves less
 }
 
 size_t aw_threads_worker_items(void) { return __atomic_load_n(&pool.worker_items, __ATOMIC_RELAXED); }
@@ -130,7 +144,10 @@ void aw_parallel_for(size_t count, aw_item_fn fn, void *ctx) {
     __atomic_store_n(&pool.writing, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&pool.active, __ATOMIC_SEQ_CST) != 0) { } // a late worker leaving the last job
     pool.fn = fn, pool.ctx = ctx, pool.count = count;
-    __atomic_store_n(&pool.ends, (uint64_t)count << 32, __ATOMIC_RELEASE); // [0, count)
+    const size_t threads = aw_threads(), n = threads < MAX_RUNS ? threads : MAX_RUNS;
+    for (size_t t = 0; t < n; t++)
+        __atomic_store_n(&runs[t].ends, ((uint64_t)(t + 1) * count / n << 32) | ((uint64_t)t * count / n), __ATOMIC_RELEASE);
+    __atomic_store_n(&nruns, (int32_t)n, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&pool.writing, 0, __ATOMIC_SEQ_CST);
@@ -153,8 +170,10 @@ void aw_threads_loop(int index) {
     for (;;) {
         // spin a little before sleeping: the next job often follows at once (a model's step runs
         // dozens), and waking a sleeping thread costs tens of microseconds
-        for (int i = 0; i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen; i++) { }
-        POOL_WAIT(&pool.seq, seen);
+        int i = 0;
+        while (i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen) i++;
+        // a wait that would return at once still costs a call into the engine (microseconds in V8)
+        if (i == SPIN) POOL_WAIT(&pool.seq, seen);
         __atomic_fetch_add(&pool.active, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pool.writing, __ATOMIC_SEQ_CST)) { // a job is being written: wait for its bump
             __atomic_fetch_sub(&pool.active, 1, __ATOMIC_SEQ_CST);
@@ -163,7 +182,7 @@ void aw_threads_loop(int index) {
         const int32_t s = __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE);
         if (s != seen) {
             seen = s;
-            if (index < pool.use) run_items(pool.fn, pool.ctx, pool.count, 1);
+            if (index < pool.use) run_items(pool.fn, pool.ctx, pool.count, index + 1);
         }
         __atomic_fetch_sub(&pool.active, 1, __ATOMIC_ACQ_REL);
     }

@@ -1,8 +1,8 @@
 // quant.c: the weight formats of quant.h and their integer dot products, per build:
 //   scalar    plain C (and the reference every build keeps: *_row_ref)
-//   SIMD128   i16x8.extmul_low/high_i8x16_s, an i16 add, i32x4.extadd_pairwise_i16x8_s; four groups'
-//             sums reduced at once and scaled lane by lane in the reference's order
-//   relaxed   q4_0 through i16x8.relaxed_dot_i8x16_i7x16_s with its second operand in [0, 15] (quant.h)
+//   SIMD128   both operands widened to i16, i32x4.dot_i16x8_s; four rows at once, whose sums are
+//             scaled lane by lane in the reference's order
+//   relaxed   i16x8.relaxed_dot_i8x16_i7x16_s with its second operand in [0, 127] (quant.h)
 // A group's integer sum is exact in every build, so the three agree bit for bit.
 #include "quant.h"
 
@@ -25,16 +25,52 @@
 
 static size_t q8_row_bytes(size_t n) { return n; }
 
-// s = max|x| / 127, q = round(x / s) (runq.c's quantize; s = 0 gives q = 0)
+// s = max|x| / 127, q = round(x / s) (runq.c's quantize; s = 0 gives q = 0). The vector builds
+// quantize four values at once with the same IEEE operations: roundf as trunc, then one step away
+// from zero when the dropped part is at least 1/2 (exact: |x / s| < 2^23), the same clamps; so
+// every build writes the same integers (and the activations, quantized every call, cost less).
 static void q8_quantize_row(uint8_t *q, float *s, const float *x, size_t n, size_t G) {
     int8_t *qi = (int8_t *)q;
     for (size_t g = 0; g < n / G; g++) {
         const float *xg = x + g * G;
         float amax = 0.0f;
-        for (size_t i = 0; i < G; i++) amax = fabsf(xg[i]) > amax ? fabsf(xg[i]) : amax;
+        size_t i = 0;
+#if QSIMD
+        v128_t vmax = wasm_f32x4_splat(0.0f);
+        for (; i + 4 <= G; i += 4) { // pmax keeps the running value on NaN, as the scalar test does
+            const v128_t a = wasm_f32x4_abs(wasm_v128_load(xg + i));
+            vmax = wasm_v128_bitselect(a, vmax, wasm_f32x4_gt(a, vmax));
+        }
+        for (int l = 0; l < 4; l++) {
+            const float a = l == 0 ? wasm_f32x4_extract_lane(vmax, 0) : l == 1 ? wasm_f32x4_extract_lane(vmax, 1)
+                          : l == 2 ? wasm_f32x4_extract_lane(vmax, 2) : wasm_f32x4_extract_lane(vmax, 3);
+            amax = a > amax ? a : amax;
+        }
+#endif
+        for (; i < G; i++) amax = fabsf(xg[i]) > amax ? fabsf(xg[i]) : amax;
         const float scale = amax / 127.0f;
         s[g] = scale;
-        for (size_t i = 0; i < G; i++) {
+        i = 0;
+#if QSIMD
+        if (scale > 0.0f) {
+            const v128_t sc = wasm_f32x4_splat(scale), half = wasm_f32x4_splat(0.5f), one = wasm_f32x4_splat(1.0f);
+            const v128_t hi = wasm_f32x4_splat(127.0f), lo = wasm_f32x4_splat(-127.0f), sign = wasm_i32x4_splat((int32_t)0x80000000u);
+            for (; i + 16 <= G; i += 16) {
+                v128_t r[4];
+                for (int k = 0; k < 4; k++) {
+                    const v128_t v = wasm_f32x4_div(wasm_v128_load(xg + i + 4 * k), sc), t = wasm_f32x4_trunc(v);
+                    const v128_t away = wasm_f32x4_ge(wasm_f32x4_abs(wasm_f32x4_sub(v, t)), half);
+                    v128_t u = wasm_f32x4_add(t, wasm_v128_and(away, wasm_v128_or(one, wasm_v128_and(v, sign))));
+                    u = wasm_v128_bitselect(u, hi, wasm_f32x4_lt(u, hi)); // NaN lands on 127, as below
+                    u = wasm_v128_bitselect(u, lo, wasm_f32x4_gt(u, lo));
+                    r[k] = wasm_i32x4_trunc_sat_f32x4(u);
+                }
+                wasm_v128_store(qi + g * G + i, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(r[0], r[1]),
+                                                                         wasm_i16x8_narrow_i32x4(r[2], r[3])));
+            }
+        }
+#endif
+        for (; i < G; i++) {
             float v = scale > 0.0f ? roundf(xg[i] / scale) : 0.0f;
             v = v < 127.0f ? v : 127.0f; // |x| <= amax keeps it in range; NaN lands here too
             v = v > -127.0f ? v : -127.0f;
@@ -108,6 +144,17 @@ static float q4_row_ref(const uint8_t *q, const float *ws, const aw_qact *x) {
 }
 
 // ---- the vector kernels ---------------------------------------------------------------------
+//
+// Four rows of W at once against one activation: each load of x serves four rows, and at each
+// group's end the four rows' integer sums sit in one vector, lane r for row r, so the float scaling
+// val_r += ((float)isum_r * sw_r) * sx_g runs lane by lane in the reference's order (no lane
+// extraction). Rows past a multiple of four run one at a time through the same steps.
+// A step adds one row's 16 (q8_0) or 32 (q4_0) products to four i32 partials:
+//   SIMD128  both operands widened to i16 (x once, in aw_qact.q16), then i32x4.dot_i16x8_s;
+//   relaxed  q8_0: x split into its positive and negative parts (aw_qact.pos, neg, each in
+//            [0, 127]) and w x = dot(w, pos) - dot(w, neg) through i16x8.relaxed_dot_i8x16_i7x16_s
+//            (each i16 lane is w0 x0 + w1 x1, at most 2 * 128 * 127 in size: exact);
+//            q4_0: the nibbles in [0, 15] as the [0, 127] operand, x as the signed one.
 
 #if QSIMD
 static inline int32_t hsum_i32(v128_t a) {
@@ -116,87 +163,123 @@ static inline int32_t hsum_i32(v128_t a) {
     return wasm_i32x4_extract_lane(a, 0);
 }
 
-// [sum a, sum b, sum c, sum d]: four groups' sums at once (integers: any order is exact)
+// [sum a, sum b, sum c, sum d]: four rows' sums at once (integers: any order is exact)
 static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
     const v128_t ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
     const v128_t cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
     return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
-// val + p0 + p1 + p2 + p3 with p = ((float)isum * ws) * xs lane by lane: the scalar order's products and sums
-static inline float combine4(float val, v128_t isum, const float *ws, const float *xs) {
-    const v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), wasm_v128_load(ws)), wasm_v128_load(xs));
-    val += wasm_f32x4_extract_lane(p, 0);
-    val += wasm_f32x4_extract_lane(p, 1);
-    val += wasm_f32x4_extract_lane(p, 2);
-    val += wasm_f32x4_extract_lane(p, 3);
-    return val;
+// val + ((float)isum * sw) * sx, four rows' lanes at once (sw: each row's scale of this group)
+static inline v128_t scale4(v128_t val, v128_t isum, v128_t sw, float sx) {
+    return wasm_f32x4_add(val, wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), sw), wasm_f32x4_splat(sx)));
 }
 
-// One group's sum w x as four i32 partials. Products of two values in [-127, 127] fit i16, and two
-// of them (at most 32258) too: i16x8.extmul_low/high, one i16 add, then a pairwise widening add.
-static inline v128_t q8_group(const uint8_t *w, const int8_t *x, size_t G) {
-    v128_t acc = wasm_i32x4_splat(0);
-    for (size_t i = 0; i < G; i += 16) {
-        const v128_t a = wasm_v128_load(w + i), b = wasm_v128_load(x + i);
-        const v128_t s = wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(a, b), wasm_i16x8_extmul_high_i8x16(a, b));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(s));
+// x's values at i, loaded once for the four rows
+typedef struct { v128_t a, b, c, d; } qx;
+
+#if AW_RELAXED
+static inline qx q8_x(const aw_qact *x, size_t i) {
+    return (qx){wasm_v128_load(x->pos + i), wasm_v128_load(x->neg + i), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+}
+static inline v128_t q8_step(v128_t acc, const uint8_t *w, qx v, v128_t ones) {
+    const v128_t a = wasm_v128_load(w);
+    const v128_t s = wasm_i16x8_sub(wasm_i16x8_relaxed_dot_i8x16_i7x16(a, v.a), wasm_i16x8_relaxed_dot_i8x16_i7x16(a, v.b));
+    return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(s, ones));
+}
+static inline qx q4_x(const aw_qact *x, size_t i) {
+    return (qx){wasm_v128_load(x->q + i), wasm_v128_load(x->q + i + 16), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+}
+static inline v128_t q4_step(v128_t acc, const uint8_t *b, qx v, v128_t ones) {
+    const v128_t u = wasm_v128_load(b), lo = wasm_v128_and(u, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(u, 4);
+    const v128_t s = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(v.a, lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(v.b, hi));
+    return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(s, ones));
+}
+#else
+static inline qx q8_x(const aw_qact *x, size_t i) {
+    return (qx){wasm_v128_load(x->q16 + i), wasm_v128_load(x->q16 + i + 8), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+}
+static inline v128_t q8_step(v128_t acc, const uint8_t *w, qx v, v128_t ones) {
+    (void)ones;
+    const v128_t a = wasm_v128_load(w);
+    return wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), v.a),
+                                              wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), v.b)));
+}
+static inline qx q4_x(const aw_qact *x, size_t i) {
+    return (qx){wasm_v128_load(x->q16 + i), wasm_v128_load(x->q16 + i + 8), wasm_v128_load(x->q16 + i + 16),
+                wasm_v128_load(x->q16 + i + 24)};
+}
+// bytes 0..7 widened hold values 0..7 (low nibbles) and 16..23 (high); bytes 8..15 values 8..15 and 24..31
+static inline v128_t q4_step(v128_t acc, const uint8_t *b, qx v, v128_t ones) {
+    (void)ones;
+    const v128_t u = wasm_v128_load(b), m = wasm_i16x8_splat(15);
+    const v128_t u0 = wasm_u16x8_extend_low_u8x16(u), u1 = wasm_u16x8_extend_high_u8x16(u);
+    const v128_t s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(u0, m), v.a), wasm_i32x4_dot_i16x8(wasm_v128_and(u1, m), v.b));
+    const v128_t s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_shr(u0, 4), v.c), wasm_i32x4_dot_i16x8(wasm_u16x8_shr(u1, 4), v.d));
+    return wasm_i32x4_add(acc, wasm_i32x4_add(s0, s1));
+}
+#endif
+
+// rows q, q + rb, q + 2 rb, q + 3 rb (scales ws, ws + ss, ...) against x: lane r is row r's value
+static v128_t q8_rows4(const uint8_t *q, size_t rb, const float *ws, size_t ss, const aw_qact *x) {
+    const size_t G = x->G, ng = x->K / G;
+    const v128_t ones = wasm_i16x8_splat(1);
+    v128_t val = wasm_f32x4_splat(0.0f);
+    for (size_t g = 0; g < ng; g++) {
+        v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+        const uint8_t *w = q + g * G;
+        for (size_t i = 0; i < G; i += 16) {
+            const qx v = q8_x(x, g * G + i);
+            a0 = q8_step(a0, w + i, v, ones);
+            a1 = q8_step(a1, w + rb + i, v, ones);
+            a2 = q8_step(a2, w + 2 * rb + i, v, ones);
+            a3 = q8_step(a3, w + 3 * rb + i, v, ones);
+        }
+        val = scale4(val, hsum4(a0, a1, a2, a3), wasm_f32x4_make(ws[g], ws[ss + g], ws[2 * ss + g], ws[3 * ss + g]), x->s[g]);
     }
-    return acc;
+    return val;
 }
 
 static float q8_row(const uint8_t *q, const float *ws, const aw_qact *x) {
     const size_t G = x->G, ng = x->K / G;
+    const v128_t ones = wasm_i16x8_splat(1);
     float val = 0.0f;
-    size_t g = 0;
-    for (; g + 4 <= ng; g += 4) {
-        const uint8_t *w = q + g * G;
-        const int8_t *xq = x->q + g * G;
-        const v128_t s = hsum4(q8_group(w, xq, G), q8_group(w + G, xq + G, G), q8_group(w + 2 * G, xq + 2 * G, G),
-                               q8_group(w + 3 * G, xq + 3 * G, G));
-        val = combine4(val, s, ws + g, x->s + g);
+    for (size_t g = 0; g < ng; g++) {
+        v128_t a = wasm_i32x4_splat(0);
+        for (size_t i = 0; i < G; i += 16) a = q8_step(a, q + g * G + i, q8_x(x, g * G + i), ones);
+        val += ((float)hsum_i32(a) * ws[g]) * x->s[g];
     }
-    for (; g < ng; g++) val += ((float)hsum_i32(q8_group(q + g * G, x->q + g * G, G)) * ws[g]) * x->s[g];
     return val;
 }
 
-// One q4_0 group's sum u x (u the stored nibbles in [0, 15]; the -8 comes off as 8 sum x after) as
-// four i32 partials: each i16 lane sums four products of at most 15 * 127, 7620 at most.
-#if AW_RELAXED
-// i16x8.relaxed_dot_i8x16_i7x16_s with the nibbles as its second operand (in [0, 15], so every engine
-// agrees). (clang-19's fused i32x4.relaxed_dot_i8x16_i7x16_add_s, 0xfd 0x113, is refused by V8 in
-// Chromium 156 and Node 20: "not enough arguments on the stack"; the i16x8 form runs in both.)
-static inline v128_t q4_group(const uint8_t *b, const int8_t *x) {
-    const v128_t v = wasm_v128_load(b), lo = wasm_v128_and(v, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(v, 4);
-    const v128_t s = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x), lo),
-                                    wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x + 16), hi));
-    return wasm_i32x4_extadd_pairwise_i16x8(s);
+// q4_0: the groups' sums of u x, less 8 sum x (aw_qact.sum)
+static v128_t q4_rows4(const uint8_t *q, size_t rb, const float *ws, size_t ss, const aw_qact *x) {
+    const size_t ng = x->K / 32;
+    const v128_t ones = wasm_i16x8_splat(1);
+    v128_t val = wasm_f32x4_splat(0.0f);
+    for (size_t g = 0; g < ng; g++) {
+        const uint8_t *b = q + g * 16;
+        const qx v = q4_x(x, g * 32);
+        const v128_t z = wasm_i32x4_splat(0);
+        const v128_t isum = wasm_i32x4_sub(hsum4(q4_step(z, b, v, ones), q4_step(z, b + rb, v, ones), q4_step(z, b + 2 * rb, v, ones),
+                                                 q4_step(z, b + 3 * rb, v, ones)),
+                                           wasm_i32x4_splat(8 * x->sum[g]));
+        val = scale4(val, isum, wasm_f32x4_make(ws[g], ws[ss + g], ws[2 * ss + g], ws[3 * ss + g]), x->s[g]);
+    }
+    return val;
 }
-#else
-static inline v128_t q4_group(const uint8_t *b, const int8_t *x) {
-    const v128_t v = wasm_v128_load(b), lo = wasm_v128_and(v, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(v, 4);
-    const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
-    const v128_t s = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(lo, x0), wasm_i16x8_extmul_high_i8x16(lo, x0)),
-                                    wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
-    return wasm_i32x4_extadd_pairwise_i16x8(s);
-}
-#endif
 
 static float q4_row(const uint8_t *q, const float *ws, const aw_qact *x) {
     const size_t ng = x->K / 32;
+    const v128_t ones = wasm_i16x8_splat(1);
     float val = 0.0f;
-    size_t g = 0;
-    for (; g + 4 <= ng; g += 4) {
-        const uint8_t *b = q + g * 16;
-        const int8_t *xq = x->q + g * 32;
-        v128_t s = hsum4(q4_group(b, xq), q4_group(b + 16, xq + 32), q4_group(b + 32, xq + 64), q4_group(b + 48, xq + 96));
-        s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(x->sum + g), 3));
-        val = combine4(val, s, ws + g, x->s + g);
-    }
-    for (; g < ng; g++)
-        val += ((float)(hsum_i32(q4_group(q + g * 16, x->q + g * 32)) - 8 * x->sum[g]) * ws[g]) * x->s[g];
+    for (size_t g = 0; g < ng; g++)
+        val += ((float)(hsum_i32(q4_step(wasm_i32x4_splat(0), q + g * 16, q4_x(x, g * 32), ones)) - 8 * x->sum[g]) * ws[g]) * x->s[g];
     return val;
 }
+
+// the format's four-row kernel (0: none, rows one at a time)
+static v128_t (*const ROWS4[AW_QF_COUNT])(const uint8_t *, size_t, const float *, size_t, const aw_qact *) = {0, q8_rows4, q4_rows4};
 #else
 #define q8_row q8_row_ref
 #define q4_row q4_row_ref
@@ -221,11 +304,12 @@ size_t aw_qmat_bytes(int format, size_t rows, size_t cols, size_t group) {
 
 // ---- activations ----------------------------------------------------------------------------
 
-// q (K, rounded up to 16) | s (4 K/G, idem) | sum (4 K/G): 16-byte pieces
+// q (K, rounded up to 16) | s (4 K/G, idem) | sum (4 K/G) | the vector kernels' copy of q (2 K): q16
+// (SIMD128) or pos and neg (relaxed); 16-byte pieces
 static size_t round16(size_t n) { return n == AW_SIZE_INVALID ? n : aw_size_add(n, 15) / 16 * 16; }
 
 size_t aw_qact_bytes(size_t K, size_t G) {
-    return aw_size_add(round16(K), aw_size_mul(round16(aw_size_mul(K / G, 4)), 2));
+    return aw_size_add(aw_size_mul(round16(K), 3), aw_size_mul(round16(aw_size_mul(K / G, 4)), 2));
 }
 
 void aw_qact_init(aw_qact *a, void *mem, const float *x, size_t K, size_t G) {
@@ -234,20 +318,32 @@ void aw_qact_init(aw_qact *a, void *mem, const float *x, size_t K, size_t G) {
     int8_t *q = (int8_t *)p;
     float *s = (float *)(p + k);
     int32_t *sum = (int32_t *)(p + k + groups);
+    uint8_t *extra = p + k + 2 * groups; // 2 k bytes
     q8_quantize_row((uint8_t *)q, s, x, K, G);
     for (size_t g = 0; g < K / G; g++) {
         int32_t t = 0;
         for (size_t i = g * G; i < (g + 1) * G; i++) t += q[i];
         sum[g] = t;
     }
-    *a = (aw_qact){q, s, sum, K, G};
+    *a = (aw_qact){q, s, sum, NULL, NULL, NULL, K, G};
+#if QSIMD && AW_RELAXED
+    uint8_t *pos = extra, *neg = extra + k;
+    for (size_t i = 0; i < K; i++) pos[i] = (uint8_t)(q[i] > 0 ? q[i] : 0), neg[i] = (uint8_t)(q[i] < 0 ? -q[i] : 0);
+    a->pos = pos, a->neg = neg;
+#elif QSIMD
+    int16_t *q16 = (int16_t *)extra;
+    for (size_t i = 0; i < K; i++) q16[i] = q[i];
+    a->q16 = q16;
+#else
+    (void)extra;
+#endif
 }
 
 // ---- the gemv -------------------------------------------------------------------------------
 
 enum {
     QGEMV_PAR = 1 << 15, // multiply-adds from which a call is cut for threads (matmul.c's GEMV_PAR)
-    QGEMV_BLOCKS = 64,   // at most this many blocks of rows (parallel.h's AW_PIECES)
+    QGEMV_BLOCKS = 64,   // at most this many items (parallel.h's AW_PIECES)
 };
 
 typedef struct {
@@ -256,6 +352,7 @@ typedef struct {
     const aw_qact *x;  // (n) activation rows
     const float *b;
     size_t n, cut;
+    size_t Q;          // > 0: the four-row kernel's quarters (rows t, t + Q, t + 2Q, t + 3Q together)
     int ref;
 } qgemv_job;
 
@@ -273,22 +370,57 @@ static void qgemv_rows(const qgemv_job *jb, size_t j0, size_t j1) {
         }
 }
 
+#if QSIMD
+// Rows t, t + Q, t + 2Q and t + 3Q for t in [t0, t1), through the four-row kernel: its four lanes
+// read four quarters of W, so each lane streams forwards through one quarter and a thread that takes
+// consecutive items continues the same four streams, which the hardware prefetcher follows. (Four
+// adjacent rows made a new 3 KB stream every four rows: from memory that ran at 15 GB/s against
+// 24 GB/s this way, and 17 GB/s one row at a time: `node bench/run.js qgemv`.)
+static void qgemv_quarters(const qgemv_job *jb, size_t t0, size_t t1) {
+    const aw_qmat *w = jb->w;
+    const size_t ng = w->cols / w->group, rb = AW_QFORMATS[w->format].row_bytes(w->cols), Q = jb->Q;
+    v128_t (*rows4)(const uint8_t *, size_t, const float *, size_t, const aw_qact *) = ROWS4[w->format];
+    for (size_t t = t0; t < t1; t++)
+        for (size_t r = 0; r < jb->n; r++) {
+            float v[4];
+            wasm_v128_store(v, rows4(w->q + t * rb, Q * rb, w->s + t * ng, Q * ng, &jb->x[r]));
+            for (size_t l = 0; l < 4; l++) { // each lane is its row's value in the reference's order
+                const size_t j = t + l * Q;
+                jb->y[r * w->rows + j] = jb->b ? jb->b[j] + v[l] : v[l];
+            }
+        }
+}
+#endif
+
 static void qgemv_block(void *ctx, size_t item) {
     const qgemv_job *jb = ctx;
-    const size_t j0 = item * jb->cut, j1 = jb->w->rows - j0 < jb->cut ? jb->w->rows : j0 + jb->cut;
-    qgemv_rows(jb, j0, j1);
+    const size_t N = jb->Q ? jb->Q : jb->w->rows, t0 = item * jb->cut;
+#if QSIMD
+    if (jb->Q) { // the quarters' items, then one for the rows past 4Q
+        if (t0 >= N) qgemv_rows(jb, 4 * jb->Q, jb->w->rows);
+        else qgemv_quarters(jb, t0, N - t0 < jb->cut ? N : t0 + jb->cut);
+        return;
+    }
+#endif
+    qgemv_rows(jb, t0, N - t0 < jb->cut ? N : t0 + jb->cut);
 }
 
-// Threads: blocks of a multiple of 4 rows of W, fixed by its sizes alone (parallel.h)
+// Threads: items of rows (or of the quarters' rows), cut by W's sizes alone (parallel.h); every
+// row's value is the same whichever item or lane computes it.
 static void qgemv(float *y, const aw_qmat *w, const aw_qact *x, size_t n, const float *b, int ref) {
     const size_t N = w->rows;
-    qgemv_job jb = {y, w, x, b, n, N, ref};
-    if (!ref && (double)N * (double)w->cols >= QGEMV_PAR) {
-        size_t cut = (N + QGEMV_BLOCKS - 1) / QGEMV_BLOCKS;
-        jb.cut = (cut + 3) / 4 * 4;
+    qgemv_job jb = {y, w, x, b, n, 0, 0, ref};
+    if (ref) {
+        qgemv_rows(&jb, 0, N);
+        return;
     }
-    if (ref) qgemv_rows(&jb, 0, N);
-    else aw_parallel_for((N + jb.cut - 1) / jb.cut, qgemv_block, &jb);
+#if QSIMD
+    if (ROWS4[w->format] && N >= 4) jb.Q = N / 4;
+#endif
+    const size_t span = jb.Q ? jb.Q : N; // what the items cut
+    jb.cut = (double)N * (double)w->cols >= QGEMV_PAR ? (span + QGEMV_BLOCKS - 1) / QGEMV_BLOCKS : span;
+    const size_t items = (span + jb.cut - 1) / jb.cut + (jb.Q && 4 * jb.Q < N);
+    aw_parallel_for(items, qgemv_block, &jb);
 }
 
 void aw_qgemv(float *y, const aw_qmat *w, const aw_qact *x, const float *b) { qgemv(y, w, x, 1, b, 0); }

@@ -14,15 +14,16 @@
 // g ascending. So every build (scalar, SIMD128, relaxed SIMD) and every thread count gives the
 // same bits.
 //
-// The kernels: SIMD128 multiplies int8 by int8 into i16 (i16x8.extmul_low/high_i8x16_s: a product
-// and the sum of two fit i16), then widens pairwise into i32. The relaxed build's q4_0 kernel uses
-// i16x8.relaxed_dot_i8x16_i7x16_s, whose result every engine defines the same way when each element
-// of its second operand lies in [0, 127] (engines may read that operand as signed or as unsigned;
-// x86's pmaddubsw reads it unsigned): that operand is the stored nibble u in [0, 15], and the -8
-// comes off as 8 sum_i x_i per group (aw_qact.sum), an exact integer. Its q8_0 kernel is SIMD128's:
-// q8_0 has no operand in [0, 127] to give, and moving x's signs onto w (|x| then is one) takes 8
-// operations per 16 values against SIMD128's 7 (counted). A weight of -128 (a version 2 file may hold
-// one; quantize never writes it) is still exact: two products of at most 128 * 127 fit i16.
+// The kernels (quant.c) take four rows of W at once, one from each quarter of its rows, so every
+// load of x serves four rows and each lane streams forwards through its quarter. SIMD128 widens both
+// operands to i16 (x once per call, aw_qact.q16) and multiplies with i32x4.dot_i16x8_s. The relaxed
+// build uses i16x8.relaxed_dot_i8x16_i7x16_s, whose result every engine defines the same way when
+// each element of its second operand lies in [0, 127] (engines may read that operand as signed or
+// as unsigned; x86's pmaddubsw reads it unsigned): for q4_0 that operand is the stored nibble u in
+// [0, 15], and the -8 comes off as 8 sum_i x_i per group (aw_qact.sum), an exact integer; for q8_0
+// it is x's positive part and then its negative part (aw_qact.pos, neg: w x = w pos - w neg), each
+// i16 lane w0 x0 + w1 x1 of at most 2 * 128 * 127 in size. A weight of -128 (a version 2 file may
+// hold one; quantize never writes it) is exact in both.
 #ifndef AW_QUANT_H
 #define AW_QUANT_H
 
@@ -37,6 +38,8 @@ typedef struct {
     const int8_t *q;    // (K) round(x / s) in [-127, 127]
     const float *s;     // (K / G) each group's scale, max|x| / 127
     const int32_t *sum; // (K / G) each group's sum of q (q4_0's -8)
+    const int16_t *q16; // (K) q widened (the SIMD128 kernels; else 0)
+    const uint8_t *pos, *neg; // (K) max(q, 0) and max(-q, 0) (the relaxed build's q8_0 kernel; else 0)
     size_t K, G;
 } aw_qact;
 

@@ -21,6 +21,7 @@
 #include "../attention/softmax_attention.h"
 #include "../attention/softmax_attention_backward.h"
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "../kernels/size.h"
 #include "../kernels/status.h"
 #include "tasks.h"
@@ -288,30 +289,44 @@ static size_t step_floats(const aw_attn_form *f, size_t L) { return aw_size_mul3
 
 // One query (C) over n cached rows of the K/V heads (n, KC): head h reads K/V head h / (H / KH), with
 // the kernel's weights: the scaled dot product soft-capped, the bias by distance (the query at row
-// ds->q_offset), and a learned sink's logit in each head's softmax sum. One pass, online softmax
-// (the running maximum rescales the sum and the output), so no scratch.
-static void grouped_attend(const aw_attn_form *f, const aw_softmax_attention_desc *ds, float *out, const float *q,
-                           const float *kc, const float *vc, size_t n) {
-    const size_t C = f->C, H = f->H, hd = C / H, KC = f->KC, group = H / (KC / hd);
-    for (size_t h = 0; h < H; h++) {
-        const float *qh = q + h * hd;
-        const size_t off = (h / group) * hd;
-        float *o = out + h * hd, mx = ds->sinks ? ds->sinks[h] : -INFINITY, sum = ds->sinks ? 1.0f : 0.0f;
-        memset(o, 0, hd * sizeof(float));
-        for (size_t j = 0; j < n; j++) {
-            const float s = aw_softcap(aw_dot(qh, kc + j * KC + off, hd) * ds->scale, ds->softcap) + aw_score_bias(ds, h, 0, j);
-            if (s > mx) { // a new maximum: what was summed so far shrinks by exp(old - new)
-                const float r = expf(mx - s);
-                sum *= r;
-                for (size_t i = 0; i < hd; i++) o[i] *= r;
-                mx = s;
-            }
-            const float p = expf(s - mx);
-            sum += p;
-            aw_axpy(o, p, vc + j * KC + off, hd);
-        }
-        for (size_t i = 0; i < hd; i++) o[i] /= sum;
+// ds->q_offset), and a learned sink's logit in each head's softmax sum. Two passes over each head's
+// logits in scratch (n a head): their maximum, then exp and the weighted sum of the values. One item a
+// head (threads when the step is large enough: parallel.h), so the result is the same at any count.
+typedef struct {
+    const aw_attn_form *f;
+    const aw_softmax_attention_desc *ds;
+    float *out, *scratch;
+    const float *q, *kc, *vc;
+    size_t n;
+} attend_job;
+
+static void attend_head(void *ctx, size_t h) {
+    const attend_job *jb = ctx;
+    const aw_softmax_attention_desc *ds = jb->ds;
+    const size_t C = jb->f->C, H = jb->f->H, hd = C / H, KC = jb->f->KC, group = H / (KC / hd), n = jb->n;
+    const float *qh = jb->q + h * hd, *kc = jb->kc + (h / group) * hd, *vc = jb->vc + (h / group) * hd;
+    float *o = jb->out + h * hd, *s = jb->scratch + h * n, mx = ds->sinks ? ds->sinks[h] : -INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        s[j] = aw_softcap(aw_dot(qh, kc + j * KC, hd) * ds->scale, ds->softcap) + aw_score_bias(ds, h, 0, j);
+        mx = s[j] > mx ? s[j] : mx;
     }
+    float sum = ds->sinks ? expf(ds->sinks[h] - mx) : 0.0f;
+    for (size_t j = 0; j < n; j++) s[j] = expf(s[j] - mx), sum += s[j];
+    memset(o, 0, hd * sizeof(float));
+    for (size_t j = 0; j < n; j++) aw_axpy(o, s[j], vc + j * KC, hd);
+    for (size_t i = 0; i < hd; i++) o[i] /= sum;
+}
+
+// AW_OK, AW_ERR_NOMEM, or AW_ERR_NONFINITE when float32 could not hold a logit or the output
+// (inputs that large: the caller then takes the double-precision path)
+static int decode_attend(const aw_attn_form *f, const aw_softmax_attention_desc *ds, float *out, const float *q,
+                         const float *kc, const float *vc, size_t n) {
+    float *scratch = aw_alloc_floats(aw_size_mul(f->H, n));
+    if (!scratch) return AW_ERR_NOMEM;
+    attend_job jb = {f, ds, out, scratch, q, kc, vc, n};
+    aw_parallel_for_work(f->H, attend_head, &jb, 2.0 * (double)n * (double)f->C);
+    free(scratch);
+    return aw_find_nonfinite(out, f->C) == f->C ? AW_OK : AW_ERR_NONFINITE;
 }
 
 static int step(aw_attn_form *f, float *state, size_t L, float *out, const float *x, const float *q,
@@ -328,9 +343,10 @@ static int step(aw_attn_form *f, float *state, size_t L, float *out, const float
     aw_softmax_attention_desc ds = desc(f, 1, pos + 1 - first, 0);
     ds.window = 0;
     ds.q_offset = pos - first; // the score bias: the query is at position pos, key row 0 at first
-    int st = AW_OK;
-    if (KC == C) st = softmax_attention_forward(out, NULL, q, kc + first * C, vc + first * C, &ds);
-    else grouped_attend(f, &ds, out, q, kc + first * KC, vc + first * KC, pos + 1 - first);
+    int st = decode_attend(f, &ds, out, q, kc + first * KC, vc + first * KC, pos + 1 - first);
+    if (st == AW_ERR_NOMEM) return aw_fail(st, "generation: out of memory for the attention's scratch");
+    if (st && KC == C) st = softmax_attention_forward(out, NULL, q, kc + first * C, vc + first * C, &ds); // the double path
+    else if (st) st = aw_fail(st, "generation: the attention's output is not finite");
     if (!st && o->gate) gate_apply(f, out, NULL, x, 1);
     return st;
 }
