@@ -55,14 +55,14 @@ const rand = (n, seed) => {
   return Float32Array.from({ length: n }, () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s / 2 ** 32 - 0.5; });
 };
 
-export default async function run({ cpuName }) {
+export default async function run({ cpuName, relaxed }) {
   const probe = spawnSync(PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' });
   const blas = spawnSync('readlink', ['-f', '/usr/lib/x86_64-linux-gnu/libblas.so.3'], { encoding: 'utf8' }).stdout.trim();
   if (probe.status !== 0) {
     console.log('pending: no PyTorch here (Debian: apt-get install python3-torch), so there is no native yardstick in this run.');
     return;
   }
-  console.log(`PyTorch ${probe.stdout.trim()} (CPU, eager; BLAS ${blas || 'unknown'}) against the SIMD build, same thread count; ${cpuName()}`);
+  console.log(`PyTorch ${probe.stdout.trim()} (CPU, eager; BLAS ${blas || 'unknown'}) against the SIMD build (and the relaxed build where this engine runs it), same thread count; ${cpuName()}`);
   console.log(`median over ${ROUNDS} alternating rounds; torch / ours above 1 means ours is faster\n`);
   const rows = [];
   for (const threads of [1, 2]) {
@@ -89,12 +89,21 @@ export default async function run({ cpuName }) {
       const model = lib.createModel({ ...cfg, attention: 'softmax' });
       await torch.ask({ op: 'model', vocab: 16, dModel: 64, heads: 4, layers: 2, batch: 16, T: 32 });
       const hyper = { lr: 1e-3, beta1: 0.9, beta2: 0.98, eps: 1e-8, weightDecay: 0.01, clip: 1 };
-      work.push(['training step C=64 H=4 L=2 B=16 T=32', () => model.trainStep({ task: 'reverse', batchSize: 16, length: 16, symbols: 10, ...hyper }),
-        { op: 'train' }, 5]);
+      const step = (m) => () => m.trainStep({ task: 'reverse', batchSize: 16, length: 16, symbols: 10, ...hyper });
+      work.push(['training step C=64 H=4 L=2 B=16 T=32', step(model), { op: 'train' }, 5]);
       // the step's forward alone (a batch, the model, the loss; no gradients): what the backward pass
       // and the optimizer add is the step less this
       work.push(['training step, its forward alone', () => model.evaluate({ task: 'reverse', batches: 1, batchSize: 16, length: 16, symbols: 10, seed: 1 }),
         { op: 'train-forward' }, 5]);
+      // the relaxed build (fused multiply-add matmul) where the engine runs it: the same matmul and step
+      let rmodel = null;
+      if (relaxed) {
+        const rlib = await loadAttention({ relaxed: true, threads });
+        const a = rand(256 * 256, 1), b = rand(256 * 256, 2);
+        work.push(['matmul 256^3, relaxed build', () => rlib.kernels.matmul(a, b, { M: 256, N: 256, K: 256 }), { op: 'matmul', n: 256 }, 20]);
+        rmodel = rlib.createModel({ ...cfg, attention: 'softmax' });
+        work.push(['training step C=64 H=4 L=2 B=16 T=32, relaxed build', step(rmodel), { op: 'train' }, 5]);
+      }
       for (const [name, ours, cmd, reps] of work) {
         const mine = [], theirs = [];
         for (let r = 0; r < ROUNDS; r++) {
@@ -113,6 +122,7 @@ export default async function run({ cpuName }) {
         }
       }
       model.dispose();
+      rmodel?.dispose();
     } finally {
       torch.close();
     }

@@ -106,9 +106,9 @@ static size_t claim(size_t count, int self) {
         for (;;) {
             const uint32_t lo = (uint32_t)e, hi = (uint32_t)(e >> 32);
             if (lo >= hi) break;
-            const uint64_t want = k == 0 ? e + 1 : e - ((uint64_t)1 << 32);
+            const uint64_t want = t == self ? e + 1 : e - ((uint64_t)1 << 32);
             if (__atomic_compare_exchange_n(&runs[t].ends, &e, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-                return k == 0 ? lo : hi - 1;
+                return t == self ? lo : hi - 1;
         }
     }
     return count;
@@ -170,10 +170,8 @@ void aw_threads_loop(int index) {
     for (;;) {
         // spin a little before sleeping: the next job often follows at once (a model's step runs
         // dozens), and waking a sleeping thread costs tens of microseconds
-        int i = 0;
-        while (i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen) i++;
-        // a wait that would return at once still costs a call into the engine (microseconds in V8)
-        if (i == SPIN) POOL_WAIT(&pool.seq, seen);
+        for (int i = 0; i < SPIN && __atomic_load_n(&pool.seq, __ATOMIC_ACQUIRE) == seen; i++) { }
+        POOL_WAIT(&pool.seq, seen);
         __atomic_fetch_add(&pool.active, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&pool.writing, __ATOMIC_SEQ_CST)) { // a job is being written: wait for its bump
             __atomic_fetch_sub(&pool.active, 1, __ATOMIC_SEQ_CST);
