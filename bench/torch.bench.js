@@ -62,6 +62,10 @@ export default async function run({ cpuName, relaxed }) {
     console.log('pending: no PyTorch here (Debian: apt-get install python3-torch), so there is no native yardstick in this run.');
     return;
   }
+  if (/\/blas\/libblas/.test(blas)) { // Debian's reference BLAS: about 30x slower than OpenBLAS, no yardstick
+    console.log(`pending: PyTorch multiplies through the reference BLAS here (${blas}); bash scripts/bench-deps.sh installs OpenBLAS.`);
+    return;
+  }
   console.log(`PyTorch ${probe.stdout.trim()} (CPU, eager; BLAS ${blas || 'unknown'}) against the SIMD build (and the relaxed build where this engine runs it), same thread count; ${cpuName()}`);
   console.log(`median over ${ROUNDS} alternating rounds; torch / ours above 1 means ours is faster\n`);
   const rows = [];

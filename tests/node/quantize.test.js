@@ -143,6 +143,26 @@ test('the quantized layer: the same integers and scales as the float64 reference
   }
 });
 
+test('halves round away from zero in every build, for weights and activations (the vector quantize)', () => {
+  // each group's largest magnitude is 127, so its scale is exactly 1 and every x / s is the value itself:
+  // the halves are ties, which C's roundf takes away from zero (0.5 -> 1, -2.5 -> -3)
+  const halves = [127, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 100.5, -100.5, 126.5, -126.5, 63.5, 0, -0.49999997, 0.49999997, 7];
+  const row = (k) => Float32Array.from({ length: 32 }, (_, i) => (i % 16 === 0 ? (k % 2 ? -127 : 127) : halves[(i + k) % 16]));
+  const IC = 32, OC = 5, N = 2, G = 16;
+  const w = new Float32Array(OC * IC), x = new Float32Array(N * IC);
+  for (let j = 0; j < OC; j++) w.set(row(j), j * IC);
+  for (let n = 0; n < N; n++) x.set(row(n + 3), n * IC);
+  const want = refLinear('q8_0', G, w, x, null, N, IC, OC);
+  for (const { name, lib } of builds) {
+    const got = quantLinear(lib, 'q8_0', G, w, x, null, N, IC, OC);
+    const bytes = new Uint8Array(OC * IC);
+    want.rows.forEach((r, j) => bytes.set(r.bytes, j * IC));
+    assert.ok(bitSame(got.q, bytes), `${name}: the weights' halves rounded differently from roundf`);
+    // integer values times scales of 1: float32 holds every sum exactly, so the outputs must be the reference's
+    assert.deepEqual([...got.out], [...want.out], `${name}: the activations' halves rounded differently from roundf`);
+  }
+});
+
 // What every build must give bit for bit: the layer (fast path and plain-C path) and a quantized
 // model's logits and greedy tokens. Self-contained, so the relaxed child can run it too.
 function fingerprint(lib, threads) {
