@@ -6,7 +6,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { builds, rand, relMaxErr } from './helpers.js';
+import { builds, rand, relMaxErr, stepThrough } from './helpers.js';
 import { REFERENCES } from './reference.js';
 import { loadAttention } from '../../wasm/index.js';
 
@@ -260,11 +260,7 @@ for (const [fi, form] of forms.entries()) {
           perturbParams(layer, seed + 1);
           const data = { q: rand(n * d, seed + 2), k: rand(n * d, seed + 3), v: rand(n * d, seed + 4), x: rand(n * d, seed + 5) };
           const full = layer.forward(data).output;
-          const steps = new Float32Array(n * d);
-          for (let p = 0; p < n; p++) {
-            const row = (a) => a.slice(p * d, (p + 1) * d);
-            steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
-          }
+          const steps = stepThrough(layer, data, n, d);
           const e = relMaxErr(steps, full);
           worst = Math.max(worst, e);
           assert.ok(e <= TOL_STEP, `${name} ${build} n=${n} heads=${heads}: step vs forward rel err ${e} > ${TOL_STEP}`);

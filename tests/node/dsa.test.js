@@ -7,7 +7,7 @@
 // with the cache as by recomputing.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { TOL, builds, expectError, rand, relMaxErr, softmaxAttentionF64 } from './helpers.js';
+import { TOL, builds, expectError, rand, relMaxErr, softmaxAttentionF64, stepThrough } from './helpers.js';
 import { dsaF64, dsaIndexF64, dsaTopK } from './reference.js';
 import { safetensorsHeader } from '../../wasm/safetensors.js';
 
@@ -122,11 +122,7 @@ for (const { name: build, lib } of builds) {
       const layer = lib.attentionLayer('dsa', { n, d, heads, causal: true, maxLen: n, seed, attentionOptions: { topK: 4, stage } });
       const data = { q: rand(n * d, seed + 1), k: rand(n * d, seed + 2), v: rand(n * d, seed + 3), x: rand(n * d, seed + 4) };
       const full = layer.forward(data).output;
-      const steps = new Float32Array(n * d);
-      for (let p = 0; p < n; p++) {
-        const row = (a) => a.slice(p * d, (p + 1) * d);
-        steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
-      }
+      const steps = stepThrough(layer, data, n, d);
       const e = relMaxErr(steps, full);
       worst = Math.max(worst, e);
       assert.ok(e <= 1e-5, `${stage}: step vs forward ${e}`);

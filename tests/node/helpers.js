@@ -47,6 +47,16 @@ export function relMaxErr(a, b) {
 }
 
 /** Asserts maxErr(a, b) <= tol and logs it; `label` says what was compared. */
+/** A layer's generation step run at every position 0 .. n-1 of data ({ q, k, v, x }, rows of d): the outputs, (n, d). */
+export function stepThrough(layer, data, n, d) {
+  const out = new Float32Array(n * d);
+  for (let p = 0; p < n; p++) {
+    const row = (a) => a.slice(p * d, (p + 1) * d);
+    out.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
+  }
+  return out;
+}
+
 export function expectClose(t, label, a, b, tol) {
   const e = maxErr(a, b);
   t.diagnostic(`${label}: max err ${e.toExponential(2)} (tol ${tol})`);

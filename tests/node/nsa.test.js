@@ -9,7 +9,7 @@
 // heads). The conformance suite checks the rest (reference, threads, step, save/load, options).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { builds, expectError, rand, relMaxErr, softmaxAttentionF64 } from './helpers.js';
+import { builds, expectError, rand, relMaxErr, softmaxAttentionF64, stepThrough } from './helpers.js';
 import { nsaF64 } from './reference.js';
 
 const tensorsOf = (layer, p = layer.params) => {
@@ -159,11 +159,7 @@ for (const { name, lib } of builds) {
       const d = 4 * heads;
       const layer = lib.attentionLayer('nsa', { n, d, heads, causal: true, seed: 4, maxLen: Math.ceil(n / blockSize) * blockSize, attentionOptions: { blockSize, topBlocks: 1, window: 2, compress: 'mlp' } });
       const data = { q: rand(n * d, 1), k: rand(n * d, 2), v: rand(n * d, 3), x: rand(n * d, 4) };
-      const full = layer.forward(data).output, steps = new Float32Array(n * d);
-      for (let p = 0; p < n; p++) {
-        const row = (a) => a.slice(p * d, (p + 1) * d);
-        steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
-      }
+      const full = layer.forward(data).output, steps = stepThrough(layer, data, n, d);
       const e = relMaxErr(steps, full);
       worst = Math.max(worst, e);
       assert.ok(e <= 1e-5, `n=${n} bs=${blockSize}: step vs forward rel err ${e}`);

@@ -7,7 +7,7 @@
 // generation = full forward, checkpoints; and the Errors.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { TOL, builds, expectError, rand, relMaxErr } from './helpers.js';
+import { TOL, builds, expectError, rand, relMaxErr, stepThrough } from './helpers.js';
 import { REFERENCES } from './reference.js';
 import { loadAttention } from '../../wasm/index.js';
 import { readSafetensors } from '../../wasm/safetensors.js';
@@ -127,11 +127,7 @@ for (const { name: build, lib } of builds) {
       const layer = lib.attentionLayer('softmax', { n, d, heads, causal: true, maxLen: n, seed, attentionOptions: set });
       perturb(layer, seed + 1);
       const data = { q: rand(n * d, seed + 2, -2, 2), k: rand(n * d, seed + 3, -2, 2), v: rand(n * d, seed + 4), x: rand(n * d, seed + 5) };
-      const full = layer.forward(data).output, steps = new Float32Array(n * d);
-      for (let p = 0; p < n; p++) {
-        const row = (a) => a.slice(p * d, (p + 1) * d);
-        steps.set(layer.step(p, { q: row(data.q), k: row(data.k), v: row(data.v), x: row(data.x) }), p * d);
-      }
+      const full = layer.forward(data).output, steps = stepThrough(layer, data, n, d);
       assert.ok(relMaxErr(steps, full) <= 1e-5, `${label(set)}: step vs forward ${relMaxErr(steps, full)}`);
       layer.dispose();
     }
