@@ -121,8 +121,8 @@ AW_API int aw_bench_qgemv(const char *format, int32_t rows, int32_t cols, int32_
         return AW_OK;
     }
     const int f = aw_qformat_find(format);
-    if (f == AW_QF_NONE || rows < 4 || cols < group || group < 16 || cols % group || reps < 0)
-        return aw_fail(AW_ERR_ARG, "qgemv bench: format q8_0 or q4_0, rows >= 4, cols a multiple of group >= 16");
+    if (f == AW_QF_NONE || rows < 4 || cols < 1 || group < 1 || !aw_qgroup_valid(f, (size_t)group) || cols % group || reps < 0)
+        return aw_fail(AW_ERR_ARG, "qgemv bench: format q8_0 or q4_0, rows >= 4, a group the format takes, cols a multiple of it");
     if (m.format != f || m.rows != (size_t)rows || m.cols != (size_t)cols || m.group != (size_t)group) {
         free(m.q), free(m.s), free(work);
         const size_t rb = AW_QFORMATS[f].row_bytes((size_t)cols), ng = (size_t)cols / (size_t)group;

@@ -18,7 +18,7 @@ AW_API int aw_quant_linear(const char *format, int32_t group, const float *w, co
     const int fid = aw_qformat_find(format);
     if (fid == AW_QF_NONE) return api_done(aw_fail(AW_ERR_ARG, "quantLinear: format must be \"q8_0\" or \"q4_0\""));
     const aw_qformat *f = &AW_QFORMATS[fid];
-    if (group < 16 || group > AW_QGROUP_MAX || group % 16 || (f->fixed_group && (size_t)group != f->fixed_group))
+    if (group < 1 || !aw_qgroup_valid(fid, (size_t)group))
         return api_done(aw_fail(AW_ERR_ARG, "quantLinear: group %d is not one %s takes", (int)group, f->name));
     if (N < 1 || IC < 1 || OC < 1 || IC % group)
         return api_done(aw_fail(AW_ERR_ARG, "quantLinear: N, IC, OC must be >= 1 and IC a multiple of the group"));

@@ -37,15 +37,13 @@ static void q8_quantize_row(uint8_t *q, float *s, const float *x, size_t n, size
         size_t i = 0;
 #if QSIMD
         v128_t vmax = wasm_f32x4_splat(0.0f);
-        for (; i + 4 <= G; i += 4) { // pmax keeps the running value on NaN, as the scalar test does
+        for (; i + 4 <= G; i += 4) { // a > max ? a : max, lane by lane: a NaN is passed over, as below
             const v128_t a = wasm_f32x4_abs(wasm_v128_load(xg + i));
             vmax = wasm_v128_bitselect(a, vmax, wasm_f32x4_gt(a, vmax));
         }
-        for (int l = 0; l < 4; l++) {
-            const float a = l == 0 ? wasm_f32x4_extract_lane(vmax, 0) : l == 1 ? wasm_f32x4_extract_lane(vmax, 1)
-                          : l == 2 ? wasm_f32x4_extract_lane(vmax, 2) : wasm_f32x4_extract_lane(vmax, 3);
-            amax = a > amax ? a : amax;
-        }
+        float lanes[4];
+        wasm_v128_store(lanes, vmax);
+        for (int l = 0; l < 4; l++) amax = lanes[l] > amax ? lanes[l] : amax;
 #endif
         for (; i < G; i++) amax = fabsf(xg[i]) > amax ? fabsf(xg[i]) : amax;
         const float scale = amax / 127.0f;
@@ -155,6 +153,8 @@ static float q4_row_ref(const uint8_t *q, const float *ws, const aw_qact *x) {
 //            [0, 127]) and w x = dot(w, pos) - dot(w, neg) through i16x8.relaxed_dot_i8x16_i7x16_s
 //            (each i16 lane is w0 x0 + w1 x1, at most 2 * 128 * 127 in size: exact);
 //            q4_0: the nibbles in [0, 15] as the [0, 127] operand, x as the signed one.
+//            (clang-19's fused i32x4.relaxed_dot_i8x16_i7x16_add_s, 0xfd 0x113, is refused by V8 in
+//            Chromium 156 and Node 20: "not enough arguments on the stack"; the i16x8 form runs in both.)
 
 #if QSIMD
 static inline int32_t hsum_i32(v128_t a) {
@@ -290,6 +290,12 @@ const aw_qformat AW_QFORMATS[AW_QF_COUNT] = {
     {"q8_0", 8, 0, AW_QF_Q8_0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_row, q8_row_ref},
     {"q4_0", 4, 32, AW_QF_Q8_0, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_row, q4_row_ref},
 };
+
+int aw_qgroup_valid(int format, size_t group) {
+    if (format <= AW_QF_NONE || format >= AW_QF_COUNT) return 0;
+    const size_t fixed = AW_QFORMATS[format].fixed_group;
+    return group >= 16 && group <= AW_QGROUP_MAX && group % 16 == 0 && (!fixed || group == fixed);
+}
 
 int aw_qformat_find(const char *name) {
     for (int f = 1; f < AW_QF_COUNT; f++)

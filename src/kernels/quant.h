@@ -76,6 +76,9 @@ typedef struct {
 extern const aw_qformat AW_QFORMATS[AW_QF_COUNT]; // row 0: fp32 (no quantization)
 // The format named `name` (AW_QF_NONE when unknown).
 int aw_qformat_find(const char *name);
+// 1 when `format` takes groups of `group` values: a multiple of 16 up to AW_QGROUP_MAX (the kernels'
+// step), and the format's fixed group if it has one.
+int aw_qgroup_valid(int format, size_t group);
 
 // Bytes aw_qact_init needs for K values in groups of G (AW_SIZE_INVALID when it does not fit).
 size_t aw_qact_bytes(size_t K, size_t G);
