@@ -6,14 +6,22 @@ import { checkInt, checkKeys, describe, fail } from './core.js';
 
 const MODES = ['zero', 'mean'];
 
-/** An optional array of integer indices (positions, heads) as an Int32Array; undefined stays so. */
-function indexList(what, list) {
+/**
+ * An optional array of integer indices (positions, heads) as an Int32Array; undefined stays so.
+ * distinct: refuse an index given twice (C selects by a mask, so scale's or add's second mention
+ * would be dropped where the caller may mean it twice).
+ */
+function indexList(what, list, distinct = false) {
   if (list === undefined) return undefined;
   const ok = Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView));
   if (!ok) fail(`${what} must be an array of integer indices, got ${describe(list)}`);
-  const out = new Int32Array(list.length);
+  const out = new Int32Array(list.length), first = new Map();
   for (let i = 0; i < list.length; i++) {
     out[i] = checkInt(`${what}[${i}]`, list[i]);
+    if (!distinct) continue;
+    if (first.has(out[i]))
+      fail(`${what}[${first.get(out[i])}] and ${what.split(': ').pop()}[${i}] are both ${out[i]}: list each once (the edit applies once to each)`);
+    first.set(out[i], i);
   }
   return out;
 }
@@ -147,13 +155,13 @@ export function installHooks(core, proto, checkTokens) {
       const w = `${what}: scale[${i}]`;
       checkKeys(w, o, ['name', 'positions', 'heads', 'factor']);
       hookName(`${w}: name`, o.name);
-      return { w, kind: 'scale', name: o.name, positions: indexList(`${w}: positions`, o.positions), heads: indexList(`${w}: heads`, o.heads), factor: number(w, o.factor, 'factor') };
+      return { w, kind: 'scale', name: o.name, positions: indexList(`${w}: positions`, o.positions, true), heads: indexList(`${w}: heads`, o.heads, true), factor: number(w, o.factor, 'factor') };
     });
     const addOps = list('add', '{ name, vector, scale?, positions?, heads? }').map((o, i) => {
       const w = `${what}: add[${i}]`;
       checkKeys(w, o, ['name', 'vector', 'scale', 'positions', 'heads']);
       hookName(`${w}: name`, o.name);
-      return { w, kind: 'add', name: o.name, positions: indexList(`${w}: positions`, o.positions), heads: indexList(`${w}: heads`, o.heads), data: floats(w, o.vector, 'vector'), factor: number(w, o.scale, 'scale', 1) };
+      return { w, kind: 'add', name: o.name, positions: indexList(`${w}: positions`, o.positions, true), heads: indexList(`${w}: heads`, o.heads, true), data: floats(w, o.vector, 'vector'), factor: number(w, o.scale, 'scale', 1) };
     });
     const { names } = opts;
     if (names !== undefined && !Array.isArray(names)) fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);

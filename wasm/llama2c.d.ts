@@ -31,13 +31,16 @@ export interface Llama2cApi {
    * training (default false): false keeps the parameters only; true also allocates gradients and
    * AdamW state (four times the memory) so it can be fine-tuned. A version 2 file (runq.c's int8,
    * magic "ak42") loads as a q8_0 model holding the file's integers (model.quantize); training must be false.
+   * bytes and tokenizer may be Node Buffers (readFileSync's, or pooled ones at an offset); the
+   * header's sizes are checked against the file's length before anything is built from them.
    */
   loadLlama2c(bytes: Uint8Array | ArrayBuffer, opts?: { tokenizer?: Uint8Array | ArrayBuffer; training?: boolean }): Llama2cModel;
-  /** llama2.c's tokenizer.bin from pieces (UTF-8 strings) and their merge scores (default 0) */
+  /** llama2.c's tokenizer.bin from pieces (UTF-8 strings) and their merge scores: one finite number
+   *  per piece (a list of another length is an Error), or left out for all 0 */
   writeLlama2cTokenizer(pieces: string[], scores?: ArrayLike<number>): Uint8Array;
   /**
    * What a model file's bytes are, from their opening (the first 64 KiB are plenty; size: the whole
-   * file's length when only its opening is given): a format of MODEL_FILE_FORMATS and what it is,
+   * file's length when only its opening is given, an integer at least bytes' length): a format of MODEL_FILE_FORMATS and what it is,
    * or format null with what the bytes look like and every format tried.
    */
   sniffModelFile(bytes: Uint8Array | ArrayBuffer, size?: number): {

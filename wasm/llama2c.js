@@ -25,9 +25,16 @@ const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2 (this reade
 // what loadLlama2c reads, for its refusals
 const found2c = () => 'loadLlama2c reads llama2.c\'s legacy model .bin: 7 int32 sizes, then float32 weights';
 
+// The bytes as a plain Uint8Array over the same memory: a Node Buffer (what readFileSync gives)
+// is a Uint8Array whose slice shares memory where Uint8Array's copies, and a small one sits at
+// an offset in Node's shared pool, so the readers below never call a subclass's methods.
 function asBytes(what, bytes) {
-  return bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
+  const u8 = bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
+  return u8.constructor === Uint8Array ? u8 : new Uint8Array(u8.buffer, u8.byteOffset, u8.byteLength);
 }
+
+// A copy of bytes [a, b) in a fresh ArrayBuffer of its own (Uint8Array's slice, whatever the view's class).
+const copyOf = (u8, a, b) => Uint8Array.prototype.slice.call(u8, a, b);
 
 // The model-file formats sniffModelFile tells apart, in the order it tries them.
 export const MODEL_FILE_FORMATS = Object.freeze([
@@ -74,6 +81,8 @@ function plausibleHeader(u8) {
  */
 export function sniffModelFile(bytes, size) {
   const u8 = asBytes('sniffModelFile: bytes', bytes);
+  if (size !== undefined && !(Number.isSafeInteger(size) && size >= u8.length))
+    fail(`sniffModelFile: size must be the whole file's length in bytes, an integer >= the ${u8.length} bytes given, got ${describe(size)}`);
   const total = size ?? u8.length;
   const found = (format) => MODEL_FILE_FORMATS.find((f) => f.format === format);
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
@@ -204,7 +213,7 @@ export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
   const parts = layout(h);
   const floats = Number((need - 28n) / 4n);
   // float32 views where the bytes are 4-aligned, else one aligned copy
-  const src = (u8.byteOffset % 4) ? u8.slice() : u8;
+  const src = (u8.byteOffset % 4) ? copyOf(u8) : u8;
   const all = new Float32Array(src.buffer, src.byteOffset + 28, floats);
   const tensors = [];
   let at = 0;
@@ -261,20 +270,31 @@ export function llama2cV2ToLegacy(bytes, what = 'loadLlama2c') {
     fail(`${what}: the version 2 header's group_size ${group} does not divide dim (${dim}) and hidden_dim (${hidden}): ` +
       'its groups would run across rows, which this library\'s q8_0 does not hold');
   const h = { dim, hidden, layers, heads, kvHeads, vocab, seqLen, shared: sharedByte === 1 };
-  const mats = v2Matrices(h);
-  const need = mats.reduce((n, [, r, c]) => n + BigInt(r) * BigInt(c) + 4n * (BigInt(r) * BigInt(c) / BigInt(group)), BigInt(V2_HEADER) + 4n * BigInt(2 * layers * dim + dim));
-  if (BigInt(u8.length) !== need)
+  // the file's size against the header's, in closed form and BigInt, before anything grows with a
+  // header field (v2Matrices lists 7 matrices per layer: a flipped bit in n_layers must not build
+  // billions of entries first). Every matrix has a multiple of group_size values (group_size
+  // divides dim and hidden_dim), each value 1 byte and each group a float32 scale.
+  const [D, H, L, V, KV] = [dim, hidden, layers, vocab, (dim / heads) * kvHeads].map(BigInt), G = BigInt(group);
+  const values = (n) => n + (4n * n) / G;
+  const fixed = BigInt(V2_HEADER) + 4n * D + values(V * D * (h.shared ? 1n : 2n)); // header, rms_final, embedding, wcls
+  const perLayer = 4n * 2n * D + values(2n * D * D + 2n * KV * D + 3n * H * D); // rms_att, rms_ffn, wq wk wv wo w1 w2 w3
+  const need = fixed + L * perLayer, len = BigInt(u8.length);
+  if (len !== need) {
+    const room = len - fixed;
     fail(`${what}: the version 2 header (dim ${dim}, hidden_dim ${hidden}, ${layers} layers, ${heads} heads, ${kvHeads} kv heads, ` +
       `vocab ${vocab}${h.shared ? '' : ' unshared'}, group_size ${group}) needs ${need} bytes and the file has ${u8.length}` +
-      `${BigInt(u8.length) < need ? ': it is cut short' : ''}`);
-  const f32 = (at, n) => new Float32Array(u8.slice(at, at + 4 * n).buffer);
+      `${len < need ? ': it is cut short' : ''}; the header's n_layers is ${layers} (${perLayer} bytes each) and the file holds ` +
+      `${room < 0n ? 'not even the tensors outside the layers' : `${room / perLayer} layers of these sizes`}`);
+  }
+  const mats = v2Matrices(h);
+  const f32 = (at, n) => new Float32Array(copyOf(u8, at, at + 4 * n).buffer);
   let at = V2_HEADER;
   const rmsAtt = f32(at, layers * dim); at += 4 * layers * dim;
   const rmsFfn = f32(at, layers * dim); at += 4 * layers * dim;
   const rmsFinal = f32(at, dim); at += 4 * dim;
   const matrices = new Map(), deq = new Map();
   for (const [name, r, c] of mats) {
-    const n = r * c, q = new Int8Array(u8.buffer.slice(u8.byteOffset + at, u8.byteOffset + at + n)), s = f32(at + n, n / group);
+    const n = r * c, q = new Int8Array(copyOf(u8, at, at + n).buffer), s = f32(at + n, n / group);
     at += n + 4 * (n / group);
     matrices.set(name, { q, s });
     const w = new Float32Array(n);
@@ -315,13 +335,14 @@ function quantizeQ80(w, G) {
  * A legacy llama2.c file (saveLlama2c's bytes) as a version 2 file: groups of groupSize (default: 64
  * halved until it divides dim and hidden_dim; export.py halves until it divides dim).
  */
-export function llama2cLegacyToV2(v0, groupSize, what = 'saveLlama2c') {
+export function llama2cLegacyToV2(bytes, groupSize, what = 'saveLlama2c') {
+  const v0 = asBytes(`${what}: bytes`, bytes);
   const h = llama2cHeader(v0, what);
   let G = groupSize;
   if (G === undefined) for (G = 64; G > 16 && (h.dim % G || h.hidden % G); G /= 2);
   if (!isIntIn(G, 16, 256) || G % 16) fail(`${what}: groupSize must be a multiple of 16 from 16 to 256, got ${describe(G)}`);
   if (h.dim % G || h.hidden % G) fail(`${what}: groupSize ${G} does not divide dim (${h.dim}) and hidden_dim (${h.hidden})`);
-  const f = new Float32Array(v0.buffer.slice(v0.byteOffset + 28, v0.byteOffset + v0.length));
+  const f = new Float32Array(copyOf(v0, 28).buffer);
   const tensors = new Map();
   let at = 0;
   for (const [ours, , shape] of layout(h)) {
@@ -618,13 +639,18 @@ export function refuseJsonTokenizer(what, u8, instead) {
 export function writeLlama2cTokenizer(pieces, scores) {
   if (!Array.isArray(pieces) || !pieces.every((p) => typeof p === 'string'))
     fail(`writeLlama2cTokenizer: pieces must be an array of strings, got ${describe(pieces)}`);
+  if (scores !== undefined) { // one score per piece: a shorter list would give the rest 0 silently
+    const list = Array.isArray(scores) || (ArrayBuffer.isView(scores) && !(scores instanceof DataView));
+    if (!list || scores.length !== pieces.length)
+      fail(`writeLlama2cTokenizer: scores must be an array of ${pieces.length} numbers, one per piece (or left out for all 0), got ${describe(scores)}`);
+  }
   const enc = pieces.map((p) => new TextEncoder().encode(p));
   const out = new Uint8Array(4 + enc.reduce((n, e) => n + 8 + e.length, 0));
   const dv = new DataView(out.buffer);
   dv.setInt32(0, Math.max(1, ...enc.map((e) => e.length)), true);
   let at = 4;
   enc.forEach((e, i) => {
-    const s = scores?.[i] ?? 0;
+    const s = scores === undefined ? 0 : scores[i];
     if (typeof s !== 'number' || !Number.isFinite(Math.fround(s)))
       fail(`writeLlama2cTokenizer: scores[${i}] is ${describe(s)}; scores must be numbers finite in float32 (|s| < 3.4e38)`);
     dv.setFloat32(at, s, true);

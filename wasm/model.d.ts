@@ -117,6 +117,7 @@ export interface TrainOptions {
   steps: number;
   /** called every `yieldEvery` steps (default 10), after which the thread is handed back */
   onProgress?: (p: { step: number; steps: number; loss: number; accuracy: number; gradNorm: number }) => void;
+  /** a real AbortSignal (an AbortController's); an object with an aborted flag is refused */
   signal?: AbortSignal;
   yieldEvery?: number;
   /** a constant, or a schedule of the step */
@@ -286,7 +287,8 @@ export interface Model {
   quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
   /** a quantized copy for inference, bit for bit what quantize would make, this model left as it is:
    *  made in pieces of about a million values with a macrotask between them (no long task in a page),
-   *  never copying the float32 weights whole; rejects with the signal's reason when aborted */
+   *  never copying the float32 weights whole; rejects with the signal's reason when aborted (signal: a
+   *  real AbortSignal, an AbortController's; an object with an aborted flag is refused) */
   quantizedCopy(format: WeightFormat, opts?: { groupSize?: number; signal?: AbortSignal }): Promise<Model>;
   /** the weights' format and bytes: fp32 (in float32, before quantize) and bytes (held now) */
   readonly weightBytes: WeightBytes;
@@ -329,9 +331,9 @@ export interface Model {
     ablate?: Ablation[]; patch?: Patch[];
     /** rows (one per position, in the order given; all positions when absent) set at name; per-head names: only `heads` */
     replace?: { name: HookName; positions?: ArrayLike<number>; heads?: ArrayLike<number>; data: ArrayLike<number> }[];
-    /** name's activation times factor at positions (and heads) */
+    /** name's activation times factor at positions (and heads), each listed once */
     scale?: { name: HookName; factor: number; positions?: ArrayLike<number>; heads?: ArrayLike<number> }[];
-    /** scale (default 1) x vector added to each selected row: vector is one position's row (dModel, or heads x dHead) */
+    /** scale (default 1) x vector added to each selected row (positions and heads each listed once): vector is one position's row (dModel, or heads x dHead) */
     add?: { name: HookName; vector: ArrayLike<number>; scale?: number; positions?: ArrayLike<number>; heads?: ArrayLike<number> }[];
     names?: HookName[];
   }): { logits: Float32Array; cache?: HookCache };

@@ -171,6 +171,19 @@ export const UNINITIALISED = Symbol('attention-wasm.uninitialised');
  */
 export const QUANTIZED = Symbol('attention-wasm.quantized');
 
+/**
+ * An optional signal, which must be a real AbortSignal: { aborted: false } has no abort event and its
+ * flag may never change, so a duck-typed check would take an object that can never stop the loop.
+ * The tag check accepts an AbortSignal of another realm (an iframe's), where instanceof fails.
+ */
+function checkSignal(what, signal) {
+  if (signal === undefined) return undefined;
+  const real = (typeof AbortSignal === 'function' && signal instanceof AbortSignal) ||
+    Object.prototype.toString.call(signal) === '[object AbortSignal]';
+  if (!real) fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}; give an AbortController's .signal (an object with an aborted flag is not one)`);
+  return signal;
+}
+
 // Frees the C model of a Model that was garbage-collected without dispose().
 const forgotten = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle }) => core.exports.aw_model_destroy(handle))
@@ -652,7 +665,7 @@ export function modelMethods(core) {
       checkInt(`${what}: steps`, steps, 1, Number.MAX_SAFE_INTEGER, { expected: 'an integer >= 1' });
       if (onProgress !== undefined && typeof onProgress !== 'function') fail(`${what}: onProgress must be a function, got ${describe(onProgress)}`);
       if (batch !== undefined && typeof batch !== 'function') fail(`${what}: batch must be a function (step) => trainStep options, got ${describe(batch)}`);
-      if (signal !== undefined && !(signal && typeof signal.aborted === 'boolean')) fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}`);
+      checkSignal(what, signal);
       checkInt(`${what}: yieldEvery`, yieldEvery, 1, Number.MAX_SAFE_INTEGER, { expected: 'an integer >= 1' });
       if (lr !== undefined && typeof lr !== 'function') checkFiniteNumber(`${what}: lr`, lr);
       let last = null;
@@ -719,9 +732,7 @@ export function modelMethods(core) {
     if (typeof format !== 'string') fail(`${what}: format must be "q8_0" or "q4_0", got ${describe(format)}`);
     checkKeys(what, opts, ['groupSize', 'signal']);
     const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
-    const signal = opts.signal;
-    if (signal !== undefined && (signal === null || typeof signal.aborted !== 'boolean'))
-      fail(`${what}: signal must be an AbortSignal, got ${describe(signal)}`);
+    const signal = checkSignal(what, opts.signal);
     const fp32 = () => {
       live();
       const held = source.weightBytes.format;

@@ -67,7 +67,7 @@ export interface TrainSAEOptions extends Omit<SAEConfig, 'dIn'> {
   model: Model;
   /** a point with one row per position: blocks.{l}.hook_resid_post, hook_mlp_out, attn.hook_z, ... */
   hook: HookName;
-  /** the text (with tokenizer), or its ids */
+  /** the text (with tokenizer), or its ids: integers in [0, model.config.vocab) */
   text?: string;
   tokenizer?: { encode(text: string): Int32Array | number[] };
   ids?: Int32Array | number[];
@@ -81,8 +81,9 @@ export interface TrainSAEOptions extends Omit<SAEConfig, 'dIn'> {
 export interface SAEApi {
   /** a new TopK SAE */
   createSAE(config: SAEConfig): SAE;
-  /** an SAE from save()'s bytes */
+  /** an SAE from save()'s bytes (a Node Buffer too); a missing tensor, or sizes its bytes do not hold, is an Error naming them */
   loadSAE(bytes: Uint8Array | ArrayBuffer): SAE;
-  /** trains a new SAE on a model's activations at hook, streamed a window at a time through runWithCache */
+  /** trains a new SAE on a model's activations at hook, streamed a window at a time through runWithCache;
+   *  rejects (the SAE freed) when the model is disposed before it resolves, from onProgress say */
   trainSAE(opts: TrainSAEOptions): Promise<SAE>;
 }

@@ -3,7 +3,7 @@
 // through runWithCache, a window at a time, into training batches. An SAE's parameters, Adam state
 // and counters live in the wasm heap, owned by the C object.
 import { bytesOf, checkFiniteNumber, checkInt, checkKeys, checkSeed, checkSize, describe, fail, isIntIn } from './core.js';
-import { readSafetensors, writeSafetensors } from './safetensors.js';
+import { readSafetensors, safetensorsHeader, writeSafetensors } from './safetensors.js';
 
 const FORMAT = 'attention-wasm-sae';
 const CREATE_OPTIONS = ['dIn', 'dSae', 'k', 'auxK', 'deadTokens', 'auxCoef', 'seed'];
@@ -25,6 +25,24 @@ function defaultAuxK(dIn, dSae) {
 const forgotten = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle }) => core.exports.aw_sae_destroy(handle))
   : null;
+
+// The tensors an SAE file holds, by name, with their shapes for a config.
+const saeShapes = (c) => ({ 'enc.w': [c.dSae, c.dIn], 'enc.b': [c.dSae], 'dec.w': [c.dSae, c.dIn], b_pre: [c.dIn] });
+
+// A safetensors file's header JSON as it stands, or null when it is not a readable object (then
+// safetensorsHeader says why): read ahead of safetensorsHeader, whose check that the tensors tile
+// the data would report a missing tensor as the gap its bytes leave, where loadSAE names it.
+function peekHeader(u8) {
+  if (u8.length < 8) return null;
+  const n = new DataView(u8.buffer, u8.byteOffset, 8).getBigUint64(0, true);
+  if (n > BigInt(u8.length - 8)) return null;
+  try {
+    const h = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + Number(n))));
+    return h !== null && typeof h === 'object' && !Array.isArray(h) ? h : null;
+  } catch {
+    return null;
+  }
+}
 
 export function saeMethods(core) {
   const ex = core.exports;
@@ -155,7 +173,7 @@ export function saeMethods(core) {
       const meta = { format: FORMAT, version: '1', d_in: String(c.dIn), d_sae: String(c.dSae), k: String(c.k), aux_k: String(c.auxK),
         dead_tokens: String(c.deadTokens), aux_coef: String(c.auxCoef), seed: String(c.seed), steps: String(this.steps) };
       if (this.hook !== null) meta.hook = this.hook;
-      const shapes = { 'enc.w': [c.dSae, c.dIn], 'enc.b': [c.dSae], 'dec.w': [c.dSae, c.dIn], b_pre: [c.dIn] };
+      const shapes = saeShapes(c);
       return writeSafetensors(meta, Object.keys(shapes).map((name) => [name, { shape: shapes[name], data: p[name] }]));
     }
 
@@ -194,8 +212,9 @@ export function saeMethods(core) {
     return config;
   }
 
-  // The token ids trainSAE reads: ids, or text through tokenizer.encode.
-  function trainIds(what, opts) {
+  // The token ids trainSAE reads: ids, or text through tokenizer.encode; each an integer in [0, vocab)
+  // (Int32Array.from would truncate 1.5 to 1 and train on it).
+  function trainIds(what, opts, vocab) {
     if ((opts.ids === undefined) === (opts.text === undefined)) fail(`${what}: give text (with tokenizer) or ids, one of the two`);
     let ids = opts.ids;
     if (opts.text !== undefined) {
@@ -206,6 +225,10 @@ export function saeMethods(core) {
     }
     if (!(ids instanceof Int32Array) && !Array.isArray(ids)) fail(`${what}: ids must be an Int32Array or an array of token ids, got ${describe(ids)}`);
     if (ids.length < 2) fail(`${what}: the text gives ${ids.length} tokens; at least 2 are needed`);
+    const from = opts.ids === undefined ? 'tokenizer.encode(text)' : 'ids';
+    for (let i = 0; i < ids.length; i++)
+      if (!isIntIn(ids[i], 0, vocab - 1))
+        fail(`${what}: ${from}[${i}] is ${describe(ids[i])}; expected an integer token id in [0, ${vocab}) (the model's vocab)`);
     return ids;
   }
 
@@ -223,9 +246,21 @@ export function saeMethods(core) {
     /** An SAE from save()'s bytes (its counters start at 0 and Adam afresh). */
     loadSAE(bytes) {
       const what = 'loadSAE';
-      if (!bytesOf(bytes)) fail(`${what}: bytes must be a Uint8Array or ArrayBuffer (an SAE's safetensors file), got ${describe(bytes)}`);
-      const { meta, tensors } = readSafetensors(bytes, what);
-      if (meta.format !== FORMAT) fail(`${what}: the file's __metadata__.format is ${describe(meta.format)}, expected "${FORMAT}" (an SAE saved by sae.save())`);
+      const u8 = bytesOf(bytes) ?? fail(`${what}: bytes must be a Uint8Array or ArrayBuffer (an SAE's safetensors file), got ${describe(bytes)}`);
+      const isSAE = (meta) => {
+        if (meta?.format !== FORMAT) fail(`${what}: the file's __metadata__.format is ${describe(meta?.format)}, expected "${FORMAT}" (an SAE saved by sae.save())`);
+      };
+      const peek = peekHeader(u8);
+      if (peek) { // what the file is and the tensors it names, before the checks of its bytes' layout
+        isSAE(peek.__metadata__);
+        const names = Object.keys(saeShapes({})), missing = names.filter((name) => !Object.hasOwn(peek, name));
+        const has = Object.keys(peek).filter((k) => k !== '__metadata__').map((k) => `"${k}"`).join(', ') || 'none';
+        if (missing.length)
+          fail(`${what}: the file has no tensor ${missing.map((name) => `"${name}"`).join(', ')}; an SAE file holds ${names.join(', ')} (it has ${has})`);
+      }
+      // the header alone (no tensor is copied yet), checked against the bytes
+      const { meta, tensors: found } = safetensorsHeader(u8, what);
+      isSAE(meta);
       const num = (key) => {
         const x = Number(meta[key]);
         if (typeof meta[key] !== 'string' || !Number.isFinite(x)) fail(`${what}: __metadata__.${key} is ${describe(meta[key])}, expected a number`);
@@ -236,12 +271,19 @@ export function saeMethods(core) {
       for (const key of ['dIn', 'dSae', 'k', 'auxK', 'deadTokens', 'seed'])
         if (!isIntIn(config[key], 0, key === 'seed' ? 2 ** 32 - 1 : 2 ** 31 - 1))
           fail(`${what}: __metadata__'s ${key} is ${config[key]}, expected an integer in [0, ${key === 'seed' ? '2^32 - 1' : '2^31 - 1'}]`);
-      const shapes = { 'enc.w': [config.dSae, config.dIn], 'enc.b': [config.dSae], 'dec.w': [config.dSae, config.dIn], b_pre: [config.dIn] };
+      const shapes = saeShapes(config);
+      // the sizes the metadata states, against the bytes present (BigInt: d_sae x d_in passes 2^53),
+      // before C allocates anything for them
+      const [dIn, dSae] = [BigInt(config.dIn), BigInt(config.dSae)];
+      const need = 4n * (2n * dSae * dIn + dSae + dIn);
+      if (need > BigInt(u8.length))
+        fail(`${what}: __metadata__'s d_in ${config.dIn} and d_sae ${config.dSae} need ${need} bytes of float32 parameters ` +
+          `and the file has ${u8.length} bytes in all`);
       for (const [name, shape] of Object.entries(shapes)) {
-        const t = tensors.get(name);
-        if (!t) fail(`${what}: the file has no tensor "${name}"`);
+        const t = found.get(name) ?? fail(`${what}: the file has no tensor "${name}"`);
         if (t.shape.join() !== shape.join()) fail(`${what}: tensor "${name}" has shape [${t.shape}], expected [${shape}]`);
       }
+      const { tensors } = readSafetensors(u8, what);
       const sae = create(what, config);
       try {
         const all = new Float32Array(Object.values(shapes).reduce((s, sh) => s + sh.reduce((a, b) => a * b, 1), 0));
@@ -273,7 +315,7 @@ export function saeMethods(core) {
       if (typeof model?.runWithCache !== 'function') fail(`${what}: model must be a Model (lib.createModel, lib.loadModel), got ${describe(model)}`);
       if (typeof hook !== 'string') fail(`${what}: hook must be a hook name such as "blocks.1.hook_resid_post", got ${describe(hook)}`);
       if (onProgress !== undefined && typeof onProgress !== 'function') fail(`${what}: onProgress must be a function, got ${describe(onProgress)}`);
-      const ids = trainIds(what, opts);
+      const ids = trainIds(what, opts, model.config.vocab);
       const steps = checkSize(`${what}: steps`, opts.steps ?? 300);
       const batch = checkInt(`${what}: batch`, opts.batch ?? 1024, 2, 2 ** 20, { expected: 'an integer in [2, 2^20]' });
       const lr = checkFiniteNumber(`${what}: lr`, opts.lr ?? 1e-3);
@@ -319,6 +361,10 @@ export function saeMethods(core) {
         const buf = new Float32Array(batch * dIn);
         let filled = 0, pending = null, last = null;
         for (let step = 0; step < steps; step++) {
+          // onProgress, or anything run while it yielded, may have disposed the model: stop rather
+          // than train on rows left over from a model that is gone (the SAE is freed)
+          if (model.handle === 0)
+            fail(`${what}: the model was disposed during training, after step ${step} of ${steps}; dispose it after trainSAE resolves`);
           while (filled < batch) {
             if (!pending) pending = { ...windowRows(nextStart()), at: 0 };
             const take = Math.min(pending.rows - pending.at, batch - filled);
