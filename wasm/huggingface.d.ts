@@ -21,6 +21,11 @@ export interface HuggingFaceApi {
    * model.quantize makes them, bit for bit), each quantized as it is read, so the float32 model is
    * never held whole; groupSize as model.quantize takes it (q8_0: a multiple of 16 dividing dModel,
    * dFF and heads x headDim, default 64 halved until it does; q4_0: 32). Not with training: true.
+   * The one object holds every option: a second argument is an Error, as is an unknown key. A file
+   * that lies is an Error naming the tensor or field: safetensors offsets that do not tile the data,
+   * a key twice, config booleans that are not booleans, tie_word_embeddings against the tensors,
+   * two architectures or one against model_type, a quantization_config, an index or config file
+   * given as weights, a size past its bound. A Buffer reads as the same bytes in a Uint8Array do.
    */
   loadHuggingFace(args: {
     config: string | object | Uint8Array;

@@ -12,14 +12,38 @@
 //   (rotate_half); this library (and llama2.c) rotates columns 2i and 2i + 1. The rows of q_proj
 //   and k_proj (and their biases and Qwen3's q_norm / k_norm) are permuted on load, and back on save.
 // - GPT-2's Conv1D keeps its weights (in, out), and c_attn holds q, k and v side by side.
-import { checkBool, checkKeys, describe, fail } from './core.js';
+import { bytesOf, checkBool, checkKeys, describe, fail } from './core.js';
 import { CHECK_CONFIG, MODEL_PROTOTYPE, QUANTIZED, UNINITIALISED } from './model.js';
 import { ELEMENT_BYTES, safetensorsHeader } from './safetensors.js';
+import { sniffModelFile } from './llama2c.js';
 
 const READABLE = ['F32', 'F16', 'BF16'];
 // The wasm32 build's memory (build.sh: -sMAXIMUM_MEMORY=2GB); the weights must fit beside the rest.
 const MEMORY_LIMIT = 2 ** 31;
 const HEADROOM = 96 * 2 ** 20; // activations of a short forward and the loader's own buffers
+
+// Where each of the Hub's other files goes, for one given as weights.
+const INSTEAD = {
+  'hf-config': 'give its text as config, and model.safetensors\' bytes (or every shard\'s) as weights',
+  'hf-tokenizer': 'give its text as tokenizer, and model.safetensors\' bytes (or every shard\'s) as weights',
+};
+
+// A Hub file that is not a .safetensors file given as weights (its header length would be read
+// from JSON text): an Error saying what it is and what to give instead.
+function refuseOtherFile(bytes, w) {
+  const u8 = bytesOf(bytes);
+  const sniffed = u8 && sniffModelFile(u8.subarray(0, 65536), u8.length);
+  if (!sniffed?.format?.startsWith('hf-')) return;
+  if (sniffed.format === 'hf-index') {
+    let shards = [];
+    try {
+      shards = [...new Set(Object.values(JSON.parse(new TextDecoder().decode(u8)).weight_map ?? {}))];
+    } catch { /* named without its list */ }
+    const list = shards.length ? ` (${shards.length}: ${shards.slice(0, 4).join(', ')}${shards.length > 4 ? ', ...' : ''})` : '';
+    fail(`${w} is ${sniffed.label}, the shard index, not a .safetensors file: give the bytes of every shard it names${list} as weights, in any order`);
+  }
+  fail(`${w} is ${sniffed.label}, not a .safetensors file: ${INSTEAD[sniffed.format]}`);
+}
 
 // Every shard's tensors in one map; a name in two shards is an Error.
 function readShards(weights, what) {
@@ -28,6 +52,7 @@ function readShards(weights, what) {
   const all = new Map();
   list.forEach((bytes, i) => {
     const w = list.length > 1 ? `${what}: weights[${i}]` : `${what}: weights`;
+    refuseOtherFile(bytes, w);
     for (const [name, t] of safetensorsHeader(bytes, w).tensors) {
       if (all.has(name)) fail(`${w}: tensor "${name}" is in two shards`);
       all.set(name, { ...t, file: i });
@@ -69,6 +94,16 @@ function numField(c, key, what, def, lo, hi) {
   if (typeof v !== 'number' || !(v > lo && v <= hi)) fail(`${what}: config.json's ${key} is ${describe(v)}; expected a number in (${lo}, ${hi}]`);
   return v;
 }
+// A boolean field of config.json, or its default when absent: "false" (a string) is an Error, not true.
+function boolField(c, key, what, def) {
+  const v = c[key];
+  if (v === undefined || v === null) return def;
+  if (typeof v !== 'boolean') fail(`${what}: config.json's ${key} is ${describe(v)}; expected true or false`);
+  return v;
+}
+// A count of positions (max_position_embeddings, sliding_window, ...): createModel's bound on
+// ropeScaling.originalMaxLen, past every published model's (Llama 4 Scout: 10,485,760)
+const POSITIONS = { hi: 2 ** 24 };
 function refuseIf(cond, what, key, value, why) {
   if (cond) fail(`${what}: config.json's ${key} is ${describe(value)}; ${why}`);
 }
@@ -97,6 +132,11 @@ function ropeFields(c, what) {
 
 // Fields that name a design this loader does not run: an Error naming the field and its value.
 function refuseUnsupported(c, what) {
+  const q = c.quantization_config;
+  if (q !== undefined && q !== null)
+    fail(`${what}: config.json has a quantization_config (quant_method ${describe(q?.quant_method)}): its weights are stored packed ` +
+      'with scales (GPTQ, AWQ, bitsandbytes, FP8, ...), which this loader does not read; give the unquantized checkpoint ' +
+      '(quantize: "q8_0" or "q4_0" makes it small here)');
   for (const k of ['num_local_experts', 'num_experts', 'n_routed_experts', 'moe_intermediate_size'])
     refuseIf(c[k] !== undefined && c[k] !== null && c[k] !== 0, what, k, c[k], 'mixture-of-experts models are not read by this loader');
 }
@@ -122,13 +162,13 @@ function llamaLike(arch, extra) {
       const headDim = intField(c, 'head_dim', what, { def: dModel % heads ? undefined : dModel / heads, hi: 1024 });
       const act = c.hidden_act ?? c.hidden_activation ?? 'silu';
       refuseIf(act !== 'silu', what, 'hidden_act', act, 'this architecture runs SwiGLU with silu only');
-      refuseIf(c.attention_bias === true && arch !== 'Qwen2ForCausalLM', what, 'attention_bias', true, 'biases on every attention projection (o_proj too) are not read');
-      refuseIf(c.mlp_bias === true, what, 'mlp_bias', true, 'MLP biases are not read');
+      refuseIf(boolField(c, 'attention_bias', what, false) && arch !== 'Qwen2ForCausalLM', what, 'attention_bias', true, 'biases on every attention projection (o_proj too) are not read');
+      refuseIf(boolField(c, 'mlp_bias', what, false), what, 'mlp_bias', true, 'MLP biases are not read');
       const { theta, scaling } = ropeFields(c, what);
       const o = {
         vocab: intField(c, 'vocab_size', what), dModel, heads, layers, kvHeads,
         dFF: intField(c, 'intermediate_size', what), maxLen, block: 'llama', attention: 'softmax', positional: 'rope',
-        normType: 'rmsnorm', ffn: 'swiglu', bias: false, tieEmbeddings: c.tie_word_embeddings === true,
+        normType: 'rmsnorm', ffn: 'swiglu', bias: false, tieEmbeddings: boolField(c, 'tie_word_embeddings', what, false),
         ropeTheta: theta, normEps: numField(c, 'rms_norm_eps', what, 1e-6, 0, 0.1),
       };
       if (scaling) o.ropeScaling = scaling;
@@ -160,7 +200,7 @@ function llamaLike(arch, extra) {
       return list;
     },
     // tensors old checkpoints carry that hold nothing to load
-    ignored: (name, o) => /\.rotary_emb\.inv_freq$/.test(name) || (o.tieEmbeddings && name === 'lm_head.weight'),
+    ignored: (name) => /\.rotary_emb\.inv_freq$/.test(name),
     config(o, orig) { // createModel options -> config.json
       const c = {
         architectures: [arch], model_type: MODEL_TYPES[arch], vocab_size: o.vocab, hidden_size: o.dModel,
@@ -193,16 +233,18 @@ const GPT2 = {
     if (dModel % heads) fail(`${what}: config.json's n_embd (${dModel}) is not divisible by n_head (${heads})`);
     const act = c.activation_function ?? 'gelu_new';
     refuseIf(!['gelu_new', 'gelu_pytorch_tanh'].includes(act), what, 'activation_function', act, 'this loader runs GPT-2\'s tanh GELU ("gelu_new") only');
-    refuseIf(c.scale_attn_by_inverse_layer_idx === true, what, 'scale_attn_by_inverse_layer_idx', true, 'not read by this loader');
-    refuseIf(c.scale_attn_weights === false, what, 'scale_attn_weights', false, 'unscaled attention is not read by this loader');
-    refuseIf(c.add_cross_attention === true, what, 'add_cross_attention', true, 'cross-attention is not read by this loader');
+    refuseIf(boolField(c, 'scale_attn_by_inverse_layer_idx', what, false), what, 'scale_attn_by_inverse_layer_idx', true, 'not read by this loader');
+    refuseIf(!boolField(c, 'scale_attn_weights', what, true), what, 'scale_attn_weights', false, 'unscaled attention is not read by this loader');
+    refuseIf(boolField(c, 'add_cross_attention', what, false), what, 'add_cross_attention', true, 'cross-attention is not read by this loader');
+    // GPT-2's configs leave it out (transformers' default, true): GPT2LMHeadModel's head is wte
+    refuseIf(!boolField(c, 'tie_word_embeddings', what, true), what, 'tie_word_embeddings', false, 'GPT-2\'s head is its token embedding (wte); an untied GPT-2 is not read by this loader');
     return {
       vocab: intField(c, 'vocab_size', what), dModel, heads, layers: intField(c, 'n_layer', what),
       dFF: intField(c, 'n_inner', what, { def: 4 * dModel }), maxLen, block: 'classic', attention: 'softmax', positional: 'learned',
       normType: 'layernorm', ffn: 'gelu', bias: true, tieEmbeddings: true, normEps: numField(c, 'layer_norm_epsilon', what, 1e-5, 0, 0.1),
     };
   },
-  positions: (c, what) => intField(c, 'n_positions', what, { def: intField(c, 'n_ctx', what, { def: 1024 }) }),
+  positions: (c, what) => intField(c, 'n_positions', what, { ...POSITIONS, def: intField(c, 'n_ctx', what, { ...POSITIONS, def: 1024 }) }),
   tensors(o) {
     const C = o.dModel, list = [['wte', { name: 'wte.weight', layout: 'rows' }], ['wpe', { name: 'wpe.weight', layout: 'rows', firstRows: o.maxLen }]];
     for (let l = 0; l < o.layers; l++) {
@@ -221,7 +263,7 @@ const GPT2 = {
     list.push(['out.b', { zero: true }]); // GPT-2's head has no bias; the classic block's does
     return list;
   },
-  ignored: (name) => /^h\.\d+\.attn\.(bias|masked_bias)$/.test(name) || name === 'lm_head.weight',
+  ignored: (name) => /^h\.\d+\.attn\.(bias|masked_bias)$/.test(name),
   config(o) {
     return {
       architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', vocab_size: o.vocab, n_embd: o.dModel, n_layer: o.layers,
@@ -237,32 +279,48 @@ export const ARCHS = {
   MistralForCausalLM: llamaLike('MistralForCausalLM', (c, o, what, maxLen) => {
     const w = c.sliding_window;
     if (w !== undefined && w !== null) {
-      if (!Number.isSafeInteger(w) || w < 1) fail(`${what}: config.json's sliding_window is ${describe(w)}; expected a positive integer or null`);
+      if (!Number.isSafeInteger(w) || w < 1 || w > POSITIONS.hi) fail(`${what}: config.json's sliding_window is ${describe(w)}; expected an integer in [1, ${POSITIONS.hi}] or null`);
       if (w < maxLen) o.attentionOptions = { window: w }; // a window as long as maxLen is full attention
     }
   }),
   Qwen2ForCausalLM: llamaLike('Qwen2ForCausalLM', (c, o, what) => {
-    refuseIf(c.use_sliding_window === true, what, 'use_sliding_window', true, 'Qwen2\'s per-layer sliding window is not read by this loader');
+    refuseIf(boolField(c, 'use_sliding_window', what, false), what, 'use_sliding_window', true, 'Qwen2\'s per-layer sliding window is not read by this loader');
     o.qkvBias = true;
   }),
   Qwen3ForCausalLM: llamaLike('Qwen3ForCausalLM', (c, o, what) => {
-    refuseIf(c.use_sliding_window === true, what, 'use_sliding_window', true, 'Qwen3\'s per-layer sliding window is not read by this loader');
+    refuseIf(boolField(c, 'use_sliding_window', what, false), what, 'use_sliding_window', true, 'Qwen3\'s per-layer sliding window is not read by this loader');
     o.attentionOptions = { qkNorm: true };
   }),
   GPT2LMHeadModel: GPT2,
 };
 
+// The row config.json names: architectures (one class, however often listed) and model_type must
+// agree where both are given, since each alone would pick a row.
 function archRow(c, what) {
-  const names = c.architectures;
-  let arch = Array.isArray(names) && names.length ? names[0] : null;
-  if (!arch && typeof c.model_type === 'string') arch = Object.keys(MODEL_TYPES).find((a) => MODEL_TYPES[a] === c.model_type) ?? null;
-  if (!arch) fail(`${what}: config.json names no architecture (architectures or model_type); this loader reads ${Object.keys(ARCHS).join(', ')}`);
-  const row = ARCHS[arch];
-  if (!row) fail(`${what}: config.json's architectures is ${JSON.stringify(names ?? c.model_type)}; this loader reads ${Object.keys(ARCHS).join(', ')}`);
+  const names = c.architectures ?? [], type = c.model_type ?? null;
+  if (!Array.isArray(names) || !names.every((n) => typeof n === 'string'))
+    fail(`${what}: config.json's architectures is ${describe(names)}; expected a list of class names such as ["LlamaForCausalLM"]`);
+  if (type !== null && typeof type !== 'string') fail(`${what}: config.json's model_type is ${describe(type)}; expected a name such as "llama"`);
+  const distinct = [...new Set(names)];
+  if (distinct.length > 1) fail(`${what}: config.json's architectures names ${distinct.length} classes, ${distinct.map((n) => JSON.stringify(n)).join(' and ')}; a checkpoint is one model`);
+  const arch = distinct[0] ?? Object.keys(MODEL_TYPES).find((a) => MODEL_TYPES[a] === type) ?? null;
+  if (!arch) fail(`${what}: config.json names no architecture this loader reads (architectures ${JSON.stringify(names)}, model_type ${JSON.stringify(type)}); it reads ${Object.keys(ARCHS).join(', ')}`);
+  const row = Object.hasOwn(ARCHS, arch) ? ARCHS[arch] : null; // not "toString", "__proto__", ...
+  if (!row) fail(`${what}: config.json's architectures is ${JSON.stringify(names)}; this loader reads ${Object.keys(ARCHS).join(', ')}`);
+  if (type !== null && type !== MODEL_TYPES[arch])
+    fail(`${what}: config.json's architectures is ["${arch}"] and its model_type is "${type}", where ${arch} is model_type "${MODEL_TYPES[arch]}": which model is this?`);
   return row;
 }
 
 // ---- element conversion ------------------------------------------------------------------------
+
+// Where two tensors' bytes first differ: -1 when they are the same tensor, null when dtype or shape differ.
+function firstDifference(a, b) {
+  if (a.dtype !== b.dtype || a.shape.length !== b.shape.length || a.shape.some((d, i) => d !== b.shape[i])) return null;
+  const x = a.bytes.subarray(a.begin, a.end), y = b.bytes.subarray(b.begin, b.end);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i;
+  return -1;
+}
 
 let F16_BITS = null; // (65536) the float32 bits of every half-precision value
 function f16Table() {
@@ -275,12 +333,15 @@ function f16Table() {
   return (F16_BITS = new Uint32Array(f.buffer));
 }
 
-// A tensor's elements as 32-bit or 16-bit words (a view when aligned, else a copy of that tensor).
+// A tensor's elements as 32-bit or 16-bit words (a view when aligned, else a copy of that tensor,
+// made with set(): a Buffer's slice() would share the file's memory).
 function words(t) {
   const size = ELEMENT_BYTES[t.dtype], off = t.bytes.byteOffset + t.begin, n = (t.end - t.begin) / size;
   const Arr = size === 4 ? Uint32Array : Uint16Array;
   if (off % size === 0) return new Arr(t.bytes.buffer, off, n);
-  return new Arr(t.bytes.slice(t.begin, t.end).buffer, 0, n);
+  const copy = new Uint8Array(t.end - t.begin);
+  copy.set(t.bytes.subarray(t.begin, t.end));
+  return new Arr(copy.buffer, 0, n);
 }
 
 // dst[dOff + k * dStep] (float32 bits) = the source element src[sOff + k], k < n: a run (dStep 1),
@@ -368,7 +429,7 @@ export function huggingFaceMethods(core, lib) {
   }
 
   // Checks every source against the model's shapes, before anything is allocated: returns the plan.
-  function plan(row, o, found, what) {
+  function plan(row, o, found, what, c) {
     const C = o.dModel, shapeOf = (ours) => ourShape(o, ours);
     const used = new Set(), steps = [];
     for (const [ours, src] of row.tensors(o)) {
@@ -378,6 +439,9 @@ export function huggingFaceMethods(core, lib) {
         continue;
       }
       const t = found.get(src.name);
+      if (!t && src.name === 'lm_head.weight')
+        fail(`${what}: the weights have no tensor "lm_head.weight", and config.json's tie_word_embeddings is ${c.tie_word_embeddings === undefined ? 'absent (false for this architecture)' : describe(c.tie_word_embeddings)}: ` +
+          'an untied head is its own tensor; if the head is the embedding, the config must say tie_word_embeddings: true (or is a shard missing?)');
       if (!t) fail(`${what}: the weights have no tensor "${src.name}" (${row.arch} with ${o.layers} layers needs it${found.size ? '' : '; the file holds none'}); is a shard missing?`);
       if (!READABLE.includes(t.dtype)) fail(`${what}: tensor "${src.name}" is ${t.dtype}; this loader reads ${READABLE.join(', ')}`);
       used.add(src.name);
@@ -393,6 +457,18 @@ export function huggingFaceMethods(core, lib) {
         if (shape.length !== 2 || shape[1] !== C || shape[0] < src.firstRows) bad([`>= ${src.firstRows}`, C]);
       } else if (shape.length !== want.length || shape.some((d, i) => d !== want[i])) bad(want);
       steps.push({ ours, src, want, t });
+    }
+    // a tied head the file holds as well (some converters write both) is read only as the
+    // embedding's exact copy: another head would be silently dropped
+    const head = found.get('lm_head.weight');
+    if (o.tieEmbeddings && head) {
+      const emb = steps.find((s) => s.ours === 'wte');
+      const at = firstDifference(head, emb.t);
+      if (at !== -1)
+        fail(`${what}: config.json ties the head to the embedding (tie_word_embeddings ${describe(c.tie_word_embeddings ?? true)}), and the weights hold an ` +
+          `lm_head.weight (${head.dtype} [${head.shape}]) that is not "${emb.src.name}" (${emb.t.dtype} [${emb.t.shape}]), ` +
+          `${at === null ? 'in dtype or shape' : `from byte ${at}`}: the config or the file is wrong; which head is meant is not known`);
+      used.add('lm_head.weight');
     }
     const extra = [...found.keys()].filter((n) => !used.has(n) && !row.ignored(n, o));
     if (extra.length) fail(`${what}: the weights hold ${extra.length} tensor(s) ${row.arch} does not have, e.g. "${extra[0]}"; is this config.json the weights' own?`);
@@ -425,9 +501,19 @@ export function huggingFaceMethods(core, lib) {
     }
   }
 
-  function loadHuggingFace(args) {
+  const KEYS = ['config', 'weights', 'tokenizer', 'maxLen', 'training', 'quantize', 'groupSize'];
+  // One object holds the files and the options: a second argument ({ quantize, maxLen } beside the
+  // files, as other loaders take options) would be silently ignored, so any is an Error.
+  function loadHuggingFace(args, ...more) {
     const what = 'loadHuggingFace';
-    checkKeys(what, args, ['config', 'weights', 'tokenizer', 'maxLen', 'training', 'quantize', 'groupSize']);
+    if (more.length) {
+      const keys = more[0] !== null && typeof more[0] === 'object' && !ArrayBuffer.isView(more[0]) ? Object.keys(more[0]) : [];
+      fail(`${what} takes one object, { ${KEYS.join(', ')} }, and was given ${1 + more.length} arguments` +
+        (keys.length ? `: put the second's ${keys.join(', ')} into the first ({ ...files, ${keys.join(', ')} })` : ` (the second is ${describe(more[0])})`));
+    }
+    if (bytesOf(args) || typeof args === 'string')
+      fail(`${what} takes one object, { config, weights, ... }, got ${describe(args)}: give the files' contents as its fields`);
+    checkKeys(what, args, KEYS);
     if (args.config === undefined) fail(`${what}: config is required (config.json's text or object)`);
     if (args.weights === undefined) fail(`${what}: weights is required (model.safetensors' bytes, or an array of every shard's bytes)`);
     const training = args.training === undefined ? false : checkBool(`${what}: training`, args.training);
@@ -440,7 +526,7 @@ export function huggingFaceMethods(core, lib) {
     }
     const c = readConfig(args.config, what);
     const row = archRow(c, what);
-    const positions = row.positions ? row.positions(c, what) : intField(c, 'max_position_embeddings', what, { def: 2048 });
+    const positions = row.positions ? row.positions(c, what) : intField(c, 'max_position_embeddings', what, { ...POSITIONS, def: 2048 });
     let maxLen;
     if (args.maxLen !== undefined) {
       if (!Number.isSafeInteger(args.maxLen) || args.maxLen < 2 || args.maxLen > Math.min(positions, 4096))
@@ -482,7 +568,7 @@ export function huggingFaceMethods(core, lib) {
     // GPT-2's names come with or without "transformer." (GPT2LMHeadModel's or GPT2Model's)
     if (row.kind === 'gpt2' && [...found.keys()].some((n) => n.startsWith('transformer.')))
       found = new Map([...found].map(([n, t]) => [n.replace(/^transformer\./, ''), t]));
-    const steps = plan(row, o, found, what);
+    const steps = plan(row, o, found, what, c);
     // quantize: the matrices are made quantized and filled one at a time from a scratch of the
     // largest one's float32 values, so the whole model is never held in float32
     const model = lib.createModel(o, {
