@@ -42,13 +42,15 @@ export function charsCodec(lib) {
 
 const SPECIALS = 3; // <unk>, <s>, </s> at 0..2; the 256 bytes at 3..258; merged pieces after
 
+/**
+ * A BPE piece's bytes as text (a byte of a longer character alone becomes U+FFFD). The codec's
+ * text(id) and label(id), and the feature browser's worker (web/features-worker.js), read pieces so.
+ */
+export const pieceString = (tokenizer, id) => new TextDecoder('utf-8', { fatal: false }).decode(tokenizer.pieceBytes(id));
+
 /** A byte-level BPE's codec (lib.loadTokenizer's or lib.trainTokenizer's tokenizer). */
 export function bpeCodec(tokenizer) {
-  const pieceText = (id) => {
-    if (id < SPECIALS) return '';
-    const b = tokenizer.pieceBytes(id);
-    return new TextDecoder('utf-8', { fatal: false }).decode(b);
-  };
+  const pieceText = (id) => (id < SPECIALS ? '' : pieceString(tokenizer, id));
   const label = (id) => {
     if (id < SPECIALS) return ['<unk>', '<s>', '</s>'][id];
     const b = tokenizer.pieceBytes(id), s = pieceText(id);

@@ -15,6 +15,7 @@
 import { pageFetch, workerLib } from './worker-page.js';
 import { readSafetensors } from '../wasm/safetensors.js';
 import { continueGreedy, featureDirections, studyFeatures } from '../lab/features.js';
+import { pieceString } from '../lab/codec.js';
 
 const MODEL = 'fortunes-bpe.safetensors', TOKENIZER = 'fortunes-bpe.tokenizer.json';
 const CORPUS = new URL('../data/chars.txt', import.meta.url), HELD = new URL('./models/stream-text.txt', import.meta.url);
@@ -41,9 +42,10 @@ function setup() {
   return ready;
 }
 
-// a piece as the page shows it: printable text, or null for a lone byte of a longer character
+// a piece as the page shows it: printable text (lab/codec.js's reading of a piece), or null for a
+// lone byte of a longer character or a control character
 function pieceText(tok, id) {
-  const s = new TextDecoder('utf-8', { fatal: false }).decode(tok.pieceBytes(id));
+  const s = pieceString(tok, id);
   return s.includes('\uFFFD') || /[\u0000-\u0008\u000b-\u001f]/.test(s) ? null : s;
 }
 

@@ -25,7 +25,7 @@ import { createHeatmapView } from './views/heatmap.js';
 import { createCompareView } from './views/compare.js';
 import { createExperimentView } from './views/experiment.js';
 import { createOverwriteView } from './views/overwrite.js';
-import { createLlama2cView } from './views/llama2c.js';
+import { createOpenerView } from './views/opener.js';
 import { createSinksView } from './views/sinks.js';
 import { createInductionView } from './views/induction.js';
 import { createLearnedView, modelCatalog } from './views/learned.js';
@@ -371,13 +371,13 @@ export const PANELS = [
     },
   },
   {
-    id: 'llama2c', title: 'Open a model file', file: 'views/llama2c.js',
+    id: 'llama2c', title: 'Open a model file', file: 'views/opener.js',
     props: [],
     needs: has('loadLlama2c'),
     applies: () => true,
     create(section, { lib }) {
       const q = finder(section);
-      const view = createLlama2cView({
+      const view = createOpenerView({
         panel: section, input: q('l2files'), drop: q('l2drop'), files: q('l2files-names'), status: q('l2status'),
         form: q('l2form'), text: q('l2text'), count: q('l2count'), layer: q('l2layer'), generate: q('l2generate'),
         output: q('l2output'), grid: q('l2heatmaps'), legend: q('l2legend'), readout: q('l2readout'), exports: q('l2exports'),

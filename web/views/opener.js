@@ -1,38 +1,43 @@
-// llama2c.js: "Open a model file": a model picked, dropped or fetched, read in this tab (never
-// uploaded): llama2.c's model (.bin) and tokenizer.bin with lib.loadLlama2c, or a Hugging Face
-// checkpoint (config.json, model.safetensors or its shards, tokenizer.json; files, a folder, or a
-// Hub id fetched by hub.js) with lib.loadHuggingFace. The user's text is encoded with the model's
-// own tokenizer, the model generates greedily, and the attention of every head of the chosen layer
-// is drawn row by row as the tokens appear, with the sub-word tokens as labels. Heads that share a
-// K/V head (grouped-query attention) say which one in their titles. "Find the induction heads"
-// scores every head on a repeated random sequence: a list for a few heads, a layers x heads table
-// (colour = induction score, a click shows that layer) for many.
-// "Open the sample" makes a pair from the shipped fortunes-bpe checkpoint and its BPE (llama2c-sample.js) and
-// opens it as if picked; when generation stops early the status says why.
+// opener.js: "Open a model file": a model picked, dropped or fetched, read in this tab (never
+// uploaded). Which files make a model and how each format loads and is shown are rows of
+// ../formats.js (llama2.c's model .bin and tokenizer.bin; a Hugging Face checkpoint's config.json,
+// model.safetensors or its shards and tokenizer.json); every file's format is what
+// lib.sniffModelFile says of its bytes, never its name. This panel walks that table: it sniffs a
+// pick, gathers the row's files, reads them with progress and Cancel, and loads them with the row.
+// A Hub id's files are fetched by hub.js, then sniffed and loaded the same way. The user's text is encoded
+// with the model's own tokenizer, the model generates greedily, and the attention of every head of
+// the chosen layer is drawn row by row as the tokens appear, with the sub-word tokens as labels.
+// Heads that share a K/V head (grouped-query attention) say which one in their titles. "Find the
+// induction heads" scores every head on a repeated random sequence: a list for a few heads, a
+// layers x heads table (colour = induction score, a click shows that layer) for many.
+// "Open the sample" opens the sample of formats.js's SAMPLE_FORMAT (a llama2.c pair made in the tab
+// from the shipped fortunes-bpe checkpoint and its BPE) as if picked; when generation stops early
+// the status says why.
 // "Weights" (issue 46): fp32 as opened, or a copy quantized to 8-bit (q8_0) or 4-bit (q4_0) weights
 // (model.quantizedCopy, in pieces) that generation and the probe then use; the fp32 model stays open
-// beside it. A llama2.c version 2 file opens in its own 8-bit weights, and the choice stays shut. Each
-// choice picked is measured in this tab on the same text and token count, and a table compares them:
-// the weights' bytes, tokens/s of a greedy generation, bits per character (the page's held-out text
-// for the sample, else the user's text) and the largest change of any attention weight from fp32's.
+// beside it. A file whose weights are quantized already (llama2.c's version 2) opens in them, and
+// the choice stays shut. Each choice picked is measured in this tab on the same text and token
+// count, and a table compares them: the weights' bytes, tokens/s of a greedy generation, bits per
+// character (the page's held-out text for the sample, else the user's text) and the largest change
+// of any attention weight from fp32's.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
-import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB, safetensorsDtypes } from './hub.js';
+import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB } from './hub.js';
 import { notAModelFile } from '../../wasm/llama2c.js';
-import { SAMPLE, bpeSampleLlama2c } from '../../lab/llama2c-sample.js';
+import { SAMPLE } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
 import { publishOpened } from '../opened.js';
 import { fetchOnce } from '../fetch-once.js';
+import { FORMATS, SAMPLE_FORMAT, WEIGHTS, byRole, formatBytes, notOpened, pickFormat, whatIsMissing } from '../formats.js';
 
 const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay readable
 
 const MANY_HEADS = 32; // more heads than this: the probe's result is a layers x heads table, not a list
 
-// the weights choice: format -> what the table calls it
-const WEIGHTS = { fp32: 'fp32', q8_0: '8-bit (q8_0)', q4_0: '4-bit (q4_0)' };
 const HELD_OUT = 'stream-text.txt'; // the page's held-out text (models/), read by the sample's bits per character
 const TIMED = 200; // ms of generation (in runs of one task each) a tokens/s figure is measured over
 const BITS_WINDOW = 256; // tokens per forward when scoring a text: a longer context costs more than one task should
+const SNIFFED = 65536; // bytes of each file lib.sniffModelFile reads (with the file's size)
 
 // -log softmax(logits)[target], in nats
 function nats(logits, target) {
@@ -43,16 +48,16 @@ function nats(logits, target) {
   return Math.log(sum) + max - logits[target];
 }
 
-function formatBytes(n) {
-  return n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${(n / 1024).toFixed(1)} KiB`;
-}
-
 const frame = () => new Promise((r) => setTimeout(r, 0)); // lets the page paint and take clicks
 const isAbort = (e) => e?.name === 'AbortError';
+const utf8 = (text) => new TextEncoder().encode(text);
+const shipped = (name) => fetchOnce(new URL(`../models/${name}`, import.meta.url)); // the page's one copy of a shipped file
 
-export function createLlama2cView(el, { lib }) {
-  // model: the open model; kind: 'llama2c' | 'huggingface'; busy: the AbortController of a long run
-  let model = null, kind = null, files = { model: null, tokenizer: null }, run = 0, busy = null;
+export function createOpenerView(el, { lib }) {
+  // model: the open model; tok: its format's tokens(model) (formats.js); kept: the files of the
+  // format last picked, role -> [File] (a format that gathers adds to them); busy: the
+  // AbortController of a long run
+  let model = null, tok = null, kept = { row: null, files: {} }, run = 0, busy = null;
   let last = null; // { ids, attention, rows } of the last generation (or the probe, once a head of its table is clicked)
   // the weights choice: quant is the quantized copy generation and the probe use (null: the fp32
   // model); rows: the measured row of each format, for the text and token count in rowsKey
@@ -68,26 +73,26 @@ export function createLlama2cView(el, { lib }) {
   // index.html gives the id l2names to both the files line (<p>) and the heads' list (<ul>), so
   // $('l2names') finds the line: the list is the <ul> (the ids want renaming where main.js wires them)
   const names = el.panel.querySelector('ul#l2names') ?? el.names;
+  // the file picker offers the files the rows read (a hint only: the bytes decide)
+  el.input.accept = [...new Set(FORMATS.flatMap((f) => Object.values(f.files).map((x) => x.ext)))].join(',');
 
-  // One click to a model: the sample pair, made in this tab from a checkpoint the page ships.
+  // One click to a model: the sample, made in this tab from a checkpoint the page ships.
   const sample = document.createElement('button');
   sample.type = 'button';
   sample.id = 'l2sample';
   sample.className = 'secondary';
   sample.textContent = `Open the sample (${SAMPLE.name})`;
-  sample.title = `A 3-layer sub-word model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
+  sample.title = `A small sub-word model that read Debian's fortunes (models/${SAMPLE.source}), as llama2.c's model.bin `
     + `and tokenizer.bin (its byte-level BPE, models/${SAMPLE.tokenizer}): scripts/make-sample-llama2c.mjs writes the same two files`;
   el.drop.querySelector('#l2sample')?.remove(); // main.js makes this view again on every settings change
   el.drop.append(sample);
   sample.addEventListener('click', async () => {
     sample.disabled = true;
-    status('Making the sample pair from the shipped checkpoint…');
+    status('Making the sample from the shipped checkpoint…');
     try {
-      const get = (file) => fetchOnce(new URL(`../models/${file}`, import.meta.url)); // the page's one copy
-      const [r, t] = await Promise.all([get(SAMPLE.source), get(SAMPLE.tokenizer)]);
-      const pair = bpeSampleLlama2c(lib, new Uint8Array(r), JSON.parse(new TextDecoder().decode(t)));
+      const made = await SAMPLE_FORMAT.sample(lib, shipped);
       el.text.value = SAMPLE.prompt;
-      await take([new File([pair.bin], `${SAMPLE.name}.bin`), new File([pair.tokenizer], 'tokenizer.bin')]);
+      await take(made.map((f) => new File([f.bytes], f.name)));
       sampleOpen = Boolean(model); // its bits per character are on the page's held-out text
     } catch (e) {
       status(e.message);
@@ -135,7 +140,7 @@ export function createLlama2cView(el, { lib }) {
     quant = null;
     model?.dispose();
     model = null;
-    kind = null;
+    tok = null;
     last = null;
     rows = new Map();
     sampleOpen = false;
@@ -158,20 +163,9 @@ export function createLlama2cView(el, { lib }) {
     mapsBox.hidden = true; // shown with the first heatmaps, not as an empty frame
   }
 
-  // The tokenizer's side of the views, for either kind of model.
-  // llama2.c's convention: token 1 is <s> (generation stops there) and 2 is </s>, and decode prints
-  // neither. A tokenizer whose pieces 1 and 2 are ordinary tokens (a model saved here from the
-  // number tasks or the chars tokenizer) neither stops there nor drops them.
-  const marks = () => kind === 'llama2c' && /<s>/.test(model.tokenizer.pieces[1] ?? '');
-  const decode = (ids) => (kind === 'huggingface' || marks() ? model.tokenizer.decode(ids)
-    : Array.from(ids, (id) => model.tokenizer.piece(id)).join(''));
-  const label = (id) => (kind === 'huggingface' ? model.tokenizer.decode([id]) : model.tokenizer.piece(id)).replace(/\n/g, '⏎');
-  // The token generation stops at: llama2.c's <s>, or config.json's eos_token_id (the first of a list).
-  function stopToken() {
-    if (kind === 'llama2c') return marks() ? { id: 1, name: 'the start-of-text token <s> (id 1), where llama2.c\'s models end a text' } : null;
-    const eos = [model.huggingFace.config.eos_token_id].flat()[0];
-    return Number.isInteger(eos) && eos >= 0 && eos < model.config.vocab ? { id: eos, name: `the end-of-text token (id ${eos})` } : null;
-  }
+  // The tokenizer's side of the views: the row's (formats.js tokens()).
+  const decode = (ids) => tok.decode(ids);
+  const label = (id) => tok.label(id).replace(/\n/g, '⏎');
   // The text as tokens; a tokenizer without byte pieces may still spell it lower-cased (the sample's).
   function encode(text) {
     try {
@@ -186,14 +180,15 @@ export function createLlama2cView(el, { lib }) {
     }
   }
 
-  // A model just opened: the layer picker and the buttons; the other panels may run on it (opened.js).
-  function opened(m, k, name) {
+  // A model just opened with format r's loader: the layer picker and the buttons; the other panels
+  // may run on it (opened.js).
+  function opened(m, r, name) {
     model = m;
-    kind = k;
-    publishOpened(m, k, name);
+    tok = r.tokens(m);
+    publishOpened(m, r.format, name);
     el.layer.replaceChildren(...Array.from({ length: m.config.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
     el.panel.dataset.loaded = '1';
-    el.panel.dataset.kind = k;
+    el.panel.dataset.kind = r.format;
     el.generate.disabled = false;
     el.probe.disabled = false;
     // a file whose weights are already quantized (llama2.c's version 2) has no fp32 weights to
@@ -203,13 +198,35 @@ export function createLlama2cView(el, { lib }) {
     weightsEl.disabled = held !== 'fp32';
     weightsEl.title = held === 'fp32' ? '' : `This file's weights are ${WEIGHTS[held]} already; the choice needs a model opened in fp32.`;
   }
-  const params = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n.toLocaleString('en'));
+
+  // The files line: each role of the row with its files, or "none yet".
+  function showFiles(r, given) {
+    el.files.textContent = Object.entries(r.files).filter(([role, f]) => !f.optional || given[role])
+      .map(([role]) => `${role}: ${given[role]?.map((f) => `${f.name} (${formatBytes(f.size)})`).join(', ') ?? 'none yet'}`).join('; ');
+  }
 
   // Each file's format from its bytes (its first 64 KiB and its size, lib.sniffModelFile), not its
   // name: a CSV named model.bin is said to be none of the formats tried, before any loader reads it.
-  const sniff = (list) => Promise.all(list.map(async (f) =>
-    ({ file: f, ...lib.sniffModelFile(new Uint8Array(await f.slice(0, 65536).arrayBuffer()), f.size) })));
+  const sniffBytes = (file, head) => ({ file, ...lib.sniffModelFile(head, file.size) });
+  const sniff = (list) => Promise.all(list.map(async (f) => sniffBytes(f, new Uint8Array(await f.slice(0, SNIFFED).arrayBuffer()))));
 
+  // The format a pick of sniffed files opens (formats.js pickFormat) and its files by role, or why
+  // it opens none: { r, given, why }. gather: add the files kept from earlier picks of the same
+  // format when it gathers, and keep these.
+  function choose(sniffed, gather) {
+    const { row: r, unread } = pickFormat(sniffed);
+    if (unread) return { why: notOpened(unread) };
+    if (!r) {
+      const none = sniffed.filter((x) => x.format === null);
+      return { why: none.length ? none.map((x) => notAModelFile(x.file.name, x)).join(' ') : 'No file was given.' };
+    }
+    const given = { ...(gather && kept.row === r && r.gathers ? kept.files : {}), ...byRole(r, sniffed) };
+    if (gather) kept = { row: r, files: given };
+    return { r, given, why: whatIsMissing(r, given) };
+  }
+
+  // A pick or a drop: sniffed, its format's files gathered, then read and loaded once every file
+  // the format needs is there.
   async function take(list) {
     let sniffed;
     try {
@@ -218,84 +235,29 @@ export function createLlama2cView(el, { lib }) {
       status(`Could not read the files: ${e.message}`);
       return;
     }
-    const of = (format) => sniffed.filter((x) => x.format === format).map((x) => x.file);
-    if (of('hf-config').length || of('safetensors').length) {
-      return openHuggingFaceFiles({ config: of('hf-config')[0] ?? null, tokenizer: of('hf-tokenizer')[0] ?? null,
-        index: of('hf-index')[0] ?? null, weights: of('safetensors') });
-    }
-    const exported = sniffed.find((x) => x.format === 'llama2c-export');
-    if (exported) {
-      status(`${exported.file.name} is ${exported.label}: this page reads llama2.c's legacy format (export.py --version 0, `
-        + 'the format of the published stories*.bin files) and version 2 (--version 2, runq.c\'s 8-bit weights).');
-      return;
-    }
-    if (!of('llama2c').length && !of('llama2c-tokenizer').length) {
-      const none = sniffed.filter((x) => x.format === null);
-      status(none.length ? none.map((x) => notAModelFile(x.file.name, x)).join(' ')
-        : `${sniffed.map((x) => `${x.file.name} is ${x.label}`).join('; ') || 'No file was given'}: a model needs more (llama2.c's `
-          + 'model .bin and its tokenizer.bin, or Hugging Face\'s config.json, model.safetensors and tokenizer.json).');
-      return;
-    }
-    files.model = of('llama2c')[0] ?? files.model;
-    files.tokenizer = of('llama2c-tokenizer')[0] ?? files.tokenizer;
-    el.files.textContent = `model: ${files.model ? `${files.model.name} (${formatBytes(files.model.size)})` : 'none yet'}; ` +
-      `tokenizer: ${files.tokenizer ? `${files.tokenizer.name} (${formatBytes(files.tokenizer.size)})` : 'none yet'}`;
-    if (!files.model || !files.tokenizer) {
-      status('Give both files: the model (.bin) and its tokenizer.bin.');
+    const { r, given, why } = choose(sniffed, true);
+    if (r) showFiles(r, given);
+    if (why) {
+      status(why);
       return;
     }
     closeModel();
-    kind = 'llama2c'; // the files given so far are llama2.c's, even if this one fails
-    status(`Reading ${files.model.name} in this tab…`);
-    try {
-      const [bytes, tok] = await Promise.all([files.model.arrayBuffer(), files.tokenizer.arrayBuffer()]);
-      const t0 = performance.now();
-      const m = lib.loadLlama2c(bytes, { tokenizer: tok });
-      const ms = performance.now() - t0;
-      const c = m.config;
-      opened(m, 'llama2c', files.model.name);
-      const shared = c.kvHeads < c.heads ? `${c.kvHeads} K/V heads, each shared by ${c.heads / c.kvHeads} query heads` : 'a K/V head per head';
-      const w = m.weightBytes;
-      status(`Loaded in ${ms.toFixed(0)} ms: dim ${c.dModel}, ${c.layers} layers, ${c.heads} heads (${shared}), ` +
-        `vocab ${c.vocab}, up to ${c.maxLen} tokens, ${params(w.fp32 / 4)} parameters` +
-        `${c.tieEmbeddings ? ', classifier tied to the embedding' : ''}` +
-        `${w.format === 'fp32' ? '' : `; ${WEIGHTS[w.format]} weights as the file holds them (llama2.c's version 2), ${formatBytes(w.bytes)}`}.`);
-    } catch (e) {
-      status(e.message);
-    }
-  }
-
-  // Hugging Face files from this device: every shard the index names must be there.
-  async function openHuggingFaceFiles({ config, tokenizer, index, weights }) {
-    el.files.textContent = [config, index, ...weights, tokenizer].filter(Boolean)
-      .map((f) => `${f.name} (${formatBytes(f.size)})`).join(', ');
-    const missing = [!config && 'config.json', !weights.length && 'model.safetensors (or its shards)', !tokenizer && 'tokenizer.json'].filter(Boolean);
-    if (missing.length) {
-      status(`A Hugging Face model needs config.json, model.safetensors (or its shards) and tokenizer.json: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} missing.`);
-      return;
-    }
-    closeModel();
-    files = { model: null, tokenizer: null }; // llama2.c's pair starts again
     const signal = startBusy('read');
     try {
-      if (index) {
-        const map = JSON.parse(await index.text())?.weight_map ?? {};
-        const have = new Set(weights.map((f) => f.name));
-        const absent = [...new Set(Object.values(map))].filter((f) => !have.has(f));
-        if (absent.length) throw new Error(`model.safetensors.index.json names ${absent.length} shard(s) not given: ${absent.join(', ')}`);
-      }
-      const total = weights.reduce((a, f) => a + f.size, 0);
-      status(`Reading ${weights.length} weights file(s), ${formatMB(total)}, in this tab…`);
+      const all = Object.values(given).flat(), total = all.reduce((a, f) => a + f.size, 0);
+      status(`Reading ${all.length} file(s), ${formatMB(total)}, in this tab…`);
       let done = 0;
-      const parts = [];
-      for (const f of weights) {
-        parts.push(new Uint8Array(await f.arrayBuffer()));
-        if (signal.aborted) throw signal.reason;
-        showBytes((done += f.size), total);
-        await frame();
+      const bytes = {};
+      for (const [role, files] of Object.entries(given)) {
+        bytes[role] = [];
+        for (const f of files) {
+          bytes[role].push({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) });
+          if (signal.aborted) throw signal.reason;
+          showBytes((done += f.size), total);
+          await frame();
+        }
       }
-      await loadHuggingFace({ config: await config.text(), tokenizer: await tokenizer.text(), weights: parts, bytes: total, signal,
-        source: weights.length > 1 ? `${weights.length} shards` : weights[0].name });
+      await load(r, bytes, signal);
     } catch (e) {
       if (current(signal)) status(isAbort(e) ? 'Cancelled: nothing was loaded.' : e.message);
     } finally {
@@ -303,26 +265,23 @@ export function createLlama2cView(el, { lib }) {
     }
   }
 
-  // config.json, tokenizer.json and the weights' bytes into the library; the status says what it is.
-  async function loadHuggingFace({ config, tokenizer, weights, bytes, signal, source, fetched = null }) {
-    if (typeof lib.loadHuggingFace !== 'function') throw new Error('this build of the library has no loadHuggingFace: it opens llama2.c files only');
-    status(`Loading ${source} (${formatMB(bytes)}) into the library…`);
+  // The files' bytes (role -> [{ name, bytes }]) into the library with the row's loader; the status
+  // says what was opened. hub: { id, fetched (ms) } for a Hub download.
+  async function load(r, given, signal, hub = {}) {
+    const weights = given[Object.keys(r.files).find((role) => r.files[role].sniff === r.sniff)];
+    status(`Loading ${weights.length > 1 ? `${weights.length} shards` : weights[0].name} `
+      + `(${formatMB(weights.reduce((a, w) => a + w.bytes.length, 0))}) into the library…`);
     el.progress.removeAttribute('value');
     await frame();
     if (signal.aborted) throw signal.reason;
     const t0 = performance.now();
-    const m = lib.loadHuggingFace({ config, weights, tokenizer });
-    const ms = performance.now() - t0;
-    const c = m.config, dtypes = [...new Set(weights.flatMap((w) => safetensorsDtypes(w)))].join('+') || 'no tensors';
-    weights.length = 0; // the bytes are in wasm memory now: drop the JS copy
-    opened(m, 'huggingface', fetched ? source : `${m.huggingFace.architecture} (${source})`);
-    const kv = c.kvHeads < c.heads ? ` (${c.kvHeads} K/V heads)` : '';
-    status(`Loaded ${m.huggingFace.architecture} in ${ms.toFixed(0)} ms${fetched ? ` (fetched in ${(fetched / 1000).toFixed(1)} s)` : ''}: `
-      + `dim ${c.dModel}, ${c.layers} layers x ${c.heads} heads${kv}, vocab ${c.vocab}, up to ${c.maxLen} tokens, `
-      + `${params(m.parameterCount)} parameters, ${dtypes}, ${formatMB(bytes)} of weights.`);
+    const m = r.load(lib, given);
+    const shown = r.shows(m, { ms: performance.now() - t0, given, ...hub });
+    opened(m, r, shown.name);
+    status(shown.status);
   }
 
-  // A Hub id: the files from the Hub's resolve URLs (hub.js), then loaded as if dropped.
+  // A Hub id: the files from the Hub's resolve URLs (hub.js), then sniffed and loaded as picked files are.
   el.hub.addEventListener('submit', async (e) => {
     e.preventDefault();
     const id = el.hubid.value.trim();
@@ -332,7 +291,7 @@ export function createLlama2cView(el, { lib }) {
       return;
     }
     closeModel();
-    files = { model: null, tokenizer: null };
+    kept = { row: null, files: {} };
     el.files.textContent = `${id} from the Hub`;
     const signal = startBusy('fetch');
     const t0 = performance.now();
@@ -349,7 +308,12 @@ export function createLlama2cView(el, { lib }) {
       });
       el.panel.dataset.fetched = String(got.bytes);
       el.files.textContent = `${id}: config.json, tokenizer.json, ${got.files.join(', ')} (${formatMB(got.bytes)})`;
-      await loadHuggingFace({ ...got, signal, source: id, fetched: performance.now() - t0 });
+      // the fetched files are sniffed as picked ones are: their bytes say which format opens them
+      const files = [['config.json', utf8(got.config)], ['tokenizer.json', utf8(got.tokenizer)], ...got.files.map((f, k) => [f, got.weights[k]])]
+        .map(([name, bytes]) => sniffBytes({ name, size: bytes.length, bytes }, bytes.subarray(0, SNIFFED)));
+      const { r, given, why } = choose(files, false);
+      if (why) throw new Error(`${id}: ${why}`);
+      await load(r, given, signal, { id, fetched: performance.now() - t0 });
     } catch (err) {
       if (current(signal)) status(isAbort(err) ? `Cancelled: ${id} was not loaded, and what was fetched is freed.` : err.message);
     } finally {
@@ -439,7 +403,7 @@ export function createLlama2cView(el, { lib }) {
     const mine = ++run, c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
     const vocab = Math.min(c.vocab, model.tokenizer?.vocabSize ?? model.tokenizer?.pieces?.length ?? c.vocab);
     // a start token, then ordinary pieces: past the byte pieces (3..258) when the vocabulary has room, else past <unk>, <s>, </s>
-    const bos = kind === 'llama2c' ? 1 : [model.huggingFace.config.bos_token_id].flat()[0];
+    const bos = tok.bos;
     const start = Number.isInteger(bos) && bos >= 0 && bos < c.vocab ? [bos] : [];
     const tokens = [...start, ...probeTokens(vocab, half, 5, vocab >= 259 + half ? 259 : 3)];
     const many = c.layers * c.heads > MANY_HEADS;
@@ -528,7 +492,7 @@ export function createLlama2cView(el, { lib }) {
       const cap = Math.min(c.maxLen, MAX_SHOWN), asked = Number(el.count.value);
       const room = cap - prompt.length;
       if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${cap}`);
-      const want = Math.min(asked, room), stop = stopToken();
+      const want = Math.min(asked, room), stop = tok.stop;
       const m = infer(), t0 = performance.now();
       const out = m.generate(prompt, stop ? { maxTokens: want, stop: stop.id } : { maxTokens: want });
       const ms = performance.now() - t0;
@@ -585,8 +549,7 @@ export function createLlama2cView(el, { lib }) {
     const own = !sampleOpen;
     const read = own ? text : new TextDecoder().decode(await fetchOnce(new URL(`../models/${HELD_OUT}`, import.meta.url)));
     const { ids } = encode(read);
-    const bos = kind === 'llama2c' ? 1 : [model.huggingFace.config.bos_token_id].flat()[0];
-    const chars = read.length - (ids[0] === bos ? 0 : decode(ids.subarray(0, 1)).length);
+    const chars = read.length - (ids[0] === tok.bos ? 0 : decode(ids.subarray(0, 1)).length);
     return { ids, chars, own, length: read.length };
   }
 
