@@ -1,5 +1,5 @@
-// opened.js: the model open in "Open a model file" (views/llama2c.js), shared with the panels that
-// can run on it ("What does this head do?", views/circuits.js). A tiny store: llama2c.js publishes
+// opened.js: the model open in "Open a model file" (views/opener.js), shared with the panels that
+// can run on it ("What does this head do?", views/circuits.js). A tiny store: opener.js publishes
 // the model when it opens one and null when it closes it; a panel reads openedModel() and listens
 // with onOpened(fn). Nothing here holds the model's weights: bytes() asks the library for its own
 // checkpoint (model.save(), which lib.loadModel(bytes, { training: false }) reads back, in a worker
@@ -27,7 +27,7 @@ export function onOpened(fn) {
 /**
  * Publishes a model just opened (model: the library's, kind: 'llama2c' | 'huggingface', name: what
  * the page calls it), or null when it was closed. llama2.c's tokenizers mark <s> (1) and </s> (2)
- * only when their piece 1 says so (the same rule as views/llama2c.js).
+ * only when their piece 1 says so (the same rule as web/formats.js).
  */
 export function publishOpened(model, kind, name) {
   if (!model) {
@@ -50,7 +50,7 @@ export function publishOpened(model, kind, name) {
         if (!model.handle) throw new Error(`${name} was closed in "Open a model file": open it again`);
         return model.save();
       },
-      // llama2.c's tokenizers spell some texts in lower case only (views/llama2c.js does the same)
+      // llama2.c's tokenizers spell some texts in lower case only (web/formats.js does the same)
       encode(text) {
         try {
           return tok.encode(text);

@@ -1,6 +1,6 @@
 // hub.js: the files of a model, from this device or from the Hugging Face Hub, for "Open a model
-// file" (llama2c.js). Picked or dropped files (folders walked) are sorted by name into a llama2.c
-// pair or a Hugging Face set; a Hub id is fetched from the Hub's resolve URLs only
+// file" (views/opener.js, which sniffs every file with lib.sniffModelFile and picks its row of
+// web/formats.js; nothing here decides a format). Dropped folders are walked; a Hub id is fetched from the Hub's resolve URLs only
 // (${hub}/${id}/resolve/main/${file}), with the size said first, progress in bytes and an
 // AbortSignal that stops it. Nothing is sent anywhere else: no analytics, no other host (the Hub
 // itself may redirect a large file to its own download host).
@@ -136,29 +136,6 @@ export async function fetchHubModel({ base, id, signal, onStatus = () => {}, onS
     }));
   }
   return { config, tokenizer, weights, files, bytes: done };
-}
-
-/**
- * Sorts files by name: { kind: 'huggingface', config, weights: [File], index, tokenizer } when a
- * config.json or .safetensors is among them, { kind: 'llama2c', model, tokenizer } for .bin files,
- * or { kind: null }. Files in a dropped folder count by their base name.
- */
-export function sortFiles(list) {
-  const base = (f) => f.name.split('/').pop().toLowerCase();
-  const hf = list.filter((f) => base(f) === 'config.json' || base(f).endsWith('.safetensors') || base(f) === 'tokenizer.json'
-    || base(f) === FILES.index);
-  if (hf.some((f) => base(f) === 'config.json' || base(f).endsWith('.safetensors'))) {
-    return {
-      kind: 'huggingface',
-      config: hf.find((f) => base(f) === 'config.json') ?? null,
-      tokenizer: hf.find((f) => base(f) === 'tokenizer.json') ?? null,
-      index: hf.find((f) => base(f) === FILES.index) ?? null,
-      weights: hf.filter((f) => base(f).endsWith('.safetensors')),
-    };
-  }
-  const bins = list.filter((f) => base(f).endsWith('.bin'));
-  if (bins.length) return { kind: 'llama2c', list: bins };
-  return { kind: null };
 }
 
 /** Every file of a drop, folders walked (DataTransferItem.webkitGetAsEntry); plain files when entries are not offered. */
