@@ -458,6 +458,7 @@ export function huggingFaceMethods(core, lib) {
       } else if (shape.length !== want.length || shape.some((d, i) => d !== want[i])) bad(want);
       steps.push({ ours, src, want, t });
     }
+
     // a tied head the file holds as well (some converters write both) is read only as the
     // embedding's exact copy: another head would be silently dropped
     const head = found.get('lm_head.weight');
@@ -594,6 +595,10 @@ export function huggingFaceMethods(core, lib) {
           fail(`${what}: internal: tensor ${step.ours} of the plan does not match the model's (${name ? `[${dst.dims}]` : 'absent'})`);
         // a view made again each time: filling a matrix may grow the memory
         writeTensor(new Uint32Array(core.memory.buffer), dst.q ? scratch / 4 : base, step, dst);
+        // a NaN or Infinity in the file would first show as "the parameters have diverged" at the
+        // first forward: named here (C's scan of the float32 values just written)
+        if (ex.aw_first_nonfinite(dst.q ? scratch : (base + dst.offset) * 4, dst.dims.reduce((a, b) => a * b, 1)) !== -1)
+          fail(`${what}: tensor "${step.src.name}" holds NaN or Infinity: the file is damaged, or its model had diverged when it was saved`);
         if (dst.q) core.check(ex.aw_model_quantize_fill(model.handle, dst.q.i, scratch, 0, dst.q.rows), what);
         written.add(name);
       }

@@ -2,8 +2,9 @@
 // (issue 55). Each block is one way a file lies or is given wrongly, which the loader (before
 // this issue) accepted and read as wrong numbers: a header length one byte short, a tensor named
 // twice, a config and tensors that disagree on tying, two architectures, quantized weights,
-// options in a second argument, an index file as a shard, Node Buffers, absurd sizes. Each is an
-// Error naming what is wrong, nothing stays allocated, and a good model loads afterwards.
+// options in a second argument, an index file as a shard, Node Buffers, absurd sizes, NaN
+// weights. Each is an Error naming what is wrong, nothing stays allocated, and a good model loads
+// afterwards.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -284,6 +285,26 @@ for (const { name, lib } of builds) {
       rmSync(dir, { recursive: true, force: true });
     }
     t.diagnostic(`${Object.keys(ENTRIES).length} entry points x ${Object.keys(VARIANTS).length} forms of the bytes, all equal`);
+    stillWorks();
+  });
+
+  test(`${name}: 10. a NaN or Infinity in the weights is named by its tensor at load, not "diverged" at the first forward`, () => {
+    const bf16 = tensorsOf(hubFiles(lib, LLAMA, { dtype: 'BF16' }).weights);
+    // F32 NaN and -Infinity, BF16 NaN, each in a tensor read as rows, transposed or rotary-permuted
+    const poison = (list, target, at, bits) => list.map(([k, t]) => {
+      if (k !== target) return [k, t];
+      const data = t.data.slice(), dv = new DataView(data.buffer);
+      if (t.dtype === 'F32') dv.setUint32(at * 4, bits, true); else dv.setUint16(at * 2, bits, true);
+      return [k, { ...t, data }];
+    });
+    for (const [list, target, at, bits] of [
+      [tensors, 'model.embed_tokens.weight', 7, 0x7fc00000], [tensors, 'model.layers.1.self_attn.k_proj.weight', 100, 0xff800000],
+      [bf16, 'model.layers.0.mlp.down_proj.weight', 3, 0x7fc0], [bf16, 'model.norm.weight', 31, 0x7f80],
+    ]) {
+      const weights = stFile(poison(list, target, at, bits));
+      for (const quantize of [undefined, 'q8_0'])
+        refused(() => lib.loadHuggingFace({ config: files.config, weights, quantize }), new RegExp(`tensor "${escape(target)}" holds NaN or Infinity: the file is damaged`));
+    }
     stillWorks();
   });
 
