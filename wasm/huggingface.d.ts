@@ -25,7 +25,8 @@ export interface HuggingFaceApi {
    * that lies is an Error naming the tensor or field: safetensors offsets that do not tile the data,
    * a key twice, config booleans that are not booleans, tie_word_embeddings against the tensors,
    * two architectures or one against model_type, a quantization_config, an index or config file
-   * given as weights, a size past its bound. A Buffer reads as the same bytes in a Uint8Array do.
+   * given as weights, a size past its bound, a NaN or Infinity among the weights. A Node Buffer
+   * (pooled, at any offset) reads as the same bytes in a Uint8Array do.
    */
   loadHuggingFace(args: {
     config: string | object | Uint8Array;

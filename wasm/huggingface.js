@@ -5,7 +5,8 @@
 // they become, and where each of the model's tensors comes from (names, layouts). Saving walks
 // the same row backwards. Every check (the config, the safetensors headers, the shapes, the
 // memory) runs before anything is allocated; then the weights go into wasm memory once, one
-// tensor at a time, widened from BF16/F16 as they are copied (no second full copy in JS).
+// tensor at a time, widened from BF16/F16 as they are copied (no second full copy in JS), and a
+// NaN or Infinity among them is found as each is written (the model is then freed).
 //
 // Two layout facts, as transformers' modeling code has them:
 // - Llama, Mistral and Qwen rotate column i with column i + head_dim / 2 of each head
