@@ -29,7 +29,7 @@ function duplicateKey(text) {
     const ch = text.charCodeAt(i);
     if (ch === 34) { // '"': a string, to its closing quote
       let j = i + 1;
-      while (text.charCodeAt(j) !== 34) j += text.charCodeAt(j) === 92 ? 2 : 1;
+      while (j < text.length && text.charCodeAt(j) !== 34) j += text.charCodeAt(j) === 92 ? 2 : 1;
       if (expectKey) {
         const key = JSON.parse(text.slice(i, j + 1)), keys = open[open.length - 1];
         if (keys.has(key)) return { key, under: open.length > 1 ? top : null };
