@@ -277,10 +277,12 @@ export function bpeMethods(core) {
     },
     /**
      * A tokenizer read back: a tokenizer.json (an object, its text, or its bytes) or llama2.c's
-     * tokenizer.bin (bytes) of a byte-level BPE.
+     * tokenizer.bin (bytes) of a byte-level BPE. opts.trustPatterns: a Hugging Face file's split
+     * patterns that hf-tokenizer.js does not know run (with a bound on their work) instead of being refused.
      */
-    loadTokenizer(source) {
+    loadTokenizer(source, opts = {}) {
       const what = 'loadTokenizer';
+      checkKeys(what, opts, ['trustPatterns']);
       let json = null;
       const u8 = asBytes(source);
       if (u8) {
@@ -301,7 +303,7 @@ export function bpeMethods(core) {
       } else if (source !== null && typeof source === 'object' && !Array.isArray(source)) json = source;
       if (json === null || typeof json !== 'object' || Array.isArray(json))
         fail(`${what}: source must be a tokenizer.json (object, text or bytes) or tokenizer.bin bytes, got ${describe(source)}`);
-      if (isForeignJSON(json)) return hfTokenizerFrom(what, json);
+      if (isForeignJSON(json)) return hfTokenizerFrom(what, json, undefined, opts);
       const { pieces, byteIds, merges } = fromJSON(`${what} (tokenizer.json)`, json);
       return makeTokenizer(core, pieces, byteIds, merges);
     },
