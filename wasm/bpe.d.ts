@@ -1,5 +1,8 @@
 // bpe.d.ts: the byte-level BPE tokenizer (wasm/bpe.js, src/model/bpe.h, docs/tokenizers.md).
-import type { HfTokenizer } from './hf-tokenizer.js';
+import type { HfTokenizer, HfTokenizerOptions } from './hf-tokenizer.js';
+
+/** How lib.loadTokenizer reads a file: trustPatterns applies to a Hugging Face tokenizer.json. */
+export type LoadTokenizerOptions = HfTokenizerOptions;
 
 /** A byte-level BPE: <unk>, <s>, </s> at ids 0..2, the 256 bytes at 3..258, then one piece per merge. */
 export interface BpeTokenizer {
@@ -51,12 +54,12 @@ export interface BpeApi {
    * byte-level BPE). The bytes of a Hugging Face tokenizer.json also go through here at run time
    * and give an HfTokenizer: pass its text or object to have that typed.
    */
-  loadTokenizer(source: BpeTokenizerJSON | Uint8Array | ArrayBuffer): BpeTokenizer;
+  loadTokenizer(source: BpeTokenizerJSON | Uint8Array | ArrayBuffer, opts?: LoadTokenizerOptions): BpeTokenizer;
   /**
    * Reads any tokenizer.json (object, text or bytes): this library's own layout gives a
    * BpeTokenizer; a Hugging Face file with added tokens, a normalizer, a post-processor, a Split,
    * Sequence or Metaspace pre-tokenizer, byte fallback or ignore_merges (GPT-2, Llama 2/3, Qwen,
    * Gemma) gives an HfTokenizer (wasm/hf-tokenizer.js).
    */
-  loadTokenizer(source: object | string | Uint8Array | ArrayBuffer): BpeTokenizer | HfTokenizer;
+  loadTokenizer(source: object | string | Uint8Array | ArrayBuffer, opts?: LoadTokenizerOptions): BpeTokenizer | HfTokenizer;
 }

@@ -86,8 +86,8 @@ const ROWS = [
   { name: 'loadSAE', load: (w) => lib.loadSAE(w(FILES.sae)), read: (s) => Object.fromEntries(Object.entries(s.params()).map(([k, v]) => [k, Array.from(v)])) },
   { name: 'loadModel', load: (w) => lib.loadModel(w(FILES.checkpoint), { training: false }), read: logits },
   { name: 'loadTokenizer, tokenizer.json bytes', load: (w) => lib.loadTokenizer(w(FILES.bpe.json)), read: bpeTokenizer },
-  { name: 'loadTokenizer, its own tokenizer.bin (toLlama2c)', load: (w) => lib.loadTokenizer(w(FILES.bpe.bin)), read: bpeTokenizer, todo: 'bpe.js owner' },
-  { name: 'loadHuggingFace, model.safetensors', load: (w) => lib.loadHuggingFace({ config: FILES.hf.config, weights: w(FILES.hf.weights), maxLen: 8 }), read: logits, todo: 'huggingface.js owner' },
+  { name: 'loadTokenizer, its own tokenizer.bin (toLlama2c)', load: (w) => lib.loadTokenizer(w(FILES.bpe.bin)), read: bpeTokenizer },
+  { name: 'loadHuggingFace, model.safetensors', load: (w) => lib.loadHuggingFace({ config: FILES.hf.config, weights: w(FILES.hf.weights), maxLen: 8 }), read: logits },
 ];
 
 // load then read, or the Error's message
