@@ -1,5 +1,5 @@
 // hooks.js: a model's interpretability calls (docs/interpretability.md): runWithCache,
-// runWithHooks, logitLens, headAttribution, ablationGrid and patchingGrid, over the named points of
+// runWithHooks, logitLens, headAttribution, ablationGrid, patchingGrid and attributionPatching, over the named points of
 // src/model/hooks.h, and compositionScores from the weights alone (src/model/composition.h) (TransformerLens's names, layers from 0). Types are checked here; names,
 // layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
 import { checkInt, checkKeys, describe, fail } from './core.js';
@@ -347,6 +347,76 @@ export function installHooks(core, proto, checkTokens) {
       { name: 'grid', bytes: L * n * k * 4 }, { name: 'clean', bytes: k * 4 }], ([ip, np, fp, tp, op, cp]) => {
       core.check(ex.aw_hooks_patching_grid(this.handle, ip, n, np, fp, stacked.length, tp, op, cp), what);
       return { data: core.readF32(op, L * n * k), shape: [L, n, k], clean: core.readF32(cp, k) };
+    });
+  };
+
+  /**
+   * Attribution patching (Nanda 2023; Syed, Rager and Conmy 2023): the effect on a metric of
+   * patching each activation of the clean run with the corrupted run's, estimated to first order
+   * from one clean forward, one corrupted forward and one backward as (corrupt - clean) . d metric /
+   * d activation. clean, corrupt: token ids of the same length. metric: { target, position = n - 1,
+   * versus? }: log p(target) at position (nats; patchingGrid's number there), or with versus the
+   * logit difference logit[target] - logit[versus]. names: block points without "blocks.{l}."
+   * (default attn.hook_z, hook_attn_out, hook_mlp_out, hook_resid_pre), each at every layer.
+   * Returns { clean, corrupt (the metric of each run), grids: { [name]: { data, shape } } }, shape
+   * [layers, heads] for the per-head names (a head's columns summed; k and v: the K/V heads),
+   * [layers] for the others: the activation patched at every position; with perPosition, one
+   * position at a time: [layers, heads, n] or [layers, n]. The model must be trainable float32.
+   */
+  proto.attributionPatching = function attributionPatching(clean, corrupt, opts = {}) {
+    const what = 'attributionPatching';
+    live(this, what);
+    checkKeys(what, opts, ['metric', 'names', 'perPosition']);
+    const a = checkTokens(`${what}: clean`, clean), b = checkTokens(`${what}: corrupt`, corrupt);
+    const n = a.length, V = this.config.vocab;
+    // named here: C's forward would call either "tokens"
+    for (const [label, t] of [['clean', a], ['corrupt', b]])
+      t.forEach((x, i) => { if (x < 0 || x >= V) fail(`${what}: ${label}[${i}] is ${x}, outside the vocabulary [0, ${V})`); });
+    if (b.length !== n)
+      fail(`${what}: corrupt has ${b.length} tokens and clean ${n}: patching lines the two runs up position by position, so they must have the same length`);
+    const { metric } = opts;
+    if (metric === null || typeof metric !== 'object')
+      fail(`${what}: metric must be { target, position?, versus? } (log p(target) at position, default the last), got ${describe(metric)}`);
+    checkKeys(`${what}: metric`, metric, ['target', 'position', 'versus']);
+    const target = checkInt(`${what}: metric.target`, metric.target);
+    const position = metric.position === undefined ? n - 1 : checkInt(`${what}: metric.position`, metric.position);
+    const versus = metric.versus === undefined ? -1 : checkInt(`${what}: metric.versus`, metric.versus);
+    if (metric.versus !== undefined && versus < 0) fail(`${what}: metric.versus is ${versus}: expected a token id (or no versus: log p(target))`);
+    const names = opts.names ?? ['attn.hook_z', 'hook_attn_out', 'hook_mlp_out', 'hook_resid_pre'];
+    if (!Array.isArray(names) || names.length === 0)
+      fail(`${what}: names must be a non-empty array of block point names such as "attn.hook_z", got ${describe(names)}`);
+    names.forEach((x, i) => {
+      hookName(`${what}: names[${i}]`, x);
+      if (x.includes(',')) fail(`${what}: names[${i}] is ${describe(x)}: one name per entry (no commas)`);
+      if (names.indexOf(x) !== i) fail(`${what}: names[${names.indexOf(x)}] and names[${i}] are both ${describe(x)}: list each once`);
+    });
+    const perPosition = opts.perPosition ?? false;
+    if (typeof perPosition !== 'boolean') fail(`${what}: perPosition must be true or false, got ${describe(perPosition)}`);
+    const { layers: L, heads: H } = this.config, KH = this.config.kvHeads || H;
+    const groups = names.map((x) => (x === 'attn.hook_k' || x === 'attn.hook_v' ? KH : x === 'attn.hook_q' || x === 'attn.hook_z' ? H : 1));
+    const total = groups.reduce((s, g) => s + L * g * n, 0);
+    const enc = new TextEncoder().encode(`${names.join(',')}\0`);
+    return core.withBuffers(what, [{ name: 'clean', bytes: n * 4, from: a }, { name: 'corrupt', bytes: n * 4, from: b },
+      { name: 'names', bytes: enc.length, from: enc }, { name: 'out', bytes: total * 4 }, { name: 'values', bytes: 8 }],
+    ([cp, kp, np, op, vp]) => {
+      core.check(ex.aw_hooks_attribution_patching(this.handle, cp, kp, n, np, target, position, versus, op, vp), what);
+      const all = core.readF32(op, total), values = core.readF32(vp, 2), grids = {};
+      let at = 0;
+      names.forEach((name, i) => {
+        const G = groups[i], per = all.subarray(at, at + L * G * n);
+        at += L * G * n;
+        if (perPosition) grids[name] = { data: per.slice(), shape: G > 1 ? [L, G, n] : [L, n] };
+        else {
+          const data = new Float32Array(L * G);
+          for (let r = 0; r < L * G; r++) {
+            let s = 0; // over the positions, in float64
+            for (let p = 0; p < n; p++) s += per[r * n + p];
+            data[r] = s;
+          }
+          grids[name] = { data, shape: G > 1 ? [L, G] : [L] };
+        }
+      });
+      return { clean: values[0], corrupt: values[1], grids };
     });
   };
 

@@ -182,7 +182,7 @@ export type {
 export type {
   ModelAttention, ModelLayerForm, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
   Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
-  FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, Ablation, Patch, HeadAttribution, CompositionScores,
+  FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, AttributionName, Ablation, Patch, HeadAttribution, CompositionScores,
   WeightFormat, WeightBytes,
 } from './model.js';
 export type {

@@ -178,6 +178,8 @@ export interface HookTensor {
 }
 
 export type HookCache = { [name: string]: HookTensor };
+/** the block points attributionPatching estimates, each at every layer (without "blocks.{l}.") */
+export type AttributionName = 'attn.hook_q' | 'attn.hook_k' | 'attn.hook_v' | 'attn.hook_z' | 'hook_resid_pre' | 'hook_attn_out' | 'hook_resid_mid' | 'hook_mlp_out' | 'hook_resid_post';
 
 /** model.compositionScores(): one [layers, heads, layers, heads] tensor per kind of composition. */
 export interface CompositionScores {
@@ -345,6 +347,19 @@ export interface Model {
   ablationGrid(ids: ArrayLike<number>, opts?: { modes?: ('zero' | 'mean')[] }): HookTensor & { modes: ('zero' | 'mean')[]; clean: Float32Array };
   /** activation patching over layers x positions: log p(targets[q]) for each (layer, patched position, q); shape [layers, n, n - 1] */
   patchingGrid(ids: ArrayLike<number>, opts: { from: HookCache; name?: 'hook_resid_pre' | 'hook_attn_out' | 'hook_resid_mid' | 'hook_mlp_out' | 'hook_resid_post'; targets?: ArrayLike<number> }): HookTensor & { clean: Float32Array };
+  /** attribution patching (Nanda 2023; Syed, Rager and Conmy 2023): the metric's change when each
+   *  activation of `clean` is patched with `corrupt`'s, estimated as (corrupt - clean) . d metric /
+   *  d activation from one forward of each and one backward. metric: log p(target) at position
+   *  (default the last; patchingGrid's number there) or, with versus, logit[target] - logit[versus].
+   *  names (default attn.hook_z, hook_attn_out, hook_mlp_out, hook_resid_pre; each at every layer):
+   *  grids of shape [layers, heads] (per-head names) or [layers], the point patched at every position;
+   *  perPosition: [layers, heads, n] or [layers, n]. Trainable float32 decoders only (loaded with
+   *  { training: true }); inference-only and quantized models are an Error */
+  attributionPatching(clean: ArrayLike<number>, corrupt: ArrayLike<number>, opts: {
+    metric: { target: number; position?: number; versus?: number };
+    names?: AttributionName[];
+    perPosition?: boolean;
+  }): { clean: number; corrupt: number; grids: { [name: string]: HookTensor } };
   /** Elhage et al. 2021's Q-, K- and V-composition of every earlier head into every later head, from the weights
    *  (norm weights folded in, biases and positions left out; docs/interpretability.md): each shape
    *  [layers, heads, layers, heads], [l2, h2, l1, h1] the earlier head (l1, h1) into the later (l2, h2), 0 where

@@ -1084,8 +1084,15 @@ static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
     return AW_OK;
 }
 
-int model_backward(aw_model *m) {
-    if (m->inference) return model_refuse_inference(m, "training");
+static int backward(aw_model *m, const float *dlogits);
+
+int model_backward(aw_model *m) { return backward(m, NULL); }
+
+int model_backward_from_logits(aw_model *m, const float *dlogits) { return backward(m, dlogits); }
+
+// The backward of model_backward, seeded with the loss's gradient of the logits or with dlogits.
+static int backward(aw_model *m, const float *dlogits) {
+    if (m->inference) return model_refuse_inference(m, dlogits ? "a backward from the logits" : "training");
     if (m->B == 0) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
     const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
@@ -1094,11 +1101,14 @@ int model_backward(aw_model *m) {
     aw_acts *da = &m->da;
     zero_floats(m->grads, m->n_params);
     zero_floats(m->dact_mem, m->act_floats);
-    size_t count = 0;
-    for (size_t i = 0; i < N; i++) count += m->targets[i] >= 0;
-    if (count == 0) return AW_OK;
-    // loss = mean over counted rows of -log probs[target]
-    crossentropy_backward(da->logits, a->probs, m->targets, 1.0f / (float)count, N, V);
+    if (dlogits) memcpy(da->logits, dlogits, N * V * sizeof(float));
+    else {
+        size_t count = 0;
+        for (size_t i = 0; i < N; i++) count += m->targets[i] >= 0;
+        if (count == 0) return AW_OK;
+        // loss = mean over counted rows of -log probs[target]
+        crossentropy_backward(da->logits, a->probs, m->targets, 1.0f / (float)count, N, V);
+    }
     if (aw_arch_is_rnn(c->arch)) {
         linear_backward(da->x0, m->g.w_out, m->g.b_out, da->logits, a->x0, m->w.w_out, N, C, V);
         const aw_rnn_batch bt = {m->B, m->T, m->S, C, V, c->arch == AW_ARCH_GRU_ATTENTION, m->tokens, m->src};

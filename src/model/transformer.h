@@ -274,6 +274,10 @@ const char *model_tensor_at(const aw_model *m, size_t i);
 int model_check_params(const aw_model *m);
 // Backward of the last forward's mean loss into m->grads (zeroed first) and the synthesizers' grads.
 int model_backward(aw_model *m);
+// The same backward seeded with dlogits (B*T, V), the gradient of any function of the last
+// forward's logits (attribution.c's metric), in place of the mean loss's: m->da then holds that
+// function's gradient of every activation, m->grads of every parameter.
+int model_backward_from_logits(aw_model *m, const float *dlogits);
 // Global-norm clipping and one AdamW step over every parameter, or, when a sublayer's form trains
 // alone (aw_attn_form.trains_alone: DSA's warm-up), over those forms' parameters only (the others'
 // gradients are zeroed first, so the norm is theirs). Returns the norm before clipping.

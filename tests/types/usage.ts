@@ -49,6 +49,12 @@ const dla: Float32Array = model.headAttribution([1, 2, 3], { target: 4 }).heads.
 const grid: Float32Array = model.ablationGrid([1, 2, 3], { modes: ['zero'] }).clean;
 const patchGrid: number[] = model.patchingGrid([1, 2, 3], { from: run.cache }).shape;
 const composition: CompositionScores = model.compositionScores();
+const attr = model.attributionPatching([1, 2, 3], [1, 5, 3], { metric: { target: 2, versus: 4 }, names: ['attn.hook_z', 'hook_mlp_out'], perPosition: true });
+const attrGrid: Float32Array = attr.grids['attn.hook_z'].data, attrClean: number = attr.clean;
+// @ts-expect-error: attributionPatching's names are a block's points without "blocks.{l}."
+model.attributionPatching([1, 2], [1, 3], { metric: { target: 2 }, names: ['blocks.0.hook_mlp_out'] });
+// @ts-expect-error: the metric is required
+model.attributionPatching([1, 2], [1, 3]);
 const kComposition: Float32Array = composition.k.data;
 // @ts-expect-error: compositionScores reads the weights only, no ids
 model.compositionScores([1, 2, 3]);

@@ -1,0 +1,120 @@
+// attribution.c: attribution patching (attribution.h) over hooks.c's runs and transformer.c's
+// backward, seeded by the metric's gradient of the logits (model_backward_from_logits).
+#include "attribution.h"
+
+#include "hooks.h"
+
+#include "../kernels/kernels.h"
+#include "../kernels/size.h"
+#include "../kernels/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The metric of logits (n, V) at metric->position, and (dlogits not NULL) its gradient there
+// (every other row zero; dlogits zeroed by the caller).
+static double metric_of(const aw_model *m, const float *logits, const aw_attr_metric *mt, float *dlogits) {
+    const size_t V = (size_t)m->cfg.vocab, t = (size_t)mt->target;
+    const float *row = logits + (size_t)mt->position * V;
+    float *drow = dlogits ? dlogits + (size_t)mt->position * V : NULL;
+    if (mt->versus >= 0) { // logit difference
+        if (drow) drow[t] = 1.0f, drow[mt->versus] = -1.0f;
+        return (double)row[t] - (double)row[mt->versus];
+    }
+    // log p(target) = row[t] - logsumexp(row), as target_logprobs (hooks.c) computes it; its
+    // gradient is onehot(t) - softmax(row)
+    float mx = row[0];
+    for (size_t v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+    double z = 0.0;
+    for (size_t v = 0; v < V; v++) z += exp((double)(row[v] - mx));
+    for (size_t v = 0; drow && v < V; v++) drow[v] = (float)(-exp((double)(row[v] - mx)) / z);
+    if (drow) drow[t] += 1.0f;
+    return (double)(row[t] - mx) - log(z);
+}
+
+// Where the backward leaves the gradient of (point, layer)'s activation, as the forward's HOOK
+// calls hand it out (transformer.c): a block's output is its FFN's res (pre-norm) or ln (post),
+// the attention's output z W_O + b_O is read by the residual sum whose gradient is res, and q, k,
+// v are the projections' outputs (their gradients are turned back through the rotation and the
+// form's QK step before the projections' backward reads them).
+static const float *point_grad(const aw_model *m, int point, int l) {
+    const aw_acts *da = &m->da;
+    const int pre = m->cfg.norm == AW_NORM_PRE;
+    const aw_attn_acts *at = &da->dec_self[l];
+    const aw_ffn_acts *ff = &da->dec_ffn[l];
+    const size_t KC = (size_t)m->cfg.kv_heads * model_head_dim(&m->cfg);
+    switch (point) {
+    case AW_HOOK_RESID_PRE: return l == 0 ? da->x0 : pre ? da->dec_ffn[l - 1].res : da->dec_ffn[l - 1].ln;
+    case AW_HOOK_Q: return at->q;
+    case AW_HOOK_K: return m->a.dec_self[l].kv ? at->kv : at->k;
+    case AW_HOOK_V: return m->a.dec_self[l].kv ? at->kv + m->T * KC : at->v;
+    case AW_HOOK_Z: return at->o;
+    case AW_HOOK_ATTN_OUT: return at->res;
+    case AW_HOOK_RESID_MID: return pre ? at->res : at->ln;
+    case AW_HOOK_MLP_OUT: return ff->res;
+    case AW_HOOK_RESID_POST: return pre ? ff->res : ff->ln;
+    default: return NULL;
+    }
+}
+
+int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
+                         size_t n_points, const aw_attr_metric *mt, float *out, float *values) {
+    if (m->quant) return model_refuse_quantized(m, "its backward");
+    if (m->inference) return model_refuse_inference(m, "its backward (of the metric)");
+    const int L = m->cfg.layers;
+    const size_t V = (size_t)m->cfg.vocab;
+    if (mt->target < 0 || (size_t)mt->target >= V)
+        return aw_fail(AW_ERR_ARG, "metric.target is %d, outside the vocabulary [0, %zu)", (int)mt->target, V);
+    if (mt->versus >= 0 && ((size_t)mt->versus >= V || mt->versus == mt->target))
+        return aw_fail(AW_ERR_ARG, "metric.versus is %d: expected a token of the vocabulary [0, %zu) other than "
+                                   "metric.target (%d)", (int)mt->versus, V, (int)mt->target);
+    if (mt->position < 0 || (size_t)mt->position >= n)
+        return aw_fail(AW_ERR_ARG, "metric.position is %d, outside the %zu positions [0, %zu)", (int)mt->position, n, n);
+    aw_hook_run rc, rk; // the corrupted run, the clean one
+    int st = hook_run_init(&rc, m, n);
+    if (st) return st;
+    if ((st = hook_run_init(&rk, m, n))) return hook_run_free(&rc), st;
+    for (size_t i = 0; i < n_points && !st; i++)
+        for (int l = 0; l < L && !st; l++)
+            if (!(st = hook_run_keep(&rc, points[i], l))) st = hook_run_keep(&rk, points[i], l);
+    if (!st && !(st = hook_run_forward(&rc, corrupt, NULL))) values[1] = (float)metric_of(m, m->a.logits, mt, NULL);
+    // the clean forward as training runs it (no attention kept for display: the forms save what
+    // their backward reads), with the hooks copying out the clean activations
+    float *dlogits = st ? NULL : aw_alloc_zero(aw_size_mul(n, V), sizeof(float));
+    if (!st && !dlogits) st = aw_fail(AW_ERR_NOMEM, "out of memory for the metric's gradient (%zu x %zu)", n, V);
+    if (!st) {
+        m->keep_attention = 0;
+        if (!(st = model_reserve(m, 1, n, 0))) {
+            memcpy(m->tokens, clean, n * sizeof(int32_t));
+            for (size_t i = 0; i < n; i++) m->targets[i] = -1;
+            m->hooks = &rk.base;
+            st = model_forward(m, NULL);
+            m->hooks = NULL;
+        }
+    }
+    if (!st && aw_find_nonfinite(m->a.logits, n * V) != n * V)
+        st = aw_fail(AW_ERR_NONFINITE, "the clean run's logits are NaN or Infinity (diverged parameters)");
+    if (!st) {
+        values[0] = (float)metric_of(m, m->a.logits, mt, dlogits);
+        st = model_backward_from_logits(m, dlogits);
+    }
+    const size_t hd = model_head_dim(&m->cfg), C = (size_t)m->cfg.d_model;
+    for (size_t i = 0; i < n_points && !st; i++) {
+        size_t G, w = hd;
+        if (!hook_has_heads(m, points[i], &G)) G = 1, w = C;
+        for (int l = 0; l < L; l++) {
+            const float *g = point_grad(m, points[i], l), *x = rk.cache[points[i]][l + 1], *y = rc.cache[points[i]][l + 1];
+            for (size_t h = 0; h < G; h++)
+                for (size_t p = 0; p < n; p++) {
+                    const size_t at = (p * G + h) * w;
+                    double s = 0.0;
+                    for (size_t j = at; j < at + w; j++) s += ((double)y[j] - x[j]) * g[j];
+                    *out++ = (float)s;
+                }
+        }
+    }
+    free(dlogits);
+    hook_run_free(&rc), hook_run_free(&rk);
+    return st;
+}

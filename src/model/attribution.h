@@ -1,0 +1,30 @@
+// attribution.h: attribution patching (Nanda 2023; Syed, Rager and Conmy 2023, "Attribution
+// Patching Outperforms Automated Circuit Discovery"): the effect of patching each activation of a
+// clean run with a corrupted run's, estimated to first order from one clean forward, one corrupted
+// forward and one backward: (corrupt - clean) . d metric / d activation, at the named points of
+// hooks.h, every layer, every position (and every head of the per-head points).
+#ifndef AW_MODEL_ATTRIBUTION_H
+#define AW_MODEL_ATTRIBUTION_H
+
+#include "transformer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+// The metric of the clean run's logits: log p(target) at position (nats, patchingGrid's number
+// there) when versus < 0, else logit[target] - logit[versus] at position.
+typedef struct {
+    int32_t target, position, versus;
+} aw_attr_metric;
+
+// points (n_points): hook points of the blocks (hooks.h: q, k, v, z, resid_pre, attn_out,
+// resid_mid, mlp_out, resid_post). out: for each point in turn (layers, G, n) floats, G its heads
+// (hook_has_heads: H for q and z, kv_heads for k and v) or 1: the estimate for patching that
+// head's (or row's) activation at that one position; a head's sums its dHead columns. values[0],
+// values[1]: the metric of the clean and of the corrupted run. A trainable float32 decoder only
+// (the backward writes the parameters' gradients too): inference-only and quantized models are
+// Errors saying so. Overwrites the model's gradients and activations.
+int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
+                         size_t n_points, const aw_attr_metric *metric, float *out, float *values);
+
+#endif
