@@ -7,6 +7,8 @@
 #include "../kernels/kernels.h"
 #include "../kernels/status.h"
 
+// ---- sublayers --------------------------------------------------------------------------------
+
 void norm_backward(const aw_model *m, float *dx, float *dw, float *db, const float *dout, const float *x,
                    const float *w, const float *mean, const float *rstd, size_t N) {
     const size_t C = (size_t)m->cfg.d_model;
@@ -88,6 +90,8 @@ static void ffn_sublayer_backward(aw_model *m, const aw_ffn_weights *w, aw_ffn_w
     linear_backward(pre ? da->ln : d_in, g->w1, g->b1, da->h, pre ? a->ln : in, w->w1, N, C, F); // h = x W1 + b1
     if (pre) norm_backward(m, d_in, g->ln_w, g->ln_b, da->ln, in, w->ln_w, a->ln_mean, a->ln_rstd, N);
 }
+
+// ---- whole model ------------------------------------------------------------------------------
 
 int model_backward(aw_model *m) {
     if (m->inference) return model_refuse_inference(m, "training");

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+// ---- the update -------------------------------------------------------------------------------
+
 // The arena's range of a form that trains alone ([*lo, *hi)), or 0 when it does not.
 static int trains_alone(const aw_model *m, int l, size_t *lo, size_t *hi) {
     const aw_attn_form *f = &m->self_form[l];
