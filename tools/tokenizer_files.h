@@ -7,6 +7,7 @@
 #define AW_TOKENIZER_FILES_H
 
 #include "../src/model/bpe.h"
+#include "../src/model/json.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -247,12 +248,14 @@ static int bpe_vocab_from_merges(bpe_vocab *v, const int32_t *pairs, size_t n_me
     return 0;
 }
 
+// A piece's characters (GPT-2's table: each byte one character below U+0800) in UTF-8, escaped by json.h.
 static void put_piece(FILE *f, const bpe_vocab *v, size_t id) {
     for (uint32_t i = v->offsets[id]; i < v->offsets[id + 1]; i++) {
         const uint32_t cp = byte_char(v->bytes[i]);
-        if (cp == '"' || cp == '\\') fputc('\\', f), fputc((int)cp, f);
-        else if (cp < 0x80) fputc((int)cp, f);
-        else fputc((int)(0xc0 | cp >> 6), f), fputc((int)(0x80 | (cp & 63)), f);
+        const char utf8[3] = {(char)(cp < 0x80 ? cp : 0xc0 | cp >> 6), (char)(cp < 0x80 ? 0 : 0x80 | (cp & 63)), 0};
+        char text[16];
+        aw_json_escape(text, sizeof text, utf8);
+        fputs(text, f);
     }
 }
 

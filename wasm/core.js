@@ -276,14 +276,15 @@ export class Core {
 }
 
 // Bits of a form's flags (src/model/forms.h, enum aw_form_flag).
-const FORM_FLAGS = { causal: 1, nonCausal: 2, step: 4, usesQK: 8, usesX: 16, hasParams: 32, cross: 64, fixedLength: 256 };
+const FORM_FLAGS = { causal: 1, nonCausal: 2, step: 4, usesQK: 8, usesX: 16, hasParams: 32, cross: 64, fixedLength: 256,
+  selects: 8192 };
 
 const formsCache = new WeakMap(); // core -> its frozen registry
 
 /**
  * The registry of attention forms as the loaded module has it (src/model/forms.c, written by C
  * as JSON): [{ name, family, crossForm, decoderForm, whyNotCausal, causal, nonCausal, step,
- * usesQK, usesX, hasParams, cross, fixedLength, label, formula, summary, cost,
+ * usesQK, usesX, hasParams, cross, fixedLength, selects, label, formula, summary, cost,
  * paper: { cite, url, year }, signed, options: [{ name, kind, min?, max?, above?, below?,
  * words?, default, key, help }] }], frozen.
  */

@@ -364,9 +364,10 @@ export interface FormInfo {
   readonly hasParams: boolean;
   /** attends to another sequence: it can serve as cross-attention */
   readonly cross: boolean;
-  /** its backward reads the forward's weights */
   /** its parameters are sized by maxLen: sequences up to maxLen only */
   readonly fixedLength: boolean;
+  /** selects the keys each query reads (model.sparseReading reads its layers) */
+  readonly selects: boolean;
   /** short, for a menu */
   readonly label: string;
   /** a few lines of plain-text formula */

@@ -213,7 +213,7 @@ const aw_form AW_FORM_DSA_DESC = {
         .year = 2025,
         .signed_scores = 0,
     },
-    .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS,
+    .flags = AW_FORM_CAUSAL | AW_FORM_STEP | AW_FORM_USES_QK | AW_FORM_USES_X | AW_FORM_PARAMS | AW_FORM_SELECTS,
     .options = OPTIONS,
     .n_options = N_OPTIONS,
     .finish = finish,

@@ -1,6 +1,7 @@
 // form_options.c: the options a form declares (forms.h), parsed, checked and written by their
 // list alone. No form's name and no option's name appear here.
 #include "forms.h"
+#include "json.h"
 
 #include "../kernels/status.h"
 
@@ -218,15 +219,10 @@ size_t aw_option_json(const aw_form *form, const aw_form_values *v, char *buf, s
     return len;
 }
 
-// A JSON string: quotes, backslashes and control characters escaped (UTF-8 passes through).
+// A JSON string (json.h escapes it; NULL: ""), appended at len.
 static size_t json_string(const char *s, char *buf, size_t cap, size_t len) {
     PUT("\"");
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') PUT("\\%c", *p);
-        else if (*p == '\n') PUT("\\n");
-        else if (*p < 0x20) PUT("\\u%04x", *p);
-        else PUT("%c", *p);
-    }
+    len += aw_json_escape(buf + (len < cap ? len : cap), len < cap ? cap - len : 0, s ? s : "");
     PUT("\"");
     return len;
 }

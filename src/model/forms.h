@@ -33,6 +33,8 @@ enum aw_form_flag {
                                      // skips them when f->grads is NULL): inference-only models keep none
     AW_FORM_KV_GROUPS = 1u << 11,    // its step keeps the K/V heads only under grouped-query attention
                                      // (aw_attn_form.KC): generation hands it k, v of KC columns
+    AW_FORM_SELECTS = 1u << 13,      // selects the keys each query reads (it has a selection below: NSA,
+                                     // DSA), so model.sparseReading reads its layers (lib.forms' selects)
 };
 
 typedef struct aw_form aw_form;

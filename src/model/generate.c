@@ -227,8 +227,8 @@ static int step_attn(aw_model *m, decode_state *s, aw_attn_form *f, const aw_att
         if (f->form->qk_forward && has_q && (st = f->form->qk_forward(f, NULL, s->q, s->kv, 1, 1, KC)))
             return st; // before the rotation: the form's own (QK-norm), on the K/V heads' key
         if (m->pos->rotate_qk && has_q) { // rotary positions: the query and the key at this position
-            m->pos->rotate_qk(m, s->q, 1, 1, pos, A, 0);
-            m->pos->rotate_qk(m, s->kv, 1, 1, pos, KC, 0);
+            m->pos->rotate_qk(&m->pos_tables, s->q, 1, 1, pos, A, 0);
+            m->pos->rotate_qk(&m->pos_tables, s->kv, 1, 1, pos, KC, 0);
         }
         if (own_cache(m, l)) { // the cache holds the K/V heads only
             if (pos >= L) return aw_fail(AW_ERR_ARG, "generation: position %zu is past the KV cache's %zu", pos, L);

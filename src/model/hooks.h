@@ -2,7 +2,7 @@
 // HookPoint), layers counted from 0: caching, ablation and activation patching are all "do
 // something at a named point" (docs/interpretability.md).
 //
-// model_forward calls m->hooks->fn at each point (transformer.c, HOOK) when m->hooks is set, with
+// model_forward calls m->hooks->fn at each point (transformer_forward.c, HOOK) when m->hooks is set, with
 // the activation of the one sequence being run (B = 1), which the hook may change in place; with
 // m->hooks NULL (every other caller: forward, training, generation) a point costs one test.
 //

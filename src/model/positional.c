@@ -8,27 +8,32 @@
 #include "../kernels/status.h"
 #include "forms.h"
 #include "layers.h"
-#include "transformer.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // ---- sinusoidal: PE[p, 2i] = sin(p / 10000^(2i/C)), PE[p, 2i+1] = cos(p / 10000^(2i/C)), added ----
 
-static int sinusoidal_tables(aw_model *m) {
-    const size_t L = (size_t)m->cfg.max_len, C = (size_t)m->cfg.d_model;
-    m->pe_sin = aw_alloc_floats(aw_size_mul(L, C));
-    if (!m->pe_sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the sinusoidal positions' table");
-    sinusoidal_encoding(m->pe_sin, L, C);
+static int sinusoidal_tables(aw_positional_tables *t, const aw_positional_cfg *p) {
+    t->sin = aw_alloc_floats(aw_size_mul(p->max_len, p->width));
+    if (!t->sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the sinusoidal positions' table");
+    sinusoidal_encoding(t->sin, p->max_len, p->width);
     return AW_OK;
 }
 
-static const float *sinusoidal_embed(const aw_model *m) { return m->pe_sin; }
+static const float *sinusoidal_embed(const aw_positional_tables *t, const float *params) {
+    (void)params;
+    return t->sin;
+}
 
 // ---- learned: an (L, C) table of parameters wpe, added --------------------------------------------
 
-static const float *learned_embed(const aw_model *m) { return m->w.wpe; }
+static const float *learned_embed(const aw_positional_tables *t, const float *params) {
+    (void)t;
+    return params;
+}
 
 // ---- rope: each head's adjacent column pairs turn by the angle p theta^(-2i/hd) ------------------
 
@@ -53,10 +58,10 @@ void aw_positional_names(char *out, size_t cap, unsigned flags, int or_last) {
     names_where(out, cap, NULL, flags, or_last);
 }
 
-static int rope_check(const aw_model_config *c, const aw_form *f) {
-    if (model_head_dim(c) % 2)
+static int rope_check(const aw_positional_cfg *p, const aw_form *f) {
+    if (p->head_dim % 2)
         return aw_fail(AW_ERR_ARG, "positional \"rope\" turns pairs of a head's columns: the head width %s must be "
-                                   "even, got %d", c->head_dim ? "headDim" : "dModel / heads", (int)model_head_dim(c));
+                                   "even, got %d", p->head_dim_given ? "headDim" : "dModel / heads", (int)p->head_dim);
     if (!(f->flags & AW_FORM_USES_QK)) {
         char list[128];
         names_where(list, sizeof list, plain, 0, 1);
@@ -66,25 +71,25 @@ static int rope_check(const aw_model_config *c, const aw_form *f) {
     return AW_OK;
 }
 
-static int rope_tables(aw_model *m) {
-    const size_t L = (size_t)m->cfg.max_len, hd = model_head_dim(&m->cfg), half = hd / 2;
-    m->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
-    m->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
-    if (!m->rope_cos || !m->rope_sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
-    const aw_model_config *c = &m->cfg;
-    const double llama3[4] = {c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_original_len};
-    rope_table(m->rope_cos, m->rope_sin, L, hd, (double)c->rope_theta, c->rope_factor > 0.0f ? llama3 : NULL);
+static int rope_tables(aw_positional_tables *t, const aw_positional_cfg *p) {
+    const size_t L = p->max_len, hd = p->head_dim, half = hd / 2;
+    t->rope_cos = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
+    t->rope_sin = aw_alloc_floats(aw_size_mul(L, half ? half : 1));
+    if (!t->rope_cos || !t->rope_sin) return aw_fail(AW_ERR_NOMEM, "out of memory for the rotary positions' table");
+    t->head_dim = hd;
+    rope_table(t->rope_cos, t->rope_sin, L, hd, p->rope_theta, p->rope_llama3[0] > 0.0 ? p->rope_llama3 : NULL);
     return AW_OK;
 }
 
-static void rope_rotate(const aw_model *m, float *x, size_t B, size_t T, size_t pos0, size_t width, int inverse) {
-    rope_apply(x, m->rope_cos, m->rope_sin, B, T, pos0, width, model_head_dim(&m->cfg), inverse);
+static void rope_rotate(const aw_positional_tables *t, float *x, size_t B, size_t T, size_t pos0, size_t width,
+                        int inverse) {
+    rope_apply(x, t->rope_cos, t->rope_sin, B, T, pos0, width, t->head_dim, inverse);
 }
 
 // ---- alibi: -m_h |i - j| on every self-attention score, m_h = 2^(-8h/H) for heads h = 1..H ----------
 
-static int alibi_check(const aw_model_config *c, const aw_form *f) {
-    (void)c;
+static int alibi_check(const aw_positional_cfg *p, const aw_form *f) {
+    (void)p;
     if (!(f->flags & AW_FORM_SCORE_BIAS))
         return aw_fail(AW_ERR_ARG, "positional \"alibi\" adds a distance bias to softmax scores, and attention \"%s\" "
                                    "has none to bias: use attention \"softmax\" with it, or positional \"rope\"", f->name);
@@ -142,4 +147,11 @@ const aw_positional *aw_positional_find(const char *name, int *index) {
             return &AW_POSITIONALS[i];
         }
     return NULL;
+}
+
+void aw_positional_free(aw_positional_tables *t) {
+    free(t->sin);
+    free(t->rope_cos);
+    free(t->rope_sin);
+    memset(t, 0, sizeof *t);
 }

@@ -1,7 +1,7 @@
 // quant_model.c: a quantized model at run time (quantize.c makes one): model_linear multiplies by a
 // matrix in float32 or in a quantized format, model_classifier the classifier, model_weight_bytes
 // and model_qmat report them, quant_bind points the weights at them, quant_free frees them. Split from quantize.c so that the forward
-// (transformer.c) reads quantized matrices without depending on the code that makes them.
+// (transformer_forward.c) reads quantized matrices without depending on the code that makes them.
 #include "quant_model.h"
 
 #include "config.h"

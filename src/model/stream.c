@@ -119,8 +119,8 @@ static void stream_token(aw_model *m, stream_state *s, int32_t token) {
             n++;
         }
         if (m->pos->rotate_qk) { // positions by cache slot
-            m->pos->rotate_qk(m, s->kr, 1, n, 0, KC, 0);
-            m->pos->rotate_qk(m, s->q, 1, 1, n - 1, A, 0);
+            m->pos->rotate_qk(&m->pos_tables, s->kr, 1, n, 0, KC, 0);
+            m->pos->rotate_qk(&m->pos_tables, s->q, 1, 1, n - 1, A, 0);
         }
         if (f->switches) { // the form's step over the kept keys in slot order: kr then vr are its cache of
             // window rows of the K/V heads (its KC), this token's row last, in place (n <= window)

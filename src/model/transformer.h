@@ -184,8 +184,7 @@ typedef struct aw_model {
     aw_weights w, g;            // pointers into params and grads
     const aw_positional *pos;   // the positional encoding's row (positional.h)
     const float *pe;            // (L, C) the table added to the embeddings (pos->embed: wpe, the sinusoid), or NULL
-    float *pe_sin;              // (L, C) the sinusoid (owned), or NULL
-    float *rope_cos, *rope_sin; // (L, hd / 2) each: rotary positions' table (owned), or NULL
+    aw_positional_tables pos_tables; // what pos->tables built (the sinusoid, rotary angles; owned)
     float *score_slopes;        // (H) the score bias' slopes (pos->score_bias: ALiBi's; owned), or NULL
     aw_attn_form enc_form[AW_MAX_LAYERS], self_form[AW_MAX_LAYERS], cross_form[AW_MAX_LAYERS];
     size_t form_offset[3][AW_MAX_LAYERS]; // where each sublayer's form parameters start in the arena

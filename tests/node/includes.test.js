@@ -1,6 +1,8 @@
-// includes.test.js: no circles between the C sources. Two graphs over src/: (1) `#include "..."`
-// between files, and (2) use between .c files: a.c uses b.c when a.c calls a function b.c defines
-// (not static), i.e. what the linker joins. Either graph with a cycle fails, printing it: a file
+// includes.test.js: no circles between the C sources. Three graphs over src/: (1) `#include "..."`
+// between files, (2) the same between modules, a .c and its own .h counted as one (x.c including
+// y.h while y.c includes x.h is a circle, though no file includes itself), and (3) use between .c
+// files: a.c uses b.c when a.c calls a function b.c defines (not static), i.e. what the linker
+// joins. Any graph with a cycle fails, printing it: a file
 // should sit below the files it uses (forms.c, the registry's table, calls nothing; the sublayer's
 // lifecycle, which reads the options, is form_layer.c). AW_SCAN_ROOT scans another checkout.
 import test from 'node:test';
@@ -54,6 +56,22 @@ test('no #include circle in src/', () => {
   }
   const found = cycles(graph);
   assert.equal(found.length, 0, `#include circles:\n${print(found)}`);
+});
+
+test('no #include circle between the modules of src/ (a .c with its own .h as one)', () => {
+  const module = (f) => f.replace(/\.[ch]$/, '');
+  const graph = new Map();
+  for (const f of files) {
+    const deps = graph.get(module(f)) ?? new Set();
+    for (const m of readFileSync(f, 'utf8').matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+      const d = module(resolve(dirname(f), m[1]));
+      if (d !== module(f)) deps.add(d);
+    }
+    graph.set(module(f), deps);
+  }
+  assert.ok(graph.get(module(join(ROOT, 'src/model/transformer.c')))?.size, 'the scan finds the modules\' includes');
+  const found = cycles(graph);
+  assert.equal(found.length, 0, `#include circles between modules (each includes the next's header, or its .c the next's):\n${print(found)}`);
 });
 
 test('no circle of use between the .c files of src/', () => {

@@ -3,8 +3,8 @@
 // records (no rotation: the model's positions are added to the embeddings); its weights against
 // forward's; DSA's selection as its rule says (the top k of each query, shared by the heads, every
 // key while t < k) and NSA's (the first, previous and current block always, the window); the share of
-// dense mass kept against a sum over the returned arrays; a hybrid's dense layer and the other bad
-// inputs as Errors naming what was expected, the model usable after.
+// dense mass kept against a sum over the returned arrays; lib.forms' selects against the forms it reads;
+// a hybrid's dense layer and the other bad inputs as Errors naming what was expected, the model usable after.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { builds } from './helpers.js';
@@ -94,6 +94,17 @@ for (const { name, lib } of builds) {
         assert.ok(extra.size <= 1, `query ${q}: ${extra.size} blocks beyond the forced ones and the window`);
       }
     model.dispose();
+  });
+
+  test(`${name}: lib.forms' selects is set for exactly nsa and dsa, the causal forms whose layers sparseReading reads`, () => {
+    assert.deepEqual(lib.forms.filter((f) => f.selects).map((f) => f.name), ['nsa', 'dsa']);
+    for (const f of lib.forms.filter((x) => x.causal)) {
+      const model = lib.createModel({ vocab: 16, dModel: 16, heads: 2, layers: 1, maxLen: 8, attention: f.name });
+      const read = () => model.sparseReading([1, 2, 3], { layer: 0 });
+      if (f.selects) assert.equal(read().n, 3, f.name);
+      else assert.throws(read, /reads every key its mask allows/, f.name);
+      model.dispose();
+    }
   });
 
   test(`${name}: sparseReading's bad inputs are Errors naming what was expected; the model works after`, () => {

@@ -99,7 +99,7 @@ export function createLearnedView(el, { lib, onChange }) {
     box: panel.querySelector('#lsparse'), layer: panel.querySelector('#lsparse-layer'),
     query: panel.querySelector('#lsparse-query'), strips: panel.querySelector('#lsparse-strips'),
     summary: panel.querySelector('#lsparse-summary'),
-  });
+  }, lib.forms);
   // "Save as llama2.c": the model shown, as llama2.c's model.bin and tokenizer.bin (renumbered so
   // that ids 1 and 2 are <s> and </s>: llama2c-sample.js), for "Open a model file" or run.c.
   const save = llama2cSaveButton(el.exports, 'lsave-llama2c');

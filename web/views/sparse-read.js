@@ -13,10 +13,10 @@ const STRIPS = [['dense', 'dense attention (what a full softmax would read)'], [
 const STRIP_H = 14; // px per strip
 
 /**
- * el: { box (the details), layer (select), query (range input), strips (div), summary (p) }.
- * Returns { show(model, tokens, labels) | hide() }.
+ * el: { box (the details), layer (select), query (range input), strips (div), summary (p) }; forms:
+ * lib.forms (which forms select). Returns { show(model, tokens, labels) | hide() }.
  */
-export function createSparseReadView(el) {
+export function createSparseReadView(el, forms) {
   let shown = null; // { model, tokens, labels, reading }
 
   function drawStrips() {
@@ -105,15 +105,11 @@ export function createSparseReadView(el) {
 
   return {
     show(model, tokens, labels) {
-      const layers = model.config.layers;
-      // the layers whose form selects: a probe of each (cheap: one forward of at most 64 tokens)
-      const sparse = [];
-      for (let l = 0; l < layers; l++) {
-        try {
-          model.sparseReading(tokens.slice(0, 1), { layer: l });
+      // the decoder layers whose form selects what each query reads (its row in lib.forms says so)
+      const c = model.config, sparse = [];
+      for (let l = 0; l < c.layers; l++)
+        if (c.arch === 'decoder' && forms.find((f) => f.name === (c.layerForms?.[l]?.attention ?? c.attention))?.selects)
           sparse.push(l);
-        } catch { /* a dense layer */ }
-      }
       el.box.hidden = sparse.length === 0;
       if (!sparse.length) {
         shown = null;
