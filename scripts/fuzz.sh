@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # fuzz.sh: the libFuzzer targets of tests/fuzz/ (clang's -fsanitize=fuzzer,address,undefined over
-# the C sources), built into build/fuzz/.
+# the C sources), built into build/fuzz/, and the JavaScript file readers' fuzzer (tests/fuzz-js/).
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]   fuzz each target for SECONDS (default 600), starting
-#                                                 from its committed corpus (tests/fuzz/corpus/<target>)
-#   bash scripts/fuzz.sh --replay [SECONDS]       replay every corpus file and every reproducer in
+#                                                 from its committed corpus (tests/fuzz/corpus/<target>);
+#                                                 with no TARGET: the C targets, then js
+#   bash scripts/fuzz.sh --replay [SECONDS] [TARGET...]
+#                                                 replay every corpus file and every reproducer in
 #                                                 tests/fuzz/regressions/<target>/, then fuzz each
-#                                                 target SECONDS (default 20): what npm test runs
+#                                                 target SECONDS (default 20); with no TARGET the C
+#                                                 targets only: what npm test runs (the JS fuzzer's
+#                                                 seeded run is tests/node/fuzz-js.test.js)
 # Prints each target's executed runs; exits non-zero on any finding, whose input is saved as
 # build/fuzz/findings/<target>-crash-* (turn it into a regression: copy it under regressions/).
 # Targets: checkpoint (the safetensors reader), attention (the attention entry points), model
-# (config, train, forward, generate, save/load, gradient check sequences).
+# (config, train, forward, generate, save/load, gradient check sequences); js (every target of
+# tests/fuzz-js/fuzz.mjs: tokenizer, huggingface, llama2c, sae, each SECONDS; findings under
+# build/fuzz-js/findings/) or js:<one of them>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,16 +24,33 @@ if [ "${1:-}" = "--replay" ]; then replay=1; shift; fi
 seconds=${1:-$([ "$replay" = 1 ] && echo 20 || echo 600)}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint attention model)
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(checkpoint attention model)
+  [ "$replay" = 1 ] || targets+=(js)
+fi
 
-. scripts/need.sh
-command -v clang >/dev/null 2>&1 || need_apt fuzz.sh "libFuzzer (clang)" clang
+# the JavaScript readers' fuzzer: Node only, no clang
+fuzz_js() {
+  local name=$1 args=(--seconds "$seconds")
+  [ "$name" = js ] || args+=("${name#js:}")
+  if [ "$replay" = 1 ]; then
+    node tests/fuzz-js/fuzz.mjs --replay "${args[@]:2}" || return 1
+  fi
+  node tests/fuzz-js/fuzz.mjs "${args[@]}"
+}
 
 out=build/fuzz
-mkdir -p "$out/findings"
-sources=$(find src -name '*.c' | sort)
 status=0
+c_targets=0
+for t in "${targets[@]}"; do case $t in js | js:*) ;; *) c_targets=1 ;; esac; done
+if [ "$c_targets" = 1 ]; then
+  . scripts/need.sh
+  command -v clang >/dev/null 2>&1 || need_apt fuzz.sh "libFuzzer (clang)" clang
+  mkdir -p "$out/findings"
+  sources=$(find src -name '*.c' | sort)
+fi
 for t in "${targets[@]}"; do
+  case $t in js | js:*) fuzz_js "$t" || status=1; continue ;; esac
   bin="$out/fuzz_$t"
   clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Wall -Wextra -Werror \
     $sources "tests/fuzz/fuzz_$t.c" -o "$bin" -lm
