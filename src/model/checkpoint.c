@@ -709,6 +709,11 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
     if (len < 8) return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint: %zu bytes", len);
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)buf[i] << (8 * i);
+    // JSON text (a config.json, tokenizer.json or shard index) reads as a length past the end
+    if ((hlen < 2 || hlen > len - 8) && buf[0] == '{')
+        return aw_fail(AW_ERR_FORMAT, "the bytes are JSON text, not an attention-wasm model checkpoint (safetensors "
+                                      "starts with its header's length): a config.json, tokenizer.json or "
+                                      "model.safetensors.index.json? lib.sniffModelFile(bytes, size) tells which");
     if (hlen < 2 || hlen > len - 8)
         return aw_fail(AW_ERR_FORMAT, "the bytes are not an attention-wasm model checkpoint (safetensors): a header "
                                       "of %llu bytes does not fit in %zu", (unsigned long long)hlen, len);
@@ -820,6 +825,14 @@ int checkpoint_read_ex(aw_model **out, const uint8_t *buf, size_t len, int infer
                 for (size_t r = 0; r < ti->rows; r++)
                     for (size_t c = 0; c < ti->cols; c++) memcpy(&dst[r * ti->cols + c], src + (c * ti->rows + r) * sizeof(float), sizeof(float));
         }
+    { // a file's NaN or Infinity is the file's fault: named here, not met as "diverged" at the first forward
+        const size_t bad = aw_find_nonfinite(m->params, m->n_params);
+        if (bad != m->n_params) {
+            st = aw_fail(AW_ERR_FORMAT, "the checkpoint's tensor %s holds %g: a model's parameters must be finite",
+                         model_tensor_at(m, bad), (double)m->params[bad]);
+            goto fail;
+        }
+    }
     for (int block = 1; optim && !m->inference && block < 3; block++) { // AdamW's m finite, v finite and >= 0
         const size_t bad = first_bad(m, blocks[block], block);
         if (bad != m->n_params) {

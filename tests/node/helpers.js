@@ -155,3 +155,25 @@ export function linearAttentionF64({ q, k, v, n, m = n, d, dv = d, heads = 1, fe
   }
   return { output, weights };
 }
+
+/**
+ * Fills a live model's embedding table (wte) with value where it lives in wasm memory: a diverged
+ * model, for the tests of what forward, generate and save say of one (a file holding NaN is refused
+ * at load, so such a model cannot be loaded). Finds the table by its bytes in the saved checkpoint;
+ * every place that holds them is filled (a freed copy, such as save()'s own buffer, may too).
+ */
+export function poisonEmbedding(lib, model, value = NaN) {
+  const file = model.save();
+  const hlen = Number(new DataView(file.buffer, file.byteOffset).getBigUint64(0, true));
+  const { wte } = JSON.parse(new TextDecoder().decode(file.subarray(8, 8 + hlen)));
+  const want = new Float32Array(file.slice(8 + hlen + wte.data_offsets[0], 8 + hlen + wte.data_offsets[1]).buffer);
+  const mem = new Float32Array(lib.memory.buffer);
+  let found = 0;
+  for (let i = 0; i + want.length <= mem.length; i++) {
+    if (mem[i] !== want[0] || mem[i + 1] !== want[1]) continue;
+    let same = true;
+    for (let j = 2; j < want.length && same; j++) same = mem[i + j] === want[j];
+    if (same) mem.fill(value, i, i + want.length), (found += 1), (i += want.length - 1);
+  }
+  if (!found) throw new Error('poisonEmbedding: the model\'s wte was not found in wasm memory');
+}

@@ -158,3 +158,24 @@ test('hostile files: quantizedCopy and train take a real AbortSignal only', asyn
   assert.equal(model.steps, 1);
   model.dispose();
 });
+
+// lib.loadModel (the C reader) names a file's faults as the file's: JSON text given as a checkpoint
+// (it would read as a header length of 7e18 bytes), and a NaN or Infinity among the weights, which
+// forward would otherwise report as "the parameters have diverged". loadLlama2c goes through it too.
+test('loadModel: JSON text is named as JSON, and a non-finite weight as the file\'s, by its tensor', () => {
+  const m = lib.createModel({ vocab: 32, dModel: 16, heads: 2, layers: 1, maxLen: 8, block: 'llama' });
+  const file = m.save(), bin = m.saveLlama2c();
+  m.dispose();
+  const index = new TextEncoder().encode(JSON.stringify({ metadata: { total_size: 1 }, weight_map: { 'lm_head.weight': 'model-00001-of-00002.safetensors' } }));
+  expectError(() => lib.loadModel(index), /loadModel: the bytes are JSON text.*model\.safetensors\.index\.json/);
+  const n = Number(new DataView(file.buffer, file.byteOffset).getBigUint64(0, true));
+  for (const bad of [NaN, Infinity]) {
+    const f = file.slice();
+    new DataView(f.buffer).setFloat32(8 + n + 4 * 5, bad, true);
+    expectError(() => lib.loadModel(f), new RegExp(`tensor \\S+ holds ${String(bad).toLowerCase().slice(0, 3)}.*must be finite`));
+    const b = (bin.model ?? bin).slice();
+    new DataView(b.buffer).setFloat32(28 + 4 * 5, bad, true);
+    expectError(() => lib.loadLlama2c(b), /holds .*must be finite/);
+  }
+  assert.ok(lib.loadModel(file).generate([1, 2], { maxTokens: 2 }).length > 0, 'the library still loads a good file');
+});

@@ -7,7 +7,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { builds, expectError, linearAttentionF64, maxErr, rand, softmaxAttentionF64, TOL } from './helpers.js';
+import { builds, expectError, poisonEmbedding, linearAttentionF64, maxErr, rand, softmaxAttentionF64, TOL } from './helpers.js';
 
 // A small model whose logits must not change while the library is abused around it.
 function bystander(lib) {
@@ -122,11 +122,9 @@ for (const { name, lib } of builds) {
     const qv = new Float32Array(lib.memory.buffer, 1024, 8);
     assert.equal(lib.softmaxAttention({ q: qv, k: qv, v: qv, n: 2, d: 4 }).output.length, 8);
     // NaN weights: forward says so (as evaluate, generate and trainStep do) instead of NaN logits
-    const bytes = m.save();
-    const view = new DataView(bytes.buffer);
-    const off = 8 + Number(view.getBigUint64(0, true));
-    for (let i = off; i < bytes.length; i += 4) view.setFloat32(i, NaN, true);
-    const nan = lib.loadModel(bytes);
+    // (a file holding them is refused at load: the model diverges in memory here)
+    const nan = lib.loadModel(m.save());
+    poisonEmbedding(lib, nan);
     expectError(() => nan.forward([1, 2, 3]), /forward: the model's parameters hold NaN or Infinity \(in wte\): they have diverged/);
     expectError(() => nan.generate([1, 2, 3]), /generate: .*(diverged|not finite)/);
     nan.dispose();
@@ -224,10 +222,13 @@ for (const { name, lib } of builds) {
     const good = lib.loadModel(bytes); // the untouched file still loads and trains
     assert.ok(Number.isFinite(good.trainStep({ task: 'reverse', length: 3, symbols: 6, batchSize: 4 }).loss));
     good.dispose();
-    // a model whose parameters are NaN (loaded from such a file) is not written out again
-    const nan = lib.loadModel(poke('dec.0.ffn.w2', NaN));
-    expectError(() => nan.save(), /save: the model's parameters hold NaN or Infinity \(in dec\.0\.ffn\.w2\): a diverged model is not saved/);
-    expectError(() => nan.save({ optimizer: true }), /in dec\.0\.ffn\.w2/);
+    // a file holding NaN parameters is refused at load, by the tensor's name
+    expectError(() => lib.loadModel(poke('dec.0.ffn.w2', NaN)), /loadModel: the checkpoint's tensor dec\.0\.ffn\.w2 holds nan: a model's parameters must be finite/);
+    // and a model whose parameters became NaN is not written out again
+    const nan = lib.loadModel(bytes);
+    poisonEmbedding(lib, nan);
+    expectError(() => nan.save(), /save: the model's parameters hold NaN or Infinity \(in wte\): a diverged model is not saved/);
+    expectError(() => nan.save({ optimizer: true }), /in wte/);
     nan.dispose();
     m.dispose();
     b.still();
@@ -354,10 +355,10 @@ for (const { name, lib } of builds) {
       ids[i] = bad;
       expectError(() => lib.charsTokenizer.decode(ids), new RegExp(`charsTokenizer\\.decode: ids\\[${i}\\] is ${bad}, outside \\[0, ${lib.charsTokenizer.vocab}\\)`));
     }
-    // generate on a NaN model says what forward says
-    const view = new DataView(bytes.buffer);
-    for (let i = 8 + hlen; i < bytes.length; i += 4) view.setFloat32(i, NaN, true);
-    const nan = lib.loadModel(bytes);
+    // generate on a NaN model says what forward says (one of its own seed: poisonEmbedding fills
+    // every copy of its table, and m keeps training below)
+    const nan = lib.createModel({ vocab: 12, dModel: 16, heads: 2, layers: 1, maxLen: 40, seed: 99 });
+    poisonEmbedding(lib, nan);
     const said = /the model's parameters hold NaN or Infinity \(in wte\): they have diverged/;
     expectError(() => nan.forward([1, 2, 3]), said);
     expectError(() => nan.generate([1, 2, 3]), said);
