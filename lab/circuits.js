@@ -113,6 +113,27 @@ export function patchTarget(model, ids, badIds, period, vocab) {
   return best;
 }
 
+// One exact patch: the corrupted run with one cell of the clean run's cache put in, log p(target)
+// at the last position. grid 'resid': blocks.{layer}.hook_resid_pre at position index; 'z': head
+// index's blocks.{layer}.attn.hook_z at every position.
+function patchOne(model, corruptIds, cache, { grid, layer, index }, target, vocab) {
+  const op = grid === 'resid' ? { name: `blocks.${layer}.hook_resid_pre`, positions: [index], from: cache }
+    : { name: `blocks.${layer}.attn.hook_z`, heads: [index], from: cache };
+  const n = corruptIds.length;
+  return logProb(model.runWithHooks(corruptIds, { patch: [op] }).logits.subarray((n - 1) * vocab, n * vocab), target);
+}
+
+// The clean run's cache of every point patched, and the two runs' log p(target) at the last position.
+function patchRuns(model, cleanIds, corruptIds, target, { layers, vocab }) {
+  const n = cleanIds.length;
+  if (corruptIds.length !== n) throw new Error(`patchingGrids: the corrupted text has ${corruptIds.length} tokens, the clean one ${n}`);
+  const last = (logits) => logProb(logits.subarray((n - 1) * vocab, n * vocab), target);
+  const names = [];
+  for (let l = 0; l < layers; l++) names.push(`blocks.${l}.hook_resid_pre`, `blocks.${l}.attn.hook_z`);
+  const { logits: cl, cache } = model.runWithCache(cleanIds, { names });
+  return { cache, clean: last(cl), corrupted: last(model.runWithHooks(corruptIds, { patch: [] }).logits) };
+}
+
 /**
  * Activation patching from the clean run into the corrupted one, scored at the last position by
  * the clean next token (target) log-probability:
@@ -123,35 +144,88 @@ export function patchTarget(model, ids, badIds, period, vocab) {
  */
 export async function patchingGrids(model, cleanIds, corruptIds, target, { layers, heads, vocab, onProgress } = {}) {
   const n = cleanIds.length;
-  if (corruptIds.length !== n) throw new Error(`patchingGrids: the corrupted text has ${corruptIds.length} tokens, the clean one ${n}`);
-  const last = (logits) => logProb(logits.subarray((n - 1) * vocab, n * vocab), target);
-  const names = [];
-  for (let l = 0; l < layers; l++) names.push(`blocks.${l}.hook_resid_pre`, `blocks.${l}.attn.hook_z`);
-  const { logits: cl, cache } = model.runWithCache(cleanIds, { names });
-  const clean = last(cl);
-  const corrupted = last(model.runWithHooks(corruptIds, { patch: [] }).logits);
-  const gap = clean - corrupted;
-  const restored = (lp) => (gap === 0 ? 0 : (lp - corrupted) / gap);
-  const total = layers * (n + heads);
-  let done = 0;
-  const resid = [], z = [];
+  const cells = [];
   for (let layer = 0; layer < layers; layer++) {
-    const row = new Float64Array(n);
-    for (let pos = 0; pos < n; pos++) {
-      const { logits } = model.runWithHooks(corruptIds, { patch: [{ name: `blocks.${layer}.hook_resid_pre`, positions: [pos], from: cache }] });
-      row[pos] = restored(last(logits));
-      await onProgress?.(++done, total);
+    for (let pos = 0; pos < n; pos++) cells.push({ grid: 'resid', layer, index: pos });
+    for (let head = 0; head < heads; head++) cells.push({ grid: 'z', layer, index: head });
+  }
+  const resid = Array.from({ length: layers }, () => new Float64Array(n)), z = Array.from({ length: layers }, () => new Float64Array(heads));
+  const { clean, corrupted } = await patchingCells(model, cleanIds, corruptIds, target, cells, { layers, vocab,
+    onCell: async (c, x, done, total) => { (c.grid === 'resid' ? resid : z)[c.layer][c.index] = x; await onProgress?.(done, total); } });
+  return { clean, corrupted, resid, z };
+}
+
+/**
+ * The same exact patches for the listed cells only ({ grid: 'resid' | 'z', layer, index }, index a
+ * position or a head), in order; await onCell(cell, restored, done, total) after each.
+ * Returns { clean, corrupted, values } (values: the restored fractions, in the cells' order).
+ */
+export async function patchingCells(model, cleanIds, corruptIds, target, cells, { layers, vocab, onCell } = {}) {
+  const { cache, clean, corrupted } = patchRuns(model, cleanIds, corruptIds, target, { layers, vocab });
+  const gap = clean - corrupted;
+  const values = [];
+  for (const c of cells) {
+    const lp = patchOne(model, corruptIds, cache, c, target, vocab);
+    values.push(gap === 0 ? 0 : (lp - corrupted) / gap);
+    await onCell?.(c, values.at(-1), values.length, cells.length);
+  }
+  return { clean, corrupted, values };
+}
+
+/**
+ * patchingGrids' two grids estimated from one forward of each text and one backward
+ * (model.attributionPatching: the run is the corrupted text, the activations come from the clean
+ * one), as the same fractions of the gap. The model must hold gradients ({ training: true }).
+ * Returns { clean, corrupted, resid, z } like patchingGrids (Float64Array rows).
+ */
+export function estimatePatching(model, cleanIds, corruptIds, target, { layers, heads }) {
+  const n = cleanIds.length;
+  const r = model.attributionPatching(corruptIds, cleanIds, { metric: { target }, names: ['attn.hook_z', 'hook_resid_pre'], perPosition: true });
+  const clean = r.corrupt, corrupted = r.clean; // attributionPatching names its runs the other way round
+  const gap = clean - corrupted, frac = (x) => (gap === 0 ? 0 : x / gap);
+  const zp = r.grids['attn.hook_z'].data, rp = r.grids.hook_resid_pre.data; // (layers, heads, n), (layers, n)
+  const z = [], resid = [];
+  for (let l = 0; l < layers; l++) {
+    const row = new Float64Array(heads);
+    for (let h = 0; h < heads; h++) {
+      let s = 0; // a head patched at every position: the sum of its positions' estimates
+      for (let p = 0; p < n; p++) s += zp[(l * heads + h) * n + p];
+      row[h] = frac(s);
     }
-    resid.push(row);
-    const hrow = new Float64Array(heads);
-    for (let head = 0; head < heads; head++) {
-      const { logits } = model.runWithHooks(corruptIds, { patch: [{ name: `blocks.${layer}.attn.hook_z`, heads: [head], from: cache }] });
-      hrow[head] = restored(last(logits));
-      await onProgress?.(++done, total);
-    }
-    z.push(hrow);
+    z.push(row);
+    resid.push(Float64Array.from(rp.subarray(l * n, (l + 1) * n), frac));
   }
   return { clean, corrupted, resid, z };
+}
+
+/**
+ * The k cells of a grid (rows of numbers) largest in size, largest first (ties: the earlier row,
+ * then column): [{ layer, index, value }]. All of them when there are k or fewer.
+ */
+export function topCells(grid, k) {
+  if (!(Number.isInteger(k) && k >= 1)) throw new Error(`topCells: k must be an integer >= 1, got ${k}`);
+  const cells = [];
+  grid.forEach((row, layer) => row.forEach((value, index) => cells.push({ layer, index, value })));
+  return cells.sort((a, b) => Math.abs(b.value) - Math.abs(a.value) || a.layer - b.layer || a.index - b.index).slice(0, k);
+}
+
+/**
+ * How well an estimate follows the exact values over the same cells (two arrays in one order):
+ * { cells, pearson (null with fewer than 3 cells or no spread), k, shared } where shared counts the
+ * cells among both lists' k largest in size (k: at most the cells' number), so shared === k means
+ * the estimate picks out the same few cells as the exact values do.
+ */
+export function agreement(estimate, exact, k = 3) {
+  const n = estimate.length;
+  if (exact.length !== n) throw new Error(`agreement: ${n} estimates and ${exact.length} exact values: expected one of each per cell`);
+  const me = estimate.reduce((s, x) => s + x, 0) / n, mx = exact.reduce((s, x) => s + x, 0) / n;
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < n; i++) ab += (estimate[i] - me) * (exact[i] - mx), aa += (estimate[i] - me) ** 2, bb += (exact[i] - mx) ** 2;
+  const pearson = n >= 3 && aa > 0 && bb > 0 ? ab / Math.sqrt(aa * bb) : null;
+  k = Math.min(k, n);
+  const top = (xs) => new Set(xs.map((x, i) => i).sort((a, b) => Math.abs(xs[b]) - Math.abs(xs[a]) || a - b).slice(0, k));
+  const a = top(estimate), b = top(exact);
+  return { cells: n, pearson, k, shared: [...a].filter((i) => b.has(i)).length };
 }
 
 /**

@@ -2,7 +2,10 @@
 // page never waits on the few hundred forward passes they take (views/circuits.js is the view,
 // lab/circuits.js the measures). It loads the package with the page's compiled wasm and gets the
 // model files' bytes from the page (worker-page.js), and runs one request at a time: a newer
-// request stops an older one between two passes.
+// request, or a Cancel, stops an older one between two passes. Patching comes first and cheaply:
+// every cell estimated by attributionPatching (one forward of each text and one backward), then
+// only the estimate's TOP largest cells of each grid patched exactly; ablation stays exact (one C
+// call: the library has no gradient estimate of a head switched off).
 // Messages in:  { type: 'run', id, file, ids, bad, period, probe, limit }   the model
 //                 web/models/<file>; the token ids of a phrase read twice (the second copy starts
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
@@ -17,8 +20,16 @@
 //                 blocks.<layer>.hook_resid_pre to every row with scale strength x the mean row norm
 //                 there on the prompt; the greedy continuation of prompt (ids), tokens long, with and
 //                 without it. Answered on its own, between a run's passes; it does not stop a run.
+//               { type: 'cancel', id }   stops run id at its next pause (what it posted stays valid)
 // Messages out (each with its request's id; the page drops those of older requests):
-//               { type: 'progress', id, stage, done, total }   stage: 'ablation' | 'patching'
+//               { type: 'estimate', id, file, layers, heads, ids, patchAt, clean, corrupted, estimate, why, top, ms }
+//                 estimate: { resid, z } (restored fractions, as patchingGrids'), or null and why (a model
+//                 without gradients: every cell is then patched exactly)
+//               { type: 'exact', id, grid, layer, index, value, done, total }   one cell patched exactly
+//               { type: 'agreement', id, agreement, ms, runs }   agreement: per grid ('z', 'resid')
+//                 lab/circuits.js agreement() over the cells patched exactly, and of (the grid's cells)
+//               { type: 'progress', id, stage, done, total, msLeft }   stage: 'exact' | 'ablation' |
+//                 'reading'; msLeft: the time left, estimated from the passes timed so far (or null)
 //               { type: 'result', id, ... }   see run() below; every array is a plain one
 //               { type: 'composition', id, q, k, v, ms } | { type: 'composition', id, error }   after the
 //                 result: model.compositionScores()' Q-, K- and V-composition (Float32Arrays, each
@@ -27,22 +38,38 @@
 //                 (token ids), without and with the add; size: the residual stream's mean row norm there
 //               { type: 'error', id, message }   { type: 'steer-error', id, message }
 import { pageFetch, workerLib } from './worker-page.js';
-import { ablationGrid, copies, lensTable, patchTarget, patchingGrids, promotedTokens, spanBits } from '../lab/circuits.js';
+import { ablationGrid, agreement, copies, estimatePatching, lensTable, patchTarget, patchingCells, promotedTokens, spanBits, topCells }
+  from '../lab/circuits.js';
 import { NAMED_AT, scoreHeads } from '../lab/heads.js';
 
 const libPromise = workerLib(); // the page's compiled wasm (worker-page.js)
 libPromise.catch(() => {}); // reported by the request that awaits it
 const models = new Map(); // file -> Promise<Model>
-let latest = 0; // the newest request's id: an older one stops at its next pass
+let latest = 0; // the newest request's id: an older one (or a cancelled one) stops at its next pause
+const TOP = 16; // cells of each patching grid patched exactly, the estimate's largest
+// The estimate's backward needs the model's gradient buffers ({ training: true }: parameters,
+// gradients and AdamW's two moments, four times the checkpoint); an opened checkpoint larger than
+// this quarter of the wasm32 build's 2 GB is loaded for inference only, and patched exactly.
+const TRAINING_BYTES = 2 ** 28;
 
 function model(lib, file) {
   if (!models.has(file)) {
-    // the page's bytes of the file (fetched once there: worker-page.js)
+    // the page's bytes of the file (fetched once there: worker-page.js); with gradients, for the estimate
     models.set(file, pageFetch(new URL(`./models/${file}`, import.meta.url))
-      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: false })));
+      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: true })));
     models.get(file).catch(() => models.delete(file));
   }
   return models.get(file);
+}
+
+// An opened checkpoint: with gradients when they fit, else (or when that fails) inference only.
+function loadOpened(lib, bytes) {
+  if (bytes.byteLength <= TRAINING_BYTES) {
+    try {
+      return lib.loadModel(new Uint8Array(bytes), { training: true });
+    } catch { /* out of memory with the gradients: the parameters alone may fit */ }
+  }
+  return lib.loadModel(new Uint8Array(bytes), { training: false });
 }
 
 // The model opened in the page: one at a time, by its key.
@@ -51,9 +78,9 @@ function openedModel(lib, key, bytes) {
   if (opened?.key !== key) {
     if (!bytes) throw new Error('the worker does not have this opened model: run it again');
     const old = opened;
-    opened = { key, promise: Promise.resolve().then(() => lib.loadModel(new Uint8Array(bytes), { training: false })) };
+    old?.promise.then((m) => m.dispose(), () => {}); // first: its memory for the new one
+    opened = { key, promise: Promise.resolve().then(() => loadOpened(lib, bytes)) };
     opened.promise.catch(() => { if (opened?.key === key) opened = null; });
-    old?.promise.then((m) => m.dispose(), () => {});
   }
   return opened.promise;
 }
@@ -63,31 +90,83 @@ class Superseded extends Error {}
 async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: probeList, limit }) {
   const lib = await libPromise;
   const m = await (file.startsWith('opened-') ? openedModel(lib, file, bytes) : model(lib, file));
-  if (latest !== id) throw new Superseded(); // a newer request came while the model loaded
+  if (latest !== id) throw new Superseded(); // a newer request (or Cancel) came while the model loaded
   const { layers, heads, vocab } = m.config;
   const ids = Int32Array.from(idList), bad = Int32Array.from(badList), probe = Int32Array.from(probeList);
   if (!(period >= 2 && period < ids.length)) throw new Error('the text is not a phrase read twice ("phrase. phrase")');
   if (bad.length !== ids.length) throw new Error(`the corrupted text has ${bad.length} tokens, the clean one ${ids.length}`);
-  let passes = 0;
-  // every few passes, let a newer request in; stop when there is one
-  const tick = async (stage, done, total) => {
-    if (++passes % 8) return;
-    postMessage({ type: 'progress', id, stage, done, total });
+  // Time left: the work still to do counted in forward passes (an exact patch is one, the ablation
+  // grid 2 x layers x heads, what the heads promote one per token searched, the rest a few), times
+  // the mean time of the passes timed so far.
+  let perPass = 0, timed = 0;
+  const timePasses = (ms, count) => { perPass = (perPass * timed + ms) / (timed + count); timed += count; };
+  const promotedPasses = Math.min(limit, vocab);
+  const after = (stage) => ({ exact: 2 * layers * heads, ablation: 0, reading: 0 }[stage] ?? 0) + promotedPasses + 4;
+  // let a newer request or a Cancel in; stop when one came
+  let lastPause = performance.now();
+  const pause = async (stage, done, total, force = false) => {
+    if (!force && performance.now() - lastPause < 40) return;
+    const left = stage === 'reading' ? promotedPasses : total - done + after(stage);
+    postMessage({ type: 'progress', id, stage, done, total, msLeft: timed ? left * perPass : null });
     await new Promise((r) => setTimeout(r));
+    lastPause = performance.now();
     if (latest !== id) throw new Superseded();
   };
-  const t0 = performance.now();
-  // the ablation grid: every head alone, zero and mean, in one C call
-  const grid = ablationGrid(m, ids, period);
-  const ablationMs = performance.now() - t0;
-  postMessage({ type: 'progress', id, stage: 'ablation', done: 1, total: 1 });
-  // the patch grids, at the position where the corruption costs the clean next character most
+
+  // the patch grids, at the position where the corruption costs the clean next token most: first
+  // estimated for every cell (one forward of each text and one backward), then the estimate's
+  // largest cells patched exactly (every cell when the model has no gradients to estimate with)
+  let t = performance.now();
   const at = patchTarget(m, ids, bad, period, vocab);
+  timePasses(performance.now() - t, 2);
   const target = at.target;
-  const cleanIds = ids.subarray(0, at.pos + 1), corruptIds = bad.subarray(0, at.pos + 1);
-  const t1 = performance.now();
-  const patch = await patchingGrids(m, cleanIds, corruptIds, target, { layers, heads, vocab, onProgress: (d, t) => tick('patching', d, t) });
-  const patchingMs = performance.now() - t1;
+  const cleanIds = ids.subarray(0, at.pos + 1), corruptIds = bad.subarray(0, at.pos + 1), n = cleanIds.length;
+  let estimate = null, why = '';
+  t = performance.now();
+  try {
+    estimate = estimatePatching(m, cleanIds, corruptIds, target, { layers, heads });
+  } catch (err) {
+    why = m.training ? err.message.replace(/\.$/, '')
+      : 'the model is too large to keep its gradients in the page\'s 2 GB of memory, and the estimate needs them';
+  }
+  const estimateMs = performance.now() - t;
+  const plain = (grid) => grid.map((r) => Array.from(r));
+  postMessage({ type: 'estimate', id, file, layers, heads, ids: Array.from(ids), patchAt: at.pos, clean: at.clean, corrupted: at.corrupted,
+    estimate: estimate && { resid: plain(estimate.resid), z: plain(estimate.z) }, why, top: TOP, ms: estimateMs });
+  const all = (rows, cols) => Array.from({ length: rows * cols }, (_, i) => ({ layer: Math.floor(i / cols), index: i % cols }));
+  const cells = estimate
+    ? [...topCells(estimate.z, TOP).map((c) => ({ grid: 'z', ...c })), ...topCells(estimate.resid, TOP).map((c) => ({ grid: 'resid', ...c }))]
+    : [...all(layers, heads).map((c) => ({ grid: 'z', ...c })), ...all(layers, n).map((c) => ({ grid: 'resid', ...c }))];
+  t = performance.now();
+  let last = t;
+  const exact = { z: Array.from({ length: layers }, () => new Array(heads).fill(null)),
+    resid: Array.from({ length: layers }, () => new Array(n).fill(null)) };
+  const patched = await patchingCells(m, cleanIds, corruptIds, target, cells, { layers, vocab, onCell: async (c, x, done, total) => {
+    const now = performance.now();
+    timePasses(now - last, 1);
+    last = now;
+    exact[c.grid][c.layer][c.index] = x;
+    postMessage({ type: 'exact', id, grid: c.grid, layer: c.layer, index: c.index, value: x, done, total });
+    await pause('exact', done, total, done === total);
+  } });
+  const exactMs = performance.now() - t;
+  // how the estimate and the exact patches agree, per grid, over the cells patched exactly
+  const agree = {};
+  if (estimate) {
+    for (const grid of ['z', 'resid']) {
+      const mine = cells.filter((c) => c.grid === grid);
+      const values = patched.values.filter((_, i) => cells[i].grid === grid);
+      agree[grid] = { ...agreement(mine.map((c) => c.value), values), of: grid === 'z' ? layers * heads : layers * n };
+    }
+  }
+  postMessage({ type: 'agreement', id, agreement: estimate ? agree : null, ms: { estimate: estimateMs, exact: exactMs }, runs: cells.length });
+  // the ablation grid: every head alone, zero and mean, in one C call
+  await pause('ablation', 0, 1, true);
+  t = performance.now();
+  const grid = ablationGrid(m, ids, period);
+  const ablationMs = performance.now() - t;
+  timePasses(ablationMs, 2 * layers * heads);
+  await pause('reading', 0, 1, true);
   // the claim (Olsson et al. 2022): the heads the standard probe names "induction", off together
   const named = scoreHeads(m.forward(probe).attention, [...probe]).filter((h) => h.scores.induction >= NAMED_AT);
   const span = copies(ids.length, period);
@@ -98,13 +177,17 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   const claim = { heads: named.map((h) => ({ layer: h.layer, head: h.head, score: h.scores.induction })),
     zero: named.length ? together('zero') : null, mean: named.length ? together('mean') : null };
   const lens = lensTable(m.logitLens(ids), ids);
-  const promoted = promotedTokens(m, ids, { layers, heads, limit: Math.min(limit, vocab) });
+  const promoted = promotedTokens(m, ids, { layers, heads, limit: promotedPasses });
   const { cache } = m.runWithCache(ids, { names: Array.from({ length: layers }, (_, l) => `blocks.${l}.attn.hook_pattern`) });
   const patterns = Array.from({ length: layers }, (_, l) => cache[`blocks.${l}.attn.hook_pattern`].data);
+  // the grids drawn: the exact value where there is one, else the estimate
+  const merged = (g) => exact[g].map((r, l) => r.map((x, i) => x ?? estimate[g][l][i]));
   postMessage({
     type: 'result', id, file, period, layers, heads, vocab, ids: Array.from(ids), span, claim,
-    ablation: grid, patchAt: at.pos, patch: { ...patch, resid: patch.resid.map((r) => Array.from(r)), z: patch.z.map((r) => Array.from(r)) },
-    lens, promoted, patterns, ms: { ablation: ablationMs, patching: patchingMs },
+    ablation: grid, patchAt: at.pos,
+    patch: { clean: patched.clean, corrupted: patched.corrupted, resid: merged('resid'), z: merged('z'),
+      estimate: estimate && { resid: plain(estimate.resid), z: plain(estimate.z) }, exact, agreement: estimate ? agree : null, why },
+    lens, promoted, patterns, ms: { ablation: ablationMs, estimate: estimateMs, exact: exactMs }, runs: cells.length,
   });
   // head composition, from the weights (milliseconds for the shipped models, seconds for GPT-2's
   // shapes): after the result, so the page draws the rest first; only pre-norm softmax models have it
@@ -157,6 +240,10 @@ onmessage = (e) => {
   const msg = e.data;
   if (msg.type === 'steer') {
     steer(msg).catch((err) => postMessage({ type: 'steer-error', id: msg.id, message: err.message }));
+    return;
+  }
+  if (msg.type === 'cancel') { // Cancel: the run stops at its next pause (not inside a C call)
+    if (latest === msg.id) latest = 0;
     return;
   }
   if (msg.type !== 'run') return;

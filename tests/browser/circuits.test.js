@@ -227,3 +227,136 @@ test('steering: the continuation without and with a direction added to the resid
   assert.deepEqual(p2.problems(), []);
   await phone.close();
 });
+
+// Issue 54 item 3: patching is estimated for every cell at once (attributionPatching, one backward
+// pass), drawn before any exact run; then the estimate's 16 largest cells of each grid are patched
+// exactly and framed as they come; a sentence says how well the two agree. The init script records
+// the panel's data-* changes as they happen (and, when asked, presses Cancel the moment the
+// estimate is drawn); violations of "a new model clears the old results" are recorded too.
+const RECORD = () => {
+  window.__log = [];
+  window.__stale = [];
+  new MutationObserver(() => {
+    const s = document.querySelector('#circuits');
+    if (!s) return;
+    const d = s.dataset, status = document.querySelector('#hdstatus')?.textContent ?? '';
+    const z = document.querySelectorAll('#hdz td[data-exact]').length, grid = document.querySelectorAll('#hdgrid .grid-cell').length;
+    const entry = JSON.stringify([d.state, d.estimate, d.exact, z, grid]);
+    if (window.__log.at(-1) !== entry) window.__log.push(entry);
+    if (window.__cancelOnEstimate && d.estimate === 'ready' && d.state === 'running') {
+      window.__cancelOnEstimate = false;
+      document.querySelector('#hdcancel').click();
+    }
+    // the first opened model's grid (2 x 4 cells) or a claim drawn while the panel names another model
+    const claim = document.querySelector('#hdclaim')?.textContent ?? '';
+    if (window.__first && !status.includes(window.__first) && (grid === 8 || (d.state === 'running' && claim))) window.__stale.push({ status, grid, claim });
+  }).observe(document, { subtree: true, attributes: true, childList: true, characterData: true });
+};
+const steps = async (page) => (await page.evaluate(() => window.__log)).map((x) => JSON.parse(x));
+
+test('patching: the estimate of every cell at once, then the 16 largest patched exactly, and how well they agree', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  await page.evaluate(RECORD);
+  const before = await page.getAttribute('#circuits', 'data-result');
+  await page.selectOption('#hdmodel', 'fortunes-induction.safetensors');
+  await ready(page, before);
+  const log = await steps(page);
+  // the estimate came (the last run's: a run may have started again while the page settled) with the
+  // head grid drawn (12 cells) and no exact cell yet, while running
+  const first = log.findLastIndex(([state, estimate, n]) => state === 'running' && estimate === 'ready' && n === '0');
+  assert.ok(first >= 0, JSON.stringify(log));
+  assert.equal(log[first][3], 12, JSON.stringify(log));
+  // then the exact cells one by one (12 heads and 16 of the layers x positions), before the result
+  const exact = log.slice(first).filter(([state]) => state === 'running').map(([, , n]) => Number(n));
+  assert.deepEqual(exact, [...exact].sort((a, b) => a - b), `the exact cells only grow: ${JSON.stringify(log)}`);
+  assert.ok(exact.length > 1, `exact cells came after the estimate was drawn: ${JSON.stringify(log)}`);
+  assert.ok(exact.at(-1) === 28 || log.some(([state, , n]) => state === 'ready' && n === '28'), JSON.stringify(log));
+  assert.equal(await page.getAttribute('#circuits', 'data-exact'), '28');
+  await openFold(page, 'hdz');
+  assert.equal(await page.$$eval('#hdz td[data-exact="1"]', (t) => t.length), 12, 'every head of 12 patched exactly (12 <= 16)');
+  assert.equal(await page.$$eval('#hdresid td[data-exact="1"]', (t) => t.length), 16);
+  assert.ok(await page.$$eval('#hdresid td[data-exact="0"]', (t) => t.length) > 100, 'the other layers x positions: the estimate');
+  const agree = JSON.parse(await page.getAttribute('#circuits', 'data-agreement'));
+  assert.equal(agree.z.cells, 12);
+  assert.equal(agree.resid.cells, 16);
+  const sentence = await page.textContent('#hdz .hd-agree');
+  const r = Number(/correlation (-?\d\.\d\d)/.exec(sentence)?.[1]);
+  assert.ok(Math.abs(r - agree.z.pearson) < 0.006, `${sentence} / ${agree.z.pearson}`);
+  assert.match(sentence, /^Estimate against real patching, on the 12 heads patched for real: they (agree closely|roughly agree|agree only loosely|disagree) \(correlation -?\d\.\d\d; 1 would be a perfect match\), and (the 3 heads the estimate ranks highest are also the 3|(only \d|none) of the estimate's 3 highest heads (is|are) among the 3) that matter most/);
+  assert.ok(agree.z.pearson >= 0.8, `the shipped induction model's heads: ${sentence}`);
+  assert.match(await page.textContent('#hdresid .hd-agree-resid'), /on the 16 cells patched for real \(of \d+; the rest show the estimate only\): .*correlation -?\d\.\d\d/);
+  assert.match(await page.textContent('#hdstatus'), /patching estimated for all \d+ cells in \d+ ms, and 28 of them patched exactly in [\d.]+ m?s \(all \d+ would take about [\d.]+ m?s\)/);
+  assert.equal(await page.isHidden('#hdcancel'), true, 'no Cancel once done');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+test('patching: Cancel stops the run, keeps the estimate, and the next text runs again', async () => {
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await ready(page);
+  await page.evaluate(RECORD);
+  await page.evaluate(() => { window.__cancelOnEstimate = true; });
+  await page.selectOption('#hdmodel', 'fortunes-induction.safetensors');
+  await page.waitForSelector('#circuits[data-state="cancelled"]', { timeout: LONG });
+  assert.match(await page.textContent('#hdstatus'), /^Stopped\. The estimate of every cell is drawn under Patching; \d+ cells? (was|were) patched exactly before the stop, and the heads were not ablated\./);
+  assert.equal(await page.isHidden('#hdcancel'), true);
+  // whatever the worker still sends for that run is dropped: no result, no ablation grid, the state stays
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 1500)));
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'cancelled');
+  assert.equal(await page.getAttribute('#circuits', 'data-result'), null);
+  assert.equal(await page.$$eval('#hdgrid .grid-cell', (b) => b.length), 0);
+  assert.equal(await page.$$eval('#hdz td', (t) => t.length), 12, 'the estimate stays drawn');
+  // the worker is free: another text runs to the end
+  await page.fill('#ltext', 'a quiet river by the bridge');
+  await ready(page);
+  assert.equal(JSON.parse(await page.getAttribute('#circuits', 'data-result')).file, 'fortunes-induction.safetensors');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});
+
+// A tiny llama2.c model and its tokenizer (llama2c.test.js's recipe): layers x heads of our choosing.
+async function llama2c(layers, heads, seed) {
+  const { loadAttention } = await import('../../wasm/index.js');
+  const lib = await loadAttention();
+  const pieces = ['<unk>', '\n<s>\n', '\n</s>\n', ...Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`),
+    ' ', ...'abcdefghijklmnopqrstuvwxyz.,!'.split(''), 'th', 'he', ' t', ' a', 'the', ' the', 'an', 'nd', ' and', 'in', 'ing'];
+  const m = lib.createModel({ vocab: pieces.length, dModel: 16, heads, layers, maxLen: 64, block: 'llama', seed });
+  const bin = m.saveLlama2c();
+  m.dispose();
+  return { bin: Buffer.from(bin), tok: Buffer.from(lib.writeLlama2cTokenizer(pieces, pieces.map((p, i) => (i < 259 ? 0 : p.length * 10 - i * 1e-3)))) };
+}
+
+test('another model opened: the old grid and its sentences go at once, then the new model\'s come', async () => {
+  const a = await llama2c(2, 4, 1), b = await llama2c(3, 2, 2);
+  const { page, problems } = await suite.open('?form=softmax#circuits');
+  await page.waitForSelector('#llama2c:not([hidden])', { timeout: LONG });
+  const open = async (name, files) => {
+    await page.setInputFiles('#l2files', [{ name, mimeType: 'application/octet-stream', buffer: files.bin },
+      { name: 'tokenizer.bin', mimeType: 'application/octet-stream', buffer: files.tok }]);
+    await page.waitForFunction((n) => document.querySelector('#hdmodel option[value="opened"]')?.textContent.includes(n), name, { timeout: LONG });
+  };
+  const onOpened = (name) => page.waitForFunction((n) => {
+    const s = document.querySelector('#circuits');
+    return s.dataset.state === 'error' || (s.dataset.state === 'ready' && document.querySelector('#hdstatus').textContent.includes(n));
+  }, name, { timeout: LONG });
+  await open('alpha.bin', a);
+  await page.selectOption('#hdmodel', 'opened');
+  await onOpened('alpha');
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', await page.textContent('#hdstatus'));
+  assert.equal(await page.$$eval('#hdgrid .grid-cell', (c) => c.length), 8, 'alpha: 2 layers x 4 heads');
+  assert.ok((await page.textContent('#hdclaim')).length > 0);
+  await page.evaluate(RECORD);
+  await page.evaluate(() => { window.__first = 'alpha'; });
+  await open('beta.bin', b);
+  // at once: nothing of alpha's is left while the panel names another model
+  assert.equal(await page.$$eval('#hdgrid .grid-cell', (c) => c.length) === 8 && !(await page.textContent('#hdstatus')).includes('alpha'), false,
+    'alpha\'s 2 x 4 grid still drawn under another model\'s name');
+  await onOpened('beta');
+  assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', await page.textContent('#hdstatus'));
+  assert.equal(await page.$$eval('#hdgrid .grid-cell', (c) => c.length), 6, 'beta: 3 layers x 2 heads');
+  assert.equal(await page.$$eval('#hdz td', (t) => t.length), 6);
+  assert.deepEqual(await page.evaluate(() => window.__stale), [], 'alpha\'s grid or claim shown under another model');
+  assert.deepEqual(problems(), []);
+  await page.close();
+});

@@ -8,7 +8,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { builds } from './helpers.js';
-import { ablationGrid, copies, corruptFirstCopy, lensTable, logProb, patchTarget, patchingGrids, promotedTokens, spanBits } from '../../lab/circuits.js';
+import { ablationGrid, agreement, copies, corruptFirstCopy, estimatePatching, lensTable, logProb, patchTarget, patchingCells, patchingGrids,
+  promotedTokens, spanBits, topCells } from '../../lab/circuits.js';
 import { NAMED_AT, phrasePeriod, phraseTwice, probeLetters, scoreHeads } from '../../lab/heads.js';
 
 const FILE = new URL('../../web/models/fortunes-induction.safetensors', import.meta.url);
@@ -110,4 +111,54 @@ test('circuits: the lens table reads each layer; its last layer is the model\'s 
     assert.ok(Math.abs(table[layers - 1][i].pNext - Math.exp(logProb(row, ids[i + 1]))) < 1e-5);
   }
   assert.ok(Number.isNaN(table[0][ids.length - 1].pNext));
+});
+
+// The page's estimate-first patching (issue 54 item 3): the grids estimated by attributionPatching,
+// the exact patches of the largest cells only, and how the two agree.
+test('circuits: topCells picks the largest in size, ties in reading order; agreement is Pearson and the shared top k', () => {
+  const grid = [[0.1, -0.9, 0.3], [0.9, 0, -0.5]];
+  assert.deepEqual(topCells(grid, 3), [{ layer: 0, index: 1, value: -0.9 }, { layer: 1, index: 0, value: 0.9 }, { layer: 1, index: 2, value: -0.5 }]);
+  assert.equal(topCells(grid, 16).length, 6, 'every cell when there are fewer than k');
+  assert.throws(() => topCells(grid, 0), /topCells: k must be an integer >= 1, got 0/);
+  // (1, 2, 3, 4) against (2, 4, 5, 4): deviations (-1.5, -0.5, 0.5, 1.5) and (-1.75, 0.25, 1.25, 0.25), products
+  // summing to 3.5, squares to 5 and 4.75; the top 2 in size: cells 3, 2 and cells 2, 1 (the tie at 4: the earlier)
+  const a = agreement([1, 2, 3, 4], [2, 4, 5, 4], 2);
+  assert.ok(Math.abs(a.pearson - 3.5 / Math.sqrt(5 * 4.75)) < 1e-12, `pearson ${a.pearson}`);
+  assert.deepEqual({ cells: a.cells, k: a.k, shared: a.shared }, { cells: 4, k: 2, shared: 1 });
+  assert.equal(agreement([3, 1, 2], [30, 10, 20], 2).shared, 2);
+  assert.ok(Math.abs(agreement([3, 1, 2], [30, 10, 20]).pearson - 1) < 1e-12);
+  assert.equal(agreement([1, 2], [2, 1]).pearson, null, 'two cells: no correlation to speak of');
+  assert.equal(agreement([1, 1, 1], [2, 1, 3]).pearson, null, 'no spread');
+  assert.equal(agreement([1, 2], [2, 1], 5).k, 2);
+  assert.throws(() => agreement([1, 2], [1]), /agreement: 2 estimates and 1 exact values/);
+});
+
+test('circuits: estimatePatching is attributionPatching as patchingGrids\' fractions; patchingCells is patchingGrids cell by cell', async () => {
+  const trained = lib.loadModel(readFileSync(FILE), { training: true });
+  const { text, ids, period } = setup(TEXTS[2]);
+  const bad = lib.charsTokenizer.encode(corruptFirstCopy(text, period));
+  const at = patchTarget(trained, ids, bad, period, vocab);
+  const n = at.pos + 1, clean = ids.subarray(0, n), corrupt = bad.subarray(0, n);
+  const est = estimatePatching(trained, clean, corrupt, at.target, { layers, heads });
+  const exact = await patchingGrids(trained, clean, corrupt, at.target, { layers, heads, vocab });
+  assert.ok(Math.abs(est.clean - exact.clean) < 1e-4 && Math.abs(est.corrupted - exact.corrupted) < 1e-4);
+  assert.deepEqual([est.z.length, est.z[0].length, est.resid.length, est.resid[0].length], [layers, heads, layers, n]);
+  // the head grid is the library's grid over every position, divided by the gap
+  const whole = trained.attributionPatching(corrupt, clean, { metric: { target: at.target }, names: ['attn.hook_z'] }).grids['attn.hook_z'].data;
+  const gap = est.clean - est.corrupted;
+  est.z.forEach((row, l) => row.forEach((x, h) => assert.ok(Math.abs(x * gap - whole[l * heads + h]) < 1e-4, `L${l}H${h}: ${x * gap} vs ${whole[l * heads + h]}`)));
+  // the page's cells: the estimate's 5 largest heads and 5 largest (layer, position) cells, patched exactly
+  const cells = [...topCells(est.z, 5).map((c) => ({ grid: 'z', ...c })), ...topCells(est.resid, 5).map((c) => ({ grid: 'resid', ...c }))];
+  const seen = [];
+  const got = await patchingCells(trained, clean, corrupt, at.target, cells, { layers, vocab, onCell: (c, x, done, total) => seen.push([done, total]) });
+  assert.deepEqual(seen.map(([d]) => d), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  cells.forEach((c, i) => assert.ok(Math.abs(got.values[i] - exact[c.grid][c.layer][c.index]) < 1e-9, `${c.grid} ${c.layer} ${c.index}`));
+  const zs = cells.slice(0, 5);
+  const agree = agreement(zs.map((c) => c.value), got.values.slice(0, 5));
+  console.log(`# "${TEXTS[2]}": top 5 heads estimated ${zs.map((c) => `L${c.layer + 1}H${c.index + 1} ${c.value.toFixed(2)}`).join(', ')}; `
+    + `exact ${got.values.slice(0, 5).map((x) => x.toFixed(2)).join(', ')}; Pearson ${agree.pearson.toFixed(3)}, top 3 shared ${agree.shared}`);
+  assert.ok(agree.pearson > 0.5, `the estimate follows exact patching on its top heads: ${agree.pearson}`);
+  // an inference-only model has no gradients: the library's Error, which the page's worker reports
+  assert.throws(() => estimatePatching(model, clean, corrupt, at.target, { layers, heads }), /loaded for inference only/);
+  trained.dispose();
 });

@@ -5,6 +5,9 @@
 // (each layer's guess), and for a picked head its pattern beside the characters its output promotes
 // (direct logit attribution), and from the weights alone which earlier heads each head reads through its
 // keys, queries or values (composition scores). Layers and heads are labelled from 1 here; the API counts from 0.
+// Patching is drawn at once as an estimate (attributionPatching: one backward pass), then its largest
+// cells are patched exactly, framed as they come, and a sentence says how well the two agree. A
+// new model or text clears what was drawn; Cancel stops the worker at its next pass.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
 import { corruptFirstCopy, corruptFirstCopyIds } from '../../lab/circuits.js';
@@ -22,6 +25,7 @@ const OPENED = 'opened'; // the picker's value for the model open in "Open a mod
 // what a head promotes is searched over at most this many tokens of an opened model's vocabulary
 // (one headAttribution call per token: a 50,000-token vocabulary would take minutes)
 const PROMOTED_MAX = 4096;
+const seconds = (ms) => (ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`);
 
 // A diverging colour for x in [-1, 1]: blue below 0, white at 0, red above.
 function diverging(x) {
@@ -42,9 +46,11 @@ function cell(tag, text, title, className) {
  * el: { panel, model, modelField, about, texts, status, progress, mode, grid, table, pattern, patternLegend,
  *   patternReadout, promoted, headTitle, resid, z, lens, claim, compKind, compClaim, comp, steerLayer, steerPlus,
  *   steerMinus, steerStrength, steerStrengthOut, steer }
- * ctx: { lib }. The panel gets data-state: 'running' | 'ready' |
+ * ctx: { lib }. The panel gets data-state: 'running' | 'ready' | 'cancelled' |
  * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids), data-composition
- * ('pending' | 'k' | 'q' | 'v' | 'none'), data-steer ('running' | 'ready' | 'error').
+ * ('pending' | 'k' | 'q' | 'v' | 'none'), data-steer ('running' | 'ready' | 'error'), data-estimate
+ * ('ready' | 'none': the model has no gradients), data-exact (cells patched exactly so far) and
+ * data-agreement (JSON: per grid, lab/circuits.js agreement() of the estimate with the exact cells).
  */
 export function createCircuitsView(el, { lib }) {
   let worker = null;
@@ -59,6 +65,26 @@ export function createCircuitsView(el, { lib }) {
   let pending = 0; // the timer of a run waiting for typing to pause
   let sent = null; // the key of the opened model whose bytes the worker has (opened.js)
   let shown = null; // the opened model's key when the result drawn is its
+  let patch = null; // the patching grids drawn: the worker's estimate, then its exact cells as they come
+  let cells = new Map(); // 'grid,layer,index' -> the <td> of that cell, to frame an exact value in place
+  // Cancel: shown while a run is under way; the worker stops at its next pass, what was drawn stays
+  const cancel = cell('button', 'Cancel', 'Stop the interventions; what is drawn stays');
+  cancel.type = 'button';
+  cancel.id = 'hdcancel';
+  cancel.hidden = true;
+  el.progress.after(cancel);
+  cancel.addEventListener('click', () => {
+    worker?.postMessage({ type: 'cancel', id });
+    ++id; // what the worker still posts for it is dropped
+    cancel.hidden = true;
+    el.panel.dataset.state = 'cancelled';
+    const done = Number(el.panel.dataset.exact ?? 0);
+    el.status.textContent = patch
+      ? `Stopped. ${patch.estimate ? 'The estimate of every cell is drawn under Patching' : 'No estimate'}; ${done} `
+        + `cell${done === 1 ? ' was' : 's were'} patched exactly before the stop${result ? '' : ', and the heads were not ablated'}. `
+        + 'Change the text or the model to run again.'
+      : 'Stopped before anything was measured. Change the text or the model to run again.';
+  });
 
   const heatmap = createHeatmapView({ grid: el.pattern, legend: el.patternLegend, readout: el.patternReadout, name: 'head-pattern',
     onCursor: ([i]) => showPromoted(i) });
@@ -74,6 +100,7 @@ export function createCircuitsView(el, { lib }) {
   }
 
   function fail(message) {
+    cancel.hidden = true;
     sent = null; // the worker may not have kept the opened model: its bytes go again next time
     el.panel.dataset.state = 'error';
     el.status.textContent = `Could not run: ${message}`;
@@ -129,7 +156,26 @@ export function createCircuitsView(el, { lib }) {
   for (const c of [el.steerLayer, el.steerPlus, el.steerMinus, el.steerStrength]) c.addEventListener('input', steerSoon);
   el.steerLayer.addEventListener('change', steerSoon);
 
+  // a new run: what was drawn is another model's or text's, so it goes at once
+  function clearResults() {
+    result = null;
+    patch = null;
+    cells = new Map();
+    ++steerId; // a continuation still coming is the old model's tokens
+    clearTimeout(steerTimer);
+    for (const e of [el.texts, el.grid, el.table, el.claim, el.resid, el.z, el.lens, el.promoted, el.comp, el.compClaim, el.steer]) e.replaceChildren();
+    el.headTitle.textContent = 'The head';
+    heatmap.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
+    for (const k of ['result', 'estimate', 'exact', 'agreement', 'composition', 'steer']) delete el.panel.dataset[k];
+    el.panel.dataset.state = 'running';
+    el.status.textContent = 'Starting…';
+    el.progress.value = 0;
+  }
+
   async function start() {
+    clearResults();
+    ++id; // a run under way is not this one's: its answers are dropped
+    cancel.hidden = true;
     const list = await modelCatalog();
     const entry = pick(list);
     const options = optionsOf(list);
@@ -185,6 +231,7 @@ export function createCircuitsView(el, { lib }) {
     el.panel.dataset.file = entry.file;
     el.status.textContent = `Testing the heads of ${about}…`;
     el.progress.value = 0;
+    cancel.hidden = false;
     ensureWorker().postMessage({ type: 'run', id: request, file: entry.file, ids: Array.from(ids), bad: Array.from(bad), period,
       probe: Array.from(codec.probe()), limit: codec.vocab });
   }
@@ -230,6 +277,7 @@ export function createCircuitsView(el, { lib }) {
     el.status.textContent = `Testing the heads of ${o.name} (${o.config.layers} layers x ${o.config.heads} heads)`
       + `${bytes ? `, its ${(bytes.length / 2 ** 20).toFixed(1)} MiB checkpoint sent to the worker` : ''}…`;
     el.progress.value = 0;
+    cancel.hidden = false;
     const msg = { type: 'run', id: request, file: o.key, ids: Array.from(t.ids), bad: Array.from(t.bad), period: t.period,
       probe: Array.from(c.probe()), limit: Math.min(c.vocab, PROMOTED_MAX) };
     if (bytes) {
@@ -246,9 +294,32 @@ export function createCircuitsView(el, { lib }) {
     }
     if (msg.id !== id) return; // an older request's
     if (msg.type === 'progress') {
-      el.progress.value = (msg.stage === 'ablation' ? 0 : 0.5) + 0.5 * (msg.done / msg.total);
-      el.status.textContent = `${msg.stage === 'ablation' ? 'Ablating' : 'Patching'}: ${msg.done} of ${msg.total} runs…`;
+      el.progress.value = { exact: 0.1 + 0.5 * (msg.done / msg.total), ablation: 0.6, reading: 0.8 }[msg.stage] ?? el.progress.value;
+      const left = msg.msLeft === null ? '' : `, about ${seconds(msg.msLeft)} left`;
+      el.status.textContent = `${progressText(msg)}${left}…`;
+    } else if (msg.type === 'estimate') {
+      patch = { ...msg, agreement: null, exact: { z: Array.from({ length: msg.layers }, () => new Array(msg.heads).fill(null)),
+        resid: Array.from({ length: msg.layers }, () => new Array(msg.patchAt + 1).fill(null)) } };
+      el.panel.dataset.estimate = msg.estimate ? 'ready' : 'none';
+      el.panel.dataset.exact = '0';
+      el.progress.value = 0.1;
+      el.status.textContent = msg.estimate
+        ? `Patching estimated for every head and position in ${seconds(msg.ms)} (one backward pass, under Patching below); `
+          + `now patching the ${msg.top} likeliest heads and positions exactly…`
+        : `No estimate for this model (${msg.why}): patching every head and position for real…`;
+      drawPatching();
+    } else if (msg.type === 'exact') {
+      if (!patch) return;
+      patch.exact[msg.grid][msg.layer][msg.index] = msg.value;
+      el.panel.dataset.exact = String(msg.done);
+      paint(msg.grid, msg.layer, msg.index);
+    } else if (msg.type === 'agreement') {
+      if (!patch) return;
+      Object.assign(patch, { agreement: msg.agreement, ms: msg.ms, runs: msg.runs });
+      if (msg.agreement) el.panel.dataset.agreement = JSON.stringify(msg.agreement);
+      drawAgreement();
     } else if (msg.type === 'error') {
+      cancel.hidden = true;
       fail(msg.message);
     } else if (msg.type === 'composition') {
       if (!result) return;
@@ -256,6 +327,7 @@ export function createCircuitsView(el, { lib }) {
       drawComposition();
     } else if (msg.type === 'result') {
       result = msg;
+      cancel.hidden = true;
       el.progress.value = 1;
       // the heads named on this text by their pattern (lab/heads.js)
       const n = msg.ids.length;
@@ -266,11 +338,16 @@ export function createCircuitsView(el, { lib }) {
       el.panel.dataset.state = 'ready';
       el.panel.dataset.result = JSON.stringify({ file: msg.file, clean: msg.ablation.clean, rows: msg.ablation.rows,
         resid: msg.patch.resid, z: msg.patch.z });
+      const every = msg.layers * (msg.patchAt + 1 + msg.heads);
       el.status.textContent = `The heads of ${about}. ${msg.layers} layers x ${msg.heads} heads, ${2 * msg.layers * msg.heads} ablations in `
-        + `${(msg.ms.ablation / 1000).toFixed(2)} s and ${msg.layers * (msg.patchAt + 1 + msg.heads)} patched runs in `
-        + `${(msg.ms.patching / 1000).toFixed(2)} s, in a worker on this device. Without any change the model reads the `
+        + `${(msg.ms.ablation / 1000).toFixed(2)} s and ${msg.patch.estimate ? `patching estimated for all ${every} cells in ${seconds(msg.ms.estimate)}, and `
+          + `${msg.runs} of them patched exactly in ${seconds(msg.ms.exact)} (all ${every} would take about ${seconds((msg.ms.exact / msg.runs) * every)})`
+          : `${every} patched runs in ${(msg.ms.exact / 1000).toFixed(2)} s`}, `
+        + `in a worker on this device. Without any change the model reads the `
         + `first copy at ${msg.ablation.clean.first.toFixed(2)} bits per ${codec.unit} and the second at `
         + `${msg.ablation.clean.second.toFixed(2)}.`;
+      patch = { ...patch, ...msg.patch, layers: msg.layers, heads: msg.heads, ids: msg.ids, patchAt: msg.patchAt, ms: msg.ms, runs: msg.runs };
+      drawPatching();
       drawClaim();
       draw();
       el.panel.dataset.composition = 'pending';
@@ -310,7 +387,6 @@ export function createCircuitsView(el, { lib }) {
     drawGrid();
     drawTable();
     drawHead();
-    drawPatching();
     drawLens();
   }
 
@@ -415,18 +491,22 @@ export function createCircuitsView(el, { lib }) {
     cell('p', next === undefined ? '' : `The next ${codec.unit} is “${codec.label(next)}”.`));
   }
 
-  function heatTable(grid, rowLabel, colLabels, title) {
+  // A layers x columns table of restored fractions: each cell the exact value where there is one
+  // (framed), else the estimate; cells are kept by key so an exact value can come in place.
+  function heatTable(g, rowLabel, colLabels, title) {
     const table = document.createElement('table');
     table.className = 'heat-table';
     const head = document.createElement('tr');
     head.append(cell('th', ''), ...colLabels.map((c) => cell('th', c)));
     table.append(head);
-    grid.forEach((row, r) => {
+    patch.exact[g].forEach((row, r) => {
       const tr = document.createElement('tr');
       tr.append(cell('th', rowLabel(r)));
-      row.forEach((x, c) => {
-        const td = cell('td', '', title(r, c, x));
-        td.style.background = diverging(x);
+      row.forEach((_, c) => {
+        const td = cell('td', '');
+        td.dataset.cell = `${r},${c}`;
+        cells.set(`${g},${r},${c}`, { td, title: (x, how) => title(r, c, x, how) });
+        paint(g, r, c);
         tr.append(td);
       });
       table.append(tr);
@@ -434,20 +514,73 @@ export function createCircuitsView(el, { lib }) {
     return table;
   }
 
+  // a cell's colour and title: exact (framed) or estimated
+  function paint(g, r, c) {
+    const { td, title } = cells.get(`${g},${r},${c}`) ?? {};
+    if (!td) return;
+    const x = patch.exact[g][r][c], e = patch.estimate?.[g][r][c];
+    td.dataset.exact = x === null ? '0' : '1';
+    td.style.background = x === null && e === undefined ? '' : diverging(x ?? e);
+    td.style.boxShadow = x === null ? '' : 'inset 0 0 0 2px #111';
+    td.title = x === null
+      ? (e === undefined ? title(null, 'not measured yet') : title(e, 'estimated'))
+      : title(x, e === undefined ? 'patched exactly' : `patched exactly; estimated ${e.toFixed(3)}`);
+  }
+
   function drawPatching() {
-    const { resid, z, clean, corrupted } = result.patch;
-    const at = result.patchAt;
-    const chars = result.ids.slice(0, at + 1).map(codec.label);
-    const next = codec.label(result.ids[at + 1]);
+    if (!patch) return;
+    cells = new Map();
+    const at = patch.patchAt;
+    const chars = patch.ids.slice(0, at + 1).map(codec.label);
+    const next = codec.label(patch.ids[at + 1]);
     const back = codec.kind === 'bpe' ? 5 : 11;
+    const { clean, corrupted } = patch;
+    const how = (x, state) => (x === null ? state : `${x.toFixed(3)} (${state})`);
     el.resid.replaceChildren(
       cell('p', `Scored where the corruption hurts most: the guess of “${next}” after “…${chars.slice(Math.max(0, at - back)).join('')}” `
         + `(position ${at}; log-probability ${clean.toFixed(2)} on the clean text, ${corrupted.toFixed(2)} on the corrupted one). `
         + 'Each cell: how much of that gap comes back when one layer\'s input at one position is taken from the clean run '
-        + '(1, red: all of it; 0: none).', undefined, 'note'),
-      heatTable(resid, (l) => `layer ${l + 1}`, chars, (l, p, x) => `layer ${l + 1}, position ${p} (“${chars[p]}”): ${x.toFixed(3)}`));
-    el.z.replaceChildren(heatTable(z, (l) => `layer ${l + 1}`, Array.from({ length: result.heads }, (_, h) => `head ${h + 1}`),
-      (l, h, x) => `${headName(l, h)}: its output patched from the clean run restores ${x.toFixed(3)}`));
+        + '(1, red: all of it; 0: none). '
+        + (patch.estimate ? `Every cell is first estimated from one backward pass (a straight-line guess from the gradient); the ${patch.top} `
+          + 'largest estimates are then patched for real: those cells have a dark frame.' : 'Every cell is patched for real.'), undefined, 'note'),
+      cell('p', '', undefined, 'note hd-agree-resid'),
+      heatTable('resid', (l) => `layer ${l + 1}`, chars, (l, p, x, state) => `layer ${l + 1}, position ${p} (“${chars[p]}”): ${how(x, state)}`));
+    el.z.replaceChildren(cell('p', '', undefined, 'claim hd-agree'),
+      heatTable('z', (l) => `layer ${l + 1}`, Array.from({ length: patch.heads }, (_, h) => `head ${h + 1}`),
+        (l, h, x, state) => `${headName(l, h)}: its output patched from the clean run restores ${how(x, state)}`));
+    drawAgreement();
+  }
+
+  // In plain words: how well the estimate ranks the cells that real patching finds, per grid.
+  function drawAgreement() {
+    const say = (a, things) => {
+      if (!a) return '';
+      const r = a.pearson === null ? null : a.pearson;
+      const words = r === null ? 'too few cells, or all alike, to compare their ups and downs'
+        : `${r >= 0.9 ? 'they agree closely' : r >= 0.7 ? 'they roughly agree' : r >= 0.4 ? 'they agree only loosely' : 'they disagree'} `
+          + `(correlation ${r.toFixed(2)}; 1 would be a perfect match)`;
+      const top = a.shared === a.k
+        ? `the ${a.k} ${things} the estimate ranks highest are also the ${a.k} that matter most when patched for real`
+        : `${a.shared ? `only ${a.shared}` : 'none'} of the estimate's ${a.k} highest ${things} ${a.shared === 1 ? 'is' : 'are'} among the ${a.k} that matter most when patched for real`;
+      return `Estimate against real patching, on the ${a.cells} ${things} patched for real${a.cells < a.of ? ` (of ${a.of}; the rest show the estimate only)` : ''}: `
+        + `${words}, and ${top}.`;
+    };
+    const z = el.z.querySelector('.hd-agree'), resid = el.resid.querySelector('.hd-agree-resid');
+    if (!z || !resid) return;
+    if (!patch.estimate) {
+      z.textContent = `No estimate here: ${patch.why}, so every head was patched for real.`;
+      resid.textContent = '';
+      return;
+    }
+    z.textContent = patch.agreement ? say(patch.agreement.z, 'heads')
+      : `Estimated in ${seconds(patch.ms?.estimate ?? patch.ms)}; the heads with the largest estimates are being patched for real (framed as they finish)…`;
+    resid.textContent = patch.agreement ? say(patch.agreement.resid, 'cells') : '';
+  }
+
+  function progressText({ stage, done, total }) {
+    if (stage === 'exact') return patch?.estimate ? `Patching for real the cells with the largest estimates: ${done} of ${total}` : `Patching: ${done} of ${total} runs`;
+    if (stage === 'ablation') return `Switching each of the ${(patch?.layers ?? 0) * (patch?.heads ?? 0)} heads off in turn, to zero and to its mean`;
+    return 'Reading each layer\'s guess and what each head promotes';
   }
 
   function drawLens() {
