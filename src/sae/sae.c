@@ -321,6 +321,11 @@ int sae_encode(aw_sae *s, const float *x, size_t B, int32_t *idx, float *val) {
         memcpy(idx + b * k, s->idx + b * P, k * sizeof(int32_t));
         memcpy(val + b * k, s->val + b * P, k * sizeof(float));
     }
+    // finite weights can still overflow (a file's 1e38): an Error, never an Infinity handed back
+    const size_t n = aw_size_mul(B, k), bad = aw_find_nonfinite(val, n);
+    if (bad != n)
+        return aw_fail(AW_ERR_NONFINITE, "feature values of row %zu overflow float32: the SAE's weights or the "
+                                         "activations are too large", bad / k);
     return AW_OK;
 }
 
@@ -331,6 +336,10 @@ int sae_decode(aw_sae *s, const float *z, size_t B, float *out) {
     if (bad != n) return aw_fail(AW_ERR_NONFINITE, "z[%zu] (row %zu) is not finite; z must be finite", bad, bad / S);
     aw_matmul_nn(out, z, s->w_dec, B, d, S, S, d, d, 0);
     for (size_t b = 0; b < B; b++) aw_axpy(out + b * d, 1.0f, s->b_pre, d);
+    const size_t m = aw_size_mul(B, d), over = aw_find_nonfinite(out, m);
+    if (over != m)
+        return aw_fail(AW_ERR_NONFINITE, "the reconstruction of row %zu overflows float32: the SAE's weights or z are "
+                                         "too large", over / d);
     return AW_OK;
 }
 
