@@ -101,12 +101,12 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   let perPass = 0, timed = 0;
   const timePasses = (ms, count) => { perPass = (perPass * timed + ms) / (timed + count); timed += count; };
   const promotedPasses = Math.min(limit, vocab);
-  const after = (stage) => ({ exact: 2 * layers * heads, ablation: 0, reading: 0 }[stage] ?? 0) + promotedPasses + 4;
+  const rest = { exact: 2 * layers * heads + promotedPasses + 4, ablation: 2 * layers * heads + promotedPasses + 4, reading: promotedPasses + 4 };
   // let a newer request or a Cancel in; stop when one came
   let lastPause = performance.now();
   const pause = async (stage, done, total, force = false) => {
     if (!force && performance.now() - lastPause < 40) return;
-    const left = stage === 'reading' ? promotedPasses : total - done + after(stage);
+    const left = (stage === 'exact' ? total - done : 0) + rest[stage]; // in passes
     postMessage({ type: 'progress', id, stage, done, total, msLeft: timed ? left * perPass : null });
     await new Promise((r) => setTimeout(r));
     lastPause = performance.now();
