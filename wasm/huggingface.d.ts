@@ -5,7 +5,8 @@ export interface HuggingFaceModel extends Model {
   /** tokenizer.json read by lib.loadTokenizer, or null when none was given */
   readonly tokenizer: { encode(text: string, opts?: object): Int32Array; decode(ids: ArrayLike<number>, opts?: object): string } | null;
   /** the architecture read and config.json as given */
-  readonly huggingFace: { readonly architecture: string; readonly config: Record<string, unknown> };
+  /** notes: what the load adapted, one line each (a tokenizer with fewer ids than the padded vocabulary: model.sampleVocab) */
+  readonly huggingFace: { readonly architecture: string; readonly config: Record<string, unknown>; readonly notes: readonly string[] };
 }
 
 export interface HuggingFaceApi {

@@ -615,8 +615,16 @@ export function huggingFaceMethods(core, lib) {
     } finally {
       if (scratch) ex.free(scratch);
     }
+    // a checkpoint whose vocabulary is padded past its tokenizer's ids (Qwen2.5: 151,936 rows for
+    // 151,665 ids): generation never picks an id the tokenizer cannot decode
+    const notes = [];
+    if (tokenizer && tokenizer.vocabSize < o.vocab) {
+      model.sampleVocab = tokenizer.vocabSize;
+      notes.push(`the tokenizer has ${tokenizer.vocabSize} ids and the model's vocabulary ${o.vocab} rows (padding): ` +
+        `generation picks from the first ${tokenizer.vocabSize}`);
+    }
     Object.defineProperty(model, 'tokenizer', { value: tokenizer, enumerable: true });
-    Object.defineProperty(model, 'huggingFace', { value: Object.freeze({ architecture: row.arch, config: c }), enumerable: false });
+    Object.defineProperty(model, 'huggingFace', { value: Object.freeze({ architecture: row.arch, config: c, notes: Object.freeze(notes) }), enumerable: false });
     return model;
   }
 

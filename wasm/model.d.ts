@@ -276,6 +276,8 @@ export interface Model {
     { attention?: ModelAttention; attentionOptions?: ModelAttentionOptions; layerForms?: ModelLayerForm[] }>;
   /** false when loaded with { training: false } or by loadLlama2c: it runs and generates, and does not train */
   readonly training: boolean;
+  /** ids generation may pick: the vocabulary, or a tokenizer's fewer ids when a checkpoint pads its vocabulary (loadHuggingFace sets it); an integer in [1, vocab] */
+  sampleVocab: number;
   readonly parameterCount: number;
   /** AdamW steps taken (restored by loadModel; the optimizer moments are not saved) */
   readonly steps: number;

@@ -255,6 +255,22 @@ export function modelMethods(core) {
       return !ex.aw_model_inference(this.handle);
     }
 
+    /**
+     * How many ids generate and streamGenerate may pick: the vocabulary, or fewer when the model's
+     * tokenizer has fewer ids than its checkpoint's padded vocabulary (loadHuggingFace sets it then).
+     * Set it to an integer in [1, vocab].
+     */
+    get sampleVocab() {
+      this.#live('sampleVocab');
+      return ex.aw_model_sample_vocab(this.handle);
+    }
+
+    set sampleVocab(n) {
+      this.#live('sampleVocab');
+      if (!Number.isInteger(n)) fail(`sampleVocab must be an integer in [1, ${this.config.vocab}], got ${describe(n)}`);
+      core.check(ex.aw_model_set_sample_vocab(this.handle, n), 'sampleVocab');
+    }
+
     /** AdamW steps taken (restored by loadModel). */
     get steps() {
       this.#live('steps');

@@ -410,6 +410,19 @@ AW_API int aw_model_load_ex(aw_model **handle, const uint8_t *buf, int32_t len, 
 
 AW_API int aw_model_inference(const aw_model *m) { return m->inference; }
 
+// Generation picks ids below n only (n in [1, vocab]; vocab: every id again): a tokenizer with
+// fewer ids than the checkpoint's padded vocabulary (Qwen2.5's 151,665 of 151,936).
+AW_API int aw_model_set_sample_vocab(aw_model *m, int32_t n) {
+    aw_clear_error();
+    if (n < 1 || n > m->cfg.vocab)
+        return aw_fail(AW_ERR_ARG, "sampleVocab must be an integer in [1, %d] (the model's vocabulary), got %d",
+                       (int)m->cfg.vocab, (int)n);
+    m->sample_vocab = (size_t)n;
+    return AW_OK;
+}
+
+AW_API int32_t aw_model_sample_vocab(const aw_model *m) { return (int32_t)model_sample_vocab(m); }
+
 // Quantizes the decoder's matrices (model_quantize): format "q8_0" or "q4_0"; group NaN: the format's default.
 AW_API int aw_model_quantize(aw_model *m, const char *format, double group) {
     aw_clear_error();

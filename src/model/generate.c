@@ -419,7 +419,7 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
                                                "diverged; load a checkpoint from before or create it again");
                 goto done;
             }
-        const int32_t t = model_sample(logits, V, temperature, top_k, &rng);
+        const int32_t t = model_sample(logits, model_sample_vocab(m), temperature, top_k, &rng);
         out[(*n_out)++] = t;
         if (t == stop_token || len == L) break;
         seq[len] = t;

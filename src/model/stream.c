@@ -194,7 +194,7 @@ int model_stream_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_n
     aw_rng_seed(&rng, seed);
     for (size_t i = 0; i < np; i++) stream_token(m, &s, prompt[i]);
     while (*n_out < max_new) {
-        const int32_t t = model_sample(s.logits, s.V, temperature, top_k, &rng);
+        const int32_t t = model_sample(s.logits, model_sample_vocab(m), temperature, top_k, &rng);
         out[(*n_out)++] = t;
         if (t == stop_token || *n_out == max_new) break;
         stream_token(m, &s, t);

@@ -201,6 +201,8 @@ typedef struct aw_model {
     int params_checked;         // 1: the caller has just checked the parameters are finite (generation's
                                 // prefill): forward skips its own pass over them
     struct aw_quant *quant;     // NULL, or the quantized matrices (quantize.c): their tensors left the arena
+    size_t sample_vocab;        // 0, or n < vocab: generation picks ids below n only (a tokenizer with fewer
+                                // ids than a checkpoint's padded vocabulary: model_sample_vocab)
     long step;                  // AdamW steps taken
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
@@ -361,6 +363,10 @@ void quant_free(struct aw_quant *q);
 
 // Picks a token from logits (V; modified): greedy (temperature <= 0) or sampled from the top_k.
 int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_rng *rng);
+// How many of the vocabulary's ids generation may pick: the vocabulary, or m->sample_vocab when set.
+static inline size_t model_sample_vocab(const aw_model *m) {
+    return m->sample_vocab && m->sample_vocab < (size_t)m->cfg.vocab ? m->sample_vocab : (size_t)m->cfg.vocab;
+}
 
 // Streaming past maxLen (stream.c; StreamingLLM, arXiv:2309.17453): a rolling KV cache of `window`
 // positions that keeps the first `sinks` tokens, positions numbered by cache slot. Softmax
