@@ -126,7 +126,9 @@ const huggingface = {
       name: id ?? `${arch} (${source})`,
       status: `Loaded ${arch} in ${ms.toFixed(0)} ms${fetched !== null ? ` (fetched in ${(fetched / 1000).toFixed(1)} s)` : ''}: `
         + `dim ${c.dModel}, ${c.layers} layers x ${c.heads} heads${kv}, vocab ${c.vocab}, up to ${c.maxLen} tokens, `
-        + `${params(model.parameterCount)} parameters, ${dtypes}, ${formatMB(bytes)} of weights.`,
+        + `${params(model.parameterCount)} parameters, ${dtypes}, ${formatMB(bytes)} of weights.`
+        // what the load adapted (a tokenizer with fewer ids than a padded vocabulary), one sentence each
+        + (model.huggingFace.notes ?? []).map((n) => ` Note: ${n}.`).join(''),
     };
   },
   // config.json's eos_token_id (the first of a list) ends a text, its bos_token_id starts one
