@@ -37,6 +37,7 @@ import { createOwnTextView } from './views/owntext.js';
 import { createTimingsView } from './views/timings.js';
 import { createTokenizerView } from './views/tokenizer.js';
 import { PRESETS } from '../lab/presets.js';
+import { HUB } from './views/hub.js';
 
 // The first panel's text: a phrase read twice, so that its induction heads show at once.
 export const PICTURE_TEXT = 'The lighthouse keeper lit the lamp at dusk. The lighthouse keeper lit the lamp at dusk.';
@@ -76,7 +77,7 @@ export const PANELS = [
     create(section, { lib, setState }) {
       const q = finder(section);
       const view = createPictureView({
-        panel: section, text: q('ptext'), model: q('pmodel'), about: q('pabout'), status: q('pstatus'), tokens: q('ptokens'),
+        panel: section, text: q('ptext'), own: q('popen'), model: q('pmodel'), about: q('pabout'), status: q('pstatus'), tokens: q('ptokens'),
         path: q('ppath'), layers: q('players'), bars: q('pbars'), temp: q('ptemp'), tempOut: q('ptemp-out'), pos: q('ppos'),
         big: q('pbig'), bigBox: q('pbig-box'), bigTitle: q('pbig-title'), bigLegend: q('pbig-legend'), bigReadout: q('pbig-readout'), bigExports: q('pbig-exports'),
       }, { lib, onChange: (patch) => setState(patch) });
@@ -372,10 +373,12 @@ export const PANELS = [
   },
   {
     id: 'llama2c', title: 'Open a model file', file: 'views/opener.js',
-    props: [],
+    // the Hub (or a mirror) a Hub id is fetched from; any text is kept, and the panel refuses one
+    // that is not an http(s) URL when asked to fetch (hub.js's checkEndpoint), saying why
+    props: [{ name: 'hub', type: 'text', maxLength: 300, default: HUB }],
     needs: has('loadLlama2c'),
     applies: () => true,
-    create(section, { lib }) {
+    create(section, { lib, setState }) {
       const q = finder(section);
       const view = createOpenerView({
         panel: section, input: q('l2files'), drop: q('l2drop'), files: q('l2files-names'), status: q('l2status'),
@@ -383,8 +386,9 @@ export const PANELS = [
         output: q('l2output'), grid: q('l2heatmaps'), legend: q('l2legend'), readout: q('l2readout'), exports: q('l2exports'),
         probe: q('l2probe'), names: q('l2names'), folder: q('l2folder'), hub: q('l2hub'), hubid: q('l2hubid'), fetch: q('l2fetch'),
         busy: q('l2busy'), progress: q('l2progress'), bytes: q('l2bytes'), cancel: q('l2cancel'), table: q('l2table'),
-      }, { lib });
-      return { resize: () => view.resize() };
+        endpoint: q('l2endpoint'),
+      }, { lib, onChange: (patch) => setState(patch) });
+      return { update: (state) => view.update(state), resize: () => view.resize() };
     },
   },
 ];

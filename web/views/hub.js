@@ -1,7 +1,7 @@
 // hub.js: the files of a model, from this device or from the Hugging Face Hub, for "Open a model
 // file" (views/opener.js, which sniffs every file with lib.sniffModelFile and picks its row of
 // web/formats.js; nothing here decides a format). Dropped folders are walked; a Hub id is fetched from the Hub's resolve URLs only
-// (${hub}/${id}/resolve/main/${file}), with the size said first, progress in bytes and an
+// (${endpoint}/${id}/resolve/main/${file}; the endpoint is huggingface.co or a mirror the user names), with the size said first, progress in bytes and an
 // AbortSignal that stops it. Nothing is sent anywhere else: no analytics, no other host (the Hub
 // itself may redirect a large file to its own download host).
 
@@ -9,19 +9,25 @@ export const HUB = 'https://huggingface.co';
 const FILES = { config: 'config.json', tokenizer: 'tokenizer.json', weights: 'model.safetensors', index: 'model.safetensors.index.json' };
 
 /**
- * The Hub to fetch from: https://huggingface.co, or the page's ?hub= URL parameter when it is an
- * http(s) URL. The parameter exists for the browser test (tests/browser/huggingface.test.js), which
- * serves a mock Hub on 127.0.0.1.
+ * null when text is an endpoint to fetch from (an http(s) URL with a host and no query or fragment:
+ * the files are fetched from ${endpoint}/${id}/resolve/main/${file}), else why not (a sentence for
+ * the status line). The page keeps the endpoint in its URL (?hub=, web/panels.js).
  */
-export function hubBase(search = globalThis.location?.search ?? '') {
-  const given = new URLSearchParams(search).get('hub');
-  if (!given) return HUB;
+export function checkEndpoint(text) {
+  const why = `The Hub endpoint "${text}" is not usable: write an http:// or https:// URL such as ${HUB} or a mirror's`;
+  let u;
   try {
-    const u = new URL(given);
-    if (u.protocol === 'http:' || u.protocol === 'https:') return u.href.replace(/\/+$/, '');
-  } catch { /* not a URL: the default */ }
-  return HUB;
+    u = new URL(text);
+  } catch {
+    return `${why}.`;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `${why} (it starts with ${u.protocol}).`;
+  if (u.search || u.hash || u.username || u.password) return `${why}, with no ?query, #fragment or user:password@ in it.`;
+  return null;
 }
+
+/** The endpoint as the URLs are built from it: no trailing slash. Check it first (checkEndpoint). */
+export const endpointBase = (text) => new URL(text).href.replace(/\/+$/, '');
 
 // The Hub's own rule: owner and name of letters, digits, '-', '_' and '.', neither starting nor
 // ending with '-' or '.', no '--' or '..', at most 96 characters each.
@@ -39,10 +45,6 @@ export function checkHubId(id) {
   return null;
 }
 
-// Read when this module is first imported: main.js rewrites the address bar to the page's own
-// settings at start-up, which drops ?hub=.
-export const PAGE_HUB = hubBase();
-
 export const hubUrl = (base, id, file) => `${base}/${id}/resolve/main/${file.split('/').map(encodeURIComponent).join('/')}`;
 
 /** Bytes as the status line says them: 123.4 MB (decimal, as the Hub says them), 12.3 kB or 123 bytes. */
@@ -51,8 +53,20 @@ export function formatMB(n) {
 }
 
 async function get(url, file, signal, method = 'GET') {
-  // credentials 'omit': no cookies go to the Hub either
-  const r = await fetch(url, { method, signal, credentials: 'omit', referrerPolicy: 'no-referrer' });
+  let r;
+  try {
+    // credentials 'omit': no cookies go to the Hub either
+    r = await fetch(url, { method, signal, credentials: 'omit', referrerPolicy: 'no-referrer' });
+  } catch (e) {
+    if (e?.name === 'AbortError') throw e;
+    // a TypeError ("Failed to fetch") is all a browser tells a page of a request that got no
+    // response it may read: the host unreachable, or a response without CORS headers
+    const host = new URL(url).host;
+    throw new Error(`Could not fetch ${file} from ${host} (${url}): no response the page may read. `
+      + `Either this device is offline or cannot reach ${host}, or ${host} answered without the CORS header `
+      + `Access-Control-Allow-Origin that lets a page read it; check the endpoint, the connection, `
+      + `or try a mirror that sends CORS headers (or download the files and drop them here).`);
+  }
   // a body nobody reads leaves the request open until it is dropped (Chromium then counts it aborted)
   if (method === 'HEAD' || !r.ok) await r.arrayBuffer().catch(() => {});
   if (!r.ok) {
@@ -90,15 +104,17 @@ async function readBody(r, size, onBytes) {
 }
 
 /**
- * Fetches a model's Hugging Face files from the Hub: config.json, tokenizer.json, then
+ * Fetches a model's Hugging Face files from the Hub at base (an endpoint, checkEndpoint): config.json, tokenizer.json, then
  * model.safetensors or (when that is 404) model.safetensors.index.json and every shard it names.
  * onStatus(text), onSize(total bytes of the weights or null, files), onProgress(done, total).
  * Returns { config, tokenizer, weights: Uint8Array[], files: [name], bytes }. Throws on any HTTP
- * error (naming the file, the URL and the status) and with an AbortError when signal fires.
+ * error (naming the file, the URL and the status), on no readable response (naming the file, the
+ * host and what it can mean) and with an AbortError when signal fires.
  */
 export async function fetchHubModel({ base, id, signal, onStatus = () => {}, onSize = () => {}, onProgress = () => {} }) {
-  const why = checkHubId(id);
+  const why = checkEndpoint(base) ?? checkHubId(id);
   if (why) throw new Error(why);
+  base = endpointBase(base);
   const url = (file) => hubUrl(base, id, file);
   onStatus(`Fetching ${id}'s ${FILES.config} and ${FILES.tokenizer} from ${new URL(base).host}…`);
   const config = await (await get(url(FILES.config), FILES.config, signal)).text();

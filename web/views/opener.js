@@ -22,7 +22,7 @@
 // of any attention weight from fp32's.
 import { createHeatmapView } from './heatmap.js';
 import { viridisCss } from './colormap.js';
-import { checkHubId, droppedFiles, fetchHubModel, formatMB, PAGE_HUB } from './hub.js';
+import { checkEndpoint, checkHubId, droppedFiles, fetchHubModel, formatMB } from './hub.js';
 import { notAModelFile } from '../../wasm/llama2c.js';
 import { SAMPLE } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
@@ -53,7 +53,7 @@ const isAbort = (e) => e?.name === 'AbortError';
 const utf8 = (text) => new TextEncoder().encode(text);
 const shipped = (name) => fetchOnce(new URL(`../models/${name}`, import.meta.url)); // the page's one copy of a shipped file
 
-export function createOpenerView(el, { lib }) {
+export function createOpenerView(el, { lib, onChange }) {
   // model: the open model; tok: its format's tokens(model) (formats.js); kept: the files of the
   // format last picked, role -> [File] (a format that gathers adds to them); busy: the
   // AbortController of a long run
@@ -284,20 +284,21 @@ export function createOpenerView(el, { lib }) {
   // A Hub id: the files from the Hub's resolve URLs (hub.js), then sniffed and loaded as picked files are.
   el.hub.addEventListener('submit', async (e) => {
     e.preventDefault();
-    const id = el.hubid.value.trim();
-    const why = checkHubId(id);
+    const id = el.hubid.value.trim(), endpoint = el.endpoint.value.trim();
+    // a bad endpoint is refused before anything is fetched, as a bad id is
+    const why = checkEndpoint(endpoint) ?? checkHubId(id);
     if (why) {
       status(why);
       return;
     }
     closeModel();
     kept = { row: null, files: {} };
-    el.files.textContent = `${id} from the Hub`;
+    el.files.textContent = `${id} from ${new URL(endpoint).host}`;
     const signal = startBusy('fetch');
     const t0 = performance.now();
     try {
       const got = await fetchHubModel({
-        base: PAGE_HUB, id, signal,
+        base: endpoint, id, signal,
         onStatus: status,
         onSize: (total, names) => {
           el.panel.dataset.total = String(total ?? '');
@@ -320,6 +321,9 @@ export function createOpenerView(el, { lib }) {
       endBusy(signal);
     }
   });
+
+  // the endpoint is a setting: kept in the page's URL (panels.js's prop hub), so a reload keeps it
+  el.endpoint.addEventListener('input', () => onChange({ hub: el.endpoint.value.trim() }));
 
   el.input.addEventListener('change', () => take([...el.input.files]));
   el.folder.addEventListener('change', () => take([...el.folder.files]));
@@ -702,5 +706,10 @@ export function createOpenerView(el, { lib }) {
   weightsEl.addEventListener('change', () => chooseWeights(weightsEl.value));
 
   // the page's width changed: the heads are laid out again for it
-  return { resize: () => { if (model && last) draw(last.ids, last.attention, last.rows); } };
+  return {
+    update(state) {
+      if (el.endpoint.value.trim() !== state.hub) el.endpoint.value = state.hub;
+    },
+    resize: () => { if (model && last) draw(last.ids, last.attention, last.rows); },
+  };
 }

@@ -22,6 +22,8 @@ const SHOWN = 64; // tokens read at most
 const TOP = 8; // next-token bars
 export const LIT_AT = 0.3; // a head "reads" the lit token when a later query puts this much weight on it
 const LENS_MAX = 16e6; // floats the logit lens may return (layers x tokens x vocab); bigger models skip it
+const THUMB_MIN = 36; // px: a head's thumbnail is never smaller unless a line holds only one
+const THUMB_GAP = 7; // px between heads on a line: style.css's .pic-heads gap (0.4rem), rounded up
 
 const make = (tag, cls, text) => {
   const e = document.createElement(tag);
@@ -38,7 +40,7 @@ function guesses(row, t, k, limit) {
 }
 
 /**
- * el: { panel, text, model, about, status, tokens, path, layers, bars, temp, tempOut, pos, big, bigBox, bigTitle,
+ * el: { panel, text, own (the "open your own model" link), model, about, status, tokens, path, layers, bars, temp, tempOut, pos, big, bigBox, bigTitle,
  * bigLegend, bigReadout, bigExports }. The panel gets data-state ('loading' | 'ready' | 'error'),
  * data-source (the model's file or name), data-drawn (a count of drawings), data-layers, data-heads (per layer), data-lit (the lit
  * token's position) and each head figure data-read (the most a later token reads the lit one).
@@ -57,6 +59,15 @@ export function createPictureView(el, { lib, onChange }) {
   const big = createHeatmapView({ grid: el.big, legend: el.bigLegend, readout: el.bigReadout, exports: el.bigExports, name: 'picture-head' });
 
   el.text.addEventListener('input', () => onChange({ ptext: el.text.value }));
+  // "Open your own model": to the opener, focused (its files, its Hub id) so the keyboard is there too
+  el.own?.addEventListener('click', (e) => {
+    const opener = document.getElementById('llama2c');
+    if (!opener || opener.hidden) return; // the link's own jump
+    e.preventDefault();
+    opener.scrollIntoView({ block: 'start' });
+    opener.tabIndex = -1;
+    opener.focus({ preventScroll: true });
+  });
   el.temp.addEventListener('input', () => {
     el.tempOut.textContent = Number(el.temp.value).toFixed(1);
     bars();
@@ -220,18 +231,20 @@ export function createPictureView(el, { lib, onChange }) {
     }
   }
 
-  // Thumbnail side in CSS px: the layer rows fit the panel's width (on a phone, 4 heads a row
-  // fit; more heads scroll sideways).
-  function thumbSize() {
-    const width = el.layers.clientWidth || 600;
-    const room = width - (matchMedia('(max-width: 600px)').matches ? 50 : 215); // the label column and the MLP box // the row's label column beside the heads (stacked on a phone)
-    return Math.max(36, Math.min(104, Math.floor(room / Math.max(1, run.heads) - 8)));
+  // Thumbnail side in CSS px for heads on a line `width` px wide: as large as fits (at most 104),
+  // the heads on as few even lines as keep each at least 36 px (12 heads on a phone: two lines of
+  // 6), so that a layer's every head is in view, never cut off or hidden past a scroll.
+  function thumbSize(width, heads) {
+    const fits = (k) => Math.floor((width + THUMB_GAP) / k - THUMB_GAP - 4); // k on a line; 4: the button's border
+    let perLine = Math.max(1, heads);
+    while (perLine > 1 && fits(perLine) < THUMB_MIN) perLine--;
+    perLine = Math.ceil(heads / Math.ceil(heads / perLine)); // the lines even
+    return Math.max(8, Math.min(104, fits(perLine)));
   }
 
   function drawLayers() {
     thumbs.length = 0;
-    const size = thumbSize();
-    const rows = [];
+    const rows = [], lines = [];
     const embed = make('div', 'pic-row pic-embed');
     embed.append(make('div', 'pic-label', 'Embedding'), make('div', 'pic-note',
       `each token becomes a vector of ${run.config.dModel} numbers: the residual stream, which every layer reads and adds to`));
@@ -242,6 +255,16 @@ export function createPictureView(el, { lib, onChange }) {
       const label = make('div', 'pic-label');
       label.append(make('strong', '', `Layer ${l + 1}`), make('span', 'pic-lens'));
       const heads = make('div', 'pic-heads');
+      const mlp = make('div', 'pic-mlp', 'MLP');
+      mlp.title = `the feed-forward sublayer of layer ${l + 1}: each token's vector on its own, through ${run.config.dFF} hidden units, added back to the stream`;
+      row.append(label, heads, mlp);
+      rows.push(row);
+      lines.push(heads);
+    }
+    // laid out empty first: the heads' column is what the row leaves beside its label and MLP
+    el.layers.replaceChildren(...rows);
+    const size = thumbSize(lines[0]?.clientWidth || 400, run.heads);
+    lines.forEach((heads, l) => {
       for (let h = 0; h < run.heads; h++) {
         const fig = make('figure', 'pic-head');
         const name = run.names[l * run.heads + h];
@@ -267,12 +290,7 @@ export function createPictureView(el, { lib, onChange }) {
         const w = run.attention[l][h];
         thumbs.push({ canvas, figure: fig, base: baseImage(w, run.n), layer: l, head: h, weights: w, size, dpr });
       }
-      const mlp = make('div', 'pic-mlp', 'MLP');
-      mlp.title = `the feed-forward sublayer of layer ${l + 1}: each token's vector on its own, through ${run.config.dFF} hidden units, added back to the stream`;
-      row.append(label, heads, mlp);
-      rows.push(row);
-    }
-    el.layers.replaceChildren(...rows);
+    });
     for (const t of thumbs) paint(t);
     lensLabels();
   }
