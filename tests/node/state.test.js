@@ -12,7 +12,7 @@ const lib = await loadAttention();
 for (const p of PROPS) if (p.fromLib) Object.assign(p, p.fromLib(lib));
 
 const KEYS = ['form', 'input', 'text', 'n', 'd', 'heads', 'causal', 'seed', 'scale', 'ptext', 'tktext', 'ltext', 'task', 'mlen', 'msize', 'mstart', 'march',
-  'mpos', 'mseed', 'mtext', 'msteps', 'mlr', 'msched', 'mpreset', 'ca', 'cb', 'ctask', 'csteps', 'ebudget', 'build', 'tmin', 'tmax', 'td', 'trounds', 'tforms'];
+  'mpos', 'mseed', 'mtext', 'msteps', 'mlr', 'msched', 'mpreset', 'ca', 'cb', 'ctask', 'csteps', 'ebudget', 'build', 'tmin', 'tmax', 'td', 'trounds', 'tforms', 'hub'];
 
 test('one prop per URL key, the keys of before; panel ids unique; a labelled choice labels every value', () => {
   const names = PROPS.map((p) => p.name);
