@@ -11,11 +11,15 @@
 //             wasm memory the load grew (memory.buffer.byteLength after minus before: wasm memory
 //             never shrinks, so this is the load's peak) over the float32 weights' bytes, the
 //             weights' bytes held, load seconds and decode tokens/s
+//   quantize after a float32 load (model.quantize, in place) beside the quantized load: the heap in
+//             use after the float32 load, the peak (wasm memory grown since before the load) and the
+//             heap in use after quantizing, against the quantized load's peak and heap in use
 // Each (shape, threads) runs in a child process of its own, so memory is measured from a fresh start.
-//   node bench/run.js hf      (BENCH_HF_SHAPES=gpt2,smollm2,stories15m picks shapes)
+//   node bench/run.js hf      (BENCH_HF_SHAPES=gpt2,smollm2,stories15m picks shapes; BENCH_HF_MEMORY=1
+//                             measures the memory tables alone: no float32 rows, no forward or decode)
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -88,15 +92,26 @@ async function child(shapeName, threads, file, quantize) {
   const shape = SHAPES[shapeName], bytes = readFileSync(file);
   const ex = lib[Symbol.for('attention-wasm.exports')];
   const rss0 = process.memoryUsage().rss, mem0 = ex.aw_heap_in_use(), buf0 = lib.memory.buffer.byteLength;
+  const maxLen = Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024);
+  if (quantize?.startsWith('after-')) { // a float32 load, then model.quantize
+    const model = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen });
+    const loadHeap = ex.aw_heap_in_use() - mem0, loadBuf = lib.memory.buffer.byteLength - buf0;
+    const t0 = performance.now();
+    model.quantize(quantize.slice(6));
+    const quantizeS = (performance.now() - t0) / 1000, { fp32, bytes: held } = model.weightBytes;
+    console.log(JSON.stringify({ fp32, held, loadHeap, loadBuf, heapAfter: ex.aw_heap_in_use() - mem0,
+      bufGrow: lib.memory.buffer.byteLength - buf0, quantizeS }));
+    return;
+  }
   let peak = rss0;
   const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
   const t0 = performance.now();
-  const model = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen: Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024),
-    ...(quantize ? { quantize } : {}) });
+  const model = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen, ...(quantize ? { quantize } : {}) });
   const loadS = (performance.now() - t0) / 1000;
   peak = Math.max(peak, process.memoryUsage().rss);
   clearInterval(timer);
   const memGrow = ex.aw_heap_in_use() - mem0, bufGrow = lib.memory.buffer.byteLength - buf0, { fp32, bytes: held } = model.weightBytes;
+  if (process.env.BENCH_HF_MEMORY) return console.log(JSON.stringify({ fp32, held, memGrow, bufGrow, loadS, tokS: null }));
   const ids = Array.from({ length: 64 }, (_, i) => 1 + ((i * 7919) % (model.config.vocab - 1)));
   model.forward(ids);
   const fw = [];
@@ -124,10 +139,12 @@ export default async function run({ cpuName }) {
   const names = (process.env.BENCH_HF_SHAPES ?? 'gpt2,smollm2,stories15m').split(',');
   const dir = mkdtempSync(join(tmpdir(), 'aw-hf-bench-'));
   const me = fileURLToPath(import.meta.url);
-  console.log(`# ${cpuName()}; random weights, BF16 files; each row a fresh process (SIMD128 build, relaxed where validated)`);
-  console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|');
-  const rows = [];
+  const memoryOnly = Boolean(process.env.BENCH_HF_MEMORY);
+  console.log(`# ${cpuName()}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; random weights, BF16 files; ` +
+    'each row a fresh process (SIMD128 build, relaxed where validated)');
+  if (!memoryOnly) console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
+  if (!memoryOnly) console.log('|---|---|---|---|---|---|---|---|---|---|');
+  const rows = [], after = [];
   const spawn = (name, threads, file, quantize = '') => {
     const p = spawnSync(process.execPath, [...process.execArgv, me, 'child', name, String(threads), file, quantize], { encoding: 'utf8', maxBuffer: 1 << 20 });
     if (p.status !== 0) throw new Error(`hf bench child ${name} ${threads} ${quantize}: ${p.stderr}`);
@@ -137,12 +154,15 @@ export default async function run({ cpuName }) {
     for (const name of names) {
       const file = join(dir, `${name}.safetensors`);
       writeFileSync(file, randomBf16(SHAPES[name].config));
-      const r = { 1: spawn(name, 1, file), 2: spawn(name, 2, file) };
-      const a = r[1];
-      console.log(`| ${SHAPES[name].label} | ${(a.params / 1e6).toFixed(1)}M | ${a.fileMB.toFixed(0)} MB | ${a.loadS.toFixed(2)} s | ` +
-        `${(a.loadS * 500 / a.fileMB).toFixed(2)} s | ${(a.memGrow / a.fp32).toFixed(2)}x | ${(a.rssGrow / a.fp32).toFixed(2)}x | ` +
-        `${a.forwardMs.toFixed(0)} / ${r[2].forwardMs.toFixed(0)} ms | ${a.tokS.toFixed(1)} tok/s | ${r[2].tokS.toFixed(1)} tok/s |`);
-      rows.push([name, 'fp32', a]);
+      for (const q of ['q8_0', 'q4_0']) after.push([name, q, spawn(name, 1, file, `after-${q}`)]);
+      if (!memoryOnly) {
+        const r = { 1: spawn(name, 1, file), 2: spawn(name, 2, file) };
+        const a = r[1];
+        console.log(`| ${SHAPES[name].label} | ${(a.params / 1e6).toFixed(1)}M | ${a.fileMB.toFixed(0)} MB | ${a.loadS.toFixed(2)} s | ` +
+          `${(a.loadS * 500 / a.fileMB).toFixed(2)} s | ${(a.memGrow / a.fp32).toFixed(2)}x | ${(a.rssGrow / a.fp32).toFixed(2)}x | ` +
+          `${a.forwardMs.toFixed(0)} / ${r[2].forwardMs.toFixed(0)} ms | ${a.tokS.toFixed(1)} tok/s | ${r[2].tokS.toFixed(1)} tok/s |`);
+        rows.push([name, 'fp32', a]);
+      }
       for (const q of ['q8_0', 'q4_0']) rows.push([name, q, spawn(name, 1, file, q)]);
       rmSync(file);
     }
@@ -152,7 +172,16 @@ export default async function run({ cpuName }) {
     const mb = (b) => `${(b / 1e6).toFixed(0)} MB`;
     for (const [name, q, a] of rows)
       console.log(`| ${SHAPES[name].label} | ${q} | ${mb(a.fp32)} | ${mb(a.held)} | ${mb(a.bufGrow)} | ${(a.bufGrow / a.fp32).toFixed(2)}x | ` +
-        `${a.loadS.toFixed(2)} s | ${a.tokS.toFixed(1)} tok/s |`);
+        `${a.loadS.toFixed(2)} s | ${a.tokS === null ? '-' : `${a.tokS.toFixed(1)} tok/s`} |`);
+    console.log('\nQuantizing after a float32 load (model.quantize, in place) beside the quantized load, 1 thread: heap in use ' +
+      '(bytes allocated) and the peak (wasm memory grown since before the load), each from the fresh instance');
+    console.log('| shape | weights | fp32 load: heap in use | then quantize: peak | heap in use after | quantize | quantized load: peak | heap in use after |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const [name, q, a] of after) {
+      const [, , l] = rows.find(([n, f]) => n === name && f === q);
+      console.log(`| ${SHAPES[name].label} | ${q} | ${mb(a.loadHeap)} | ${mb(a.bufGrow)} (load's ${mb(a.loadBuf)}) | ${mb(a.heapAfter)} | ` +
+        `${a.quantizeS.toFixed(2)} s | ${mb(l.bufGrow)} | ${mb(l.memGrow)} |`);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

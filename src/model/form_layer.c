@@ -37,7 +37,7 @@ void attn_form_free(aw_attn_form *f) {
 }
 
 void attn_form_bind_params(aw_attn_form *f, float *params, float *grads, size_t n) {
-    memcpy(params, f->params, n * sizeof(float));
+    if (params != f->params) memcpy(params, f->params, n * sizeof(float)); // equal: moved there already (quantize.c)
     if (grads) memset(grads, 0, n * sizeof(float)); // NULL: an inference-only model's (AW_FORM_NO_GRADS_OK)
     if (f->owns_params) free(f->params);
     f->params = params, f->grads = grads, f->owns_params = 0;

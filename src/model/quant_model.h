@@ -17,7 +17,9 @@ typedef struct aw_quant {
     char names[QMATS][48]; // each matrix's tensor ("dec.0.self.wq", "out.w"; "wte" for a tied classifier's copy)
     unsigned char in_out[QMATS]; // 1: its float32 source is stored (in, out) (a linear layer's); 0: (out, in) (wte)
     const aw_qmat **slot[QMATS]; // where the forward finds it (m->w's qq .. q3, q_out), set again after each walk
-    uint8_t *mem;        // every matrix's values and scales, one allocation
+    uint8_t *mem;        // the values and scales this owns: every matrix's (model_create_quantized), or
+                         // NULL (model_quantize: they sit in the arena after the float32 tensors) or a
+                         // tied classifier's copy that did not fit there
     size_t bytes;        // its size
     void *work;          // one activation row's workspace (aw_qact_bytes of the widest input)
     double fp32_bytes;   // the weights' bytes in float32, before

@@ -1,10 +1,11 @@
 // quantize.c: a decoder's per-token matrices in 8 or 4 bits (formats and kernels: src/kernels/quant.h).
 // model_quantize turns q, k, v, o, the FFN's matrices and the classifier into rows of a format,
-// then moves every other tensor into a smaller arena (model_compact_params) so the float32 copies
-// are really gone. The embedding table stays float32 for the lookup (a tied classifier gets a
-// quantized copy of it); a q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The
-// forward, generation and streaming read the quantized matrices through model_linear (quant_model.c); training,
-// saving and the tools that read weights directly refuse such a model.
+// in place: each matrix's values and scales take the room its float32 copy leaves in the arena,
+// the other tensors pack before them, and the arena shrinks, so the heap never holds both. The
+// embedding table stays float32 for the lookup (a tied classifier gets a quantized copy of it); a
+// q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The forward, generation and
+// streaming read the quantized matrices through model_linear (quant_model.c); training, saving and
+// the tools that read weights directly refuse such a model.
 // model_create_quantized makes such a model from the start for a loader (loadHuggingFace's quantize):
 // the matrices are reserved before the float32 arena is allocated, and the loader fills them one at a
 // time (model_quantize_fill), so the whole model is never held in float32.
@@ -104,9 +105,22 @@ static void quantize_rows(aw_qmat *q, const qsource *s, float *t, size_t first, 
     }
 }
 
-// What every way of quantizing checks, then the matrices, the group and one block for their values
-// and scales (each matrix placed in it, nothing quantized yet); src receives the sources.
-static int quant_new(aw_model *m, const char *format, size_t group, int creating, aw_quant **out, qsource *src) {
+// Where each matrix's values and scales sit in the block of them all: from at_q[i] its values,
+// from at_s[i] its scales, 16-byte aligned pieces in the order of the list; at_q[count] the block's size.
+typedef struct {
+    size_t at_q[QMATS + 1], at_s[QMATS];
+} qlayout;
+
+// Points matrix i at its values and scales, laid out as in the block, from at.
+static void quant_place(aw_quant *q, size_t i, uint8_t *at, const qlayout *lay) {
+    q->mats[i].q = at;
+    q->mats[i].s = (float *)(at + lay->at_s[i] - lay->at_q[i]);
+}
+
+// What every way of quantizing checks, then the matrices, the group and the layout of the block of
+// their values and scales (the caller places it: nothing quantized yet); src receives the sources.
+static int quant_new(aw_model *m, const char *format, size_t group, int creating, aw_quant **out, qsource *src,
+                     qlayout *lay) {
     *out = NULL;
     const int fid = aw_qformat_find(format);
     if (fid == AW_QF_NONE)
@@ -131,57 +145,132 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
         quant_free(q);
         return st;
     }
-    // one block: each matrix's values then its scales, 16-byte aligned pieces
-    size_t bytes = 0, at_q[QMATS], at_s[QMATS], widest = 0;
+    size_t bytes = 0, widest = 0;
     for (size_t i = 0; i < n; i++) {
-        at_q[i] = bytes;
+        lay->at_q[i] = bytes;
         const aw_qformat *fi = &AW_QFORMATS[src[i].format];
         bytes = aw_size_add(bytes, aw_size_add(aw_size_mul(src[i].out, fi->row_bytes(src[i].in)), 15) / 16 * 16);
-        at_s[i] = bytes;
+        lay->at_s[i] = bytes;
         bytes = aw_size_add(bytes, aw_size_add(aw_size_mul3(src[i].out, src[i].in / G, sizeof(float)), 15) / 16 * 16);
         widest = src[i].in > widest ? src[i].in : widest;
     }
-    if (bytes != AW_SIZE_INVALID) q->mem = aw_alloc(bytes, 1), q->work = aw_alloc(aw_qact_bytes(widest, G), 1);
-    if (!q->mem || !q->work) {
+    lay->at_q[n] = bytes;
+    q->work = bytes == AW_SIZE_INVALID ? NULL : aw_alloc(aw_qact_bytes(widest, G), 1);
+    if (!q->work) {
         quant_free(q);
         return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %.1f MiB for the %s matrices", (double)bytes / 1048576.0,
                        f->name);
     }
     q->format = fid, q->group = G, q->count = n, q->bytes = bytes, q->fp32_bytes = (double)m->n_params * sizeof(float);
     for (size_t i = 0; i < n; i++) {
-        q->mats[i] = (aw_qmat){src[i].format, src[i].out, src[i].in, G, q->mem + at_q[i], (float *)(q->mem + at_s[i])};
+        q->mats[i] = (aw_qmat){src[i].format, src[i].out, src[i].in, G, NULL, NULL};
         q->in_out[i] = (unsigned char)src[i].in_out, q->slot[i] = src[i].slot;
     }
     *out = q;
     return AW_OK;
 }
 
+// In place: the arena ends as [the float32 tensors left, packed] [the block of the matrices], cut to
+// that size, so the heap never holds the float32 model and its quantized copy at once. With K the
+// floats left, P0 those before the first matrix (wte, wpe: they never move), the arena in bytes:
+//   1. in the walk's order, each float tensor moves down to a cursor and each matrix is quantized
+//      into a buffer of one matrix, then copied down to the cursor (over its own floats, read by
+//      then): every write lands below what is still to be read, and the pieces follow the list's
+//      order (the walk's);
+//   2. the float tensors after P0 go to a stash (the arena's free tail, else an allocation), the
+//      matrices move up to qstart + at_q[i], last first (each moves up, onto nothing unread), and
+//      the stash lands after P0;
+//   3. a tied classifier's copy is quantized from wte, which stayed, into its place after the others
+//      (its own allocation when what the matrices free cannot hold it), and the arena shrinks
+//      (realloc keeps the block and frees its tail).
+// The values and scales are those quantize_rows writes from the same floats in any order.
 int model_quantize(aw_model *m, const char *format, size_t group) {
     qsource src[QMATS];
+    qlayout lay;
     aw_quant *q;
-    int st = quant_new(m, format, group, 0, &q, src);
+    int st = quant_new(m, format, group, 0, &q, src, &lay);
     if (st) return st;
     if ((st = model_check_params(m))) { // the weights it would quantize are finite
         quant_free(q);
         return st;
     }
-    size_t widest = 0;
-    for (size_t i = 0; i < q->count; i++) widest = src[i].in > widest ? src[i].in : widest;
+    const size_t n = q->count, nt = m->n_tensors, arena = m->n_params * sizeof(float);
+    int mat_of[AW_MAX_TENSORS]; // each tensor's matrix, or -1 for a tensor that stays float32
+    for (size_t k = 0; k < nt; k++) mat_of[k] = -1;
+    size_t widest = 0, largest = 0, first = nt; // first: the first matrix's tensor
+    for (size_t i = 0; i < n; i++) {
+        const size_t k = src[i].tensor ? (size_t)(src[i].tensor - m->tensors) : nt;
+        if (k < nt) mat_of[k] = (int)i, first = k < first ? k : first;
+        widest = src[i].in > widest ? src[i].in : widest;
+        if (k < nt && lay.at_q[i + 1] - lay.at_q[i] > largest) largest = lay.at_q[i + 1] - lay.at_q[i];
+    }
+    size_t kept = 0, after = 0; // float32 bytes left, and those after the first matrix
+    for (size_t k = 0; k < nt; k++) {
+        const size_t b = model_tensor_size(&m->tensors[k]) * sizeof(float);
+        if (mat_of[k] < 0) kept += b, after += k > first ? b : 0;
+    }
+    // the block's matrices fit where their floats were (a block takes at most 1.25 bytes a weight and
+    // 30 of padding, a weight 4 bytes); the classifier's copy of a tied wte has no floats of its own:
+    // when what the others free cannot hold it, it takes an allocation of its own
+    const int tied = src[n - 1].tensor == NULL;
+    const size_t qstart = (kept + 15) / 16 * 16, copy = tied ? lay.at_q[n] - lay.at_q[n - 1] : 0;
+    const int own_copy = tied && qstart + lay.at_q[n] > arena;
+    const size_t end = qstart + lay.at_q[n] - (own_copy ? copy : 0);
+    const int own_stash = end + after > arena;
+    uint8_t *own = own_copy ? aw_alloc(copy, 1) : NULL, *stash = own_stash ? aw_alloc(after, 1) : NULL;
+    uint8_t *buf = aw_alloc(largest, 1);
     float *t = aw_alloc_floats(aw_size_mul(16, widest));
-    if (!t) {
+    if (!buf || !t || (own_copy && !own) || (own_stash && !stash)) {
+        free(buf), free(t), free(stash), free(own);
         quant_free(q);
-        return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %zu floats of scratch", aw_size_mul(16, widest));
+        return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %.1f MiB of scratch",
+                       (double)(largest + 16 * widest * sizeof(float) + (own_stash ? after : 0) + (own_copy ? copy : 0)) /
+                           1048576.0);
     }
-    for (size_t i = 0; i < q->count; i++) quantize_rows(&q->mats[i], &src[i], t, 0, src[i].out);
+    uint8_t *base = (uint8_t *)m->params;
+    size_t at[AW_MAX_TENSORS], c = 0; // 1: each tensor's place in the packed sequence
+    for (size_t k = 0; k < nt; k++) {
+        const int i = mat_of[k];
+        at[k] = c;
+        if (i < 0) {
+            const size_t b = model_tensor_size(&m->tensors[k]) * sizeof(float);
+            memmove(base + c, base + m->tensors[k].offset * sizeof(float), b);
+            c += b;
+            continue;
+        }
+        quant_place(q, i, buf, &lay);
+        quantize_rows(&q->mats[i], &src[i], t, 0, src[i].out);
+        memcpy(base + c, buf, lay.at_q[i + 1] - lay.at_q[i]);
+        c += lay.at_q[i + 1] - lay.at_q[i];
+    }
+    free(buf);
+    if (!stash) stash = base + end; // 2
+    size_t s = 0;
+    for (size_t k = first + 1; k < nt; k++) {
+        if (mat_of[k] < 0) {
+            const size_t b = model_tensor_size(&m->tensors[k]) * sizeof(float);
+            memcpy(stash + s, base + at[k], b);
+            s += b;
+        }
+    }
+    for (size_t k = nt; k-- > 0;)
+        if (mat_of[k] >= 0)
+            memmove(base + qstart + lay.at_q[mat_of[k]], base + at[k], lay.at_q[mat_of[k] + 1] - lay.at_q[mat_of[k]]);
+    memcpy(base + kept - after, stash, after);
+    if (own_stash) free(stash);
+    if (tied) { // 3
+        quant_place(q, n - 1, own ? own : base + qstart + lay.at_q[n - 1], &lay);
+        quantize_rows(&q->mats[n - 1], &src[n - 1], t, 0, src[n - 1].out);
+    }
     free(t);
-    for (size_t i = 0; i < q->count; i++)
+    q->mem = own; // NULL: every matrix sits in the arena
+    float *shrunk = realloc(m->params, end);
+    if (shrunk) base = (uint8_t *)shrunk; // else the block stays whole
+    for (size_t i = 0; i < n; i++) {
         if (src[i].tensor) src[i].tensor->quantized = 1;
-    if ((st = model_compact_params(m))) { // nothing moved: the float32 weights stay in use
-        for (size_t i = 0; i < q->count; i++)
-            if (src[i].tensor) src[i].tensor->quantized = 0;
-        quant_free(q);
-        return st;
+        if (!own || i < n - 1) quant_place(q, i, base + qstart + lay.at_q[i], &lay);
     }
+    model_bind_packed(m, (float *)base);
     m->quant = q;
     quant_bind(m); // the walk left their float pointers NULL
     return AW_OK;
@@ -192,14 +281,22 @@ int model_create_quantized(aw_model **out, const aw_model_config *cfg, const cha
     if (st) return st;
     // the matrices' values and scales reserved before the arena is made: their tensors leave it
     qsource src[QMATS];
+    qlayout lay;
     aw_quant *q;
-    if ((st = quant_new(*out, format, group, 1, &q, src))) {
+    if (!(st = quant_new(*out, format, group, 1, &q, src, &lay)) && !(q->mem = aw_alloc(q->bytes, 1))) {
+        st = aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %.1f MiB for the %s matrices",
+                     (double)q->bytes / 1048576.0, AW_QFORMATS[q->format].name);
+        quant_free(q);
+    }
+    if (st) {
         model_destroy(*out);
         *out = NULL;
         return st;
     }
-    for (size_t i = 0; i < q->count; i++)
+    for (size_t i = 0; i < q->count; i++) {
+        quant_place(q, i, q->mem + lay.at_q[i], &lay);
         if (src[i].tensor) src[i].tensor->quantized = 1;
+    }
     (*out)->quant = q;
     return model_create_arena(out, AW_CREATE_UNINITIALISED);
 }

@@ -528,30 +528,20 @@ int model_create_arena(aw_model **out, int inference) {
     return AW_OK;
 }
 
-// A new arena of the tensors not marked quantized, in the walk's order: their floats copied, m->w,
-// the forms' parameters and a learned position table bound into it; the old arena freed. Inference
-// models only (no gradients or AdamW state share the allocation).
-int model_compact_params(aw_model *m) {
-    size_t kept = 0, old_off[AW_MAX_TENSORS];
-    for (size_t i = 0; i < m->n_tensors; i++) {
-        old_off[i] = m->tensors[i].offset;
-        if (!m->tensors[i].quantized) kept = aw_size_add(kept, model_tensor_size(&m->tensors[i]));
-    }
-    float *params = aw_alloc_floats(kept ? kept : 1), *old = m->params;
-    if (!params) return aw_fail(AW_ERR_NOMEM, "out of memory for the parameters left in float32 (%zu floats)", kept);
-    m->n_params = walk_params(m, params, &m->w);
-    for (size_t i = 0; i < m->n_tensors; i++)
-        if (!m->tensors[i].quantized)
-            memcpy(params + m->tensors[i].offset, old + old_off[i], model_tensor_size(&m->tensors[i]) * sizeof(float));
+// Binds the arena `params` whose floats are the tensors not marked quantized, packed in the walk's
+// order (quantize.c moved them there): m->w, the forms' parameters and a learned position table
+// point into it. Inference models only (no gradients or AdamW state share the allocation).
+void model_bind_packed(aw_model *m, float *params) {
     m->params = params;
-    for (int l = 0; l < m->cfg.layers; l++) { // the forms that bound their parameters into the old arena
-        aw_attn_form *f = &m->self_form[l];
-        if (f->form && f->form->bind && (form_owns(f) || (f->form->flags & AW_FORM_NO_GRADS_OK)))
-            f->form->bind(f, m->params + m->form_offset[1][l], NULL);
+    m->n_params = walk_params(m, params, &m->w);
+    for (int l = 0; l < m->cfg.layers; l++) { // the forms that bound their parameters into the arena: their
+        aw_attn_form *f = &m->self_form[l];    // floats moved with the rest, so bind finds them in place
+        if (f->form && f->form->bind && (form_owns(f) || (f->form->flags & AW_FORM_NO_GRADS_OK))) {
+            f->params = m->params + m->form_offset[1][l];
+            f->form->bind(f, f->params, NULL);
+        }
     }
     m->pe = m->pos->embed ? m->pos->embed(&m->pos_tables, m->w.wpe) : NULL;
-    free(old);
-    return AW_OK;
 }
 
 int model_refuse_inference(const aw_model *m, const char *what) {

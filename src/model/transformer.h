@@ -356,9 +356,9 @@ void model_classifier(const aw_model *m, float *logits, const float *x, size_t N
 const char *model_qmat(aw_model *m, size_t i, struct aw_qmat **out);
 // The Error for `what` (saving, a hook that reads the weights) on a quantized model.
 int model_refuse_quantized(const aw_model *m, const char *what);
-// transformer.c: moves every tensor not marked quantized into a new arena of their floats alone,
-// rebinding m->w and the forms' parameters; frees the old one.
-int model_compact_params(aw_model *m);
+// transformer.c: makes params the arena, its floats the tensors not marked quantized packed in the
+// walk's order (quantize.c moves them there); binds m->w, the forms' parameters and the position table.
+void model_bind_packed(aw_model *m, float *params);
 void quant_free(struct aw_quant *q);
 
 // Picks a token from logits (V; modified): greedy (temperature <= 0) or sampled from the top_k.
