@@ -146,8 +146,11 @@ int main(int argc, char **argv) {
         for (long i = 0; i < reps && !st; i++) st = generate(m, prompt, (size_t)np, (size_t)tokens, out, &n);
         if (st) break;
         const double t2 = now_ms(), ttft = (t1 - t0) / (double)reps, all = (t2 - t1) / (double)reps;
+        // the decode steps' time is the whole run's less the first token's; on a busy machine the two
+        // timings can cross (a short run slowed more than the long one): then the whole run's rate
+        const double decode = all > ttft ? all - ttft : all, steps = all > ttft ? (double)(tokens - 1) : (double)tokens;
         printf("{\"round\":%ld,\"ttftMs\":%.4f,\"tokPerSec\":%.3f,\"threads\":%d,\"workerItems\":%zu,\"first\":[", r,
-               ttft, (double)(tokens - 1) / ((all - ttft) / 1000.0), ran, aw_threads_worker_items() - items0);
+               ttft, steps / (decode / 1000.0), ran, aw_threads_worker_items() - items0);
         for (size_t i = 0; i < n && i < 16; i++) printf("%s%d", i ? "," : "", (int)out[i]); // the first 16 tokens
         printf("]}\n");
         fflush(stdout);

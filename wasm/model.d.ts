@@ -287,7 +287,8 @@ export interface Model {
   generationBytes(): { layers: (number | null)[]; total: number };
   /** quantizes every matrix a decoder reads per token (q, k, v, o, the FFN's, the classifier; a q4_0
    *  model keeps a q8_0 classifier) and frees their float32 copies; inference-only decoders. Forward,
-   *  generate and streamLosses then use integer dot products; trainStep and save are Errors */
+   *  generate and streamLosses then use integer dot products; trainStep and save are Errors. In place:
+   *  memory grows by at most one matrix, and the float32 copies' room is freed */
   quantize(format: WeightFormat, opts?: { groupSize?: number }): WeightBytes;
   /** a quantized copy for inference, bit for bit what quantize would make, this model left as it is:
    *  made in pieces of about a million values with a macrotask between them (no long task in a page),
