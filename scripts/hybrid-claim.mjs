@@ -14,7 +14,7 @@
 // keys, 64 here; 8 pairs fit. What this size measures is whether each stack learns the lookup, and
 // how fast; the claim's own regime (more than dModel pairs) is docs/experiments.md's next step.
 //   node scripts/hybrid-claim.mjs [--quick] [--seeds 3] [--steps N] [--batch N] [--pairs N] [--jobs 2]
-// --quick: one seed and a short budget (tests/claims/hybrid-claim.test.js: it runs and prints the table).
+// --quick: one seed and a short budget (tests/node/hybrid-claim.test.js: it runs and prints the table).
 import { cpuName } from '../lab/cpu.js';
 import { buildTrainer, inJobs, intFlags, mean, runTrainer, sd } from './claim-tools.mjs';
 

@@ -1,5 +1,5 @@
 // sink-measure.mjs: what scripts/sink-claims.mjs measures on each model, shared with its test
-// (tests/claims/sink-claims.test.js recomputes the shipped models' figures with the same code).
+// (tests/node/sink-claims.test.js recomputes the shipped models' figures with the same code).
 import { readFileSync } from 'node:fs';
 import { backcopyStream, backcopyText } from '../lab/backcopy.js';
 import { firstTokenWeight as weightOn } from '../lab/heads.js';

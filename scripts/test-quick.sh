@@ -23,6 +23,7 @@ SLOW=(
   generate-native.test.js # builds the native generation yardstick (tools/generate.c)
   fuzz.test.js      # Debian's clang: replays the corpora and fuzzes 20 s per target
   fortunes.test.js  # Debian's fortunes: held-out figures over real text
+  sink-claims.test.js # builds the native trainer; Debian's fortunes: the sink claims' script and shipped models
   hostile-tokenizer.test.js # encodes 1 and 2 MB of adversarial text with every tokenizer file (linear work)
   fuzz-js.test.js   # the JavaScript readers' fuzzer: replays and 9,800 seeded inputs, each in a child process
 )

@@ -67,7 +67,6 @@ const COMMANDS = {
   'bash build.sh relaxed': BY_NPM_TEST,
   'npm run test:relaxed': 'the node suite on the relaxed build: .ci/run runs it after npm test (tests/node/relaxed.test.js covers the build inside npm test)',
   'bash build.sh trainer': 'root',
-  'npm run test:claims': 'the papers\' claims in --quick form (tests/claims/): .ci/run runs it after npm test',
   'npm run fuzz': LONG,
   'bash scripts/fuzz.sh 120 js': LONG,
   'npm run bench': LONG,

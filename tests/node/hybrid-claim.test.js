@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { builds } from '../node/helpers.js';
+import { builds } from './helpers.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 

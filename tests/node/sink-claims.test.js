@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { builds } from '../node/helpers.js';
+import { builds } from './helpers.js';
 import { ensureFortunes } from '../../scripts/fortunes.mjs';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
