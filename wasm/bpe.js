@@ -205,8 +205,7 @@ function fromLlama2c(core, what, u8) {
     if (at + 8 > u8.length) fail(`${what}: the file ends inside the header of piece ${pieces.length}`);
     const len = dv.getInt32(at + 4, true);
     if (len < 0 || at + 8 + len > u8.length) fail(`${what}: piece ${pieces.length} has length ${len}, past the end of the file`);
-    // a copy, whatever holds the bytes: a Node Buffer's own slice() shares the caller's memory
-    pieces.push(Uint8Array.prototype.slice.call(u8, at + 8, at + 8 + len));
+    pieces.push(u8.slice(at + 8, at + 8 + len)); // a copy: bytesOf gives a plain Uint8Array, never a Buffer
     at += 8 + len;
   }
   if (pieces.length < FIRST_MERGE) fail(`${what}: the file holds ${pieces.length} pieces; a byte-level BPE's has at least ${FIRST_MERGE} (<unk>, <s>, </s> and the 256 bytes)`);

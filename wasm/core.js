@@ -106,9 +106,14 @@ export function checkMask(name, mask, length) {
 }
 
 /** Rejects option keys the caller may have misspelt. */
-/** The bytes of a Uint8Array, an ArrayBuffer or any typed array (a view, no copy), or null. */
+/**
+ * The bytes of a Uint8Array, an ArrayBuffer or any typed array (a view, no copy), or null. Always a
+ * plain Uint8Array: a Node Buffer (what readFileSync gives) is a Uint8Array whose slice() shares
+ * memory where Uint8Array's copies, and a small one sits at an offset in Node's shared pool, so the
+ * readers never call a subclass's methods.
+ */
 export function bytesOf(x) {
-  if (x instanceof Uint8Array) return x;
+  if (x instanceof Uint8Array) return x.constructor === Uint8Array ? x : new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   if (x instanceof ArrayBuffer) return new Uint8Array(x);
   if (ArrayBuffer.isView(x) && !(x instanceof DataView)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   return null;

@@ -334,15 +334,13 @@ function f16Table() {
   return (F16_BITS = new Uint32Array(f.buffer));
 }
 
-// A tensor's elements as 32-bit or 16-bit words (a view when aligned, else a copy of that tensor,
-// made with set(): a Buffer's slice() would share the file's memory).
+// A tensor's elements as 32-bit or 16-bit words (a view when aligned, else a copy of that tensor;
+// t.bytes is safetensorsHeader's plain Uint8Array, so slice() copies even for a Node Buffer).
 function words(t) {
   const size = ELEMENT_BYTES[t.dtype], off = t.bytes.byteOffset + t.begin, n = (t.end - t.begin) / size;
   const Arr = size === 4 ? Uint32Array : Uint16Array;
   if (off % size === 0) return new Arr(t.bytes.buffer, off, n);
-  const copy = new Uint8Array(t.end - t.begin);
-  copy.set(t.bytes.subarray(t.begin, t.end));
-  return new Arr(copy.buffer, 0, n);
+  return new Arr(t.bytes.slice(t.begin, t.end).buffer, 0, n);
 }
 
 // dst[dOff + k * dStep] (float32 bits) = the source element src[sOff + k], k < n: a run (dStep 1),

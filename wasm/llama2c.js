@@ -25,16 +25,10 @@ const MAGIC_V1 = 0x616b3432; // "ak42": export.py's versions 1 and 2 (this reade
 // what loadLlama2c reads, for its refusals
 const found2c = () => 'loadLlama2c reads llama2.c\'s legacy model .bin: 7 int32 sizes, then float32 weights';
 
-// The bytes as a plain Uint8Array over the same memory: a Node Buffer (what readFileSync gives)
-// is a Uint8Array whose slice shares memory where Uint8Array's copies, and a small one sits at
-// an offset in Node's shared pool, so the readers below never call a subclass's methods.
+// The bytes as a plain Uint8Array over the same memory (bytesOf: never a Node Buffer's subclass).
 function asBytes(what, bytes) {
-  const u8 = bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
-  return u8.constructor === Uint8Array ? u8 : new Uint8Array(u8.buffer, u8.byteOffset, u8.byteLength);
+  return bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (the file's bytes), got ${describe(bytes)}`);
 }
-
-// A copy of bytes [a, b) in a fresh ArrayBuffer of its own (Uint8Array's slice, whatever the view's class).
-const copyOf = (u8, a, b) => Uint8Array.prototype.slice.call(u8, a, b);
 
 // The model-file formats sniffModelFile tells apart, in the order it tries them.
 export const MODEL_FILE_FORMATS = Object.freeze([
@@ -213,7 +207,7 @@ export function llama2cToSafetensors(bytes, what = 'loadLlama2c') {
   const parts = layout(h);
   const floats = Number((need - 28n) / 4n);
   // float32 views where the bytes are 4-aligned, else one aligned copy
-  const src = (u8.byteOffset % 4) ? copyOf(u8) : u8;
+  const src = (u8.byteOffset % 4) ? u8.slice() : u8;
   const all = new Float32Array(src.buffer, src.byteOffset + 28, floats);
   const tensors = [];
   let at = 0;
@@ -287,14 +281,14 @@ export function llama2cV2ToLegacy(bytes, what = 'loadLlama2c') {
       `${room < 0n ? 'not even the tensors outside the layers' : `${room / perLayer} layers of these sizes`}`);
   }
   const mats = v2Matrices(h);
-  const f32 = (at, n) => new Float32Array(copyOf(u8, at, at + 4 * n).buffer);
+  const f32 = (at, n) => new Float32Array(u8.slice(at, at + 4 * n).buffer);
   let at = V2_HEADER;
   const rmsAtt = f32(at, layers * dim); at += 4 * layers * dim;
   const rmsFfn = f32(at, layers * dim); at += 4 * layers * dim;
   const rmsFinal = f32(at, dim); at += 4 * dim;
   const matrices = new Map(), deq = new Map();
   for (const [name, r, c] of mats) {
-    const n = r * c, q = new Int8Array(copyOf(u8, at, at + n).buffer), s = f32(at + n, n / group);
+    const n = r * c, q = new Int8Array(u8.slice(at, at + n).buffer), s = f32(at + n, n / group);
     at += n + 4 * (n / group);
     matrices.set(name, { q, s });
     const w = new Float32Array(n);
@@ -342,7 +336,7 @@ export function llama2cLegacyToV2(bytes, groupSize, what = 'saveLlama2c') {
   if (G === undefined) for (G = 64; G > 16 && (h.dim % G || h.hidden % G); G /= 2);
   if (!isIntIn(G, 16, 256) || G % 16) fail(`${what}: groupSize must be a multiple of 16 from 16 to 256, got ${describe(G)}`);
   if (h.dim % G || h.hidden % G) fail(`${what}: groupSize ${G} does not divide dim (${h.dim}) and hidden_dim (${h.hidden})`);
-  const f = new Float32Array(copyOf(v0, 28).buffer);
+  const f = new Float32Array(v0.slice(28).buffer);
   const tensors = new Map();
   let at = 0;
   for (const [ours, , shape] of layout(h)) {

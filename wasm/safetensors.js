@@ -10,12 +10,9 @@ export const ELEMENT_BYTES = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, 
 // The safetensors format's own bound on its header (the Rust crate's MAX_HEADER_SIZE).
 const MAX_HEADER = 100_000_000;
 
-// A plain Uint8Array view of the bytes: Node's Buffer is a Uint8Array whose slice() shares memory
-// instead of copying, and a small Buffer sits at an offset in a shared pool, so nothing here is
-// handed a Buffer itself.
+// A plain Uint8Array view of the bytes (bytesOf: never a Node Buffer, whose slice() shares memory).
 function asBytes(what, bytes) {
-  const u8 = bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (a .safetensors file's bytes), got ${describe(bytes)}`);
-  return u8.constructor === Uint8Array ? u8 : new Uint8Array(u8.buffer, u8.byteOffset, u8.byteLength);
+  return bytesOf(bytes) ?? fail(`${what} must be a Uint8Array or ArrayBuffer (a .safetensors file's bytes), got ${describe(bytes)}`);
 }
 
 // The first key an object of `text` (JSON that parses) holds twice, with the top-level key it sits
