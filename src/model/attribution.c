@@ -3,6 +3,7 @@
 #include "attribution.h"
 
 #include "hooks.h"
+#include "transformer_internal.h"
 
 #include "../kernels/kernels.h"
 #include "../kernels/size.h"
@@ -34,26 +35,25 @@ static double metric_of(const aw_model *m, const float *logits, const aw_attr_me
 }
 
 // Where the backward leaves the gradient of (point, layer)'s activation, as the forward's HOOK
-// calls hand it out (transformer.c): a block's output is its FFN's res (pre-norm) or ln (post),
-// the attention's output z W_O + b_O is read by the residual sum whose gradient is res, and q, k,
-// v are the projections' outputs (their gradients are turned back through the rotation and the
-// form's QK step before the projections' backward reads them).
-static const float *point_grad(const aw_model *m, int point, int l) {
-    const aw_acts *da = &m->da;
-    const int pre = m->cfg.norm == AW_NORM_PRE;
-    const aw_attn_acts *at = &da->dec_self[l];
-    const aw_ffn_acts *ff = &da->dec_ffn[l];
+// calls hand it out (transformer_forward.c): a block's output is its FFN's output (ffn_dout: res
+// pre-norm, ln post-norm), the attention's output z W_O + b_O is read by the residual sum whose
+// gradient is res, and q, k, v are the projections' outputs (their gradients are turned back
+// through the rotation and the form's QK step before the projections' backward reads them).
+static const float *point_grad(aw_model *m, int point, int l) {
+    aw_acts *da = &m->da;
+    aw_attn_acts *at = &da->dec_self[l];
+    aw_ffn_acts *ff = &da->dec_ffn[l];
     const size_t KC = (size_t)m->cfg.kv_heads * model_head_dim(&m->cfg);
     switch (point) {
-    case AW_HOOK_RESID_PRE: return l == 0 ? da->x0 : pre ? da->dec_ffn[l - 1].res : da->dec_ffn[l - 1].ln;
+    case AW_HOOK_RESID_PRE: return l == 0 ? da->x0 : ffn_dout(m, &da->dec_ffn[l - 1]);
     case AW_HOOK_Q: return at->q;
     case AW_HOOK_K: return m->a.dec_self[l].kv ? at->kv : at->k;
     case AW_HOOK_V: return m->a.dec_self[l].kv ? at->kv + m->T * KC : at->v;
     case AW_HOOK_Z: return at->o;
     case AW_HOOK_ATTN_OUT: return at->res;
-    case AW_HOOK_RESID_MID: return pre ? at->res : at->ln;
+    case AW_HOOK_RESID_MID: return attn_dout(m, at);
     case AW_HOOK_MLP_OUT: return ff->res;
-    case AW_HOOK_RESID_POST: return pre ? ff->res : ff->ln;
+    case AW_HOOK_RESID_POST: return ffn_dout(m, ff);
     default: return NULL;
     }
 }
