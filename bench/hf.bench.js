@@ -22,66 +22,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SHAPES, randomBf16 } from '../lab/hf-shapes.js';
 
-export const SHAPES = {
-  gpt2: { label: 'GPT-2 small', config: { architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, layer_norm_epsilon: 1e-5, activation_function: 'gelu_new' } },
-  smollm2: { label: 'SmolLM2-135M', config: { architectures: ['LlamaForCausalLM'], model_type: 'llama', vocab_size: 49152, hidden_size: 576, intermediate_size: 1536, num_hidden_layers: 30, num_attention_heads: 9, num_key_value_heads: 3, max_position_embeddings: 8192, rms_norm_eps: 1e-5, rope_theta: 100000, tie_word_embeddings: true, hidden_act: 'silu' } },
-  stories15m: { label: 'stories15M', config: { architectures: ['LlamaForCausalLM'], model_type: 'llama', vocab_size: 32000, hidden_size: 288, intermediate_size: 768, num_hidden_layers: 6, num_attention_heads: 6, num_key_value_heads: 6, max_position_embeddings: 256, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true, hidden_act: 'silu' } },
-};
-
-// The Hugging Face tensors of a config, in its names and shapes (what the loader reads).
-function tensorsOf(c) {
-  if (c.model_type === 'gpt2') {
-    const C = c.n_embd, list = [['wte.weight', [c.vocab_size, C]], ['wpe.weight', [c.n_positions, C]]];
-    for (let l = 0; l < c.n_layer; l++) {
-      const p = `h.${l}.`;
-      list.push([`${p}ln_1.weight`, [C]], [`${p}ln_1.bias`, [C]], [`${p}attn.c_attn.weight`, [C, 3 * C]], [`${p}attn.c_attn.bias`, [3 * C]],
-        [`${p}attn.c_proj.weight`, [C, C]], [`${p}attn.c_proj.bias`, [C]], [`${p}ln_2.weight`, [C]], [`${p}ln_2.bias`, [C]],
-        [`${p}mlp.c_fc.weight`, [C, 4 * C]], [`${p}mlp.c_fc.bias`, [4 * C]], [`${p}mlp.c_proj.weight`, [4 * C, C]], [`${p}mlp.c_proj.bias`, [C]]);
-    }
-    list.push(['ln_f.weight', [C]], ['ln_f.bias', [C]]);
-    return list;
-  }
-  const C = c.hidden_size, F = c.intermediate_size, kv = (C / c.num_attention_heads) * c.num_key_value_heads;
-  const list = [['model.embed_tokens.weight', [c.vocab_size, C]]];
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    const p = `model.layers.${l}.`;
-    list.push([`${p}input_layernorm.weight`, [C]], [`${p}self_attn.q_proj.weight`, [C, C]], [`${p}self_attn.k_proj.weight`, [kv, C]],
-      [`${p}self_attn.v_proj.weight`, [kv, C]], [`${p}self_attn.o_proj.weight`, [C, C]], [`${p}post_attention_layernorm.weight`, [C]],
-      [`${p}mlp.gate_proj.weight`, [F, C]], [`${p}mlp.up_proj.weight`, [F, C]], [`${p}mlp.down_proj.weight`, [C, F]]);
-  }
-  list.push(['model.norm.weight', [C]]);
-  if (!c.tie_word_embeddings) list.push(['lm_head.weight', [c.vocab_size, C]]); // Llama's default: untied
-  return list;
-}
-
-// A BF16 model.safetensors of seeded random weights (norms near 1, matrices ~ 1/sqrt(fan-in)).
-export function randomBf16(c) {
-  const list = tensorsOf(c), header = { __metadata__: { format: 'pt' } };
-  let off = 0;
-  for (const [name, shape] of list) {
-    const bytes = shape.reduce((a, b) => a * b, 1) * 2;
-    header[name] = { dtype: 'BF16', shape, data_offsets: [off, off + bytes] };
-    off += bytes;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = new TextEncoder().encode(json), out = new Uint8Array(8 + head.length + off);
-  new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
-  out.set(head, 8);
-  const u16 = new Uint16Array(out.buffer, 8 + head.length, off / 2), f = new Float32Array(1), u = new Uint32Array(f.buffer);
-  let s = 12345, at = 0;
-  for (const [name, shape] of list) {
-    const n = shape.reduce((a, b) => a * b, 1), norm = /norm|ln_/.test(name) && shape.length === 1 && !/bias/.test(name);
-    const scale = shape.length === 2 ? 1 / Math.sqrt(shape[shape.length - 1]) : 0.02;
-    for (let i = 0; i < n; i++) {
-      s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
-      f[0] = (norm ? 1 : 0) + ((s / 2 ** 32) * 2 - 1) * scale;
-      u16[at++] = u[0] >>> 16;
-    }
-  }
-  return out;
-}
+// The shapes, the Hub's tensor names and the seeded random weights: lab/hf-shapes.js (shared with
+// scripts/make-page-models.mjs, which writes the same shapes as files for the page).
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
