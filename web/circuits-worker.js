@@ -1,7 +1,8 @@
-// circuits-worker.js: the "What does this head do?" panel's interventions, in a Web Worker so the
-// page never waits on the few hundred forward passes they take (views/circuits.js is the view,
-// lab/circuits.js the measures). It loads the package with the page's compiled wasm and gets the
-// model files' bytes from the page (worker-page.js), and runs one request at a time: a newer
+// circuits-worker.js: the "What does this head do?" panel's interventions, a task of the model host
+// (model-host.js, a Worker) so the page never waits on the few hundred forward passes they take
+// (views/circuits.js is the view, lab/circuits.js the measures). It shares the host's library and
+// reads a shipped model's bytes from the page (worker-page.js) or the model open in "Open a model
+// file" from the host itself (hosted.js: no copy is sent), and runs one request at a time: a newer
 // request, or a Cancel, stops an older one between two passes. Patching comes first and cheaply:
 // every cell estimated by attributionPatching (one forward of each text and one backward), then
 // only the estimate's TOP largest cells of each grid patched exactly; ablation stays exact (one C
@@ -11,10 +12,8 @@
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
 //                 (random tokens read twice); limit: the tokenizer's size (the guesses' range).
 //                 The page's codec (lab/codec.js) makes them, so the worker reads any tokenizer.
-//               { type: 'run', ..., file: 'opened-<n>', bytes? }   the model open in the page's
-//                 "Open a model file" (web/opened.js): file is its key, bytes (an ArrayBuffer,
-//                 transferred) its library checkpoint (model.save()), sent with the first run on
-//                 it only; the worker keeps that one model (the one before is freed).
+//               { type: 'run', ..., file: 'opened-<n>' }   the model open in the page's "Open a
+//                 model file" (web/opened.js): file is its key; the host holds that model (hosted.js).
 //               { type: 'steer', id, file, prompt, layer, plus, minus, strength, tokens }   steering: the
 //                 unit direction embed(plus) - embed(minus) (two token ids), added at
 //                 blocks.<layer>.hook_resid_pre to every row with scale strength x the mean row norm
@@ -37,21 +36,15 @@
 //               { type: 'steered', id, plain, steered, size }   a 'steer' request's two greedy continuations
 //                 (token ids), without and with the add; size: the residual stream's mean row norm there
 //               { type: 'error', id, message }   { type: 'steer-error', id, message }
-import { pageFetch, workerLib } from './worker-page.js';
+import { pageFetch } from './worker-page.js';
+import { hostedByKey, libPromise } from './hosted.js';
 import { ablationGrid, agreement, copies, estimatePatching, lensTable, patchTarget, patchingCells, promotedTokens, spanBits, topCells }
   from '../lab/circuits.js';
 import { NAMED_AT, scoreHeads } from '../lab/heads.js';
 
-const libPromise = workerLib(); // the page's compiled wasm (worker-page.js)
-libPromise.catch(() => {}); // reported by the request that awaits it
 const models = new Map(); // file -> Promise<Model>
 let latest = 0; // the newest request's id: an older one (or a cancelled one) stops at its next pause
 const TOP = 16; // cells of each patching grid patched exactly, the estimate's largest
-// The estimate's backward needs the model's gradient buffers ({ training: true }: parameters,
-// gradients and AdamW's two moments, four times the checkpoint); an opened checkpoint larger than
-// this quarter of the wasm32 build's 2 GB is loaded for inference only, and patched exactly.
-const TRAINING_BYTES = 2 ** 28;
-
 function model(lib, file) {
   if (!models.has(file)) {
     // the page's bytes of the file (fetched once there: worker-page.js); with gradients, for the estimate
@@ -62,34 +55,14 @@ function model(lib, file) {
   return models.get(file);
 }
 
-// An opened checkpoint: with gradients when they fit, else (or when that fails) inference only.
-function loadOpened(lib, bytes) {
-  if (bytes.byteLength <= TRAINING_BYTES) {
-    try {
-      return lib.loadModel(new Uint8Array(bytes), { training: true });
-    } catch { /* out of memory with the gradients: the parameters alone may fit */ }
-  }
-  return lib.loadModel(new Uint8Array(bytes), { training: false });
-}
-
-// The model opened in the page: one at a time, by its key.
-let opened = null; // { key, promise }
-function openedModel(lib, key, bytes) {
-  if (opened?.key !== key) {
-    if (!bytes) throw new Error('the worker does not have this opened model: run it again');
-    const old = opened;
-    old?.promise.then((m) => m.dispose(), () => {}); // first: its memory for the new one
-    opened = { key, promise: Promise.resolve().then(() => loadOpened(lib, bytes)) };
-    opened.promise.catch(() => { if (opened?.key === key) opened = null; });
-  }
-  return opened.promise;
-}
+// The model opened in the page (the host's, by its key): loaded for inference, as opened.
+const openedModel = (key) => Promise.resolve().then(() => hostedByKey(key).model);
 
 class Superseded extends Error {}
 
-async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: probeList, limit }) {
+async function run({ id, file, ids: idList, bad: badList, period, probe: probeList, limit }) {
   const lib = await libPromise;
-  const m = await (file.startsWith('opened-') ? openedModel(lib, file, bytes) : model(lib, file));
+  const m = await (file.startsWith('opened-') ? openedModel(file) : model(lib, file));
   if (latest !== id) throw new Superseded(); // a newer request (or Cancel) came while the model loaded
   const { layers, heads, vocab } = m.config;
   const ids = Int32Array.from(idList), bad = Int32Array.from(badList), probe = Int32Array.from(probeList);
@@ -107,7 +80,7 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   const pause = async (stage, done, total, force = false) => {
     if (!force && performance.now() - lastPause < 40) return;
     const left = (stage === 'exact' ? total - done : 0) + rest[stage]; // in passes
-    postMessage({ type: 'progress', id, stage, done, total, msLeft: timed ? left * perPass : null });
+    post({ type: 'progress', id, stage, done, total, msLeft: timed ? left * perPass : null });
     await new Promise((r) => setTimeout(r));
     lastPause = performance.now();
     if (latest !== id) throw new Superseded();
@@ -126,12 +99,11 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   try {
     estimate = estimatePatching(m, cleanIds, corruptIds, target, { layers, heads });
   } catch (err) {
-    why = m.training ? err.message.replace(/\.$/, '')
-      : 'the model is too large to keep its gradients in the page\'s 2 GB of memory, and the estimate needs them';
+    why = err.message.replace(/^attention-wasm: attributionPatching: /, '').replace(/\.$/, '');
   }
   const estimateMs = performance.now() - t;
   const plain = (grid) => grid.map((r) => Array.from(r));
-  postMessage({ type: 'estimate', id, file, layers, heads, ids: Array.from(ids), patchAt: at.pos, clean: at.clean, corrupted: at.corrupted,
+  post({ type: 'estimate', id, file, layers, heads, ids: Array.from(ids), patchAt: at.pos, clean: at.clean, corrupted: at.corrupted,
     estimate: estimate && { resid: plain(estimate.resid), z: plain(estimate.z) }, why, top: TOP, ms: estimateMs });
   const all = (rows, cols) => Array.from({ length: rows * cols }, (_, i) => ({ layer: Math.floor(i / cols), index: i % cols }));
   const cells = estimate
@@ -146,7 +118,7 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
     timePasses(now - last, 1);
     last = now;
     exact[c.grid][c.layer][c.index] = x;
-    postMessage({ type: 'exact', id, grid: c.grid, layer: c.layer, index: c.index, value: x, done, total });
+    post({ type: 'exact', id, grid: c.grid, layer: c.layer, index: c.index, value: x, done, total });
     await pause('exact', done, total, done === total);
   } });
   const exactMs = performance.now() - t;
@@ -159,7 +131,7 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
       agree[grid] = { ...agreement(mine.map((c) => c.value), values), of: grid === 'z' ? layers * heads : layers * n };
     }
   }
-  postMessage({ type: 'agreement', id, agreement: estimate ? agree : null, ms: { estimate: estimateMs, exact: exactMs }, runs: cells.length });
+  post({ type: 'agreement', id, agreement: estimate ? agree : null, ms: { estimate: estimateMs, exact: exactMs }, runs: cells.length });
   // the ablation grid: every head alone, zero and mean, in one C call
   await pause('ablation', 0, 1, true);
   t = performance.now();
@@ -182,7 +154,7 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   const patterns = Array.from({ length: layers }, (_, l) => cache[`blocks.${l}.attn.hook_pattern`].data);
   // the grids drawn: the exact value where there is one, else the estimate
   const merged = (g) => exact[g].map((r, l) => r.map((x, i) => x ?? estimate[g][l][i]));
-  postMessage({
+  post({
     type: 'result', id, file, period, layers, heads, vocab, ids: Array.from(ids), span, claim,
     ablation: grid, patchAt: at.pos,
     patch: { clean: patched.clean, corrupted: patched.corrupted, resid: merged('resid'), z: merged('z'),
@@ -196,9 +168,9 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
   try {
     const t2 = performance.now();
     const { q, k, v } = m.compositionScores();
-    postMessage({ type: 'composition', id, q: q.data, k: k.data, v: v.data, ms: performance.now() - t2 });
+    post({ type: 'composition', id, q: q.data, k: k.data, v: v.data, ms: performance.now() - t2 });
   } catch (err) {
-    postMessage({ type: 'composition', id, error: err.message });
+    post({ type: 'composition', id, error: err.message });
   }
 }
 
@@ -206,7 +178,7 @@ async function run({ id, file, bytes, ids: idList, bad: badList, period, probe: 
 // residual stream at one layer's input, every row.
 async function steer({ id, file, prompt, layer, plus, minus, strength, tokens }) {
   const lib = await libPromise;
-  const m = await (file.startsWith('opened-') ? openedModel(lib, file) : model(lib, file));
+  const m = await (file.startsWith('opened-') ? openedModel(file) : model(lib, file));
   const { vocab, maxLen } = m.config;
   const embed = (t) => m.runWithCache(Int32Array.of(t), { names: ['hook_embed'] }).cache.hook_embed.data;
   const a = embed(plus), b = embed(minus);
@@ -232,14 +204,21 @@ async function steer({ id, file, prompt, layer, plus, minus, strength, tokens })
     }
     return out;
   };
-  postMessage({ type: 'steered', id, size, plain: greedy(null),
+  post({ type: 'steered', id, size, plain: greedy(null),
     steered: greedy({ add: [{ name, vector: unit, scale: strength * size }] }) });
 }
 
-onmessage = (e) => {
-  const msg = e.data;
+let post = () => {}; // the host's channel to the panel (circuitsTask)
+
+/** The task: handle(msg) for each message of the panel's channel; send(msg, transfer) answers. */
+export function circuitsTask(send) {
+  post = send;
+  return handle;
+}
+
+function handle(msg) {
   if (msg.type === 'steer') {
-    steer(msg).catch((err) => postMessage({ type: 'steer-error', id: msg.id, message: err.message }));
+    steer(msg).catch((err) => post({ type: 'steer-error', id: msg.id, message: err.message }));
     return;
   }
   if (msg.type === 'cancel') { // Cancel: the run stops at its next pause (not inside a C call)
@@ -249,6 +228,6 @@ onmessage = (e) => {
   if (msg.type !== 'run') return;
   latest = msg.id;
   run(msg).catch((err) => {
-    if (!(err instanceof Superseded)) postMessage({ type: 'error', id: msg.id, message: err.message });
+    if (!(err instanceof Superseded)) post({ type: 'error', id: msg.id, message: err.message });
   });
-};
+}

@@ -132,6 +132,9 @@ makeContents();
 async function init() {
   try {
     lib = await loadAttention({ simd: 'auto' });
+    // the page's own library, for the browser's console (a model opened in the page lives in the
+    // model host's worker instead: host.js; tests read this heap to check that it does)
+    globalThis.attentionWasm = lib;
   } catch (e) {
     $('status').textContent = 'The WebAssembly module did not load.';
     showError(e.message);

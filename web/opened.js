@@ -1,14 +1,16 @@
 // opened.js: the model open in "Open a model file" (views/opener.js), shared with the panels that
-// can run on it ("What does this head do?", views/circuits.js). A tiny store: opener.js publishes
-// the model when it opens one and null when it closes it; a panel reads openedModel() and listens
-// with onOpened(fn). Nothing here holds the model's weights: bytes() asks the library for its own
-// checkpoint (model.save(), which lib.loadModel(bytes, { training: false }) reads back, in a worker
-// too) only when a panel needs them, and throws once the model was closed.
-//   { key, name, kind, config, live() -> the model, bytes(), encode(text) -> Int32Array, decode(ids) -> string,
-//     piece(id) -> string, vocabSize, tokenizer }
-// key is new for every model opened (a worker caches the loaded model by it).
-import { bpeCodec, tokenPeriod, visible } from '../lab/codec.js';
+// can run on it ("What does this head do?", the picture). A tiny store: opener.js publishes what the
+// model host (host.js, model-host.js) answered when it opened one, and null when it closed it; a
+// panel reads openedModel() and listens with onOpened(fn). Nothing here holds the model or its
+// tokenizer: they stay in the host, and what a panel needs of them is a request there.
+//   { key, name, kind, config, vocabSize, stop, bos,
+//     forward(ids, { lens }) -> Promise<{ attention, logits, lens }>   (in the host)
+//     encode(text) -> Promise<Int32Array>, decode(ids) -> Promise<string>   (in the host)
+//     piece(id) -> string, label(id) -> string   (every token's, sent once when it opened) }
+// key is new for every model opened (the host's tasks find the model by it).
+import { tokenPeriod, visible } from '../lab/codec.js';
 import { LETTER_PROBE, phraseTwice, probeTokens } from '../lab/heads.js';
+import { hostCall } from './host.js';
 
 const target = new EventTarget();
 let current = null;
@@ -25,80 +27,63 @@ export function onOpened(fn) {
 }
 
 /**
- * Publishes a model just opened (model: the library's, kind: 'llama2c' | 'huggingface', name: what
- * the page calls it), or null when it was closed. llama2.c's tokenizers mark <s> (1) and </s> (2)
- * only when their piece 1 says so (the same rule as web/formats.js).
+ * Publishes a model just opened (info: the host's answer to 'open', host-opener.js), or null when it
+ * was closed.
  */
-export function publishOpened(model, kind, name) {
-  if (!model) {
+export function publishOpened(info) {
+  if (!info) {
     if (current === null) return;
     current = null;
   } else {
-    const tok = model.tokenizer;
-    if (!tok) return; // nothing to read text with
-    const config = { ...model.config };
-    const marks = kind === 'llama2c' && /<s>/.test(tok.pieces?.[1] ?? '');
-    const vocabSize = Math.min(config.vocab, tok.vocabSize ?? tok.vocab ?? tok.pieces?.length ?? config.vocab);
+    const { key, name, kind, config, vocabSize, labels, texts, stop, bos } = info;
+    const gone = () => new Error(`${name} was closed in "Open a model file": open it again`);
+    const alive = () => { if (current?.key !== key) throw gone(); };
     current = {
-      key: `opened-${++serial}`, name, kind, config, tokenizer: tok, vocabSize,
-      // the model itself, for a panel that reads it on the page's thread (views/picture.js)
-      live: () => {
-        if (!model.handle) throw new Error(`${name} was closed in "Open a model file": open it again`);
-        return model;
+      key, name, kind, config: { ...config }, vocabSize, stop, bos,
+      async forward(ids, { lens = false } = {}) {
+        alive();
+        return hostCall('opener', { type: 'forward', key, ids: Array.from(ids), lens });
       },
-      bytes: () => {
-        if (!model.handle) throw new Error(`${name} was closed in "Open a model file": open it again`);
-        return model.save();
+      async encode(text) {
+        alive();
+        return Int32Array.from((await hostCall('opener', { type: 'encode', text })).ids);
       },
-      // llama2.c's tokenizers spell some texts in lower case only (web/formats.js does the same)
-      encode(text) {
-        try {
-          return tok.encode(text);
-        } catch (e) {
-          if (text.toLowerCase() === text) throw e;
-          return tok.encode(text.toLowerCase());
-        }
+      async decode(ids) {
+        alive();
+        return hostCall('opener', { type: 'decode', ids: Array.from(ids) });
       },
-      decode: (ids) => (kind === 'huggingface' || marks ? tok.decode(ids) : Array.from(ids, (id) => tok.piece(id)).join('')),
-      piece: (id) => (kind === 'llama2c' ? (marks && (id === 1 || id === 2) ? '' : tok.piece(id)) : tok.decode([id])),
+      piece: (id) => texts[id] ?? '',
+      label: (id) => labels[id] || `#${id}`,
     };
   }
   target.dispatchEvent(new CustomEvent('change', { detail: current }));
 }
 
 /**
- * The opened model's tokenizer as lab/codec.js's codec (what views/circuits.js reads): this repo's
- * byte-level BPE (a tokenizer.json it wrote: pieceBytes) is bpeCodec itself; any other (a Hugging
- * Face tokenizer.json of another family, llama2.c's tokenizer.bin) gets the same interface from its
- * encode, decode and pieces, with kind 'bpe' (sub-word ids, not characters) and unit 'token'.
+ * The opened model's tokenizer as lab/codec.js's codec (what views/circuits.js and the picture read),
+ * with kind 'bpe' (sub-word ids, not characters) and unit 'token'. Its text and labels are the host's
+ * (sent once); encode, twice and tokenizer.decode ask the host, so they return Promises (a panel awaits
+ * every codec's encode: a shipped codec's plain value passes through await unchanged).
  */
 export function openedCodec(opened) {
-  const tok = opened.tokenizer;
-  if (opened.kind === 'huggingface' && typeof tok.pieceBytes === 'function') return bpeCodec(tok);
   const vocab = opened.vocabSize;
-  const text = (id) => {
-    try {
-      return opened.piece(id) ?? '';
-    } catch {
-      return '';
-    }
+  const text = (id) => opened.piece(id);
+  const encode = async (s) => {
+    const ids = await opened.encode(s);
+    return { ids, texts: Array.from(ids, text), dropped: [] };
   };
-  const encode = (s) => Int32Array.from(opened.encode(s));
   return {
     kind: 'bpe', unit: 'token', vocab, tokenizer: { decode: (ids) => opened.decode(ids) },
-    encode(s) {
-      const ids = encode(s);
-      return { ids, texts: Array.from(ids, text), dropped: [] };
-    },
+    encode,
     text,
     // llama2.c's <s> and </s> print nothing but are labelled
-    label: (id) => visible(text(id)) || (opened.kind === 'llama2c' ? tok.piece(id) : '') || `#${id}`,
+    label: (id) => visible(text(id)) || opened.label(id),
     // random ordinary tokens (past the byte pieces when there is room), then the same again
     probe: () => Int32Array.from(probeTokens(vocab, LETTER_PROBE.letters, LETTER_PROBE.seed, vocab > 259 + LETTER_PROBE.letters ? 259 : 3)),
-    twice(s, tokens) {
+    async twice(s, tokens) {
       for (let chars = tokens * 4; chars > 8; chars = Math.floor(chars * 0.85)) {
         const t = phraseTwice(s, chars);
-        if (encode(t).length <= tokens) return t;
+        if ((await encode(t)).ids.length <= tokens) return t;
       }
       return phraseTwice(s, 8);
     },

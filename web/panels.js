@@ -151,7 +151,7 @@ export const PANELS = [
     create(section) {
       const q = finder(section);
       const view = createFeaturesView({
-        panel: section, layer: q('fslayer'), size: q('fssize'), k: q('fsk'), steps: q('fssteps'), train: q('fstrain'), stop: q('fsstop'),
+        panel: section, model: q('fsmodel'), source: q('fssource'), text: q('fstext'), layer: q('fslayer'), size: q('fssize'), k: q('fsk'), steps: q('fssteps'), train: q('fstrain'), stop: q('fsstop'),
         progress: q('fsprogress'), status: q('fsstatus'), browser: q('fsbrowser'), search: q('fssearch'), sort: q('fssort'),
         count: q('fscount'), list: q('fslist'), title: q('fstitle'), contexts: q('fscontexts'), hist: q('fshist'),
         promoted: q('fspromoted'), prompt: q('fsprompt'), strength: q('fsstrength'), strengthOut: q('fsstrength-out'),

@@ -293,7 +293,7 @@ test('picked files of SmolLM2-135M\'s grid: a 30 x 9 probe table, inside the pan
 });
 
 // Issue 43, section 4: "What does this head do?" runs on the model opened here. The picked files'
-// model is offered in the circuits panel's picker; chosen, its checkpoint goes to the panel's worker,
+// model is offered in the circuits panel's picker; chosen, the model host runs it (no copy is sent),
 // the learned panel's text is read twice with its own tokenizer, and every grid has its 12 layers
 // x 12 heads, inside the panel's box at 1280 and at 390 px. Screenshots in /tmp/circuits-shots.
 test('the opened model in "What does this head do?": 12 layers x 12 heads ablated, patched and lensed', async (t) => {
@@ -314,7 +314,7 @@ test('the opened model in "What does this head do?": 12 layers x 12 heads ablate
   const status = await page.textContent('#hdstatus');
   t.diagnostic(status);
   assert.equal(await page.getAttribute('#circuits', 'data-state'), 'ready', status);
-  assert.match(status, /^The heads of .*, the model open in Open a model file\. 12 layers x 12 heads, 288 ablations in [\d.]+ s .* bits per piece/);
+  assert.match(status, /^The heads of .*, the model open in Open a model file\. 12 layers x 12 heads, 288 ablations in [\d.]+ s .* bits per token/);
   const result = JSON.parse(await page.getAttribute('#circuits', 'data-result'));
   assert.equal(result.rows.filter((r) => r.mode === 'zero').length, 144);
   assert.equal(result.resid.length, 12);

@@ -15,7 +15,7 @@ import { modelCatalog } from './learned.js';
 import { phrasePeriod, phraseTwice, scoreHead, nameHead } from '../../lab/heads.js';
 import { charsCodec, entryCodec } from '../../lab/codec.js';
 import { onOpened, openedCodec, openedModel } from '../opened.js';
-import { startWorker } from '../worker-page.js';
+import { hostChannel } from '../host.js';
 import { fetchOnce } from '../fetch-once.js';
 
 const SHOWN = 64; // tokens at most: the learned panel's
@@ -63,7 +63,6 @@ export function createCircuitsView(el, { lib }) {
   let text = '';
   const chosen = new Map(); // form id -> file
   let pending = 0; // the timer of a run waiting for typing to pause
-  let sent = null; // the key of the opened model whose bytes the worker has (opened.js)
   let shown = null; // the opened model's key when the result drawn is its
   let patch = null; // the patching grids drawn: the worker's estimate, then its exact cells as they come
   let cells = new Map(); // 'grid,layer,index' -> the <td> of that cell, to frame an exact value in place
@@ -91,17 +90,15 @@ export function createCircuitsView(el, { lib }) {
 
   function ensureWorker() {
     if (!worker) {
-      worker = startWorker(new URL('../circuits-worker.js', import.meta.url));
+      worker = hostChannel('circuits'); // a task of the model host (host.js), which also holds an opened model
       worker.onmessage = (e) => receive(e.data);
       worker.onerror = (e) => fail(e.message || 'the worker failed to start');
-      sent = null;
     }
     return worker;
   }
 
   function fail(message) {
     cancel.hidden = true;
-    sent = null; // the worker may not have kept the opened model: its bytes go again next time
     el.panel.dataset.state = 'error';
     el.status.textContent = `Could not run: ${message}`;
   }
@@ -214,7 +211,8 @@ export function createCircuitsView(el, { lib }) {
     // shifted, a sub-word model's with each merged piece swapped for another
     let twice, ids, bad, period, corrupt;
     if (codec.kind === 'bpe') {
-      ({ twice, ids, period, bad, corrupt } = pieces(codec, entry.length));
+      ({ twice, ids, period, bad, corrupt } = await pieces(codec, entry.length));
+      if (request !== id) return;
     } else {
       const chars = [...text.toLowerCase()].slice(0, SHOWN);
       twice = phrasePeriod(chars) ? chars.join('') : phraseTwice(text.toLowerCase(), Math.min(SHOWN, entry.length));
@@ -238,34 +236,31 @@ export function createCircuitsView(el, { lib }) {
 
   // the text as a phrase read twice in a sub-word codec's tokens (at most `length`), and its
   // corrupted twin: each merged piece of the first copy swapped for another
-  function pieces(c, length) {
-    const enc = c.encode(text).ids;
-    const twice = c.period(enc) && enc.length <= length ? text : c.twice(text, Math.min(SHOWN, length));
-    const ids = c.encode(twice).ids;
+  // (an opened model's codec answers from the host: every call is awaited)
+  async function pieces(c, length) {
+    const enc = (await c.encode(text)).ids;
+    const twice = c.period(enc) && enc.length <= length ? text : await c.twice(text, Math.min(SHOWN, length));
+    const ids = (await c.encode(twice)).ids;
     const period = c.period(ids);
     const bad = corruptFirstCopyIds(ids, period, { from: c.vocab > 259 + 7 ? 259 : 3, vocab: c.vocab });
-    return { twice, ids, period, bad, corrupt: c.tokenizer.decode(bad) };
+    return { twice, ids, period, bad, corrupt: await c.tokenizer.decode(bad) };
   }
 
-  // The model open in "Open a model file": its checkpoint's bytes go to the worker once (it keeps
-  // the model by its key), the text is read with its own tokenizer.
-  function startOpened(o) {
+  // The model open in "Open a model file": the host holds it (its task finds it by its key), and the
+  // text is read with its own tokenizer there.
+  async function startOpened(o) {
     const request = ++id;
-    const w = ensureWorker(); // first: a new worker has no model yet
-    let c, t, bytes = null;
+    const w = ensureWorker();
+    let c, t;
     try {
       c = openedCodec(o);
-      t = pieces(c, Math.min(SHOWN, o.config.maxLen));
+      t = await pieces(c, Math.min(SHOWN, o.config.maxLen));
       if (!t.period) throw new Error(`its tokenizer does not read "${text.slice(0, 40)}" as a phrase read twice`);
-      if (sent !== o.key) {
-        bytes = o.bytes();
-        // a buffer of its own to transfer (not a view into a larger one)
-        if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = bytes.slice();
-      }
     } catch (e) {
-      fail(e.message);
+      if (request === id) fail(e.message);
       return;
     }
+    if (request !== id) return;
     codec = c;
     shown = o.key;
     about = `${o.name}, the model open in Open a model file`;
@@ -274,17 +269,11 @@ export function createCircuitsView(el, { lib }) {
       cell('span', 'Corrupted (the first copy\'s tokens swapped for others): '), cell('code', t.corrupt));
     el.panel.dataset.state = 'running';
     el.panel.dataset.file = o.key;
-    el.status.textContent = `Testing the heads of ${o.name} (${o.config.layers} layers x ${o.config.heads} heads)`
-      + `${bytes ? `, its ${(bytes.length / 2 ** 20).toFixed(1)} MiB checkpoint sent to the worker` : ''}…`;
+    el.status.textContent = `Testing the heads of ${o.name} (${o.config.layers} layers x ${o.config.heads} heads)…`;
     el.progress.value = 0;
     cancel.hidden = false;
-    const msg = { type: 'run', id: request, file: o.key, ids: Array.from(t.ids), bad: Array.from(t.bad), period: t.period,
-      probe: Array.from(c.probe()), limit: Math.min(c.vocab, PROMOTED_MAX) };
-    if (bytes) {
-      msg.bytes = bytes.buffer;
-      sent = o.key;
-    }
-    w.postMessage(msg, bytes ? [bytes.buffer] : []);
+    w.postMessage({ type: 'run', id: request, file: o.key, ids: Array.from(t.ids), bad: Array.from(t.bad), period: t.period,
+      probe: Array.from(c.probe()), limit: Math.min(c.vocab, PROMOTED_MAX) });
   }
 
   function receive(msg) {
@@ -301,6 +290,7 @@ export function createCircuitsView(el, { lib }) {
       patch = { ...msg, agreement: null, exact: { z: Array.from({ length: msg.layers }, () => new Array(msg.heads).fill(null)),
         resid: Array.from({ length: msg.layers }, () => new Array(msg.patchAt + 1).fill(null)) } };
       el.panel.dataset.estimate = msg.estimate ? 'ready' : 'none';
+      el.panel.dataset.estimateAt = String(performance.now()); // when (the page-models bench reads it)
       el.panel.dataset.exact = '0';
       el.progress.value = 0.1;
       el.status.textContent = msg.estimate
@@ -317,6 +307,7 @@ export function createCircuitsView(el, { lib }) {
       if (!patch) return;
       Object.assign(patch, { agreement: msg.agreement, ms: msg.ms, runs: msg.runs });
       if (msg.agreement) el.panel.dataset.agreement = JSON.stringify(msg.agreement);
+      el.panel.dataset.agreementAt = String(performance.now());
       drawAgreement();
     } else if (msg.type === 'error') {
       cancel.hidden = true;
@@ -714,19 +705,27 @@ export function createCircuitsView(el, { lib }) {
   }
   // the token of a typed word: for a BPE, the word with its leading space when that is one piece (as
   // inside a sentence), else its first piece; for a character model, its first character
-  function firstToken(s) {
-    const pieces = (x) => Array.from(codec.encode(x).ids).filter((t) => codec.text(t) !== '');
+  // (an opened model's codec answers from the host: awaited)
+  async function firstToken(s) {
+    const pieces = async (x) => Array.from((await codec.encode(x)).ids).filter((t) => codec.text(t) !== '');
     if (codec.kind === 'bpe' && s.trim()) {
-      const spaced = pieces(` ${s.trim()}`);
+      const spaced = await pieces(` ${s.trim()}`);
       if (spaced.length === 1) return spaced[0];
     }
-    return pieces(s)[0];
+    return (await pieces(s))[0];
   }
-  function requestSteer() {
+  async function requestSteer() {
     if (!result || !worker) return;
     el.steerStrengthOut.textContent = el.steerStrength.value;
-    const plus = firstToken(el.steerPlus.value), minus = firstToken(el.steerMinus.value);
     const request = ++steerId;
+    let plus, minus;
+    try {
+      [plus, minus] = [await firstToken(el.steerPlus.value), await firstToken(el.steerMinus.value)];
+    } catch (e) {
+      if (request === steerId) drawSteer({ id: request, type: 'steer-error', message: e.message });
+      return;
+    }
+    if (request !== steerId) return;
     if (plus === undefined || minus === undefined) {
       drawSteer({ id: request, type: 'steer-error', message: `type a ${codec.unit} in both boxes` });
       return;

@@ -1,22 +1,64 @@
 // features.js (view): "Features a sparse autoencoder finds". A TopK sparse autoencoder (Gao et al.
-// 2024) trains on the shipped sub-word model's residual stream after a layer the learner picks, in
-// a Worker (../features-worker.js) with progress; then every feature is listed by how often it fires
+// 2024) trains on a point the learner picks (the residual stream after a layer, or a layer's MLP or
+// attention output) of the shipped sub-word model or of the model opened in "Open a model file"
+// (opened.js), on the project's corpus or the learner's own text, in the model host (../host.js,
+// ../features-worker.js) with progress; then every feature is listed by how often it fires
 // on held-out text, searchable by token, and a picked feature shows its top-activating contexts (the
 // token highlighted), its activation histogram and density, the tokens its decoder direction
 // promotes, and a continuation steered along it or with it ablated. The features (JSON) and the SAE
 // (safetensors) can be downloaded.
 import { download } from './export.js';
 import { visible } from '../../lab/codec.js';
-import { startWorker } from '../worker-page.js';
+import { hostChannel } from '../host.js';
+import { onOpened, openedModel } from '../opened.js';
 
 const BEFORE = 10, AFTER = 3; // context pieces shown around a top activation
 
 export function createFeaturesView(el) {
   let worker = null, request = 0, result = null, picked = null;
+  let trainedOn = 'shipped'; // the model of the training under way: 'shipped' or an opened model's key
+  let shippedLayers = 0; // the shipped sub-word model's layers (panels.js tells them)
+
+  // the points an autoencoder can read, of the model picked: the residual stream after each layer
+  // (the shipped model's only choice), and each layer's attention and MLP outputs for an opened one
+  function fillPoints() {
+    const o = el.model.value === 'opened' ? openedModel() : null;
+    const layers = o ? o.config.layers : shippedLayers;
+    const before = el.layer.value;
+    const options = [];
+    for (let l = 0; l < layers; l++) {
+      options.push(new Option(`residual stream after layer ${l + 1}`, `blocks.${l}.hook_resid_post`));
+      if (o) options.push(new Option(`layer ${l + 1}'s MLP output`, `blocks.${l}.hook_mlp_out`), new Option(`layer ${l + 1}'s attention output`, `blocks.${l}.hook_attn_out`));
+    }
+    el.layer.replaceChildren(...options);
+    el.layer.value = options.some((x) => x.value === before) ? before : `blocks.${Math.floor((layers - 1) / 2)}.hook_resid_post`; // the middle layer
+  }
+  // an opened model can be picked (and is, when it opens); closing it goes back to the shipped one
+  onOpened((o) => {
+    const options = [new Option('the shipped sub-word model (fortunes-bpe)', 'shipped')];
+    if (o) options.push(new Option(`opened: ${o.name}`, 'opened'));
+    el.model.replaceChildren(...options);
+    el.model.value = o ? 'opened' : 'shipped';
+    el.model.closest('.field').hidden = !o;
+    fillPoints();
+    // what was trained on a model that is gone goes with it (the host freed its autoencoder)
+    if (result && result.model !== 'shipped' && result.model !== o?.key) {
+      request++;
+      result = null;
+      picked = null;
+      busy(false);
+      el.browser.hidden = true;
+      el.saveJson.disabled = el.saveSae.disabled = true;
+      el.panel.dataset.state = 'idle';
+      el.status.textContent = 'The model the autoencoder read was closed, and the autoencoder with it: train one again.';
+    }
+  });
+  el.model.addEventListener('change', fillPoints);
+  el.source.addEventListener('change', () => { el.text.closest('.field').hidden = el.source.value !== 'yours'; });
 
   function start() {
     if (worker) return worker;
-    worker = startWorker(new URL('../features-worker.js', import.meta.url));
+    worker = hostChannel('features'); // a task of the model host (host.js)
     worker.onmessage = (e) => receive(e.data);
     worker.onerror = (e) => {
       el.status.textContent = `The feature worker failed: ${e.message || 'it could not load'}`;
@@ -37,9 +79,11 @@ export function createFeaturesView(el) {
     busy(true);
     el.panel.dataset.state = 'training';
     el.progress.value = 0;
-    el.status.textContent = 'Loading the model and the text in the worker…';
-    start().postMessage({ type: 'train', id: request, layer: Number(el.layer.value), dSae: Number(el.size.value), k: Number(el.k.value),
-      steps: Number(el.steps.value) });
+    const o = el.model.value === 'opened' ? openedModel() : null;
+    el.status.textContent = `Reading the text with ${o ? o.name : 'the shipped model'} in a worker…`;
+    trainedOn = o ? o.key : 'shipped';
+    start().postMessage({ type: 'train', id: request, model: o ? o.key : 'shipped', hook: el.layer.value, times: Number(el.size.value),
+      k: Number(el.k.value), steps: Number(el.steps.value), text: el.source.value === 'yours' ? el.text.value : null });
   });
   el.stop.addEventListener('click', () => worker?.postMessage({ type: 'stop' }));
   el.search.addEventListener('input', () => list());
@@ -63,7 +107,11 @@ export function createFeaturesView(el) {
       return;
     }
     if (msg.id !== request) return;
-    if (msg.type === 'progress') {
+    if (msg.type === 'reading') {
+      el.progress.max = msg.total;
+      el.progress.value = msg.done;
+      el.status.textContent = `Reading the text through the model: ${msg.done.toLocaleString('en')} of ${msg.total.toLocaleString('en')} tokens…`;
+    } else if (msg.type === 'progress') {
       el.progress.max = msg.steps;
       el.progress.value = msg.step;
       el.status.textContent = `Training: step ${msg.step} of ${msg.steps}, fraction of variance unexplained ${msg.fvu.toFixed(3)}, `
@@ -74,13 +122,13 @@ export function createFeaturesView(el) {
       el.status.textContent = `Stopped at step ${msg.step}.`;
     } else if (msg.type === 'trained') {
       busy(false);
-      result = msg;
+      result = { ...msg, model: trainedOn };
       picked = null;
       const alive = msg.features.filter((f) => f.fires > 0).length;
       el.status.textContent = `Trained ${msg.config.dSae} features (k = ${msg.config.k}) on ${msg.hook} over ${msg.trainTokens.toLocaleString('en')} `
         + `tokens in ${(msg.ms / 1000).toFixed(1)} s. On ${msg.heldTokens.toLocaleString('en')} held-out tokens it leaves `
         + `${(100 * msg.fvu).toFixed(1)}% of the variance unexplained; ${alive} features fire there, ${msg.dead} `
-        + `(${(100 * msg.dead / msg.config.dSae).toFixed(1)}%) are dead.`;
+        + `(${(100 * msg.dead / msg.config.dSae).toFixed(1)}%) are dead.${msg.note ? ` ${msg.note}` : ''}`;
       el.panel.dataset.state = 'ready';
       el.panel.dataset.fvu = String(msg.fvu);
       el.panel.dataset.dead = String(msg.dead);
@@ -175,8 +223,9 @@ export function createFeaturesView(el) {
       bar.title = `${n} activation${n === 1 ? '' : 's'} in (${((b * f.max) / f.hist.length).toFixed(2)}, ${(((b + 1) * f.max) / f.hist.length).toFixed(2)}]`;
       return bar;
     }));
-    el.promoted.textContent = f.promoted.length ? `Its direction promotes: ${f.promoted.map((p) => `“${visible(p.text)}”`).join(', ')}`
-      : 'Its direction promotes no printable token strongly.';
+    el.promoted.textContent = result.promotes === false ? ''
+      : f.promoted.length ? `Its direction promotes: ${f.promoted.map((p) => `“${visible(p.text)}”`).join(', ')}`
+        : 'Its direction promotes no printable token strongly.';
     el.panel.dataset.picked = String(id);
     el.steered.replaceChildren();
   }
@@ -190,9 +239,9 @@ export function createFeaturesView(el) {
 
   return {
     update(state, form, layers) {
-      if (el.layer.options.length === layers) return;
-      el.layer.replaceChildren(...Array.from({ length: layers }, (_, l) => new Option(`after layer ${l + 1}`, String(l))));
-      el.layer.value = String(Math.floor((layers - 1) / 2)); // the middle layer
+      if (shippedLayers === layers) return;
+      shippedLayers = layers;
+      if (el.model.value !== 'opened') fillPoints();
     },
   };
 }

@@ -13,6 +13,11 @@
 // "Open the sample" opens the sample of formats.js's SAMPLE_FORMAT (a llama2.c pair made in the tab
 // from the shipped fortunes-bpe checkpoint and its BPE) as if picked; when generation stops early
 // the status says why.
+// The model itself lives in the model host (host.js, host-opener.js: a Worker): the files' bytes are
+// sent there (transferred, never copied) and loaded there, and every step that grows with the model
+// (tokenizing, generation, the probe, quantizing, measuring) is a request to it; this view keeps the
+// config and every token's label, and draws. Generation streams: tokens appear as the host makes
+// them, with tokens/s and Stop.
 // "Weights" (issue 46): fp32 as opened, or a copy quantized to 8-bit (q8_0) or 4-bit (q4_0) weights
 // (model.quantizedCopy, in pieces) that generation and the probe then use; the fp32 model stays open
 // beside it. A file whose weights are quantized already (llama2.c's version 2) opens in them, and
@@ -27,6 +32,7 @@ import { notAModelFile } from '../../wasm/llama2c.js';
 import { SAMPLE } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
 import { publishOpened } from '../opened.js';
+import { hostCall } from '../host.js';
 import { fetchOnce } from '../fetch-once.js';
 import { FORMATS, SAMPLE_FORMAT, WEIGHTS, byRole, formatBytes, notOpened, pickFormat, whatIsMissing } from '../formats.js';
 
@@ -35,37 +41,29 @@ const MAX_SHOWN = 96; // tokens drawn (prompt + generated): the heatmaps stay re
 const MANY_HEADS = 32; // more heads than this: the probe's result is a layers x heads table, not a list
 
 const HELD_OUT = 'stream-text.txt'; // the page's held-out text (models/), read by the sample's bits per character
-const TIMED = 200; // ms of generation (in runs of one task each) a tokens/s figure is measured over
-const BITS_WINDOW = 256; // tokens per forward when scoring a text: a longer context costs more than one task should
+const TIMED = 200; // ms of generation a tokens/s figure is measured over (in the host: host-opener.js)
 const SNIFFED = 65536; // bytes of each file lib.sniffModelFile reads (with the file's size)
-
-// -log softmax(logits)[target], in nats
-function nats(logits, target) {
-  let max = -Infinity;
-  for (let j = 0; j < logits.length; j++) if (logits[j] > max) max = logits[j];
-  let sum = 0;
-  for (let j = 0; j < logits.length; j++) sum += Math.exp(logits[j] - max);
-  return Math.log(sum) + max - logits[target];
-}
 
 const frame = () => new Promise((r) => setTimeout(r, 0)); // lets the page paint and take clicks
 const isAbort = (e) => e?.name === 'AbortError';
 const utf8 = (text) => new TextEncoder().encode(text);
 const shipped = (name) => fetchOnce(new URL(`../models/${name}`, import.meta.url)); // the page's one copy of a shipped file
+const ask = (msg, opts) => hostCall('opener', msg, opts); // a request to the model host (host-opener.js)
 
 export function createOpenerView(el, { lib, onChange }) {
-  // model: the open model; tok: its format's tokens(model) (formats.js); kept: the files of the
+  // model: the host's answer when it opened the model (config, labels, stop, bos: host-opener.js),
+  // or null; kept: the files of the
   // format last picked, role -> [File] (a format that gathers adds to them); busy: the
   // AbortController of a long run
-  let model = null, tok = null, kept = { row: null, files: {} }, run = 0, busy = null;
+  let model = null, kept = { row: null, files: {} }, run = 0, busy = null;
   let last = null; // { ids, attention, rows } of the last generation (or the probe, once a head of its table is clicked)
-  // the weights choice: quant is the quantized copy generation and the probe use (null: the fp32
-  // model); rows: the measured row of each format, for the text and token count in rowsKey
+  // the weights choice: quant is the format of the quantized copy the host's generation and probe
+  // use (null: the fp32 model); rows: the host's measured row of each format
   const weightsEl = el.panel.querySelector('#l2weights'), wtable = el.panel.querySelector('#l2wtable');
   // wrun counts weights choices: a newer choice or a closed model ends the one under way
-  // (and wabort stops the quantized copy it is making)
-  let quant = null, rows = new Map(), rowsKey = '', sampleOpen = false, wrun = 0, wabort = null;
-  const infer = () => quant?.model ?? model;
+  // (and wabort cancels its request in the host)
+  let quant = null, rows = new Map(), sampleOpen = false, wrun = 0, wabort = null;
+  let gen = null; // the AbortController of the generation under way (Stop)
   const mapsBox = el.grid.closest('.heatmap-box');
   const heatmaps = createHeatmapView({ grid: el.grid, legend: el.legend, readout: el.readout, exports: el.exports, name: 'llama2c-attention' });
 
@@ -133,14 +131,15 @@ export function createOpenerView(el, { lib, onChange }) {
   // Forgets the open model and what was drawn from it (its memory goes back to the library).
   function closeModel() {
     run++;
-    if (model) publishOpened(null); // the other panels let go of it first
+    if (model) {
+      publishOpened(null); // the other panels let go of it first
+      ask({ type: 'close' }).catch(() => {}); // the host disposes it (and a quantized copy)
+    }
     wrun++; // a weights choice under way stops at its next step
     wabort?.abort();
-    quant?.model.dispose();
+    gen?.abort();
     quant = null;
-    model?.dispose();
     model = null;
-    tok = null;
     last = null;
     rows = new Map();
     sampleOpen = false;
@@ -163,32 +162,24 @@ export function createOpenerView(el, { lib, onChange }) {
     mapsBox.hidden = true; // shown with the first heatmaps, not as an empty frame
   }
 
-  // The tokenizer's side of the views: the row's (formats.js tokens()).
-  const decode = (ids) => tok.decode(ids);
-  const label = (id) => tok.label(id).replace(/\n/g, '⏎');
-  // The text as tokens; a tokenizer without byte pieces may still spell it lower-cased (the sample's).
-  function encode(text) {
-    try {
-      return { ids: model.tokenizer.encode(text), lowered: false };
-    } catch (e) {
-      if (text.toLowerCase() === text) throw e;
-      try {
-        return { ids: model.tokenizer.encode(text.toLowerCase()), lowered: true };
-      } catch {
-        throw e;
-      }
-    }
-  }
+  // The tokenizer's side of the views: every token's label, as the host sent them (formats.js tokens()).
+  const label = (id) => (model.labels[id] || `#${id}`).replace(/\n/g, '⏎');
+  const decode = (ids) => ask({ type: 'decode', ids: Array.from(ids) });
+  // The text as tokens (in the host); a tokenizer without byte pieces may still spell it lower-cased (the sample's).
+  const encode = async (text) => {
+    const { ids, lowered } = await ask({ type: 'encode', text });
+    return { ids: Int32Array.from(ids), lowered };
+  };
 
-  // A model just opened with format r's loader: the layer picker and the buttons; the other panels
-  // may run on it (opened.js).
-  function opened(m, r, name) {
-    model = m;
-    tok = r.tokens(m);
-    publishOpened(m, r.format, name);
+  // A model just opened by the host (info: its answer, host-opener.js): the layer picker and the
+  // buttons; the other panels may run on it (opened.js).
+  function opened(info) {
+    const m = info;
+    model = info;
+    publishOpened(info);
     el.layer.replaceChildren(...Array.from({ length: m.config.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
     el.panel.dataset.loaded = '1';
-    el.panel.dataset.kind = r.format;
+    el.panel.dataset.kind = info.kind;
     el.generate.disabled = false;
     el.probe.disabled = false;
     // a file whose weights are already quantized (llama2.c's version 2) has no fp32 weights to
@@ -243,6 +234,7 @@ export function createOpenerView(el, { lib, onChange }) {
     }
     closeModel();
     const signal = startBusy('read');
+    const t0 = performance.now(); // the user's wait starts at the pick
     try {
       const all = Object.values(given).flat(), total = all.reduce((a, f) => a + f.size, 0);
       status(`Reading ${all.length} file(s), ${formatMB(total)}, in this tab…`);
@@ -257,7 +249,7 @@ export function createOpenerView(el, { lib, onChange }) {
           await frame();
         }
       }
-      await load(r, bytes, signal);
+      await load(r, bytes, signal, {}, t0);
     } catch (e) {
       if (current(signal)) status(isAbort(e) ? 'Cancelled: nothing was loaded.' : e.message);
     } finally {
@@ -265,20 +257,35 @@ export function createOpenerView(el, { lib, onChange }) {
     }
   }
 
-  // The files' bytes (role -> [{ name, bytes }]) into the library with the row's loader; the status
-  // says what was opened. hub: { id, fetched (ms) } for a Hub download.
-  async function load(r, given, signal, hub = {}) {
+  // The files' bytes (role -> [{ name, bytes }]) sent to the model host (transferred: this page keeps
+  // no copy) and loaded there with the row's loader; the status says what was opened and how long
+  // the user waited (t0: the pick, or the Hub request). hub: { id, fetched (ms) } for a Hub download.
+  async function load(r, given, signal, hub = {}, t0 = performance.now()) {
     const weights = given[Object.keys(r.files).find((role) => r.files[role].sniff === r.sniff)];
     status(`Loading ${weights.length > 1 ? `${weights.length} shards` : weights[0].name} `
-      + `(${formatMB(weights.reduce((a, w) => a + w.bytes.length, 0))}) into the library…`);
+      + `(${formatMB(weights.reduce((a, w) => a + w.bytes.length, 0))}) into the library, in a worker…`);
     el.progress.removeAttribute('value');
     await frame();
     if (signal.aborted) throw signal.reason;
-    const t0 = performance.now();
-    const m = r.load(lib, given);
-    const shown = r.shows(m, { ms: performance.now() - t0, given, ...hub });
-    opened(m, r, shown.name);
-    status(shown.status);
+    const sent = {}, transfer = [];
+    for (const [role, files] of Object.entries(given)) {
+      sent[role] = files.map((f) => {
+        // a buffer of its own to transfer (a view into a larger one is copied once, here)
+        const own = f.bytes.byteOffset === 0 && f.bytes.byteLength === f.bytes.buffer.byteLength ? f.bytes.buffer : f.bytes.slice().buffer;
+        transfer.push(own);
+        return { name: f.name, bytes: own };
+      });
+    }
+    const mine = run;
+    const info = await ask({ type: 'open', format: r.format, given: sent, hub, waited: performance.now() - t0 },
+      { transfer: [...new Set(transfer)] });
+    if (mine !== run) return; // closed (or another opened) while it loaded: the next open replaces it in the host
+    const waited = performance.now() - t0;
+    opened(info);
+    el.panel.dataset.waited = String(waited);
+    el.panel.dataset.loadMs = String(info.loadMs);
+    el.panel.dataset.fp32 = String(info.weightBytes.fp32); // the weights' bytes in float32 (the page-models bench reads it)
+    status(info.status.replace(/ in \d+ ms/, ` in ${waited.toFixed(0)} ms`));
   }
 
   // A Hub id: the files from the Hub's resolve URLs (hub.js), then sniffed and loaded as picked files are.
@@ -314,7 +321,7 @@ export function createOpenerView(el, { lib, onChange }) {
         .map(([name, bytes]) => sniffBytes({ name, size: bytes.length, bytes }, bytes.subarray(0, SNIFFED)));
       const { r, given, why } = choose(files, false);
       if (why) throw new Error(`${id}: ${why}`);
-      await load(r, given, signal, { id, fetched: performance.now() - t0 });
+      await load(r, given, signal, { id, fetched: performance.now() - t0 }, t0);
     } catch (err) {
       if (current(signal)) status(isAbort(err) ? `Cancelled: ${id} was not loaded, and what was fetched is freed.` : err.message);
     } finally {
@@ -401,38 +408,21 @@ export function createOpenerView(el, { lib, onChange }) {
   }
 
   // Every head of every layer on the standard probe: random tokens, then the same tokens again.
-  // One forward pass, then the heads scored a layer at a time with the page free in between.
+  // One forward pass and every head scored, in the host.
   el.probe.addEventListener('click', async () => {
     if (!model) return;
     const mine = ++run, c = model.config, half = Math.min(32, Math.floor((c.maxLen - 1) / 2));
-    const vocab = Math.min(c.vocab, model.tokenizer?.vocabSize ?? model.tokenizer?.pieces?.length ?? c.vocab);
+    const vocab = model.vocabSize;
     // a start token, then ordinary pieces: past the byte pieces (3..258) when the vocabulary has room, else past <unk>, <s>, </s>
-    const bos = tok.bos;
+    const bos = model.bos;
     const start = Number.isInteger(bos) && bos >= 0 && bos < c.vocab ? [bos] : [];
     const tokens = [...start, ...probeTokens(vocab, half, 5, vocab >= 259 + half ? 259 : 3)];
     const many = c.layers * c.heads > MANY_HEADS;
     const signal = many ? startBusy('probe') : null;
     el.probe.disabled = true;
     try {
-      if (many) {
-        status(`Running the probe (${tokens.length} tokens) through ${c.layers} layers…`);
-        await frame();
-      }
-      const { attention } = infer().forward(tokens);
-      const heads = [];
-      for (let l = 0; l < c.layers; l++) {
-        attention[l].forEach((w, head) => {
-          const scores = scoreHead(w, tokens);
-          heads.push({ layer: l, head, scores, ...nameHead(scores) });
-        });
-        if (many) {
-          if (signal.aborted || mine !== run) throw signal.reason ?? new DOMException('superseded', 'AbortError');
-          el.progress.max = c.layers;
-          el.progress.value = l + 1;
-          el.bytes.textContent = `layer ${l + 1} of ${c.layers}`;
-          await frame();
-        }
-      }
+      if (many) status(`Running the probe (${tokens.length} tokens) through ${c.layers} layers, in a worker…`);
+      const { heads, attention } = await ask({ type: 'probe', tokens }, { signal });
       if (mine !== run) return;
       const induction = describeInduction(heads);
       const probeView = { ids: Int32Array.from(tokens), attention, rows: tokens.length };
@@ -486,65 +476,80 @@ export function createOpenerView(el, { lib, onChange }) {
     if (last) draw(last.ids, last.attention, last.rows);
   });
 
+  // Generate: the host makes the tokens one at a time and posts each (the text grows here as they
+  // come, with tokens/s); Stop ends it between two tokens. Then one forward of the whole text gives
+  // every head's attention, drawn row by row as the tokens appeared.
+  const generateLabel = el.generate.textContent;
   el.form.addEventListener('submit', async (e) => {
     e.preventDefault();
     if (!model) return;
-    const mine = ++run;
+    if (gen) { // the button reads Stop while a generation runs
+      gen.abort();
+      return;
+    }
+    const mine = ++run, t0 = performance.now();
+    const ctl = new AbortController();
+    gen = ctl;
+    delete el.panel.dataset.done;
+    delete el.panel.dataset.firstToken;
     try {
       const c = model.config;
-      const { ids: prompt, lowered } = encode(el.text.value);
+      const { ids: prompt, lowered } = await encode(el.text.value);
       const cap = Math.min(c.maxLen, MAX_SHOWN), asked = Number(el.count.value);
       const room = cap - prompt.length;
       if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view shows up to ${cap}`);
-      const want = Math.min(asked, room), stop = tok.stop;
-      const m = infer(), t0 = performance.now();
-      const out = m.generate(prompt, stop ? { maxTokens: want, stop: stop.id } : { maxTokens: want });
-      const ms = performance.now() - t0;
+      const want = Math.min(asked, room), stop = model.stop;
+      el.generate.textContent = 'Stop';
+      el.panel.dataset.generating = '1';
+      status(`Generating up to ${want} tokens, in a worker…`);
+      const weights = WEIGHTS[quant ?? model.weightBytes.format];
+      const result = await ask({ type: 'generate', prompt: Array.from(prompt), maxTokens: want, stop: stop?.id ?? null }, {
+        signal: ctl.signal,
+        onEvent: (ev) => {
+          if (ev.type !== 'tokens' || mine !== run) return;
+          if (el.panel.dataset.firstToken === undefined) el.panel.dataset.firstToken = String(performance.now() - t0);
+          el.output.textContent = ev.text;
+          status(`${ev.count} of up to ${want} tokens, ${((ev.count / ev.ms) * 1000).toFixed(1)} tokens/s (greedy, with the KV cache, `
+            + `${weights} weights)… Press Stop to end it.`);
+        },
+      });
+      if (mine !== run) return;
+      const out = result.tokens, ms = result.ms;
       const ids = Int32Array.from([...prompt, ...out]);
-      const { attention } = m.forward(ids);
       el.panel.dataset.tokens = JSON.stringify([...out]);
       // why it stopped where it did, when that is before the count asked for
-      const atStop = stop && (out.length < want || out.at(-1) === stop.id);
-      const why = atStop ? `it stopped at ${stop.name}`
+      const atStop = stop && out.length > 0 && out.at(-1) === stop.id;
+      const why = result.stopped ? 'you stopped it' : atStop ? `it stopped at ${stop.name}`
         : want < asked ? `it stopped at ${want}: ${cap === c.maxLen ? `the model reads at most ${c.maxLen} tokens` : `this view `
           + `shows at most ${MAX_SHOWN} tokens`} and the text took ${prompt.length}` : '';
-      el.panel.dataset.stop = atStop ? 'bos' : want < asked ? 'length' : '';
-      status(`${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache, `
-        + `${WEIGHTS[quant?.format ?? model.weightBytes.format]} weights)`
-        + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`);
-      // token by token: the text grows and each head gains the new token's row
+      el.panel.dataset.stop = result.stopped ? 'user' : atStop ? 'bos' : want < asked ? 'length' : '';
+      const done = `${out.length} tokens in ${ms.toFixed(0)} ms (${((out.length / ms) * 1000).toFixed(1)} tokens/s, greedy, with the KV cache, `
+        + `${weights} weights), the first after ${(result.firstMs ?? ms).toFixed(0)} ms`
+        + `${why ? `; ${why}` : ''}.${lowered ? ' Your text was lower-cased: this tokenizer has lower-case pieces only.' : ''}`;
+      status(`${done} Reading the attention…`);
+      const { attention } = await ask({ type: 'forward', ids: Array.from(ids), logits: false });
+      if (mine !== run) return;
+      status(done);
+      // token by token: each head gains the new token's row
       for (let t = prompt.length; t <= ids.length && mine === run; t++) {
-        el.output.textContent = decode(ids.subarray(0, t));
+        if (result.stopped || t === ids.length) el.output.textContent = result.text ?? el.output.textContent;
         last = { ids, attention, rows: t };
         draw(ids, attention, t);
-        await new Promise((r) => setTimeout(r, 60));
+        await new Promise((r) => setTimeout(r, 30));
       }
       if (mine === run) el.panel.dataset.done = String(mine);
     } catch (err) {
-      status(err.message);
+      if (mine === run) status(isAbort(err) ? 'Stopped.' : err.message);
+    } finally {
+      if (gen === ctl) {
+        gen = null;
+        el.generate.textContent = generateLabel;
+        delete el.panel.dataset.generating;
+      }
     }
   });
 
   // ---- Weights: fp32, or a quantized copy for inference ----
-
-  // A quantized copy of the open model (model.quantizedCopy): made quantized from the start, its
-  // matrices filled from the open model's in pieces of about a million values with the page free in
-  // between, so no task is long and the fp32 weights are never copied whole; the previous copy is
-  // disposed first. It serves the three sources alike (a Hub model's fetched bytes are dropped once
-  // loaded, so there are no files to reload).
-  async function quantizedCopy(format, signal) {
-    status(`Making ${WEIGHTS[format]} weights: quantizing a copy of the fp32 model…`);
-    await frame();
-    const t0 = performance.now();
-    try {
-      const copy = await model.quantizedCopy(format, { signal });
-      el.panel.dataset.quantizeSpan = JSON.stringify([t0, performance.now()]); // when it ran (performance.now())
-      return copy;
-    } catch (e) {
-      if (isAbort(e)) throw e;
-      throw new Error(`${WEIGHTS[format]} weights cannot be made for this model: ${e.message.replace(/^attention-wasm: quantizedCopy: /, '')}`);
-    }
-  }
 
   // The text bits per character are measured on, as tokens: the page's held-out text for the
   // sample, else the user's text. chars: the characters the scored tokens read (every token after
@@ -552,56 +557,9 @@ export function createOpenerView(el, { lib, onChange }) {
   async function bitsText(text) {
     const own = !sampleOpen;
     const read = own ? text : new TextDecoder().decode(await fetchOnce(new URL(`../models/${HELD_OUT}`, import.meta.url)));
-    const { ids } = encode(read);
-    const chars = read.length - (ids[0] === tok.bos ? 0 : decode(ids.subarray(0, 1)).length);
+    const { ids } = await encode(read);
+    const chars = read.length - (ids[0] === model.bos ? 0 : (model.texts[ids[0]] ?? '').length);
     return { ids, chars, own, length: read.length };
-  }
-
-  // Bits per character of ids under m: forwards over windows of up to BITS_WINDOW tokens that
-  // overlap by one, so every token after the first is scored once, after the tokens before it in
-  // its window; one window per task.
-  async function textBits(m, { ids, chars }, alive) {
-    const L = Math.min(m.config.maxLen, BITS_WINDOW), V = m.config.vocab;
-    let total = 0;
-    for (let s = 0; s + 1 < ids.length; s += L - 1) {
-      const w = ids.subarray(s, Math.min(ids.length, s + L));
-      const { logits } = m.forward(w);
-      for (let i = 1; i < w.length; i++) total += nats(logits.subarray((i - 1) * V, i * V), w[i]);
-      await frame();
-      if (!alive()) throw new DOMException('superseded', 'AbortError');
-    }
-    return total / chars / Math.LN2;
-  }
-
-  // One format's row: its weight bytes, tokens/s of a greedy generation of `count` tokens after the
-  // prompt (no stop token, so every format makes as many), bits per character, and the largest
-  // |A - A_fp32| over every layer, head, row and column of the attention on the prompt.
-  async function measureRow(format, m, { prompt, count, scored }, alive) {
-    // the same generation again, one per task, until TIMED ms have passed (a small model's one run is
-    // a few ms, within the timer's grain); tokens/s over all of them
-    let ms = 0, runs = 0, out;
-    while (ms < TIMED && runs < 50) {
-      const t0 = performance.now();
-      out = m.generate(prompt, { maxTokens: count });
-      ms += performance.now() - t0;
-      runs++;
-      await frame();
-      if (!alive()) throw new DOMException('superseded', 'AbortError');
-    }
-    const { attention } = m.forward(prompt);
-    let change = 0;
-    if (format !== 'fp32') {
-      rows.get('fp32').attention.forEach((layer, l) => layer.forEach((a, h) => {
-        const b = attention[l][h];
-        for (let i = 0; i < a.length; i++) change = Math.max(change, Math.abs(b[i] - a[i]));
-      }));
-    }
-    await frame();
-    if (!alive()) throw new DOMException('superseded', 'AbortError');
-    const bits = await textBits(m, scored, alive);
-    const { bytes, fp32 } = m.weightBytes;
-    return { format, bytes, fp32, tokens: out.length, runs, ms, tokensPerSecond: (runs * out.length / ms) * 1000, bits, attentionChange: change,
-      attention: format === 'fp32' ? attention : null };
   }
 
   function renderWeights(info) {
@@ -625,7 +583,7 @@ export function createOpenerView(el, { lib, onChange }) {
     for (const format of Object.keys(WEIGHTS)) {
       const r = rows.get(format), tr = body.insertRow();
       tr.dataset.format = format;
-      tr.classList.toggle('picked', format === (quant?.format ?? 'fp32'));
+      tr.classList.toggle('picked', format === (quant ?? 'fp32'));
       const th = document.createElement('th');
       th.scope = 'row';
       th.textContent = WEIGHTS[format];
@@ -646,48 +604,35 @@ export function createOpenerView(el, { lib, onChange }) {
     wtable.hidden = false;
   }
 
-  // A weights choice: its copy made (or the fp32 model taken back), then the fp32 row and its row
-  // measured if the text or token count changed since they were.
+  // A weights choice: the host makes its quantized copy (model.quantizedCopy, in pieces; or takes
+  // the fp32 model back), then measures the fp32 row and its row if the text or token count changed
+  // since they were (host-opener.js weights).
   async function chooseWeights(format) {
     if (!model) return;
     const mine = ++wrun, open = model, alive = () => wrun === mine && model === open;
     delete el.panel.dataset.weightsDone;
     weightsEl.disabled = el.generate.disabled = el.probe.disabled = true;
+    wabort?.abort();
+    const ctl = new AbortController();
+    wabort = ctl;
     try {
-      if (quant?.format !== format) {
-        quant?.model.dispose();
-        quant = null;
-        if (format !== 'fp32') {
-          wabort?.abort();
-          wabort = new AbortController();
-          const copy = await quantizedCopy(format, wabort.signal);
-          if (!alive()) {
-            copy.dispose();
-            return;
-          }
-          quant = { format, model: copy };
-        }
-      }
       const text = el.text.value, c = model.config;
-      const { ids: prompt } = encode(text);
+      const { ids: prompt } = await encode(text);
       const room = Math.min(c.maxLen, MAX_SHOWN) - prompt.length;
       if (room < 1) throw new Error(`the text is ${prompt.length} tokens; this view measures up to ${Math.min(c.maxLen, MAX_SHOWN)}`);
-      const count = Math.min(Number(el.count.value), room), key = `${text}\u0000${count}`;
-      if (key !== rowsKey) {
-        rows = new Map();
-        rowsKey = key;
-      }
+      const count = Math.min(Number(el.count.value), room);
       const scored = await bitsText(text);
+      if (!alive()) return;
       const info = { text, count, prompt: prompt.length, own: scored.own, length: scored.length };
-      for (const f of ['fp32', format]) {
-        if (rows.has(f)) continue;
-        status(`Measuring ${WEIGHTS[f]} weights: ${count} tokens, then bits per character…`);
-        await frame();
-        rows.set(f, await measureRow(f, f === 'fp32' ? model : quant.model, { prompt, count, scored }, alive));
-        if (!alive()) return;
-      }
+      const t0 = performance.now();
+      const got = await ask({ type: 'weights', format, prompt: Array.from(prompt), count, scored: { ids: Array.from(scored.ids), chars: scored.chars } },
+        { signal: ctl.signal, onEvent: (ev) => { if (ev.type === 'status' && alive()) status(ev.text); } });
+      if (!alive()) return;
+      if (format !== 'fp32') el.panel.dataset.quantizeSpan = JSON.stringify([t0, performance.now()]); // when it ran (performance.now())
+      quant = format === 'fp32' ? null : format;
+      rows = new Map(got.rows.map((r) => [r.format, r]));
       renderWeights(info);
-      el.panel.dataset.weights = JSON.stringify([...rows.values()].map(({ attention, ...r }) => r));
+      el.panel.dataset.weights = JSON.stringify(got.rows);
       el.panel.dataset.weightsDone = format;
       const r = rows.get(format), f = rows.get('fp32');
       status(format === 'fp32' ? 'fp32 weights, as opened: generation and the probe use them.'
@@ -698,7 +643,7 @@ export function createOpenerView(el, { lib, onChange }) {
       if (!isAbort(e) && wrun === mine) status(e.message);
     } finally {
       if (wrun === mine) {
-        weightsEl.value = quant?.format ?? 'fp32';
+        weightsEl.value = quant ?? 'fp32';
         weightsEl.disabled = el.generate.disabled = el.probe.disabled = !model;
       }
     }

@@ -98,8 +98,9 @@ export function createPictureView(el, { lib, onChange }) {
   // The model to draw: { key, model-like { forward, logitLens, config }, codec, about }.
   async function open() {
     const opened = openedModel();
-    if (source === 'opened' && opened?.live) {
-      const m = opened.live();
+    if (source === 'opened' && opened) {
+      // the model stays in the host (host.js): its forward and lens are requests there
+      const m = { forward: (ids) => opened.forward(ids, { lens: true }), logitLens: null };
       return { key: opened.key, run: m, config: opened.config, codec: openedCodec(opened), name: opened.name,
         about: `${opened.name}, opened in "Open a model file": ${opened.config.layers} layers of ${opened.config.heads} heads, d = ${opened.config.dModel}.` };
     }
@@ -136,8 +137,25 @@ export function createPictureView(el, { lib, onChange }) {
     let text = state.ptext;
     const half = (text.length - 1) / 2, phrase = text.slice(0, Math.floor(half));
     const twice = Number.isInteger(half) && text === `${phrase} ${phrase}`;
-    if (twice && codec.encode(text).ids.length > max) text = codec.twice(phrase.replace(/[.\s]+$/, ''), max);
-    const enc = codec.encode(text);
+    // (an opened model's codec answers from the host: awaited; a newer drawing may start meanwhile)
+    try {
+      if (twice && (await codec.encode(text)).ids.length > max) text = await codec.twice(phrase.replace(/[.\s]+$/, ''), max);
+    } catch (e) {
+      if (id !== request) return;
+      el.panel.dataset.state = 'error';
+      el.status.textContent = `The model could not read this text: ${e.message}`;
+      return;
+    }
+    let enc;
+    try {
+      enc = await codec.encode(text);
+    } catch (e) {
+      if (id !== request) return;
+      el.panel.dataset.state = 'error';
+      el.status.textContent = `The model could not read this text: ${e.message}`;
+      return;
+    }
+    if (id !== request) return;
     const ids = enc.ids.slice(0, max);
     const key = `${src.key}\n${form?.id}\n${Array.from(ids).join(',')}`;
     if (key === shown) {
@@ -156,14 +174,17 @@ export function createPictureView(el, { lib, onChange }) {
     }
     let out, lens = null;
     try {
-      out = src.run.forward(ids);
+      out = await src.run.forward(ids);
+      if (id !== request) return;
       const { layers: L, vocab: V } = config;
-      if (L * ids.length * V <= LENS_MAX && typeof src.run.logitLens === 'function') {
+      if (out.lens !== undefined) lens = out.lens; // the host's: read there when it fits
+      else if (L * ids.length * V <= LENS_MAX && typeof src.run.logitLens === 'function') {
         try {
           lens = src.run.logitLens(ids);
         } catch { lens = null; } // a model without a final norm to read through (post-norm): no lens
       }
     } catch (e) {
+      if (id !== request) return;
       el.panel.dataset.state = 'error';
       el.status.textContent = `The model could not read this text: ${e.message}`;
       return;
@@ -209,6 +230,7 @@ export function createPictureView(el, { lib, onChange }) {
     el.bigTitle.textContent = 'Click a head above to see it large, every token labelled.';
     el.panel.dataset.state = 'ready';
     el.panel.dataset.drawn = String(++drawings);
+    el.panel.dataset.drawnAt = String(performance.now()); // when (the page-models bench reads it)
   }
 
   function drawTokens() {
