@@ -85,23 +85,37 @@ export function installHooks(core, proto, checkTokens) {
     return cache;
   }
 
+  // The run's forward over tok when it stops after its last kept point: no logits.
+  function runStopped(what, r, tok) {
+    core.withBuffers(what, [{ name: 'ids', bytes: tok.length * 4, from: tok }], ([ip]) => core.check(ex.aw_hooks_run(r, ip, 0), what));
+  }
+
   /**
    * One forward pass of ids that keeps the activations at the named points: { logits (n * V, as
    * forward gives them), cache: { [name]: { data: Float32Array, shape } } }. names (default: every
-   * point of the model) limits what is kept.
+   * point of the model) limits what is kept. stopAfter (default false): true ends the forward once
+   * every named point is computed: the later blocks, the final norm (unless ln_final.hook_normalized
+   * is named) and the classifier are skipped, the cache holds the same values bit for bit, and
+   * logits is null.
    */
   proto.runWithCache = function runWithCache(ids, opts = {}) {
     const what = 'runWithCache';
     live(this, what);
-    checkKeys(what, opts, ['names']);
+    checkKeys(what, opts, ['names', 'stopAfter']);
     const tok = checkTokens(`${what}: ids`, ids);
-    const { names } = opts;
+    const { names, stopAfter = false } = opts;
     if (names !== undefined && !Array.isArray(names))
       fail(`${what}: names must be an array of hook names (strings), got ${describe(names)}`);
     names?.forEach((x, i) => hookName(`${what}: names[${i}]`, x));
+    if (typeof stopAfter !== 'boolean') fail(`${what}: stopAfter must be a boolean (true: stop once the named points are computed), got ${describe(stopAfter)}`);
     return withRun(this, what, tok.length, (r) => {
       if (names === undefined) core.check(ex.aw_hooks_keep(r, 0), what);
       else for (const name of names) core.withStrings(what, [name], ([np]) => core.check(ex.aw_hooks_keep(r, np), what));
+      if (stopAfter) {
+        core.check(ex.aw_hooks_stop_after(r, 1), what);
+        runStopped(what, r, tok);
+        return { logits: null, cache: readCache(what, r) };
+      }
       const logits = runForward(this, what, r, tok);
       return { logits, cache: readCache(what, r) };
     });

@@ -327,8 +327,12 @@ export interface Model {
    *  tied); tokenizer: tokenizer.json's text when the model has a tokenizer that writes one.
    *  Anything the format cannot express is an Error naming it. */
   saveHuggingFace(opts?: { dtype?: 'F32' | 'BF16' }): { config: Record<string, unknown>; weights: Uint8Array; tokenizer?: string };
-  /** forward's logits and the activations at every hook point (or `names`); decoder-only models */
-  runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[] }): { logits: Float32Array; cache: HookCache };
+  /** forward's logits and the activations at every hook point (or `names`); decoder-only models.
+   *  stopAfter: true ends the forward once every named point is computed (the later blocks, the
+   *  final norm unless ln_final is named, and the classifier skipped): the same cache, logits null */
+  runWithCache(ids: ArrayLike<number>, opts: { names?: HookName[]; stopAfter: true }): { logits: null; cache: HookCache };
+  runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[]; stopAfter?: false }): { logits: Float32Array; cache: HookCache };
+  runWithCache(ids: ArrayLike<number>, opts?: { names?: HookName[]; stopAfter?: boolean }): { logits: Float32Array | null; cache: HookCache };
   /** the logits with heads ablated, activations patched from another input's cache, and hook
    *  operations: replace rows, scale, add a vector (steering); at a point they apply in the order
    *  patch, replace, ablate, scale, add. names: the edited activations to return in cache */

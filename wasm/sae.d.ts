@@ -75,6 +75,13 @@ export interface TrainSAEOptions extends Omit<SAEConfig, 'dIn'> {
   steps?: number;
   batch?: number;
   lr?: number;
+  /** tokens per runWithCache window: an integer in [2, model.config.maxLen] (default maxLen) */
+  window?: number;
+  /** true: keep each window's rows after its first read, so later passes run the model no more
+   *  (the same SAE; refused when ids x dIn x 4 bytes pass 512 MiB); default false */
+  reuse?: boolean;
+  /** after each window's first read (total: the windows); yields to the event loop there */
+  onRead?: (p: { done: number; total: number }) => void;
   onProgress?: (p: SAEStats & { step: number; steps: number }) => void;
 }
 
@@ -83,7 +90,8 @@ export interface SAEApi {
   createSAE(config: SAEConfig): SAE;
   /** an SAE from save()'s bytes (a Node Buffer too); a missing tensor, or sizes its bytes do not hold, is an Error naming them */
   loadSAE(bytes: Uint8Array | ArrayBuffer): SAE;
-  /** trains a new SAE on a model's activations at hook, streamed a window at a time through runWithCache;
+  /** trains a new SAE on a model's activations at hook, streamed a window at a time through runWithCache
+   *  (stopAfter: the blocks after the hook's are skipped);
    *  rejects (the SAE freed) when the model is disposed before it resolves, from onProgress say */
   trainSAE(opts: TrainSAEOptions): Promise<SAE>;
 }

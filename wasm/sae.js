@@ -8,7 +8,9 @@ import { readSafetensors, safetensorsHeader, writeSafetensors } from './safetens
 const FORMAT = 'attention-wasm-sae';
 const CREATE_OPTIONS = ['dIn', 'dSae', 'k', 'auxK', 'deadTokens', 'auxCoef', 'seed'];
 const TRAIN_OPTIONS = ['model', 'hook', 'text', 'tokenizer', 'ids', 'dSae', 'k', 'auxK', 'deadTokens', 'auxCoef', 'seed',
-  'steps', 'batch', 'lr', 'onProgress'];
+  'steps', 'batch', 'lr', 'window', 'reuse', 'onProgress', 'onRead'];
+// reuse's bound on the rows it keeps (ids x dIn float32 values)
+const REUSE_BYTES = 512 * 2 ** 20;
 // AuxK's coefficient in Gao et al. 2024 (section 2.4 and appendix A.2)
 const AUX_COEF = 1 / 32;
 // rows without firing after which a latent is dead (the paper counts 10M tokens on models of
@@ -301,34 +303,49 @@ export function saeMethods(core) {
 
     /**
      * Trains a new SAE on a model's activations at `hook` (a name of runWithCache's, one row per
-     * position): the text's ids (text through tokenizer, or ids) cut into windows of the model's
-     * maxLen, taken in a seeded random order (again after each pass), each run through
-     * model.runWithCache, its rows filling batches of `batch` rows (default 1024), one Adam step per
-     * batch (lr default 1e-3), for `steps` steps (default 300). Only one batch of activations is held
-     * at a time. onProgress({ step, steps, loss, fvu, aux, l0, dead }) after every 10 steps and the
-     * last; it yields to the event loop there. Resolves to the SAE, with sae.hook set.
+     * position): the text's ids (text through tokenizer, or ids) cut into windows of `window` tokens
+     * (default the model's maxLen), taken in a seeded random order (again after each pass), each run
+     * through model.runWithCache (stopAfter: the blocks after the hook's are not run), its rows
+     * filling batches of `batch` rows (default 1024), one Adam step per batch (lr default 1e-3), for
+     * `steps` steps (default 300). Only one batch of activations is held at a time, unless reuse is
+     * true: then each window's rows are kept once read (at most 512 MiB: ids x dIn x 4 bytes), and
+     * later passes run the model no more; the SAE is the same either way. onRead({ done, total })
+     * after each window's first read (total: the windows); onProgress({ step, steps, loss, fvu, aux,
+     * l0, dead }) after every 10 steps and the last; both yield to the event loop there. Resolves to
+     * the SAE, with sae.hook set.
      */
     async trainSAE(opts = {}) {
       const what = 'trainSAE';
       checkKeys(what, opts, TRAIN_OPTIONS);
-      const { model, hook, onProgress } = opts;
+      const { model, hook, onProgress, onRead } = opts;
       if (typeof model?.runWithCache !== 'function') fail(`${what}: model must be a Model (lib.createModel, lib.loadModel), got ${describe(model)}`);
       if (typeof hook !== 'string') fail(`${what}: hook must be a hook name such as "blocks.1.hook_resid_post", got ${describe(hook)}`);
       if (onProgress !== undefined && typeof onProgress !== 'function') fail(`${what}: onProgress must be a function, got ${describe(onProgress)}`);
+      if (onRead !== undefined && typeof onRead !== 'function') fail(`${what}: onRead must be a function, got ${describe(onRead)}`);
       const ids = trainIds(what, opts, model.config.vocab);
       const steps = checkSize(`${what}: steps`, opts.steps ?? 300);
       const batch = checkInt(`${what}: batch`, opts.batch ?? 1024, 2, 2 ** 20, { expected: 'an integer in [2, 2^20]' });
       const lr = checkFiniteNumber(`${what}: lr`, opts.lr ?? 1e-3);
       if (lr < 0) fail(`${what}: lr must be >= 0, got ${lr}`);
-      const L = model.config.maxLen;
+      const maxLen = model.config.maxLen;
+      const L = checkInt(`${what}: window`, opts.window ?? maxLen, 2, maxLen,
+        { expected: `an integer in [2, ${maxLen}] (tokens per runWithCache; the model's maxLen is ${maxLen})`, accepted: '' });
+      const reuse = opts.reuse ?? false;
+      if (typeof reuse !== 'boolean') fail(`${what}: reuse must be a boolean (true: keep each window's rows after its first read), got ${describe(reuse)}`);
       const starts = [];
       for (let s = 0; s + 1 < ids.length; s += L) starts.push(s);
-      // the first window tells the width, and whether the name is a point of one row per position
-      const windowRows = (s) => {
+      // each window's rows once read: all of them with reuse, else only the first window's until
+      // its first use (it was read to learn the width)
+      const kept = new Map();
+      // one window's rows from the model; the first window tells the width, and whether the name is
+      // a point of one row per position
+      const readWindow = (s) => {
+        // onRead or onProgress, or anything run while they yielded, may have disposed the model
+        if (model.handle === 0) fail(`${what}: the model was disposed during training; dispose it after trainSAE resolves`);
         const win = Int32Array.from(ids.slice(s, Math.min(ids.length, s + L)));
         let cache;
         try {
-          ({ cache } = model.runWithCache(win, { names: [hook] }));
+          ({ cache } = model.runWithCache(win, { names: [hook], stopAfter: true }));
         } catch (e) {
           const why = e.message.replace(/^attention-wasm: (runWithCache: )?/, '');
           fail(`${what}: ${/hook name/.test(why) ? 'hook: ' : 'model.runWithCache: '}${why}`);
@@ -338,9 +355,32 @@ export function saeMethods(core) {
           fail(`${what}: hook "${hook}" has shape [${shape}], not one row per position; use a residual-stream or MLP point such as "blocks.0.hook_resid_post"`);
         return { data, rows: win.length };
       };
-      const first = windowRows(starts[0]);
+      const read = new Set(); // the windows read at least once (onRead's count)
+      const firstRead = async (s) => {
+        read.add(s);
+        onRead?.({ done: read.size, total: starts.length });
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      };
+      const first = readWindow(starts[0]);
+      kept.set(starts[0], first);
       const dIn = first.data.length / first.rows;
       const config = saeConfig(what, opts, dIn);
+      if (reuse && ids.length * dIn * 4 > REUSE_BYTES)
+        fail(`${what}: reuse keeps every row: ${ids.length} tokens x dIn ${dIn} x 4 bytes = ${(ids.length * dIn * 4 / 2 ** 20).toFixed(1)} MiB, ` +
+          `more than the ${REUSE_BYTES / 2 ** 20} MiB it may hold; use fewer tokens or reuse: false`);
+      await firstRead(starts[0]);
+      // a window's rows: kept ones, else a run of the model (kept with reuse)
+      const rowsOf = async (s) => {
+        let w = kept.get(s);
+        if (w) {
+          if (!reuse) kept.delete(s);
+          return w;
+        }
+        w = readWindow(s);
+        if (reuse) kept.set(s, w);
+        if (!read.has(s)) await firstRead(s);
+        return w;
+      };
       // window order: a seeded shuffle (xorshift32), a new one per pass
       let state = (config.seed ^ 0x9e3779b9) >>> 0 || 1;
       const rand = () => ((state ^= state << 13), (state ^= state >>> 17), (state ^= state << 5), (state >>> 0) / 2 ** 32);
@@ -366,7 +406,7 @@ export function saeMethods(core) {
           if (model.handle === 0)
             fail(`${what}: the model was disposed during training, after step ${step} of ${steps}; dispose it after trainSAE resolves`);
           while (filled < batch) {
-            if (!pending) pending = { ...windowRows(nextStart()), at: 0 };
+            if (!pending) pending = { ...(await rowsOf(nextStart())), at: 0 };
             const take = Math.min(pending.rows - pending.at, batch - filled);
             buf.set(pending.data.subarray(pending.at * dIn, (pending.at + take) * dIn), filled * dIn);
             filled += take, (pending.at += take);

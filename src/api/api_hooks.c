@@ -97,7 +97,16 @@ AW_API int aw_hooks_replace(aw_hook_run *r, const char *name, const int32_t *pos
     return api_done(hook_run_replace(r, point, layer, positions, np, heads, nh, rows, (size_t)nrows));
 }
 
-// The forward with every edit and cache request; logits (n, V).
+// on 1: the next aw_hooks_run stops once every kept point is computed (hooks.h stop); its logits
+// must then be NULL. on 0: the whole forward again.
+AW_API int aw_hooks_stop_after(aw_hook_run *r, int32_t on) {
+    aw_clear_error();
+    if (on != 0 && on != 1) return aw_fail(AW_ERR_ARG, "stopAfter must be 0 or 1, got %d", (int)on);
+    r->stop_after = on;
+    return AW_OK;
+}
+
+// The forward with every edit and cache request; logits (n, V), or NULL.
 AW_API int aw_hooks_run(aw_hook_run *r, const int32_t *ids, float *logits) {
     aw_clear_error();
     return api_done(hook_run_forward(r, ids, logits));

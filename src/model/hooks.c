@@ -399,10 +399,37 @@ int hook_run_forward(aw_hook_run *r, const int32_t *ids, float *logits) {
     if (st) return st;
     memcpy(m->tokens, ids, n * sizeof(int32_t));
     for (size_t i = 0; i < n; i++) m->targets[i] = -1;
+    // stop_after: the last block holding a kept point (-1: hook_embed alone or nothing; layers:
+    // ln_final, whose final norm runs and whose classifier does not)
+    r->base.stop = r->stop_after, r->base.last_layer = -1;
+    for (int p = 0; p < AW_HOOK_COUNT && r->stop_after; p++)
+        for (int l = -1; l < m->cfg.layers; l++) {
+            if (!r->keep[p][l + 1]) continue;
+            const int at = p == AW_HOOK_LN_FINAL ? m->cfg.layers : l;
+            if (at > r->base.last_layer) r->base.last_layer = at;
+        }
     m->hooks = &r->base;
     st = model_forward(m, NULL);
     m->hooks = NULL, m->keep_attention = 0;
+    r->base.stop = 0;
     if (st) return st;
+    if (r->stop_after) { // no logits: the kept activations are what must be finite
+        if (logits) return aw_fail(AW_ERR_ARG, "a run that stops after its last kept point has no logits to return");
+        for (int p = 0; p < AW_HOOK_COUNT; p++)
+            for (int l = -1; l < m->cfg.layers; l++) {
+                const float *c = r->cache[p][l + 1];
+                size_t dims[3], floats;
+                if (!c) continue;
+                hook_shape(m, p, n, dims, &floats);
+                if (aw_find_nonfinite(c, floats) != floats) {
+                    char name[64];
+                    hook_name(name, sizeof name, p, l);
+                    return aw_fail(AW_ERR_NONFINITE, "the activation %s of this run holds NaN or Infinity (diverged "
+                                                     "parameters, or a patched activation too large for float32)", name);
+                }
+            }
+        return AW_OK;
+    }
     if (aw_find_nonfinite(m->a.logits, n * V) != n * V)
         return aw_fail(AW_ERR_NONFINITE, "the logits of this run are NaN or Infinity (a patched activation too large "
                                          "for float32, or diverged parameters)");

@@ -39,6 +39,10 @@ struct aw_hooks {
     int first_layer; // > 0: model_forward starts at this block and reads the blocks before it from
                      // the previous forward of the same ids (the grids order their runs so that
                      // those are the clean run's); 0: the whole forward
+    int stop;        // the mirror of first_layer: 1: model_forward returns once block last_layer is done
+    int last_layer;  // (-1: right after hook_embed; layers: after the final norm), skipping the later
+                     // blocks, the final norm and the classifier (the logits are not computed);
+                     // stop 0: the whole forward
 };
 
 // What an edit does at its point (hook functions in TransformerLens's words): zero or mean-ablate,
@@ -69,6 +73,7 @@ typedef struct aw_hook_run {
     size_t n_edits, cap_edits;
     unsigned char keep[AW_HOOK_COUNT][AW_MAX_LAYERS + 1]; // 1: cache (point, layer); index layer + 1
     float *cache[AW_HOOK_COUNT][AW_MAX_LAYERS + 1];       // the kept activations (owned), or NULL
+    int stop_after;           // 1: hook_run_forward stops after the last kept point (no logits)
 } aw_hook_run;
 
 // AW_OK when the model has hook points (a decoder-only transformer), else AW_ERR_ARG saying why.
@@ -102,7 +107,9 @@ int hook_run_replace(aw_hook_run *r, int point, int layer, const int32_t *positi
                      int nh, const float *rows, size_t nrows);
 // Drops every edit (the cache requests stay).
 void hook_run_clear_edits(aw_hook_run *r);
-// The forward over ids (n) with the edits and the cache; logits (n, V) may be NULL.
+// The forward over ids (n) with the edits and the cache; logits (n, V) may be NULL. With
+// r->stop_after set, the forward ends with the block of the last kept point (after the final norm
+// when ln_final is kept) and logits must be NULL: the cache holds the values a full run keeps.
 int hook_run_forward(aw_hook_run *r, const int32_t *ids, float *logits);
 
 // Each layer's resid_post through the final norm and the classifier: out (layers, n, V).

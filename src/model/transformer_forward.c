@@ -199,6 +199,12 @@ static int output_forward(aw_model *m, const float *x, aw_metrics *metrics) {
     return AW_OK;
 }
 
+// A hooked run that stopped early (hooks.h stop): no loss, no metrics.
+static int stopped(aw_metrics *metrics) {
+    if (metrics) memset(metrics, 0, sizeof *metrics);
+    return AW_OK;
+}
+
 int model_forward(aw_model *m, aw_metrics *metrics) {
     if (m->B == 0) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
@@ -251,6 +257,10 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
     const int l0 = m->hooks && !encdec ? m->hooks->first_layer : 0;
     if (l0 == 0) embedding_forward(a->x0, m->tokens, m->w.wte, m->pe, B, T, C);
     if (l0 == 0) HOOK(AW_HOOK_EMBED, -1, a->x0);
+    // and may stop after an earlier one, once its last named point is done (hooks.h stop): what
+    // follows is neither computed nor hooked, and metrics stay empty
+    const int stop = m->hooks && !encdec && m->hooks->stop, last = stop ? m->hooks->last_layer : c->layers;
+    if (stop && last < l0) return stopped(metrics);
     const float *x = l0 ? ffn_out(m, &a->dec_ffn[l0 - 1]) : a->x0;
     for (int l = l0; l < c->layers; l++) {
         HOOK(AW_HOOK_RESID_PRE, l, x);
@@ -265,9 +275,11 @@ int model_forward(aw_model *m, aw_metrics *metrics) {
         }
         ffn_sublayer_forward(m, &m->w.dec[l].ffn, &a->dec_ffn[l], x, N, l);
         x = ffn_out(m, &a->dec_ffn[l]);
+        if (stop && l == last) return stopped(metrics);
     }
     if (pre) norm_forward(m, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->w.lnf_w, m->w.lnf_b, N), x = a->lnf;
     if (pre) HOOK(AW_HOOK_LN_FINAL, -1, a->lnf);
+    if (stop) return stopped(metrics);
     st = output_forward(m, x, metrics);
     if (metrics) {
         metrics->side_loss = 0.0;

@@ -44,6 +44,9 @@ model.runWithHooks([1, 2, 3], { ablate: [{ layer: 0, head: 1, mode: 'mean', posi
 model.runWithHooks([1, 2, 3], { ablate: [{ layer: 0, head: 1, mode: 'resample' }] });
 // @ts-expect-error: not a hook name
 model.runWithCache([1, 2, 3], { names: ['blocks.0.resid'] });
+const stopped: null = model.runWithCache([1, 2, 3], { names: ['blocks.0.hook_resid_post'], stopAfter: true }).logits;
+// @ts-expect-error: stopAfter's run has no logits
+const noLogits: Float32Array = model.runWithCache([1, 2, 3], { stopAfter: true }).logits;
 const lensShape: number[] = model.logitLens([1, 2, 3]).shape;
 const dla: Float32Array = model.headAttribution([1, 2, 3], { target: 4 }).heads.data;
 const grid: Float32Array = model.ablationGrid([1, 2, 3], { modes: ['zero'] }).clean;
@@ -178,6 +181,9 @@ const sae = lib.createSAE({ dIn: 64, dSae: 256, k: 8 });
 const saeStats: number = sae.trainStep(new Float32Array(128), { lr: 1e-3 }).fvu + sae.encode(new Float32Array(64)).indices[0];
 const saeBack = lib.loadSAE(sae.save());
 const trainedSAE: Promise<number> = lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2, 3], dSae: 64, k: 4 }).then((s) => s.config.dSae);
+lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2, 3], dSae: 64, k: 4, window: 2, reuse: true, onRead: ({ done, total }) => done / total });
+// @ts-expect-error reuse is a boolean
+lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2], dSae: 64, k: 4, reuse: 1 });
 // @ts-expect-error trainSAE's hook is a hook name
 lib.trainSAE({ model, hook: 'blocks.0.resid', ids: [1, 2], dSae: 64, k: 4 });
 // @ts-expect-error encode takes a Float32Array
