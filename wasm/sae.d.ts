@@ -86,6 +86,8 @@ export interface TrainSAEOptions extends Omit<SAEConfig, 'dIn'> {
 }
 
 export interface SAEApi {
+  /** trainSAE's option names, so a caller can tell what this library's trainSAE takes (frozen) */
+  readonly trainSAEOptions: readonly (keyof TrainSAEOptions)[];
   /** a new TopK SAE */
   createSAE(config: SAEConfig): SAE;
   /** an SAE from save()'s bytes (a Node Buffer too); a missing tensor, or sizes its bytes do not hold, is an Error naming them */

@@ -235,6 +235,10 @@ export function saeMethods(core) {
   }
 
   return {
+    /** trainSAE's option names (frozen), so a caller can tell what this library's trainSAE takes
+     *  (window, reuse and onRead are newer than the rest) */
+    trainSAEOptions: Object.freeze([...TRAIN_OPTIONS]),
+
     /**
      * A new TopK SAE: { dIn, dSae, k, auxK?, deadTokens?, auxCoef?, seed? } (auxK defaults to a power
      * of two near dIn / 2, deadTokens to 65536 rows, auxCoef to 1/32, seed to 0).

@@ -101,6 +101,9 @@ test('trainSAE window, reuse, onRead: bad values are Errors naming them; reuse r
   const model = lib.loadHuggingFace({ config: TINY_GPT2, weights: randomBf16(TINY_GPT2) });
   try {
     const base = { model, hook: 'blocks.0.hook_resid_post', ids: ids(100, 97), dSae: 16, k: 2, steps: 1, batch: 8 };
+    // a caller (the page's features worker) tells from trainSAEOptions that these exist
+    for (const key of ['window', 'reuse', 'onRead']) assert.ok(lib.trainSAEOptions.includes(key), key);
+    assert.ok(Object.isFrozen(lib.trainSAEOptions));
     for (const w of [1, 49, 2.5, '8', -4])
       await assert.rejects(lib.trainSAE({ ...base, window: w }), /trainSAE: window must be an integer in \[2, 48\]/, `window ${w}`);
     await assert.rejects(lib.trainSAE({ ...base, reuse: 1 }), /trainSAE: reuse must be a boolean/);

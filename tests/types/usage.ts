@@ -182,6 +182,7 @@ const saeStats: number = sae.trainStep(new Float32Array(128), { lr: 1e-3 }).fvu 
 const saeBack = lib.loadSAE(sae.save());
 const trainedSAE: Promise<number> = lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2, 3], dSae: 64, k: 4 }).then((s) => s.config.dSae);
 lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2, 3], dSae: 64, k: 4, window: 2, reuse: true, onRead: ({ done, total }) => done / total });
+const saeOptionNames: readonly string[] = lib.trainSAEOptions;
 // @ts-expect-error reuse is a boolean
 lib.trainSAE({ model, hook: 'blocks.0.hook_resid_post', ids: [1, 2], dSae: 64, k: 4, reuse: 1 });
 // @ts-expect-error trainSAE's hook is a hook name
