@@ -2,7 +2,7 @@
 // web/features-worker.js, and its tests). Pure functions over the library's calls; double precision
 // for the sums.
 //   studyFeatures({ model, sae, hook, ids, unembed })  every feature's top-activating contexts on
-//     held-out ids (windows of the model's maxLen read through runWithCache), its activation
+//     held-out ids (windows of at most 256 tokens read through runWithCache), its activation
 //     histogram and density, and the tokens its decoder direction promotes (the direction through the
 //     final norm's gain and the classifier: direct logit attribution); and the SAE's held-out FVU
 //   continueGreedy({ model, ids, tokens, hooks })  a greedy continuation, each step one runWithHooks
@@ -13,17 +13,25 @@ export const TOP = 8; // contexts kept per feature
 export const BINS = 12; // histogram bins over (0, the feature's largest activation]
 
 /** Each feature's decoder direction (what decode adds per unit of it): the SAE's dec.w, dSae x dIn. */
+// tokens per forward when reading a text: a long window of a large model costs memory for every
+// position's activations (GPT-2 small's 1024 tokens do not fit the wasm32 heap), and a short one
+// only splits the context
+const WINDOW = 256;
+
 export function featureDirections(sae) {
   return sae.params()['dec.w'];
 }
 
-/** The hook's rows for ids, a window of maxLen at a time: { data (n x dIn), n, dIn }. */
-export function activations(model, hook, ids) {
-  const L = model.config.maxLen, parts = [];
+/**
+ * The hook's rows for ids, a window of `window` tokens (at most maxLen) at a time, each forward
+ * stopped once the hook is computed (runWithCache's stopAfter: no later block, no logits): { data (n x dIn), n, dIn }.
+ */
+export function activations(model, hook, ids, window = WINDOW) {
+  const L = Math.min(model.config.maxLen, window), parts = [];
   let dIn = 0;
   for (let s = 0; s < ids.length; s += L) {
     const win = Int32Array.from(ids.slice(s, Math.min(ids.length, s + L)));
-    const { data, shape } = model.runWithCache(win, { names: [hook] }).cache[hook];
+    const { data, shape } = model.runWithCache(win, { names: [hook], stopAfter: true }).cache[hook];
     dIn = shape[shape.length - 1];
     parts.push(data);
   }
