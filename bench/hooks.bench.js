@@ -4,8 +4,8 @@
 // + mean ablation grid in one C call (ablationGrid) and as 24 runWithHooks calls, a layers x
 // positions grid of patching blocks.{l}.hook_resid_pre from a clean input into a corrupted one (one
 // C call, patchingGrid, and as 192 runWithHooks calls), the logit lens and
-// direct logit attribution, and attribution patching (one forward of each input and one backward,
-// on a copy loaded for training: it needs gradients) beside the grids it estimates. Targets
+// direct logit attribution, and attribution patching (one forward of each input and one backward
+// of the activations' gradients: the model is loaded for inference) beside the grids it estimates. Targets
 // (issue 33): the grid <= 100 ms, the patching grid <= 1 s.
 // Also what zero-ablating each head costs in bits per character on the second copy and the first.
 //   node bench/run.js hooks
@@ -25,7 +25,6 @@ export default async function run({ cpuName, interleave, fmt, table }) {
   // the corrupted input: the first copy's words changed, the second copy the same
   const corrupted = lib.charsTokenizer.encode(`${'people who sing in brass towers '}${PHRASE}`);
   const clean = m.runWithCache(ids).cache;
-  const mt = lib.loadModel(readFileSync(MODEL), { training: true }); // attributionPatching's backward needs gradients
   const metric = { target: ids[n - 1], position: n - 2 }; // the clean next character at the second copy's end
   const headPatches = () => { // what the head grid estimates: each head's z from the clean run, exactly
     for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) m.runWithHooks(corrupted, { patch: [{ name: `blocks.${l}.attn.hook_z`, heads: [h], from: clean }] });
@@ -52,8 +51,8 @@ export default async function run({ cpuName, interleave, fmt, table }) {
     [`the same patching grid as ${L * n} runWithHooks calls`]: patchGrid,
     logitLens: () => m.logitLens(ids),
     headAttribution: () => m.headAttribution(ids),
-    [`attributionPatching (every head, attn_out, mlp_out, resid_pre: 2 forwards + 1 backward)`]: () => mt.attributionPatching(corrupted, ids, { metric }),
-    [`attributionPatching hook_resid_pre per position (estimates the patching grid above)`]: () => mt.attributionPatching(corrupted, ids, { metric, names: ['hook_resid_pre'], perPosition: true }),
+    [`attributionPatching (every head, attn_out, mlp_out, resid_pre: 2 forwards + 1 backward)`]: () => m.attributionPatching(corrupted, ids, { metric }),
+    [`attributionPatching hook_resid_pre per position (estimates the patching grid above)`]: () => m.attributionPatching(corrupted, ids, { metric, names: ['hook_resid_pre'], perPosition: true }),
     [`exact head patching: ${L * H} runWithHooks calls (what the head grid estimates)`]: headPatches,
   }, { samples: 5, minMs: 50 });
   table(['call', 'ms'], Object.entries(t).map(([k, v]) => [k, fmt(v, 2)]));
@@ -61,7 +60,6 @@ export default async function run({ cpuName, interleave, fmt, table }) {
   const ap = t[`attributionPatching hook_resid_pre per position (estimates the patching grid above)`].median;
   console.log(`attributionPatching / patchingGrid (hook_resid_pre, ${L} x ${n}): ${ap.toFixed(2)} / ${pg.toFixed(2)} ms = ${(ap / pg).toFixed(3)}x; ` +
     `load average (1, 5, 15 min) ${loadavg().map((x) => x.toFixed(1)).join(', ')} on ${cpuName()}`);
-  mt.dispose();
   const grid = m.ablationGrid(ids, { modes: ['zero'] });
   const half = n / 2;
   // mean bits over positions predicting the first copy (1..31) and the second (33..63)

@@ -175,7 +175,8 @@ export async function patchingCells(model, cleanIds, corruptIds, target, cells, 
 /**
  * patchingGrids' two grids estimated from one forward of each text and one backward
  * (model.attributionPatching: the run is the corrupted text, the activations come from the clean
- * one), as the same fractions of the gap. The model must hold gradients ({ training: true }).
+ * one), as the same fractions of the gap. Any float32 model, trainable or loaded for inference only
+ * (the backward then computes the activations' gradients alone); a quantized one is an Error.
  * Returns { clean, corrupted, resid, z } like patchingGrids (Float64Array rows).
  */
 export function estimatePatching(model, cleanIds, corruptIds, target, { layers, heads }) {

@@ -375,7 +375,11 @@ export function installHooks(core, proto, checkTokens) {
    * Returns { clean, corrupt (the metric of each run), grids: { [name]: { data, shape } } }, shape
    * [layers, heads] for the per-head names (a head's columns summed; k and v: the K/V heads),
    * [layers] for the others: the activation patched at every position; with perPosition, one
-   * position at a time: [layers, heads, n] or [layers, n]. The model must be trainable float32.
+   * position at a time: [layers, heads, n] or [layers, n]. Any float32 decoder, trainable or loaded
+   * for inference only ({ training: false }, loadHuggingFace, loadLlama2c): an inference-only model's
+   * backward computes the activations' gradients alone, in memory of the call's length freed before
+   * it returns (no parameter gradients). Quantized models are an Error (the backward reads the
+   * float32 matrices the quantizer freed).
    */
   proto.attributionPatching = function attributionPatching(clean, corrupt, opts = {}) {
     const what = 'attributionPatching';

@@ -360,8 +360,9 @@ export interface Model {
    *  (default the last; patchingGrid's number there) or, with versus, logit[target] - logit[versus].
    *  names (default attn.hook_z, hook_attn_out, hook_mlp_out, hook_resid_pre; each at every layer):
    *  grids of shape [layers, heads] (per-head names) or [layers], the point patched at every position;
-   *  perPosition: [layers, heads, n] or [layers, n]. Trainable float32 decoders only (loaded with
-   *  { training: true }); inference-only and quantized models are an Error */
+   *  perPosition: [layers, heads, n] or [layers, n]. Float32 decoders, trainable or inference-only
+   *  ({ training: false }, loadHuggingFace, loadLlama2c: the activations' gradients alone, for the
+   *  call's length, freed after it); quantized models are an Error */
   attributionPatching(clean: ArrayLike<number>, corrupt: ArrayLike<number>, opts: {
     metric: { target: number; position?: number; versus?: number };
     names?: AttributionName[];

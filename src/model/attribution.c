@@ -1,5 +1,8 @@
 // attribution.c: attribution patching (attribution.h) over hooks.c's runs and transformer.c's
-// backward, seeded by the metric's gradient of the logits (model_backward_from_logits).
+// backward, seeded by the metric's gradient of the logits (model_backward_from_logits). It needs the
+// activations' gradients only: an inference-only model (no parameter gradients or AdamW state) gets
+// them for the call's length (model_reserve_dacts) and frees them before returning, so the memory it
+// takes grows with n x dModel (and n x vocab for the logits), not with the weights.
 #include "attribution.h"
 
 #include "hooks.h"
@@ -60,8 +63,8 @@ static const float *point_grad(aw_model *m, int point, int l) {
 
 int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
                          size_t n_points, const aw_attr_metric *mt, float *out, float *values) {
+    // quantized: the backward reads every matrix in float32 (dx += dout W^T), and those were freed
     if (m->quant) return model_refuse_quantized(m, "its backward");
-    if (m->inference) return model_refuse_inference(m, "its backward (of the metric)");
     const int L = m->cfg.layers;
     const size_t V = (size_t)m->cfg.vocab;
     if (mt->target < 0 || (size_t)mt->target >= V)
@@ -97,7 +100,7 @@ int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corru
         st = aw_fail(AW_ERR_NONFINITE, "the clean run's logits are NaN or Infinity (diverged parameters)");
     if (!st) {
         values[0] = (float)metric_of(m, m->a.logits, mt, dlogits);
-        st = model_backward_from_logits(m, dlogits);
+        if (!(st = model_reserve_dacts(m))) st = model_backward_from_logits(m, dlogits);
     }
     const size_t hd = model_head_dim(&m->cfg), C = (size_t)m->cfg.d_model;
     for (size_t i = 0; i < n_points && !st; i++) {
@@ -115,6 +118,7 @@ int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corru
         }
     }
     free(dlogits);
+    model_release_dacts(m); // an inference-only model's m->da, made for this call (a no-op when trainable)
     hook_run_free(&rc), hook_run_free(&rk);
     return st;
 }

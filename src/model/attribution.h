@@ -21,9 +21,11 @@ typedef struct {
 // resid_mid, mlp_out, resid_post). out: for each point in turn (layers, G, n) floats, G its heads
 // (hook_has_heads: H for q and z, kv_heads for k and v) or 1: the estimate for patching that
 // head's (or row's) activation at that one position; a head's sums its dHead columns. values[0],
-// values[1]: the metric of the clean and of the corrupted run. A trainable float32 decoder only
-// (the backward writes the parameters' gradients too): inference-only and quantized models are
-// Errors saying so. Overwrites the model's gradients and activations.
+// values[1]: the metric of the clean and of the corrupted run. A float32 decoder, trainable or
+// inference-only: a trainable one's backward writes the parameters' gradients too (overwriting
+// them), an inference-only one's computes the activations' gradients alone, in a buffer of the
+// call's length freed before it returns. Quantized models are an Error saying so (the backward
+// reads the float32 matrices they freed). Overwrites the model's activations.
 int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
                          size_t n_points, const aw_attr_metric *metric, float *out, float *values);
 

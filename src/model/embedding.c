@@ -52,6 +52,7 @@ static void backward_cols(void *ctx, size_t b0, size_t b1) {
 
 void embedding_backward(float *dwte, float *dpos, const float *dout, const int32_t *tokens, size_t B, size_t T,
                         size_t C) {
+    if (!dwte) return; // an activation-only backward: nothing to accumulate
     emb_job j = {.dwte = dwte, .dpos = dpos, .dout = dout, .tokens = tokens, .T = T, .C = C, .N = B * T};
     aw_parallel_ranges((C + COLS - 1) / COLS, 1, backward_cols, &j);
 }

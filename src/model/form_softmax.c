@@ -266,20 +266,21 @@ static int qk_forward(aw_attn_form *f, float *saved, float *q, float *k, size_t 
 }
 
 // dq, dk (gradients at the norms' outputs) become the gradients at their inputs, in place; the
-// scales' gradients accumulate.
+// scales' gradients accumulate when gradients are bound (an inference-only model has none: its
+// activation-only backward turns dq, dk back alone).
 static void qk_backward(aw_attn_form *f, float *dq, float *dk, float *work, const float *saved, size_t T, size_t Tk) {
     const softmax_own *o = f->own;
-    if (!o || !o->qk_norm || !f->grads) return; // grads: bound by the model or the standalone layer
+    if (!o || !o->qk_norm) return;
     const size_t C = f->C, H = f->H, hd = C / H;
     const saved_layout sl = layout(f, T, Tk);
     float *g = work;
     memcpy(g, dq, T * C * sizeof(float));
     memset(dq, 0, T * C * sizeof(float));
-    rmsnorm_backward(dq, f->grads + o->at_qn, g, saved + sl.qhat, f->params + o->at_qn, saved + sl.rq,
+    rmsnorm_backward(dq, f->grads ? f->grads + o->at_qn : NULL, g, saved + sl.qhat, f->params + o->at_qn, saved + sl.rq,
                      T * H, hd);
     memcpy(g, dk, Tk * C * sizeof(float));
     memset(dk, 0, Tk * C * sizeof(float));
-    rmsnorm_backward(dk, f->grads + o->at_kn, g, saved + sl.khat, f->params + o->at_kn, saved + sl.rk,
+    rmsnorm_backward(dk, f->grads ? f->grads + o->at_kn : NULL, g, saved + sl.khat, f->params + o->at_kn, saved + sl.rk,
                      Tk * H, hd);
 }
 

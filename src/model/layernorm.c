@@ -80,5 +80,5 @@ void layernorm_backward(float *dx, float *dw, float *db, const float *dout, cons
                         const float *mean, const float *rstd, size_t N, size_t C) {
     ln_job j = {.dx = dx, .dw = dw, .db = db, .x = x, .w = w, .dout = dout, .cmean = mean, .crstd = rstd, .N = N, .C = C};
     aw_parallel_ranges(N, aw_rows_grain(C), backward_rows, &j);
-    aw_parallel_ranges((C + COLS - 1) / COLS, 1, backward_cols, &j);
+    if (dw) aw_parallel_ranges((C + COLS - 1) / COLS, 1, backward_cols, &j); // NULL: dx only
 }

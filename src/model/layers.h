@@ -1,6 +1,8 @@
 // layers.h: the Transformer's ops as forward/backward pairs over flat float arrays, in the
 // llm.c manner: outputs first, then inputs, then weights, then sizes; the forward saves what
-// the backward needs; every backward accumulates (+=) into its gradient arguments.
+// the backward needs; every backward accumulates (+=) into its gradient arguments. A NULL weight
+// gradient (dw, dwte) skips the weights' gradients (and the bias's with it) and computes the input's
+// alone: the activation-only backward of an inference-only model (transformer_backward.c).
 // N is the number of rows (batch * positions), C the model width.
 #ifndef AW_MODEL_LAYERS_H
 #define AW_MODEL_LAYERS_H
@@ -35,7 +37,7 @@ void layernorm_backward(float *dx, float *dw, float *db, const float *dout, cons
 void linear_forward(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC, size_t OC);
 void linear_forward_ref(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC,
                         size_t OC);
-// dx += dout W^T; dw += x^T dout; db += column sums of dout. dx or db may be NULL.
+// dx += dout W^T; dw += x^T dout; db += column sums of dout. dx or db may be NULL; dw NULL: dx only.
 void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, size_t N,
                      size_t IC, size_t OC);
 

@@ -51,6 +51,7 @@ static void bias_grad_cols(void *ctx, size_t b0, size_t b1) { // y = db, x = dou
 void linear_backward(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, size_t N,
                      size_t IC, size_t OC) {
     if (dx) aw_matmul_nt(dx, dout, w, N, IC, OC, OC, OC, IC, 1);
+    if (!dw) return; // the activations' gradient only (an inference-only model's backward): no dw, db
     aw_matmul_tn(dw, x, dout, IC, OC, N, IC, OC, OC, 1);
     if (db) {
         vec_job j = {.y = db, .x = dout, .cols = OC, .rows = N};

@@ -69,7 +69,7 @@ void rmsnorm_backward(float *dx, float *dw, const float *dout, const float *x, c
                       size_t N, size_t C) {
     rms_job j = {.dx = dx, .dw = dw, .x = x, .w = w, .dout = dout, .crstd = rstd, .N = N, .C = C};
     aw_parallel_ranges(N, aw_rows_grain(C), rms_backward_rows, &j);
-    aw_parallel_ranges((C + COLS - 1) / COLS, 1, rms_backward_cols, &j);
+    if (dw) aw_parallel_ranges((C + COLS - 1) / COLS, 1, rms_backward_cols, &j); // NULL: dx only
 }
 
 // ---- SwiGLU -----------------------------------------------------------------------------------
@@ -171,6 +171,7 @@ void tied_forward(float *logits, const float *x, const float *wte, const float *
 void tied_backward(float *dx, float *dwte, float *db, const float *dlogits, const float *x, const float *wte, size_t N,
                    size_t C, size_t V) {
     aw_matmul_nn(dx, dlogits, wte, N, C, V, V, C, C, 1);      // dx += dlogits wte
+    if (!dwte) return;                                        // dx only: no dwte, db
     aw_matmul_tn(dwte, dlogits, x, V, C, N, V, C, C, 1);      // dwte += dlogits^T x
     if (db)
         for (size_t r = 0; r < N; r++) aw_axpy(db, 1.0f, dlogits + r * V, V);

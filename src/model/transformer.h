@@ -207,7 +207,8 @@ typedef struct aw_model {
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
     size_t B, T, S, act_floats, act_cap;
-    float *act_mem, *dact_mem;  // (act_cap) each
+    float *act_mem, *dact_mem;  // (act_cap) each; an inference-only model's dact_mem is NULL but between
+                                // model_reserve_dacts and model_release_dacts (act_floats then)
     aw_acts a, da;
     int32_t *tokens, *targets, *src; // (B*T), (B*T), (B*S)
     size_t tok_cap;
@@ -268,6 +269,12 @@ int model_refuse_inference(const aw_model *m, const char *what);
 // m->targets (B, T) (-1 = no loss); saves every activation. Call model_reserve(B, T, S) first.
 int model_reserve(aw_model *m, size_t B, size_t T, size_t S);
 int model_forward(aw_model *m, aw_metrics *metrics);
+// The activations' gradients (m->da) for the reserved (B, T, S): a trainable model's model_reserve
+// made them already; an inference-only model gets them here, act_floats floats (no parameter
+// gradients), until model_release_dacts frees them (a no-op on a trainable model) or the next
+// model_reserve does.
+int model_reserve_dacts(aw_model *m);
+void model_release_dacts(aw_model *m);
 // The name of the tensor that holds flat parameter index i ("?" past the end).
 const char *model_tensor_at(const aw_model *m, size_t i);
 // AW_OK, or AW_ERR_NONFINITE naming the first tensor whose parameters hold NaN or Infinity (the
@@ -277,7 +284,9 @@ int model_check_params(const aw_model *m);
 int model_backward(aw_model *m);
 // The same backward seeded with dlogits (B*T, V), the gradient of any function of the last
 // forward's logits (attribution.c's metric), in place of the mean loss's: m->da then holds that
-// function's gradient of every activation, m->grads of every parameter.
+// function's gradient of every activation, m->grads of every parameter. On an inference-only
+// float32 transformer (no m->grads; call model_reserve_dacts first) m->da alone: the parameters'
+// gradients are skipped. Quantized models are an Error (their float32 matrices are gone).
 int model_backward_from_logits(aw_model *m, const float *dlogits);
 // Global-norm clipping and one AdamW step over every parameter, or, when a sublayer's form trains
 // alone (aw_attn_form.trains_alone: DSA's warm-up), over those forms' parameters only (the others'

@@ -1,5 +1,7 @@
 // transformer_acts.c: the activations' layout (one allocation carved by a size table, as the
-// parameters are) and model_reserve, which sizes it and the batch's buffers for (B, T, S).
+// parameters are) and model_reserve, which sizes it and the batch's buffers for (B, T, S); their
+// gradients' twin of it for a trainable model, and for an inference-only one only around a backward
+// (model_reserve_dacts, model_release_dacts).
 #include "transformer.h"
 
 #include "form_layer.h"
@@ -132,17 +134,21 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     const size_t toks = aw_size_add(aw_size_mul3(2, B, T), aw_size_add(aw_size_mul(B, S), 1));
     // the threaded build runs the batch's sequences at once (attn_sublayer_*): a scratch for each
     const size_t work = aw_size_mul(backward_work_floats(m, T, S), aw_threads_built() ? B : 1);
+    // an inference-only model keeps no gradients of the activations: only model_reserve_dacts gives it
+    // them, for one backward
+    const size_t copies = m->inference ? 1 : 2;
     size_t act_bytes;
     if (floats == AW_SIZE_INVALID || toks == AW_SIZE_INVALID || work == AW_SIZE_INVALID ||
-        aw_mul_overflows(&act_bytes, floats, 2 * sizeof(float)))
+        aw_mul_overflows(&act_bytes, floats, copies * sizeof(float)))
         return aw_fail(AW_ERR_NOMEM, "a batch of %zu x %zu positions does not fit in this build's %u-bit address "
                                      "space; use a smaller batch", B, T + S, (unsigned)(sizeof(size_t) * 8));
     m->B = 0; // until every buffer is in place
+    model_release_dacts(m); // an inference-only model's were sized for the last (B, T, S)
     if (floats > m->act_cap || !m->act_mem) {
         free(m->act_mem), free(m->dact_mem);
         m->act_mem = aw_alloc_floats(floats);
-        m->dact_mem = aw_alloc_floats(floats);
-        m->act_cap = m->act_mem && m->dact_mem ? floats : 0;
+        m->dact_mem = m->inference ? NULL : aw_alloc_floats(floats);
+        m->act_cap = m->act_mem && (m->inference || m->dact_mem) ? floats : 0;
         if (!m->act_cap) {
             free(m->act_mem), free(m->dact_mem);
             m->act_mem = m->dact_mem = NULL;
@@ -158,6 +164,26 @@ int model_reserve(aw_model *m, size_t B, size_t T, size_t S) {
     m->targets = m->tokens + B * T, m->src = m->targets + B * T;
     m->B = B, m->T = T, m->S = S, m->act_floats = floats;
     carve_acts(m, m->act_mem, &m->a, B, T, S);
-    carve_acts(m, m->dact_mem, &m->da, B, T, S);
+    if (m->dact_mem) carve_acts(m, m->dact_mem, &m->da, B, T, S);
+    else memset(&m->da, 0, sizeof m->da);
     return AW_OK;
+}
+
+int model_reserve_dacts(aw_model *m) {
+    if (m->B == 0) return AW_ERR_STATE;
+    if (!m->inference) return AW_OK; // model_reserve made them
+    // act_floats was checked by model_reserve (its bytes fit in size_t); the last forward's (B, T, S)
+    if (!m->dact_mem && !(m->dact_mem = aw_alloc_floats(m->act_floats)))
+        return aw_fail(AW_ERR_NOMEM, "out of memory: the backward of %zu x %zu positions needs %.1f MiB for the "
+                                     "activations' gradients", m->B, m->T + m->S,
+                       (double)m->act_floats * sizeof(float) / 1048576.0);
+    carve_acts(m, m->dact_mem, &m->da, m->B, m->T, m->S);
+    return AW_OK;
+}
+
+void model_release_dacts(aw_model *m) {
+    if (!m->inference) return;
+    free(m->dact_mem);
+    m->dact_mem = NULL;
+    memset(&m->da, 0, sizeof m->da);
 }

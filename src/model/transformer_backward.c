@@ -1,5 +1,7 @@
 // transformer_backward.c: the backward pass, the forward's in reverse: each op's gradient from what
-// the forward saved (transformer_forward.c), accumulated into m->grads.
+// the forward saved (transformer_forward.c), accumulated into m->grads. On an inference-only model
+// (no m->grads: every m->g pointer NULL) model_backward_from_logits runs the activations' gradients
+// alone: the layers skip a NULL weight gradient (layers.h), so no parameter gradient is touched.
 #include "transformer_internal.h"
 
 #include "form_layer.h"
@@ -102,15 +104,19 @@ int model_backward(aw_model *m) { return backward(m, NULL); }
 int model_backward_from_logits(aw_model *m, const float *dlogits) { return backward(m, dlogits); }
 
 // The backward of model_backward, seeded with the loss's gradient of the logits or with dlogits.
+// Without m->grads (inference-only) only a transformer's backward from dlogits runs, into m->da
+// (model_reserve_dacts gives an inference-only model its m->da).
 static int backward(aw_model *m, const float *dlogits) {
-    if (m->inference) return model_refuse_inference(m, dlogits ? "a backward from the logits" : "training");
-    if (m->B == 0) return AW_ERR_STATE;
+    if (!m->grads && (!dlogits || aw_arch_is_rnn(m->cfg.arch)))
+        return model_refuse_inference(m, dlogits ? "a recurrent network's backward from the logits" : "training");
+    if (m->quant) return model_refuse_quantized(m, "a backward");
+    if (m->B == 0 || !m->dact_mem) return AW_ERR_STATE;
     const aw_model_config *c = &m->cfg;
     const size_t B = m->B, T = m->T, S = m->S, C = (size_t)c->d_model, V = (size_t)c->vocab, N = B * T;
     const int pre = c->norm == AW_NORM_PRE, encdec = c->arch == AW_ARCH_ENCODER_DECODER;
     const aw_acts *a = &m->a;
     aw_acts *da = &m->da;
-    zero_floats(m->grads, m->n_params);
+    if (m->grads) zero_floats(m->grads, m->n_params);
     zero_floats(m->dact_mem, m->act_floats);
     if (dlogits) memcpy(da->logits, dlogits, N * V * sizeof(float));
     else {
