@@ -376,7 +376,7 @@ AW_API int aw_generation_begin(aw_generation **handle, aw_model *m, int32_t max_
 AW_API int aw_generation_next(aw_generation *g, int32_t *out, int32_t count, int32_t *info) {
     aw_clear_error();
     info[0] = 0, info[1] = 0;
-    if (count < 0) return aw_fail(AW_ERR_ARG, "next: count must be an integer >= 1, got %d", (int)count);
+    if (count < 0) return aw_fail(AW_ERR_ARG, "next: count must be an integer >= 0, got %d", (int)count);
     size_t n = 0;
     int ended = 0;
     const int st = model_generation_next(g, out, (size_t)count, &n, &ended);

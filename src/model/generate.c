@@ -335,7 +335,7 @@ int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_r
 // quantize, an attention option or sampleVocab) is taken at begin, and next refuses once it moved.
 struct aw_generation {
     aw_model *m;
-    unsigned long revision;        // m->revision at begin
+    uint64_t revision;             // m->revision at begin
     size_t np, ns, made, max_new;  // prompt and source lengths, tokens made so far, the most to make
     int32_t *seq, *src;            // (maxLen) the prompt then the tokens made; (ns) the source
     float *logits;                 // (V)

@@ -204,7 +204,7 @@ typedef struct aw_model {
     size_t sample_vocab;        // 0, or n < vocab: generation picks ids below n only (a tokenizer with fewer
                                 // ids than a checkpoint's padded vocabulary: model_sample_vocab)
     long step;                  // AdamW steps taken
-    unsigned long revision;     // bumped by whatever changes what generation reads between tokens (an AdamW
+    uint64_t revision;          // bumped by whatever changes what generation reads between tokens (an AdamW
                                 // step, quantize, an attention option, sampleVocab): a generation session
                                 // (generate.c) refuses to continue once it moved
     aw_rng data_rng;            // training batches
