@@ -181,7 +181,7 @@ export type {
 } from './synthesizer.js';
 export type {
   ModelAttention, ModelLayerForm, ModelTask, ModelAttentionOptions, ModelConfig, TaskOptions, TrainStepOptions, OwnBatch,
-  Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, TaskExample, GradientCheckResult,
+  Hyperparameters, TrainOptions, EvaluateOptions, ForwardResult, GenerateOptions, Generation, TaskExample, GradientCheckResult,
   FormInfo, Model, ModelApi, HookName, HookTensor, HookCache, AttributionName, Ablation, Patch, HeadAttribution, CompositionScores,
   WeightFormat, WeightBytes,
 } from './model.js';

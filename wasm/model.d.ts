@@ -244,6 +244,23 @@ export interface GenerateOptions {
   sinks?: number;
 }
 
+/** model.startGeneration's session: generate's tokens, made a few at a time. */
+export interface Generation {
+  /** makes up to count (a positive integer, default 1) more tokens and returns them; empty once done.
+   *  Throws once the generation or its model was disposed, or the model changed (trainStep, quantize,
+   *  setAttentionOptions, sampleVocab) since it began */
+  next(count?: number): Int32Array;
+  /** true once it ended (stopReason says why) */
+  readonly done: boolean;
+  /** every token made so far (a copy) */
+  readonly tokens: Int32Array;
+  /** null while it runs; 'stop': it made the stop token (included); 'maxTokens': it made maxTokens;
+   *  'maxLen': the sequence filled maxLen */
+  readonly stopReason: null | 'stop' | 'maxTokens' | 'maxLen';
+  /** frees its caches; safe to call twice (model.dispose frees it too) */
+  dispose(): void;
+}
+
 export interface TaskExample {
   source: Int32Array;
   /** what the model should produce */
@@ -308,6 +325,9 @@ export interface Model {
   /** which keys a sparse layer (nsa, dsa) read on tokens, beside the dense attention it replaces */
   sparseReading(tokens: ArrayLike<number>, opts?: { layer?: number }): SparseReading;
   generate(prompt?: ArrayLike<number>, opts?: GenerateOptions): Int32Array;
+  /** generate in steps: next(count) makes the same tokens a few at a time (window and sinks are
+   *  generate's alone: Errors here) */
+  startGeneration(prompt?: ArrayLike<number>, opts?: Omit<GenerateOptions, 'window' | 'sinks'>): Generation;
   example(opts: TaskOptions & { seed?: number }): TaskExample;
   /** safetensors bytes (PyTorch's layout); the config is in __metadata__; optimizer: true adds AdamW's state */
   save(opts?: { optimizer?: boolean }): Uint8Array;

@@ -189,6 +189,16 @@ const forgotten = typeof FinalizationRegistry === 'function'
   ? new FinalizationRegistry(({ core, handle }) => core.exports.aw_model_destroy(handle))
   : null;
 
+// Frees the C session of a generation that was garbage-collected without dispose() (and forgets it
+// in its model's set of open ones; aw_generation_end reads nothing of the model).
+const unfinished = typeof FinalizationRegistry === 'function'
+  ? new FinalizationRegistry(({ core, record, open }) => {
+    if (record.handle) core.exports.aw_generation_end(record.handle);
+    record.handle = 0;
+    open.delete(record);
+  })
+  : null;
+
 export function modelMethods(core) {
   const ex = core.exports;
   const TASK_NAMES = Array.from({ length: ex.aw_task_count() }, (_, i) => core.cString(ex.aw_task_name(i)));
@@ -205,8 +215,95 @@ export function modelMethods(core) {
     return Float64Array.from(h, ([k, def]) => checkFiniteNumber(`${what}: ${k}`, opts[k] ?? def));
   }
 
+  // generate's and startGeneration's options, checked: { p, maxTokens, temperature, topK, seed, stop, cache, src }
+  function generateArgs(what, c, prompt, opts) {
+    checkKeys(what, opts, ['maxTokens', 'temperature', 'topK', 'seed', 'stop', 'source', 'cache', 'window', 'sinks']);
+    const encdec = hasSource(c.arch);
+    const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
+    const maxTokens = opts.maxTokens !== undefined ? opts.maxTokens : 16;
+    checkInt(`${what}: maxTokens`, maxTokens, 0, 1 << 20, { expected: 'an integer >= 0' });
+    const temperature = checkFiniteNumber(`${what}: temperature`, opts.temperature !== undefined ? opts.temperature : 0);
+    if (temperature < 0) fail(`${what}: temperature must be >= 0 (0 = greedy), got ${temperature}`);
+    const topK = opts.topK !== undefined ? opts.topK : 0;
+    checkInt(`${what}: topK`, topK, 0, INT32_MAX, { expected: 'an integer >= 0 (0 = all)' });
+    const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 1);
+    const stop = opts.stop !== undefined ? opts.stop : -1;
+    if (stop !== -1) checkInt(`${what}: stop`, stop, 0, c.vocab - 1, { expected: `a token id in [0, ${c.vocab})`, accepted: '' });
+    const cache = checkBool(`${what}: cache`, opts.cache !== undefined ? opts.cache : true);
+    if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
+    const src = encdec ? checkTokens(`${what}: source`, opts.source !== undefined ? opts.source : fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
+    return { p, maxTokens, temperature, topK, seed, stop, cache, src };
+  }
+
+  const STOP_REASONS = [null, 'stop', 'maxTokens', 'maxLen']; // C's AW_GEN_* (src/model/transformer.h)
+
+  // model.startGeneration's session. model: the Model; record: { handle, modelDisposed } (the model's set `open` holds it,
+  // so model.dispose frees the C session); limit: the most tokens it can make (maxTokens, or what maxLen leaves).
+  class Generation {
+    #model; // held so the model outlives its sessions (its C session points at the C model)
+    #record;
+    #open;
+    #limit;
+    #tokens = new Int32Array(16);
+    #count = 0;
+    #ended = 0;
+
+    constructor(model, record, open, limit) {
+      this.#model = model, this.#record = record, this.#open = open, this.#limit = limit;
+      if (limit === 0) this.#ended = STOP_REASONS.indexOf('maxTokens'); // maxTokens 0: C's begin ended it too
+      unfinished?.register(this, { core, record, open }, this);
+    }
+
+    /** true once it ended (stopReason says why); next then returns no tokens */
+    get done() { return this.#ended !== 0; }
+
+    /** null while it runs; 'stop' (the stop token, included), 'maxTokens' (it made maxTokens), 'maxLen' (the sequence filled maxLen) */
+    get stopReason() { return STOP_REASONS[this.#ended]; }
+
+    /** every token made so far (a copy) */
+    get tokens() { return this.#tokens.slice(0, this.#count); }
+
+    /** Makes up to count (a positive integer, default 1) more tokens and returns them; an empty Int32Array once done. */
+    next(count = 1) {
+      const what = 'next';
+      if (this.#record.handle === 0)
+        fail(this.#record.modelDisposed ? `${what}: this generation's model was disposed (model.dispose() frees the generations started on it)`
+          : `${what}: this generation was disposed`);
+      checkInt(`${what}: count`, count, 1, 1 << 20, { expected: 'a positive integer' });
+      if (this.#ended) return new Int32Array(0);
+      const k = Math.min(count, this.#limit - this.#count);
+      const specs = [{ name: 'out', bytes: k * 4 }, { name: 'info', bytes: 8 }];
+      const made = core.withBuffers(what, specs, ([op, ip]) => {
+        core.check(ex.aw_generation_next(this.#record.handle, op, k, ip), what);
+        const [n, ended] = new Int32Array(core.memory.buffer, ip, 2);
+        this.#ended = ended;
+        return new Int32Array(core.memory.buffer, op, n).slice();
+      });
+      if (this.#count + made.length > this.#tokens.length) {
+        const grown = new Int32Array(Math.max(2 * this.#tokens.length, this.#count + made.length));
+        grown.set(this.#tokens.subarray(0, this.#count));
+        this.#tokens = grown;
+      }
+      this.#tokens.set(made, this.#count);
+      this.#count += made.length;
+      return made;
+    }
+
+    /** Frees the session's wasm memory (its caches); later next calls throw. Safe to call twice. */
+    dispose() {
+      const r = this.#record;
+      if (r.handle) {
+        unfinished?.unregister(this);
+        ex.aw_generation_end(r.handle);
+        r.handle = 0;
+        this.#open.delete(r);
+      }
+    }
+  }
+
   class Model {
     #token = {};
+    #open = new Set(); // the records of its generations not yet disposed (startGeneration)
 
     constructor(handle) {
       this.handle = handle;
@@ -492,22 +589,8 @@ export function modelMethods(core) {
     generate(prompt, opts = {}) {
       const what = 'generate';
       this.#live(what);
-      checkKeys(what, opts, ['maxTokens', 'temperature', 'topK', 'seed', 'stop', 'source', 'cache', 'window', 'sinks']);
       const c = this.config;
-      const encdec = hasSource(c.arch);
-      const p = checkTokens(`${what}: prompt`, prompt ?? (encdec ? [0] : prompt));
-      const maxTokens = opts.maxTokens !== undefined ? opts.maxTokens : 16;
-      checkInt(`${what}: maxTokens`, maxTokens, 0, 1 << 20, { expected: 'an integer >= 0' });
-      const temperature = checkFiniteNumber(`${what}: temperature`, opts.temperature !== undefined ? opts.temperature : 0);
-      if (temperature < 0) fail(`${what}: temperature must be >= 0 (0 = greedy), got ${temperature}`);
-      const topK = opts.topK !== undefined ? opts.topK : 0;
-      checkInt(`${what}: topK`, topK, 0, INT32_MAX, { expected: 'an integer >= 0 (0 = all)' });
-      const seed = checkSeed(`${what}: seed`, opts.seed !== undefined ? opts.seed : 1);
-      const stop = opts.stop !== undefined ? opts.stop : -1;
-      if (stop !== -1) checkInt(`${what}: stop`, stop, 0, c.vocab - 1, { expected: `a token id in [0, ${c.vocab})`, accepted: '' });
-      const cache = checkBool(`${what}: cache`, opts.cache !== undefined ? opts.cache : true);
-      if (!encdec && opts.source !== undefined) fail(`${what}: ${SOURCE_ONLY}`);
-      const src = encdec ? checkTokens(`${what}: source`, opts.source !== undefined ? opts.source : fail(`${what}: ${needsSource(c.arch)} { source }`)) : null;
+      const { p, maxTokens, temperature, topK, seed, stop, cache, src } = generateArgs(what, c, prompt, opts);
       if (opts.window !== undefined || opts.sinks !== undefined) { // a rolling cache: past maxLen
         if (opts.window === undefined) fail(`${what}: sinks needs a window (the rolling cache's size)`);
         if (opts.cache === false) fail(`${what}: window and sinks are a cache's; they do not go with cache: false`);
@@ -534,6 +617,34 @@ export function modelMethods(core) {
         const count = new Int32Array(core.memory.buffer, np, 1)[0];
         return new Int32Array(core.memory.buffer, op, count).slice();
       });
+    }
+
+    /**
+     * Generation in steps: the session generate(prompt, opts) runs in one call, here made a few
+     * tokens at a time by next(count), so a caller can show each token as it comes and stop between
+     * any two. The tokens are generate's with the same options, bit for bit. window and sinks (the
+     * rolling cache past maxLen) are generate's alone. The session holds its own caches; it refuses
+     * to continue once the model changed (trainStep, quantize, setAttentionOptions, sampleVocab) or
+     * was disposed (which frees it too).
+     */
+    startGeneration(prompt, opts = {}) {
+      const what = 'startGeneration';
+      this.#live(what);
+      const c = this.config;
+      const { p, maxTokens, temperature, topK, seed, stop, cache, src } = generateArgs(what, c, prompt, opts);
+      if (opts.window !== undefined || opts.sinks !== undefined)
+        fail(`${what}: window and sinks (a rolling cache past maxLen) are generate's own path; a generation in steps stays within maxLen = ${c.maxLen}: leave them out, or call generate with them`);
+      const specs = [{ name: 'handle', bytes: 4 }, { name: 'prompt', bytes: p.length * 4, from: p },
+        { name: 'source', bytes: src ? src.length * 4 : 0, from: src }];
+      const handle = core.withBuffers(what, specs, ([hp, pp, sp]) => {
+        core.check(ex.aw_generation_begin(hp, this.handle, maxTokens, pp, p.length, sp, src ? src.length : 0,
+          temperature, topK, seed, stop, cache ? 1 : 0), what);
+        return new Uint32Array(core.memory.buffer, hp, 1)[0];
+      });
+      // what the model frees on dispose; the session's object reads it (0 once freed)
+      const record = { handle, modelDisposed: false };
+      this.#open.add(record);
+      return new Generation(this, record, this.#open, Math.min(maxTokens, c.maxLen - p.length + 1));
     }
 
     /**
@@ -701,6 +812,11 @@ export function modelMethods(core) {
     /** Frees the model's wasm memory; later calls throw. Safe to call twice. */
     dispose() {
       if (this.handle) {
+        for (const record of this.#open) { // its generations first: they point at the model
+          ex.aw_generation_end(record.handle);
+          record.handle = 0, record.modelDisposed = true;
+        }
+        this.#open.clear();
         forgotten?.unregister(this.#token);
         ex.aw_model_destroy(this.handle);
       }

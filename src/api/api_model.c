@@ -357,6 +357,35 @@ AW_API int aw_model_generate(aw_model *m, int32_t *out, int32_t *n_out, int32_t 
     return api_done(st);
 }
 
+// Generation in pieces (model_generation_begin / next / end): *handle = a session over m with
+// generate's arguments (max_new: the most tokens it makes in all). The wrapper ends a model's sessions
+// before it destroys the model.
+AW_API int aw_generation_begin(aw_generation **handle, aw_model *m, int32_t max_new, const int32_t *prompt, int32_t np,
+                               const int32_t *src, int32_t ns, float temperature, int32_t top_k, uint32_t seed,
+                               int32_t stop_token, int32_t use_cache) {
+    aw_clear_error();
+    *handle = NULL;
+    if (max_new < 0 || np <= 0 || ns < 0) return aw_fail(AW_ERR_ARG, "startGeneration: bad sizes");
+    if (check_top_k(m, top_k)) return AW_ERR_ARG;
+    return api_done(model_generation_begin(handle, m, (size_t)max_new, prompt, (size_t)np, src, (size_t)ns, temperature,
+                                           top_k, seed, stop_token, use_cache));
+}
+
+// Up to count tokens into out; info[0] = how many, info[1] = 0 or why it ended (AW_GEN_STOP,
+// AW_GEN_MAX_TOKENS, AW_GEN_MAX_LEN).
+AW_API int aw_generation_next(aw_generation *g, int32_t *out, int32_t count, int32_t *info) {
+    aw_clear_error();
+    info[0] = 0, info[1] = 0;
+    if (count < 0) return aw_fail(AW_ERR_ARG, "next: count must be an integer >= 0, got %d", (int)count);
+    size_t n = 0;
+    int ended = 0;
+    const int st = model_generation_next(g, out, (size_t)count, &n, &ended);
+    info[0] = (int32_t)n, info[1] = ended;
+    return api_done(st);
+}
+
+AW_API void aw_generation_end(aw_generation *g) { model_generation_end(g); }
+
 // Streaming past maxLen (src/model/stream.c): the losses of tokens (n) into losses (n - 1), and
 // generation with a rolling cache of `window` positions keeping the first `sinks`.
 AW_API int aw_model_stream_losses(aw_model *m, const int32_t *tokens, int32_t n, int32_t window, int32_t sinks,
@@ -418,6 +447,7 @@ AW_API int aw_model_set_sample_vocab(aw_model *m, int32_t n) {
         return aw_fail(AW_ERR_ARG, "sampleVocab must be an integer in [1, %d] (the model's vocabulary), got %d",
                        (int)m->cfg.vocab, (int)n);
     m->sample_vocab = (size_t)n;
+    m->revision++; // what generation may pick changed: open generation sessions may not continue
     return AW_OK;
 }
 

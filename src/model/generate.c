@@ -326,14 +326,44 @@ int32_t model_sample(float *logits, size_t V, float temperature, int top_k, aw_r
     return (int32_t)arg;
 }
 
-int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
-                   const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
-                   int use_cache) {
+// ---- a generation session: begin, next, end ------------------------------------------------------
+// model_generate in pieces, so a caller can take tokens as they are made (the playground's worker posts
+// each one) and stop between any two. The session holds everything the loop reads between calls (its
+// own copy of the prompt and the source, the sequence so far, the last logits, the sampler's generator
+// and the decode state), so other calls on the model between two next calls (forward, another session)
+// leave it as it was. It does not hold the weights: the model's revision (bumped by a training step,
+// quantize, an attention option or sampleVocab) is taken at begin, and next refuses once it moved.
+struct aw_generation {
+    aw_model *m;
+    uint64_t revision;             // m->revision at begin
+    size_t np, ns, made, max_new;  // prompt and source lengths, tokens made so far, the most to make
+    int32_t *seq, *src;            // (maxLen) the prompt then the tokens made; (ns) the source
+    float *logits;                 // (V)
+    aw_rng rng;
+    float temperature;
+    int top_k, stop_token, use_cache, rnn, has_src;
+    decode_state s;                // the transformer's caches (have_state)
+    aw_rnn_decode_state rs;        // the GRU archs' (have_rnn_state)
+    int have_state, have_rnn_state, prefilled;
+    int ended;                     // 0, or why it ended: AW_GEN_STOP, AW_GEN_MAX_TOKENS, AW_GEN_MAX_LEN
+    int failed;                    // 1 after a next that failed: the state is part-way through a token
+};
+
+void model_generation_end(aw_generation *g) {
+    if (!g) return;
+    if (g->have_state) state_free(&g->s);
+    if (g->have_rnn_state) rnn_decode_end(&g->rs);
+    free(g->seq), free(g->src), free(g->logits), free(g);
+}
+
+int model_generation_begin(aw_generation **out, aw_model *m, size_t max_new, const int32_t *prompt, size_t np,
+                           const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
+                           int use_cache) {
     const aw_model_config *c = &m->cfg;
     const size_t L = (size_t)c->max_len, C = (size_t)c->d_model, V = (size_t)c->vocab;
     const int encdec = c->arch == AW_ARCH_ENCODER_DECODER, rnn = aw_arch_is_rnn(c->arch);
     const int has_src = aw_arch_has_source(c->arch);
-    *n_out = 0;
+    *out = NULL;
     if (np == 0 || np > L) return aw_fail(AW_ERR_ARG, "prompt must have 1 to maxLen = %zu tokens, got %zu", L, np);
     if (has_src && (ns == 0 || ns > L))
         return aw_fail(AW_ERR_ARG, "source must have 1 to maxLen = %zu tokens, got %zu", L, ns);
@@ -347,86 +377,136 @@ int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, con
     // a diverged model says so as forward does, before a cached step meets a NaN in some sublayer
     const int bad = model_check_params(m);
     if (bad) return bad;
-    aw_rng rng;
-    aw_rng_seed(&rng, seed);
-    int32_t *seq = aw_alloc(L, sizeof(int32_t));
-    float *logits = aw_alloc_floats(V);
-    if (!seq || !logits) {
-        free(seq), free(logits);
+    aw_generation *g = calloc(1, sizeof *g);
+    if (!g) return aw_fail(AW_ERR_NOMEM, "out of memory for generation");
+    g->seq = aw_alloc(L, sizeof(int32_t));
+    g->src = aw_alloc(ns ? ns : 1, sizeof(int32_t));
+    g->logits = aw_alloc_floats(V);
+    if (!g->seq || !g->src || !g->logits) {
+        model_generation_end(g);
         return aw_fail(AW_ERR_NOMEM, "out of memory for generation");
     }
-    memcpy(seq, prompt, np * sizeof(int32_t));
+    g->m = m, g->revision = m->revision;
+    g->np = np, g->ns = ns, g->max_new = max_new;
+    g->temperature = temperature, g->top_k = top_k, g->stop_token = stop_token;
+    g->rnn = rnn, g->has_src = has_src;
+    aw_rng_seed(&g->rng, seed);
+    memcpy(g->seq, prompt, np * sizeof(int32_t));
+    if (ns) memcpy(g->src, src, ns * sizeof(int32_t));
+    src = ns ? g->src : NULL;
+    const int32_t *seq = g->seq;
+    float *logits = g->logits;
+    decode_state *s = &g->s;
     int st = AW_OK;
     // a form without an incremental step takes the full-forward path
     if (!rnn && !has_steps(m)) use_cache = 0;
-    decode_state s;
-    aw_rnn_decode_state rs; // the GRU archs: the encoder once, then one decoder step per token
-    const aw_rnn_weights rw = model_rnn_weights(&m->w);
-    int have_state = 0, have_rnn_state = 0, prefilled = 0;
-    if (use_cache && rnn) {
-        if ((st = rnn_decode_begin(&rs, &rw, (size_t)m->cfg.d_model, (size_t)m->cfg.vocab,
+    g->use_cache = use_cache;
+    if (use_cache && rnn) { // the GRU archs: the encoder once, then one decoder step per token
+        const aw_rnn_weights rw = model_rnn_weights(&m->w);
+        if ((st = rnn_decode_begin(&g->rs, &rw, (size_t)m->cfg.d_model, (size_t)m->cfg.vocab,
                                    m->cfg.arch == AW_ARCH_GRU_ATTENTION, src, ns)))
-            goto done;
-        have_rnn_state = 1;
-        for (size_t p = 0; p + 1 < np; p++) rnn_decode_step(&rs, &rw, seq[p], logits);
+            goto fail;
+        g->have_rnn_state = 1;
+        for (size_t p = 0; p + 1 < np; p++) rnn_decode_step(&g->rs, &rw, seq[p], logits);
     } else if (use_cache) {
-        if ((st = state_init(&s, m, ns))) goto done;
-        have_state = 1;
+        if ((st = state_init(s, m, ns))) goto fail;
+        g->have_state = 1;
         if (encdec) { // encode once (a decoder pass of one token comes along), then project K, V per layer
-            if ((st = model_reserve(m, 1, 1, ns))) goto done;
+            if ((st = model_reserve(m, 1, 1, ns))) goto fail;
             memcpy(m->src, src, ns * sizeof(int32_t));
             m->tokens[0] = seq[0], m->targets[0] = -1;
-            if ((st = model_forward(m, NULL))) goto done;
+            if ((st = model_forward(m, NULL))) goto fail;
             const float *enc = c->norm == AW_NORM_PRE ? m->a.enc_lnf : m->a.enc_ffn[c->layers - 1].ln;
             const size_t H = (size_t)c->heads, KH = (size_t)c->kv_heads, hd = C / H, KC = KH * hd;
             for (int l = 0; l < c->layers; l++) { // the K/V heads' projections, shared out
                 float *tmp = m->a.enc_attn[0].k; // (ns, C): the encoder pass is done with it
                 const aw_attn_weights *cw = &m->w.dec[l].cross;
-                if (cw->wk) linear_forward(tmp, enc, cw->wk, cw->bk, ns, C, KC), kv_expand(s.ck[l], tmp, ns, H, KH, hd);
+                if (cw->wk) linear_forward(tmp, enc, cw->wk, cw->bk, ns, C, KC), kv_expand(s->ck[l], tmp, ns, H, KH, hd);
                 linear_forward(tmp, enc, cw->wv, cw->bv, ns, C, KC);
-                kv_expand(s.cv[l], tmp, ns, H, KH, hd);
+                kv_expand(s->cv[l], tmp, ns, H, KH, hd);
             }
         }
         if (np > 1 && can_prefill(m)) { // the prompt in one batched forward: its last logits are ready
-            if ((st = prefill(m, &s, seq, np, logits))) goto done;
-            prefilled = 1;
+            if ((st = prefill(m, s, seq, np, logits))) goto fail;
+            g->prefilled = 1;
         } else {
             for (size_t p = 0; p + 1 < np; p++)
-                if ((st = step_token(m, &s, seq[p], p, ns))) goto done;
+                if ((st = step_token(m, s, seq[p], p, ns))) goto fail;
         }
     }
+    if (max_new == 0) g->ended = AW_GEN_MAX_TOKENS;
+    *out = g;
+    return AW_OK;
+fail:
+    model_generation_end(g);
+    return st;
+}
+
+int model_generation_next(aw_generation *g, int32_t *out, size_t count, size_t *n_out, int *ended) {
+    aw_model *m = g->m;
+    const size_t L = (size_t)m->cfg.max_len, V = (size_t)m->cfg.vocab, np = g->np, ns = g->ns;
+    *n_out = 0;
+    *ended = g->ended;
+    if (g->failed)
+        return aw_fail(AW_ERR_STATE, "this generation failed in an earlier call; start a new one");
+    if (m->revision != g->revision)
+        return aw_fail(AW_ERR_STATE, "the model changed since this generation began (a training step, quantize, an "
+                                     "attention option or sampleVocab): its caches no longer match the weights; "
+                                     "start a new generation");
+    int32_t *seq = g->seq;
+    float *logits = g->logits;
+    decode_state *s = &g->s;
+    const aw_rnn_weights rw = model_rnn_weights(&m->w);
+    int st = AW_OK;
     // the model reads at most L positions: after the prompt, up to L - np + 1 new tokens
-    while (*n_out < max_new && np + *n_out <= L) {
-        const size_t len = np + *n_out;
-        if (use_cache && rnn) {
-            rnn_decode_step(&rs, &rw, seq[len - 1], logits);
-        } else if (use_cache && prefilled) {
-            prefilled = 0; // the prefill left the last prompt position's logits
-        } else if (use_cache) {
-            if ((st = step_token(m, &s, seq[len - 1], len - 1, ns))) goto done;
-            memcpy(logits, s.logits, V * sizeof(float));
+    while (*n_out < count && !g->ended) {
+        const size_t len = np + g->made;
+        if (g->use_cache && g->rnn) {
+            rnn_decode_step(&g->rs, &rw, seq[len - 1], logits);
+        } else if (g->use_cache && g->prefilled) {
+            g->prefilled = 0; // the prefill left the last prompt position's logits
+        } else if (g->use_cache) {
+            if ((st = step_token(m, s, seq[len - 1], len - 1, ns))) goto fail;
+            memcpy(logits, s->logits, V * sizeof(float));
         } else {
-            if ((st = model_reserve(m, 1, len, has_src ? ns : 0))) goto done;
+            if ((st = model_reserve(m, 1, len, g->has_src ? ns : 0))) goto fail;
             memcpy(m->tokens, seq, len * sizeof(int32_t));
             for (size_t i = 0; i < len; i++) m->targets[i] = -1;
-            if (has_src) memcpy(m->src, src, ns * sizeof(int32_t));
-            if ((st = model_forward(m, NULL))) goto done;
+            if (g->has_src) memcpy(m->src, g->src, ns * sizeof(int32_t));
+            if ((st = model_forward(m, NULL))) goto fail;
             memcpy(logits, m->a.logits + (len - 1) * V, V * sizeof(float));
         }
         for (size_t j = 0; j < V; j++)
             if (!isfinite(logits[j])) {
                 st = aw_fail(AW_ERR_NONFINITE, "the model's logits are not finite (NaN or Infinity): its parameters have "
                                                "diverged; load a checkpoint from before or create it again");
-                goto done;
+                goto fail;
             }
-        const int32_t t = model_sample(logits, model_sample_vocab(m), temperature, top_k, &rng);
+        const int32_t t = model_sample(logits, model_sample_vocab(m), g->temperature, g->top_k, &g->rng);
         out[(*n_out)++] = t;
-        if (t == stop_token || len == L) break;
-        seq[len] = t;
+        g->made++;
+        // why it ends, when it does: the stop token first, then the caller's count, then the full sequence
+        if (t == g->stop_token) g->ended = AW_GEN_STOP;
+        else if (g->made == g->max_new) g->ended = AW_GEN_MAX_TOKENS;
+        else if (len == L) g->ended = AW_GEN_MAX_LEN;
+        else seq[len] = t;
     }
-done:
-    if (have_state) state_free(&s);
-    if (have_rnn_state) rnn_decode_end(&rs);
-    free(seq), free(logits);
+    *ended = g->ended;
+    return AW_OK;
+fail:
+    g->failed = 1;
+    return st;
+}
+
+int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
+                   const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
+                   int use_cache) {
+    aw_generation *g;
+    int ended;
+    *n_out = 0;
+    int st = model_generation_begin(&g, m, max_new, prompt, np, src, ns, temperature, top_k, seed, stop_token, use_cache);
+    if (st) return st;
+    st = model_generation_next(g, out, max_new, n_out, &ended);
+    model_generation_end(g);
     return st;
 }

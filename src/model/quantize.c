@@ -188,6 +188,7 @@ int model_quantize(aw_model *m, const char *format, size_t group) {
     qsource src[QMATS];
     qlayout lay;
     aw_quant *q;
+    m->revision++; // the weights change (or may, part-way): open generation sessions may not continue
     int st = quant_new(m, format, group, 0, &q, src, &lay);
     if (st) return st;
     if ((st = model_check_params(m))) { // the weights it would quantize are finite
@@ -303,6 +304,7 @@ int model_create_quantized(aw_model **out, const aw_model_config *cfg, const cha
 
 int model_quantize_fill(aw_model *m, size_t i, const float *src, size_t first, size_t rows) {
     aw_quant *q = m->quant;
+    m->revision++; // the weights change: open generation sessions may not continue
     if (!q || i >= q->count)
         return aw_fail(AW_ERR_ARG, "quantize: matrix %zu: the model has %zu quantized matrices", i, q ? q->count : 0);
     if (first > q->mats[i].rows || rows > q->mats[i].rows - first)

@@ -555,6 +555,7 @@ int model_refuse_inference(const aw_model *m, const char *what) {
 
 int model_set_attention_option(aw_model *m, const char *name, const char *text) {
     aw_model_config *c = &m->cfg;
+    m->revision++; // what the forms compute changes: open generation sessions may not continue
     if (aw_arch_is_rnn(c->arch)) return aw_fail(AW_ERR_ARG, "attentionOptions.%s: this model has no attention forms", name);
     // every layer's new values first (checked as users' options are), then applied all at once
     aw_form_values next[AW_MAX_LAYERS];

@@ -204,6 +204,9 @@ typedef struct aw_model {
     size_t sample_vocab;        // 0, or n < vocab: generation picks ids below n only (a tokenizer with fewer
                                 // ids than a checkpoint's padded vocabulary: model_sample_vocab)
     long step;                  // AdamW steps taken
+    uint64_t revision;          // bumped by whatever changes what generation reads between tokens (an AdamW
+                                // step, quantize, an attention option, sampleVocab): a generation session
+                                // (generate.c) refuses to continue once it moved
     aw_rng data_rng;            // training batches
     // activations for the current (B, T, S); grown, never shrunk
     size_t B, T, S, act_floats, act_cap;
@@ -325,6 +328,22 @@ int model_generation_floats(const aw_model *m, double *out);
 int model_generate(aw_model *m, int32_t *out, size_t *n_out, size_t max_new, const int32_t *prompt, size_t np,
                    const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
                    int use_cache);
+
+// Generation in pieces, for a caller that takes the tokens as they are made (generate.c). begin checks
+// the arguments as model_generate does, seeds the sampler, sets up the decode state and reads the
+// prompt (the prefill); next makes up to count more tokens into out (*n_out of them) and says in
+// *ended whether it ended (0, or AW_GEN_STOP / AW_GEN_MAX_TOKENS / AW_GEN_MAX_LEN; once ended it makes
+// none); end frees the session (NULL: nothing; it reads nothing of the model, so it may also come after the
+// model's destroy, which next must not). model_generate is begin, next(max_new) and end: the same tokens.
+// next refuses (AW_ERR_STATE) once m->revision moved since begin (the weights or options changed), and
+// after a next that failed.
+typedef struct aw_generation aw_generation;
+enum { AW_GEN_STOP = 1, AW_GEN_MAX_TOKENS = 2, AW_GEN_MAX_LEN = 3 };
+int model_generation_begin(aw_generation **out, aw_model *m, size_t max_new, const int32_t *prompt, size_t np,
+                           const int32_t *src, size_t ns, float temperature, int top_k, uint64_t seed, int stop_token,
+                           int use_cache);
+int model_generation_next(aw_generation *g, int32_t *out, size_t count, size_t *n_out, int *ended);
+void model_generation_end(aw_generation *g);
 
 // One position through generation's pieces (generate.c), shared with streaming (stream.c):
 // decode_attend: softmax over n cached positions, keys kc and values vc (n, KH hd), head h reading

@@ -28,6 +28,7 @@ double model_update(aw_model *m, const aw_train_config *tc) {
     const aw_adamw_config ac = {tc->lr, tc->beta1, tc->beta2, tc->eps, tc->weight_decay};
     int alone = 0;
     size_t lo, hi;
+    m->revision++; // the weights change: open generation sessions may not continue
     for (int l = 0; l < m->cfg.layers; l++) alone |= trains_alone(m, l, &lo, &hi);
     if (!alone) {
         const double norm = clip_grad_norm(m->grads, m->n_params, tc->clip);

@@ -3,7 +3,7 @@
 import { charTokenizer, loadAttention, simdSupported } from '../../wasm/index.js';
 import type {
   Model, ModelConfig, AttentionResult, CharTokenizer, FormInfo, AttentionName, AttentionLayer, ModelAttention, FormOption,
-  BpeTokenizer, BpeTokenizerJSON, CompositionScores, WeightBytes,
+  BpeTokenizer, BpeTokenizerJSON, CompositionScores, WeightBytes, Generation,
 } from '../../wasm/index.js';
 
 const lib = await loadAttention({ simd: 'auto' });
@@ -61,6 +61,13 @@ model.attributionPatching([1, 2], [1, 3]);
 const kComposition: Float32Array = composition.k.data;
 // @ts-expect-error: compositionScores reads the weights only, no ids
 model.compositionScores([1, 2, 3]);
+const gen: Generation = model.startGeneration([1, 2], { maxTokens: 4, temperature: 0.8, topK: 3, seed: 2, stop: 0 });
+const fresh: Int32Array = gen.next(2);
+const why: null | 'stop' | 'maxTokens' | 'maxLen' = gen.stopReason;
+const all: Int32Array = gen.done ? gen.tokens : fresh;
+gen.dispose();
+// @ts-expect-error: window and sinks are generate's alone
+model.startGeneration([1, 2], { window: 8 });
 model.dispose();
 lib.kernels.matmul(q, q, { M: 2, N: 2, K: 4, transB: true });
 
