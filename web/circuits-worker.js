@@ -23,7 +23,7 @@
 // Messages out (each with its request's id; the page drops those of older requests):
 //               { type: 'estimate', id, file, layers, heads, ids, patchAt, clean, corrupted, estimate, why, top, ms }
 //                 estimate: { resid, z } (restored fractions, as patchingGrids'), or null and why (a model
-//                 without gradients: every cell is then patched exactly)
+//                 the estimate cannot run on, a quantized one: every cell is then patched exactly)
 //               { type: 'exact', id, grid, layer, index, value, done, total }   one cell patched exactly
 //               { type: 'agreement', id, agreement, ms, runs }   agreement: per grid ('z', 'resid')
 //                 lab/circuits.js agreement() over the cells patched exactly, and of (the grid's cells)
@@ -47,9 +47,10 @@ let latest = 0; // the newest request's id: an older one (or a cancelled one) st
 const TOP = 16; // cells of each patching grid patched exactly, the estimate's largest
 function model(lib, file) {
   if (!models.has(file)) {
-    // the page's bytes of the file (fetched once there: worker-page.js); with gradients, for the estimate
+    // the page's bytes of the file (fetched once there: worker-page.js); for inference (the estimate's
+    // backward needs no parameter gradients)
     models.set(file, pageFetch(new URL(`./models/${file}`, import.meta.url))
-      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: true })));
+      .then((bytes) => lib.loadModel(new Uint8Array(bytes), { training: false })));
     models.get(file).catch(() => models.delete(file));
   }
   return models.get(file);
@@ -88,7 +89,7 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
 
   // the patch grids, at the position where the corruption costs the clean next token most: first
   // estimated for every cell (one forward of each text and one backward), then the estimate's
-  // largest cells patched exactly (every cell when the model has no gradients to estimate with)
+  // largest cells patched exactly (every cell when the estimate cannot run: a quantized model)
   let t = performance.now();
   const at = patchTarget(m, ids, bad, period, vocab);
   timePasses(performance.now() - t, 2);

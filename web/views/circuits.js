@@ -49,7 +49,7 @@ function cell(tag, text, title, className) {
  * ctx: { lib }. The panel gets data-state: 'running' | 'ready' | 'cancelled' |
  * 'none' | 'error', data-file, data-result (JSON of the ablation rows and patching grids), data-composition
  * ('pending' | 'k' | 'q' | 'v' | 'none'), data-steer ('running' | 'ready' | 'error'), data-estimate
- * ('ready' | 'none': the model has no gradients), data-exact (cells patched exactly so far) and
+ * ('ready' | 'none': no estimate, e.g. a quantized model), data-exact (cells patched exactly so far) and
  * data-agreement (JSON: per grid, lab/circuits.js agreement() of the estimate with the exact cells).
  */
 export function createCircuitsView(el, { lib }) {
