@@ -71,6 +71,25 @@ export function ablationGrid(model, ids, period, { modes = ['zero', 'mean'] } = 
 }
 
 /**
+ * ablationGrid's rows estimated to first order (model.ablationEstimate: one forward and one backward
+ * per copy instead of two runs per head): { clean: { first, second }, rows: [{ layer, head, mode,
+ * first, second }] } in ablationGrid's order and units (the change in bits per character of each
+ * copy). A copy's targets [from, to) are the positions [from - 1, to - 1) that predict them.
+ */
+export function estimateAblation(model, ids, period, { modes = ['zero', 'mean'] } = {}) {
+  const span = copies(ids.length, period);
+  const est = model.ablationEstimate(ids, { spans: [span.first, span.second].map(([from, to]) => [from - 1, to - 1]), modes });
+  const [, , layers, heads] = est.shape;
+  const rows = [];
+  const at = (k, s, layer, head) => est.data[((k * 2 + s) * layers + layer) * heads + head];
+  est.modes.forEach((mode, k) => {
+    for (let layer = 0; layer < layers; layer++)
+      for (let head = 0; head < heads; head++) rows.push({ layer, head, mode, first: at(k, 0, layer, head), second: at(k, 1, layer, head) });
+  });
+  return { clean: { first: est.clean[0], second: est.clean[1] }, rows };
+}
+
+/**
  * A text with its first copy changed: every letter of the phrase's first copy (positions
  * [0, period - 2)) shifted by `shift` places in the alphabet, so the second copy no longer repeats
  * it; spaces and punctuation stay. Same length, so patching can line the two runs up.

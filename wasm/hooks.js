@@ -1,5 +1,5 @@
 // hooks.js: a model's interpretability calls (docs/interpretability.md): runWithCache,
-// runWithHooks, logitLens, headAttribution, ablationGrid, patchingGrid and attributionPatching, over the named points of
+// runWithHooks, logitLens, headAttribution, ablationGrid, patchingGrid, attributionPatching and ablationEstimate, over the named points of
 // src/model/hooks.h, and compositionScores from the weights alone (src/model/composition.h) (TransformerLens's names, layers from 0). Types are checked here; names,
 // layers, heads, positions and shapes are C's to check (src/api/api_hooks.c), in its messages.
 import { checkInt, checkKeys, describe, fail } from './core.js';
@@ -435,6 +435,53 @@ export function installHooks(core, proto, checkTokens) {
         }
       });
       return { clean: values[0], corrupt: values[1], grids };
+    });
+  };
+
+  /**
+   * ablationGrid's cost of each head estimated to first order, as attributionPatching estimates
+   * patching: one clean forward, then per span one backward from the span's metric gives g = d
+   * metric / d attn.hook_z at every layer, head and position, and a head's ablation changes the
+   * metric by about the sum over positions of (z_ablated - z) . g (zero: -z; mean: its mean over the
+   * positions minus z). spans: [from, to) ranges of positions p, 0 <= from < to <= n - 1, each with
+   * the metric sum over p of log p(ids[p + 1] | ids[0..p]) (overlapping spans are fine: each has
+   * its own backward). modes: default ['zero', 'mean'].
+   * Returns { data, shape: [modes.length, spans.length, layers, heads], modes, spans, clean }: data the
+   * estimated change of each span's loss in bits per token, ablated minus clean (positive: the
+   * model reads worse without the head; lab/circuits.js ablationGrid's deltas), clean (spans.length)
+   * each span's loss in bits per token. The same models as attributionPatching (inference-only
+   * included; quantized an Error).
+   */
+  proto.ablationEstimate = function ablationEstimate(ids, opts = {}) {
+    const what = 'ablationEstimate';
+    live(this, what);
+    checkKeys(what, opts, ['spans', 'modes']);
+    const tok = checkTokens(`${what}: ids`, ids);
+    const n = tok.length, V = this.config.vocab;
+    if (n < 2) fail(`${what}: ids has ${n} token${n === 1 ? '' : 's'}: expected at least 2 (a next token to predict)`);
+    tok.forEach((x, i) => { if (x < 0 || x >= V) fail(`${what}: ids[${i}] is ${x}, outside the vocabulary [0, ${V})`); });
+    const modes = opts.modes ?? MODES;
+    if (!Array.isArray(modes) || modes.length === 0 || !modes.every((x) => MODES.includes(x)) || new Set(modes).size !== modes.length)
+      fail(`${what}: modes must be a non-empty array of distinct "zero", "mean", got ${describe(modes)}`);
+    const ordered = MODES.filter((x) => modes.includes(x)); // the order of the grid's first axis
+    const bits = ordered.reduce((b, x) => b | (1 << MODES.indexOf(x)), 0);
+    const { spans } = opts;
+    if (!Array.isArray(spans) || spans.length === 0)
+      fail(`${what}: spans must be a non-empty array of [from, to) position ranges, got ${describe(spans)}`);
+    const flat = new Int32Array(2 * spans.length);
+    spans.forEach((sp, i) => {
+      if (!Array.isArray(sp) || sp.length !== 2) fail(`${what}: spans[${i}] must be a [from, to) pair of positions, got ${describe(sp)}`);
+      const from = checkInt(`${what}: spans[${i}][0]`, sp[0]), to = checkInt(`${what}: spans[${i}][1]`, sp[1]);
+      if (!(from >= 0 && from < to && to <= n - 1))
+        fail(`${what}: spans[${i}] is [${from}, ${to}): expected 0 <= from < to <= n - 1 = ${n - 1} (position p predicts ids[p + 1])`);
+      flat[2 * i] = from, flat[2 * i + 1] = to;
+    });
+    const { layers: L, heads: H } = this.config, S = spans.length, total = ordered.length * S * L * H;
+    return core.withBuffers(what, [{ name: 'ids', bytes: n * 4, from: tok }, { name: 'spans', bytes: flat.length * 4, from: flat },
+      { name: 'grid', bytes: total * 4 }, { name: 'clean', bytes: S * 4 }], ([ip, sp, op, cp]) => {
+      core.check(ex.aw_hooks_ablation_estimate(this.handle, ip, n, sp, S, bits, op, cp), what);
+      return { data: core.readF32(op, total), shape: [ordered.length, S, L, H], modes: ordered,
+        spans: Array.from({ length: S }, (_, i) => [flat[2 * i], flat[2 * i + 1]]), clean: core.readF32(cp, S) };
     });
   };
 

@@ -388,6 +388,14 @@ export interface Model {
     names?: AttributionName[];
     perPosition?: boolean;
   }): { clean: number; corrupt: number; grids: { [name: string]: HookTensor } };
+  /** ablationGrid's cost of each head estimated to first order (one clean forward, one backward per span:
+   *  the sum over positions of (z_ablated - z) . d metric / d z), as attributionPatching estimates patching.
+   *  spans: [from, to) ranges of positions p (0 <= from < to <= n - 1), each with the metric sum over p of
+   *  log p(ids[p + 1] | ids[0..p]). data, shape [modes, spans, layers, heads]: the estimated change of each
+   *  span's loss in bits per token, ablated minus clean (lab/circuits.js ablationGrid's deltas); clean: each
+   *  span's loss in bits per token. Float32 decoders, trainable or inference-only; quantized models are an Error */
+  ablationEstimate(ids: ArrayLike<number>, opts: { spans: [number, number][]; modes?: ('zero' | 'mean')[] }):
+    HookTensor & { modes: ('zero' | 'mean')[]; spans: [number, number][]; clean: Float32Array };
   /** Elhage et al. 2021's Q-, K- and V-composition of every earlier head into every later head, from the weights
    *  (norm weights folded in, biases and positions left out; docs/interpretability.md): each shape
    *  [layers, heads, layers, heads], [l2, h2, l1, h1] the earlier head (l1, h1) into the later (l2, h2), 0 where

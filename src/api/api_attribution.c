@@ -1,5 +1,5 @@
 // api_attribution.c: the exported C ABI of attribution patching (src/model/attribution.h),
-// model.attributionPatching in wasm/hooks.js.
+// model.attributionPatching and model.ablationEstimate in wasm/hooks.js.
 #include "api.h"
 
 #include "../model/attribution.h"
@@ -55,4 +55,16 @@ AW_API int aw_hooks_attribution_patching(aw_model *m, const int32_t *clean, cons
     if (count == 0) return aw_fail(AW_ERR_ARG, "names must name at least one point: " ATTR_NAMES);
     const aw_attr_metric mt = {target, position, versus};
     return api_done(attribution_patching(m, clean, corrupt, (size_t)n, points, count, &mt, out, values));
+}
+
+// The ablation estimate (attribution.h ablation_estimate): spans (n_spans pairs from, to), modes
+// (bit 0 zero, bit 1 mean); out (modes set, n_spans, layers, heads), clean (n_spans).
+AW_API int aw_hooks_ablation_estimate(aw_model *m, const int32_t *ids, int32_t n, const int32_t *spans,
+                                      int32_t n_spans, int32_t modes, float *out, float *clean) {
+    aw_clear_error();
+    int st = hook_model_check(m);
+    if (st) return api_done(st);
+    if (n < 2) return aw_fail(AW_ERR_ARG, "ablationEstimate needs at least 2 tokens (a next token to predict), got %d", (int)n);
+    if (n_spans < 1) return aw_fail(AW_ERR_ARG, "spans must list at least one [from, to) range of positions");
+    return api_done(ablation_estimate(m, ids, (size_t)n, spans, (size_t)n_spans, modes, out, clean));
 }

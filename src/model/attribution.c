@@ -2,7 +2,8 @@
 // backward, seeded by the metric's gradient of the logits (model_backward_from_logits). It needs the
 // activations' gradients only: an inference-only model (no parameter gradients or AdamW state) gets
 // them for the call's length (model_reserve_dacts) and frees them before returning, so the memory it
-// takes grows with n x dModel (and n x vocab for the logits), not with the weights.
+// takes grows with n x dModel (and n x vocab for the logits), not with the weights. The ablation
+// estimate is the same first-order step with the ablated head's z in place of a corrupted run's.
 #include "attribution.h"
 
 #include "hooks.h"
@@ -61,6 +62,22 @@ static const float *point_grad(aw_model *m, int point, int l) {
     }
 }
 
+// The clean forward as training runs it (no attention kept for display: the forms save what their
+// backward reads), with the hooks of rk copying out the activations it keeps.
+static int hooked_forward(aw_model *m, aw_hook_run *rk, const int32_t *ids, size_t n) {
+    m->keep_attention = 0;
+    int st = model_reserve(m, 1, n, 0);
+    if (st) return st;
+    memcpy(m->tokens, ids, n * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) m->targets[i] = -1;
+    m->hooks = &rk->base;
+    st = model_forward(m, NULL);
+    m->hooks = NULL;
+    if (!st && aw_find_nonfinite(m->a.logits, n * (size_t)m->cfg.vocab) != n * (size_t)m->cfg.vocab)
+        st = aw_fail(AW_ERR_NONFINITE, "the clean run's logits are NaN or Infinity (diverged parameters)");
+    return st;
+}
+
 int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
                          size_t n_points, const aw_attr_metric *mt, float *out, float *values) {
     // quantized: the backward reads every matrix in float32 (dx += dout W^T), and those were freed
@@ -82,22 +99,9 @@ int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corru
         for (int l = 0; l < L && !st; l++)
             if (!(st = hook_run_keep(&rc, points[i], l))) st = hook_run_keep(&rk, points[i], l);
     if (!st && !(st = hook_run_forward(&rc, corrupt, NULL))) values[1] = (float)metric_of(m, m->a.logits, mt, NULL);
-    // the clean forward as training runs it (no attention kept for display: the forms save what
-    // their backward reads), with the hooks copying out the clean activations
     float *dlogits = st ? NULL : aw_alloc_zero(aw_size_mul(n, V), sizeof(float));
     if (!st && !dlogits) st = aw_fail(AW_ERR_NOMEM, "out of memory for the metric's gradient (%zu x %zu)", n, V);
-    if (!st) {
-        m->keep_attention = 0;
-        if (!(st = model_reserve(m, 1, n, 0))) {
-            memcpy(m->tokens, clean, n * sizeof(int32_t));
-            for (size_t i = 0; i < n; i++) m->targets[i] = -1;
-            m->hooks = &rk.base;
-            st = model_forward(m, NULL);
-            m->hooks = NULL;
-        }
-    }
-    if (!st && aw_find_nonfinite(m->a.logits, n * V) != n * V)
-        st = aw_fail(AW_ERR_NONFINITE, "the clean run's logits are NaN or Infinity (diverged parameters)");
+    if (!st) st = hooked_forward(m, &rk, clean, n);
     if (!st) {
         values[0] = (float)metric_of(m, m->a.logits, mt, dlogits);
         if (!(st = model_reserve_dacts(m))) st = model_backward_from_logits(m, dlogits);
@@ -120,5 +124,86 @@ int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corru
     free(dlogits);
     model_release_dacts(m); // an inference-only model's m->da, made for this call (a no-op when trainable)
     hook_run_free(&rc), hook_run_free(&rk);
+    return st;
+}
+
+int ablation_estimate(aw_model *m, const int32_t *ids, size_t n, const int32_t *spans, size_t n_spans, int modes,
+                      float *out, float *clean) {
+    if (m->quant) return model_refuse_quantized(m, "its backward");
+    if (modes < 1 || modes > 3) return aw_fail(AW_ERR_ARG, "modes must name zero, mean or both");
+    if (n < 2) return aw_fail(AW_ERR_ARG, "ids has %zu tokens: ablationEstimate needs at least 2 (a next token to predict)", n);
+    if (n_spans == 0) return aw_fail(AW_ERR_ARG, "spans must list at least one [from, to) range of positions");
+    for (size_t s = 0; s < n_spans; s++)
+        if (spans[2 * s] < 0 || spans[2 * s] >= spans[2 * s + 1] || (size_t)spans[2 * s + 1] > n - 1)
+            return aw_fail(AW_ERR_ARG, "spans[%zu] is [%d, %d): expected 0 <= from < to <= n - 1 = %zu (position p "
+                                       "predicts ids[p + 1])", s, (int)spans[2 * s], (int)spans[2 * s + 1], n - 1);
+    const size_t V = (size_t)m->cfg.vocab, L = (size_t)m->cfg.layers, H = (size_t)m->cfg.heads;
+    const size_t hd = model_head_dim(&m->cfg), A = H * hd;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= V)
+            return aw_fail(AW_ERR_ARG, "ids[%zu] is %d, outside the vocabulary [0, %zu)", i, (int)ids[i], V);
+    aw_hook_run rk; // the clean run, keeping every layer's z
+    int st = hook_run_init(&rk, m, n);
+    for (int l = 0; l < (int)L && !st; l++) st = hook_run_keep(&rk, AW_HOOK_Z, l);
+    if (!st) st = hooked_forward(m, &rk, ids, n);
+    // dlogits (n, V), then each position's log p(ids[p + 1]) and the softmax's normaliser (n - 1 each)
+    float *dlogits = st ? NULL : aw_alloc_zero(aw_size_mul(n, V), sizeof(float));
+    double *lp = st ? NULL : calloc(2 * n, sizeof(double));
+    if (!st && (!dlogits || !lp)) st = aw_fail(AW_ERR_NOMEM, "out of memory for the metric's gradient (%zu x %zu)", n, V);
+    for (size_t p = 0; p + 1 < n && !st; p++) {
+        const float *row = m->a.logits + p * V;
+        float mx = row[0];
+        for (size_t v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        double z = 0.0;
+        for (size_t v = 0; v < V; v++) z += exp((double)(row[v] - mx));
+        lp[p] = (double)(row[ids[p + 1]] - mx) - log(z); // as target_logprobs (hooks.c)
+        lp[n + p] = (double)mx + log(z);
+    }
+    if (!st) st = model_reserve_dacts(m);
+    const double LOG2E = 1.4426950408889634;
+    double *mean = st ? NULL : malloc(hd * sizeof(double)), *gsum = st ? NULL : malloc(hd * sizeof(double));
+    if (!st && (!mean || !gsum)) st = aw_fail(AW_ERR_NOMEM, "out of memory for the ablation estimate");
+    const size_t per_mode = n_spans * L * H;
+    for (size_t s = 0; s < n_spans && !st; s++) {
+        const size_t from = (size_t)spans[2 * s], to = (size_t)spans[2 * s + 1], count = to - from;
+        // the span's metric sum_p log p(ids[p + 1]) and its gradient onehot - softmax in its rows
+        memset(dlogits, 0, n * V * sizeof(float));
+        double metric = 0.0;
+        for (size_t p = from; p < to; p++) {
+            const float *row = m->a.logits + p * V;
+            float *drow = dlogits + p * V;
+            for (size_t v = 0; v < V; v++) drow[v] = (float)-exp((double)row[v] - lp[n + p]);
+            drow[ids[p + 1]] += 1.0f;
+            metric += lp[p];
+        }
+        clean[s] = (float)(-metric / (double)count * LOG2E); // the span's loss, bits per token
+        // the backward reads the clean forward's activations and rewrites the gradients only, so each
+        // span's runs from the same forward
+        if ((st = model_backward_from_logits(m, dlogits))) break;
+        // d metric ~ sum over positions (z_ablated - z) . g; reported as the change in the span's
+        // loss in bits per token (ablated minus clean: positive, the model reads worse without it)
+        const double unit = -LOG2E / (double)count;
+        for (size_t l = 0; l < L; l++) {
+            const float *g = point_grad(m, AW_HOOK_Z, (int)l), *z = rk.cache[AW_HOOK_Z][l + 1];
+            for (size_t h = 0; h < H; h++) {
+                double zg = 0.0, mg = 0.0; // sum z . g; sum mean(z) . g
+                for (size_t i = 0; i < hd; i++) mean[i] = 0.0, gsum[i] = 0.0;
+                for (size_t p = 0; p < n; p++)
+                    for (size_t i = 0; i < hd; i++) {
+                        const size_t at = p * A + h * hd + i;
+                        zg += (double)z[at] * g[at];
+                        mean[i] += z[at], gsum[i] += g[at];
+                    }
+                // the mean the hooked run writes: float32 of the double mean (hook_run_point)
+                for (size_t i = 0; i < hd; i++) mg += (double)(float)(mean[i] / (double)n) * gsum[i];
+                size_t k = 0;
+                if (modes & 1) out[k++ * per_mode + (s * L + l) * H + h] = (float)(-zg * unit);
+                if (modes & 2) out[k * per_mode + (s * L + l) * H + h] = (float)((mg - zg) * unit);
+            }
+        }
+    }
+    free(mean), free(gsum), free(lp), free(dlogits);
+    model_release_dacts(m);
+    hook_run_free(&rk);
     return st;
 }

@@ -29,4 +29,15 @@ typedef struct {
 int attribution_patching(aw_model *m, const int32_t *clean, const int32_t *corrupt, size_t n, const int *points,
                          size_t n_points, const aw_attr_metric *metric, float *out, float *values);
 
+// The ablation grid's (hooks.h hook_ablation_grid) cost of each head, estimated to first order from
+// one clean forward and one backward per span: zero-ablating head h's z changes the span's metric by
+// about sum over positions of (0 - z) . g, mean-ablating by (mean(z) - z) . g, g = d metric / d z.
+// ids (n >= 2); spans (n_spans pairs from, to): positions p in [from, to), 0 <= from < to <= n - 1,
+// each with the metric sum_p log p(ids[p + 1] | ids[0..p]). out (modes set: bit 0 zero, bit 1 mean;
+// n_spans, layers, H): the estimated change of the span's loss in bits per token, ablated minus
+// clean (lab/circuits.js ablationGrid's deltas); clean (n_spans): the span's loss in bits per token.
+// The same models as attribution_patching (inference-only included, quantized an Error).
+int ablation_estimate(aw_model *m, const int32_t *ids, size_t n, const int32_t *spans, size_t n_spans, int modes,
+                      float *out, float *clean);
+
 #endif
