@@ -20,8 +20,18 @@ function hostWorker() {
     const port = ports.get(channel);
     if (port) port.dispatch(msg);
   });
+  // an error the host could not answer (its script failed to load, or it died): every request
+  // waiting is refused with it, the panels are told, and the next request starts a new host
   worker.addEventListener('error', (e) => {
-    for (const port of ports.values()) port.onerror?.(e);
+    e.preventDefault?.();
+    const dead = worker;
+    worker = null;
+    dead.terminate();
+    const message = `the model host stopped: ${e.message || 'it could not load or ran out of memory'}; open the model again`;
+    for (const port of ports.values()) {
+      port.fail(message);
+      port.onerror?.(e);
+    }
   });
   return worker;
 }
@@ -47,6 +57,12 @@ export function hostChannel(name) {
         return;
       }
       port.onmessage?.({ data: msg });
+    },
+    fail(message) {
+      for (const [id, w] of waiting) {
+        waiting.delete(id);
+        w.reject(new Error(message));
+      }
     },
     call(msg, { transfer = [], onEvent = null, signal = null } = {}) {
       const id = `${name}-${++ids}`;

@@ -32,7 +32,7 @@ import { notAModelFile } from '../../wasm/llama2c.js';
 import { SAMPLE } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
 import { publishOpened } from '../opened.js';
-import { hostCall } from '../host.js';
+import { hostCall, hostChannel } from '../host.js';
 import { fetchOnce } from '../fetch-once.js';
 import { FORMATS, SAMPLE_FORMAT, WEIGHTS, byRole, formatBytes, notOpened, pickFormat, whatIsMissing } from '../formats.js';
 
@@ -169,6 +169,14 @@ export function createOpenerView(el, { lib, onChange }) {
   const encode = async (text) => {
     const { ids, lowered } = await ask({ type: 'encode', text });
     return { ids: Int32Array.from(ids), lowered };
+  };
+
+  // The host stopped (out of memory, or its script failed): the model is gone with it.
+  hostChannel('opener').onerror = (e) => {
+    if (model) publishOpened(null);
+    model = null;
+    closeModel();
+    status(`The model host stopped (${e.message || 'out of memory?'}): nothing is open. Open the model again, or a smaller one.`);
   };
 
   // A model just opened by the host (info: its answer, host-opener.js): the layer picker and the
