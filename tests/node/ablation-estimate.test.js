@@ -83,7 +83,6 @@ test('ablationEstimate: the exact cost of moving z a fraction alpha toward its a
 // is checked above). The page therefore keeps its ablation grid exact.
 test('ablationEstimate: on a phrase read twice, the clean span losses are the exact grid\'s (the agreement over heads printed)', () => {
   const model = lib.loadModel(BYTES, { training: false });
-  const rs = { zero: [], mean: [] };
   for (const phrase of PHRASES) {
     const { ids, period } = setup(model, phrase);
     const exact = ablationGrid(model, ids, period), est = estimateAblation(model, ids, period);
@@ -96,7 +95,6 @@ test('ablationEstimate: on a phrase read twice, the clean span losses are the ex
       const second = agreement(pick(est, 'second'), pick(exact, 'second'));
       const first = agreement(pick(est, 'first'), pick(exact, 'first'));
       console.log(`# "${phrase}" ${mode}: Pearson second copy ${second.pearson.toFixed(3)} (top-3 shared ${second.shared}), first copy ${first.pearson?.toFixed(3)}`);
-      rs[mode].push(second.pearson);
     }
   }
   model.dispose();
