@@ -270,17 +270,18 @@ export function lensTable(lens, ids) {
 
 /**
  * The k tokens each head's output promotes most at each position: its direct logit attribution
- * (headAttribution) to every token of the vocabulary below `limit`, one call per token.
+ * (headAttribution) to every token of the vocabulary below `limit` (or to each of `tokens`), one call per token.
  * Returns top[layer][head][pos] = [{ token, logit }] (largest first).
  */
-export function promotedTokens(model, ids, { layers, heads, limit, k = 5 }) {
-  const n = ids.length;
+export function promotedTokens(model, ids, { layers, heads, limit, tokens = null, k = 5 }) {
+  const n = ids.length, asked = tokens ?? Array.from({ length: limit }, (_, v) => v);
+  limit = asked.length;
   const all = new Float32Array(layers * heads * n * limit); // (layers, heads, n, limit)
   const target = new Int32Array(n);
-  for (let v = 0; v < limit; v++) {
-    target.fill(v);
+  for (let j = 0; j < limit; j++) {
+    target.fill(asked[j]);
     const h = model.headAttribution(ids, { target }).heads.data; // (layers, heads, n)
-    for (let i = 0; i < layers * heads * n; i++) all[i * limit + v] = h[i];
+    for (let i = 0; i < layers * heads * n; i++) all[i * limit + j] = h[i];
   }
   const top = [];
   for (let l = 0; l < layers; l++) {
@@ -289,7 +290,7 @@ export function promotedTokens(model, ids, { layers, heads, limit, k = 5 }) {
       const byPos = [];
       for (let p = 0; p < n; p++) {
         const r = all.subarray(((l * heads + h) * n + p) * limit, ((l * heads + h) * n + p + 1) * limit);
-        byPos.push(Array.from(r, (logit, token) => ({ token, logit })).sort((a, b) => b.logit - a.logit).slice(0, k));
+        byPos.push(Array.from(r, (logit, j) => ({ token: asked[j], logit })).sort((a, b) => b.logit - a.logit).slice(0, k));
       }
       byHead.push(byPos);
     }

@@ -10,7 +10,9 @@
 // Messages in:  { type: 'run', id, file, ids, bad, period, probe, limit }   the model
 //                 web/models/<file>; the token ids of a phrase read twice (the second copy starts
 //                 at period) and of its corrupted twin (as many tokens); the standard probe's ids
-//                 (random tokens read twice); limit: the tokenizer's size (the guesses' range).
+//                 (random tokens read twice); limit: the tokenizer's size (the guesses' range; what a
+//                 head promotes is searched over its first 4,096 tokens, or on a large model over
+//                 the tokens that matter).
 //                 The page's codec (lab/codec.js) makes them, so the worker reads any tokenizer.
 //               { type: 'run', ..., file: 'opened-<n>' }   the model open in the page's "Open a
 //                 model file" (web/opened.js): file is its key; the host holds that model (hosted.js).
@@ -40,6 +42,14 @@ import { pageFetch } from './worker-page.js';
 import { hostedByKey, libPromise } from './hosted.js';
 import { ablationGrid, agreement, copies, estimatePatching, lensTable, patchTarget, patchingCells, promotedTokens, spanBits, topCells }
   from '../lab/circuits.js';
+
+// A run whose work would take longer than this in one C call (the ablation grid, what every head
+// promotes) is split: the ablation one head at a time with pauses (progress, Cancel), and what the
+// heads promote searched over the tokens that matter (the text's own and each position's top
+// guesses) after the result is drawn. GPT-2 small's 288 ablations are about a minute and a half.
+const ONE_CALL_MS = 4000;
+const PROMOTED_MAX = 4096; // what a head promotes is searched over at most this many tokens in one go
+const CANDIDATES = 8; // top guesses per position among what a head promotes (large models)
 import { NAMED_AT, scoreHeads } from '../lab/heads.js';
 
 const models = new Map(); // file -> Promise<Model>
@@ -74,7 +84,7 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
   // the mean time of the passes timed so far.
   let perPass = 0, timed = 0;
   const timePasses = (ms, count) => { perPass = (perPass * timed + ms) / (timed + count); timed += count; };
-  const promotedPasses = Math.min(limit, vocab);
+  const promotedPasses = Math.min(limit, vocab, PROMOTED_MAX);
   const rest = { exact: 2 * layers * heads + promotedPasses + 4, ablation: 2 * layers * heads + promotedPasses + 4, reading: promotedPasses + 4 };
   // let a newer request or a Cancel in; stop when one came
   let lastPause = performance.now();
@@ -133,12 +143,19 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
     }
   }
   post({ type: 'agreement', id, agreement: estimate ? agree : null, ms: { estimate: estimateMs, exact: exactMs }, runs: cells.length });
-  // the ablation grid: every head alone, zero and mean, in one C call
-  await pause('ablation', 0, 1, true);
+  // the ablation grid: every head alone, zero and mean: in one C call, or (a large model) one head at a time
+  const stepped = perPass * 2 * layers * heads > ONE_CALL_MS;
+  if (stepped) rest.ablation = promotedPasses + 4;
+  await pause('ablation', 0, 2 * layers * heads, true);
   t = performance.now();
-  const grid = ablationGrid(m, ids, period);
+  const grid = stepped ? await ablationInSteps(m, ids, period, vocab, (done, total) => pause('ablation', done, total, done === total))
+    : ablationGrid(m, ids, period);
   const ablationMs = performance.now() - t;
-  timePasses(ablationMs, 2 * layers * heads);
+  if (!stepped) timePasses(ablationMs, 2 * layers * heads);
+  // what each head promotes: over the first `limit` tokens of the vocabulary (one pass each), or, when
+  // that would take long, after the result over the tokens that matter
+  const heavy = perPass * promotedPasses > ONE_CALL_MS;
+  if (heavy) rest.reading = 4;
   await pause('reading', 0, 1, true);
   // the claim (Olsson et al. 2022): the heads the standard probe names "induction", off together
   const named = scoreHeads(m.forward(probe).attention, [...probe]).filter((h) => h.scores.induction >= NAMED_AT);
@@ -150,7 +167,7 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
   const claim = { heads: named.map((h) => ({ layer: h.layer, head: h.head, score: h.scores.induction })),
     zero: named.length ? together('zero') : null, mean: named.length ? together('mean') : null };
   const lens = lensTable(m.logitLens(ids), ids);
-  const promoted = promotedTokens(m, ids, { layers, heads, limit: promotedPasses });
+  const promoted = heavy ? null : promotedTokens(m, ids, { layers, heads, limit: promotedPasses });
   const { cache } = m.runWithCache(ids, { names: Array.from({ length: layers }, (_, l) => `blocks.${l}.attn.hook_pattern`) });
   const patterns = Array.from({ length: layers }, (_, l) => cache[`blocks.${l}.attn.hook_pattern`].data);
   // the grids drawn: the exact value where there is one, else the estimate
@@ -162,6 +179,20 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
       estimate: estimate && { resid: plain(estimate.resid), z: plain(estimate.z) }, exact, agreement: estimate ? agree : null, why },
     lens, promoted, patterns, ms: { ablation: ablationMs, estimate: estimateMs, exact: exactMs }, runs: cells.length,
   });
+  // a large model: what each head promotes, after the result, over the text's own tokens and every
+  // position's top guesses (each one pass), with progress; a newer request stops it
+  if (heavy) {
+    const candidates = candidateTokens(m, ids, vocab, limit);
+    const all = [];
+    for (let k = 0; k < candidates.length; k += 16) {
+      all.push(promotedTokens(m, ids, { layers, heads, tokens: candidates.slice(k, k + 16) }));
+      post({ type: 'progress', id, stage: 'promoted', done: Math.min(k + 16, candidates.length), total: candidates.length,
+        msLeft: ((candidates.length - k - 16) * perPass) });
+      await new Promise((r) => setTimeout(r));
+      if (latest !== id) return;
+    }
+    post({ type: 'promoted', id, promoted: mergePromoted(all), searched: candidates.length });
+  }
   // head composition, from the weights (milliseconds for the shipped models, seconds for GPT-2's
   // shapes): after the result, so the page draws the rest first; only pre-norm softmax models have it
   await new Promise((r) => setTimeout(r));
@@ -173,6 +204,48 @@ async function run({ id, file, ids: idList, bad: badList, period, probe: probeLi
   } catch (err) {
     post({ type: 'composition', id, error: err.message });
   }
+}
+
+// The ablation grid one head at a time (ablationGrid's rows and units: the change in bits per token
+// of each copy), with onStep(done, total) awaited between two runs.
+async function ablationInSteps(m, ids, period, vocab, onStep) {
+  const { layers, heads } = m.config, span = copies(ids.length, period);
+  const bits = (logits) => ({ first: spanBits(logits, ids, vocab, ...span.first), second: spanBits(logits, ids, vocab, ...span.second) });
+  const clean = bits(m.forward(ids).logits), rows = [], total = 2 * layers * heads;
+  for (const mode of ['zero', 'mean']) {
+    for (let layer = 0; layer < layers; layer++) {
+      for (let head = 0; head < heads; head++) {
+        const b = bits(m.runWithHooks(ids, { ablate: [{ layer, head, mode }] }).logits);
+        rows.push({ layer, head, mode, first: b.first - clean.first, second: b.second - clean.second });
+        await onStep(rows.length, total);
+      }
+    }
+  }
+  return { clean, rows };
+}
+
+// The tokens worth asking about on a large vocabulary: the text's own and each position's top
+// CANDIDATES guesses of the clean run (at most `limit`).
+function candidateTokens(m, ids, vocab, limit) {
+  const { logits } = m.forward(ids), set = new Set(Array.from(ids).filter((t) => t < limit));
+  for (let p = 0; p < ids.length; p++) {
+    const row = logits.subarray(p * vocab, (p + 1) * vocab), best = [];
+    for (let v = 0; v < Math.min(vocab, limit); v++) {
+      if (best.length < CANDIDATES || row[v] > row[best[best.length - 1]]) {
+        best.push(v);
+        best.sort((a, b) => row[b] - row[a]);
+        if (best.length > CANDIDATES) best.pop();
+      }
+    }
+    for (const v of best) set.add(v);
+  }
+  return [...set];
+}
+
+// promotedTokens' answers over several lists of tokens, merged: each head and position's 5 largest.
+function mergePromoted(parts) {
+  return parts[0].map((byHead, l) => byHead.map((byPos, h) => byPos.map((_, p) =>
+    parts.flatMap((part) => part[l][h][p]).sort((a, b) => b.logit - a.logit).slice(0, 5))));
 }
 
 // Steering (issue 47): greedy continuations with and without scale x a unit direction added to the

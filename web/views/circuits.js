@@ -24,7 +24,6 @@ const headName = (l, h) => `L${l + 1} H${h + 1}`;
 const OPENED = 'opened'; // the picker's value for the model open in "Open a model file" (opened.js)
 // what a head promotes is searched over at most this many tokens of an opened model's vocabulary
 // (one headAttribution call per token: a 50,000-token vocabulary would take minutes)
-const PROMOTED_MAX = 4096;
 const seconds = (ms) => (ms < 1000 ? `${Math.max(1, Math.round(ms))} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`);
 
 // A diverging colour for x in [-1, 1]: blue below 0, white at 0, red above.
@@ -273,7 +272,7 @@ export function createCircuitsView(el, { lib }) {
     el.progress.value = 0;
     cancel.hidden = false;
     w.postMessage({ type: 'run', id: request, file: o.key, ids: Array.from(t.ids), bad: Array.from(t.bad), period: t.period,
-      probe: Array.from(c.probe()), limit: Math.min(c.vocab, PROMOTED_MAX) });
+      probe: Array.from(c.probe()), limit: c.vocab });
   }
 
   function receive(msg) {
@@ -282,8 +281,12 @@ export function createCircuitsView(el, { lib }) {
       return;
     }
     if (msg.id !== id) return; // an older request's
+    if (msg.type === 'progress' && msg.stage === 'promoted') { // after the result: in the promoted box, the status stays
+      if (result && !result.promoted) el.promoted.replaceChildren(cell('p', `${progressText(msg)}, about ${seconds(msg.msLeft ?? 0)} left…`));
+      return;
+    }
     if (msg.type === 'progress') {
-      el.progress.value = { exact: 0.1 + 0.5 * (msg.done / msg.total), ablation: 0.6, reading: 0.8 }[msg.stage] ?? el.progress.value;
+      el.progress.value = { exact: 0.1 + 0.5 * (msg.done / msg.total), ablation: 0.6 + 0.2 * (msg.done / Math.max(1, msg.total)), reading: 0.8 }[msg.stage] ?? el.progress.value;
       const left = msg.msLeft === null ? '' : `, about ${seconds(msg.msLeft)} left`;
       el.status.textContent = `${progressText(msg)}${left}…`;
     } else if (msg.type === 'estimate') {
@@ -312,6 +315,12 @@ export function createCircuitsView(el, { lib }) {
     } else if (msg.type === 'error') {
       cancel.hidden = true;
       fail(msg.message);
+    } else if (msg.type === 'promoted') {
+      if (!result) return;
+      result.promoted = msg.promoted;
+      result.searched = msg.searched;
+      el.panel.dataset.promoted = 'ready';
+      showPromoted(shownRow ?? result.ids.length - 2);
     } else if (msg.type === 'composition') {
       if (!result) return;
       result.composition = msg;
@@ -470,16 +479,23 @@ export function createCircuitsView(el, { lib }) {
     showPromoted(n - 2);
   }
 
+  let shownRow = null; // the row whose promoted tokens are shown
   function showPromoted(i) {
     if (!result || i === undefined || i < 0 || i >= result.ids.length) return;
+    shownRow = i;
     const { layer, head } = picked;
+    if (!result.promoted) { // a large model's: searched after the rest (the worker's 'promoted' message)
+      el.promoted.replaceChildren(cell('p', `At row ${i} (“${codec.label(result.ids[i])}”): what this head's output raises is being searched…`));
+      return;
+    }
     const top = result.promoted[layer][head][i];
     const list = document.createElement('ol');
     for (const { token, logit } of top) list.append(cell('li', `“${codec.label(token)}” ${logit >= 0 ? '+' : ''}${logit.toFixed(2)}`));
     const next = result.ids[i + 1];
     el.promoted.replaceChildren(cell('p', `At row ${i} (“${codec.label(result.ids[i])}”), this head's output `
       + 'raises the logits of (direct logit attribution):'), list,
-    cell('p', next === undefined ? '' : `The next ${codec.unit} is “${codec.label(next)}”.`));
+    cell('p', next === undefined ? '' : `The next ${codec.unit} is “${codec.label(next)}”.`),
+    cell('p', result.searched ? `(searched over the ${result.searched} tokens that matter here: the text's own and each position's top guesses)` : ''));
   }
 
   // A layers x columns table of restored fractions: each cell the exact value where there is one
@@ -570,6 +586,8 @@ export function createCircuitsView(el, { lib }) {
 
   function progressText({ stage, done, total }) {
     if (stage === 'exact') return patch?.estimate ? `Patching for real the cells with the largest estimates: ${done} of ${total}` : `Patching: ${done} of ${total} runs`;
+    if (stage === 'promoted') return `The grids are drawn; searching what each head promotes: ${done} of ${total} tokens`;
+    if (stage === 'ablation' && total > 1) return `Switching each head off in turn, to zero and to its mean: ${done} of ${total} runs`;
     if (stage === 'ablation') return `Switching each of the ${(patch?.layers ?? 0) * (patch?.heads ?? 0)} heads off in turn, to zero and to its mean`;
     return 'Reading each layer\'s guess and what each head promotes';
   }
