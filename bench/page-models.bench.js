@@ -50,7 +50,8 @@ async function drive(browser, url, dir, run) {
       return tasks.reduce((m, t) => Math.max(m, t.duration), 0);
     };
     const row = { steps: [] };
-    const step = (name, ms, from, to) => row.steps.push({ name, ms, from, to });
+    const heap = async () => (await page.evaluate(async () => (await import('./host.js')).hostCall('opener', { type: 'memory' }))).heap;
+    const step = async (name, ms, from, to) => row.steps.push({ name, ms, from, to, heap: await heap() });
 
     // open: from the pick to the model loaded (the status's wait), then to the picture drawn
     const files = ['config.json', 'model.safetensors', 'tokenizer.json'].map((f) => join(dir, run.model, f));
@@ -59,14 +60,14 @@ async function drive(browser, url, dir, run) {
     await page.waitForSelector('#llama2c[data-loaded="1"]', { timeout: CAP });
     const loaded = await now();
     const waited = Number(await page.getAttribute('#llama2c', 'data-waited'));
-    step('pick → loaded', waited, t0, loaded);
+    await step('pick → loaded', waited, t0, loaded);
     await page.waitForFunction(() => {
       const p = document.querySelector('#picture');
       return p.dataset.state !== 'loading' && (p.dataset.source ?? '').length > 0 && document.querySelector('#pmodel')?.value === 'opened'
         && Number(p.dataset.drawnAt ?? 0) > 0 && p.dataset.state === 'ready';
     }, null, { timeout: CAP });
     const drawnAt = Number(await page.getAttribute('#picture', 'data-drawn-at'));
-    step('loaded → picture drawn', drawnAt - loaded, loaded, drawnAt);
+    await step('loaded → picture drawn', drawnAt - loaded, loaded, drawnAt);
     row.memory = await page.evaluate(async () => (await import('./host.js')).hostCall('opener', { type: 'memory' }));
     row.fp32 = Number(await page.getAttribute('#llama2c', 'data-fp32'));
 
@@ -77,8 +78,8 @@ async function drive(browser, url, dir, run) {
     await page.click('#l2generate');
     await page.waitForSelector('#llama2c[data-done]', { timeout: CAP });
     const g1 = await now();
-    step('Generate → first token', Number(await page.getAttribute('#llama2c', 'data-first-token')), g0, g0 + Number(await page.getAttribute('#llama2c', 'data-first-token')));
-    step('Generate → drawn', g1 - g0, g0, g1);
+    await step('Generate → first token', Number(await page.getAttribute('#llama2c', 'data-first-token')), g0, g0 + Number(await page.getAttribute('#llama2c', 'data-first-token')));
+    await step('Generate → drawn', g1 - g0, g0, g1);
     row.generate = await page.textContent('#l2status');
 
     // What does this head do?: the opened model picked; the estimated grid, then the top cells exactly
@@ -88,20 +89,22 @@ async function drive(browser, url, dir, run) {
     if ((await page.$eval('#hdmodel', (s) => s.value)) !== 'opened') await page.selectOption('#hdmodel', 'opened');
     await page.waitForFunction(() => {
       const s = document.querySelector('#circuits');
-      return s.dataset.state === 'error' || (s.dataset.estimateAt && (s.dataset.file ?? '').startsWith('opened-'));
+      return s.dataset.state === 'error' || (Number(s.dataset.estimateAt) > Number(s.dataset.startedAt) && (s.dataset.file ?? '').startsWith('opened-'));
     }, null, { timeout: CAP });
+    // the panel starts on an opened model by itself (it runs on it when it opens): timed from that start
+    const started = Number(await page.getAttribute('#circuits', 'data-started-at'));
     const c1 = Number(await page.getAttribute('#circuits', 'data-estimate-at'));
     row.estimate = await page.getAttribute('#circuits', 'data-estimate');
-    step('circuits → estimated grid', c1 - c0, c0, c1);
+    await step('circuits start → estimated grid', c1 - started, started, c1);
     await page.waitForFunction(() => {
       const s = document.querySelector('#circuits');
-      return s.dataset.state === 'error' || s.dataset.agreementAt || s.dataset.state === 'ready';
+      return s.dataset.state === 'error' || Number(s.dataset.agreementAt) > Number(s.dataset.startedAt) || s.dataset.state === 'ready';
     }, null, { timeout: CAP });
     const c2 = Number(await page.getAttribute('#circuits', 'data-agreement-at') ?? (await now()));
-    step('circuits → top 16 exact', c2 - c0, c0, c2);
+    await step('circuits start → top 16 exact', c2 - started, started, c2);
     await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#circuits').dataset.state), null, { timeout: CAP });
     const c3 = await now();
-    step('circuits → every grid', c3 - c0, c0, c3);
+    await step('circuits start → every grid', c3 - started, started, c3);
     row.circuits = await page.textContent('#hdstatus');
 
     // the feature browser on the opened model: GPT-2's layer-6 residual stream
@@ -117,7 +120,7 @@ async function drive(browser, url, dir, run) {
       await page.click('#fstrain');
       await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('#features').dataset.state), null, { timeout: CAP });
       const s1 = await now();
-      step('SAE 3072 x 768, k 32, 300 steps', s1 - s0, s0, s1);
+      await step('SAE 3072 x 768, k 32, 300 steps', s1 - s0, s0, s1);
       row.sae = await page.textContent('#fsstatus');
     }
     row.memoryAfter = await page.evaluate(async () => (await import('./host.js')).hostCall('opener', { type: 'memory' }));
@@ -147,16 +150,16 @@ export default async function run() {
   const browser = await launch();
   try {
     console.log(`# ${(await import('./timing.js')).cpuName()}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')} (2 cores shared)`);
-    console.log('| model | viewport | step | time | longest main-thread task |');
-    console.log('|---|---|---|---|---|');
+    console.log('| model | viewport | step | time | longest main-thread task | wasm heap after it |');
+    console.log('|---|---|---|---|---|---|');
     for (const r of RUNS.filter((x) => want.includes(x.model))) {
       const row = await drive(browser, server.url, dir, r);
       for (const s of row.steps) {
-        console.log(`| ${r.label} | ${r.viewport.width} x ${r.viewport.height} | ${s.name} | ${fmt(s.ms)} | ${s.longest ? fmt(s.longest) : 'none over 50 ms'}${s.longest > LONG ? ' (over 100 ms)' : ''} |`);
+        console.log(`| ${r.label} | ${r.viewport.width} x ${r.viewport.height} | ${s.name} | ${fmt(s.ms)} | ${s.longest ? fmt(s.longest) : 'none over 50 ms'}${s.longest > LONG ? ' (over 100 ms)' : ''} | ${mib(s.heap)} |`);
       }
       const fp32 = row.fp32;
       console.log(`| ${r.label} | ${r.viewport.width} x ${r.viewport.height} | wasm heap after load / at the end | `
-        + `${mib(row.memory.heap)} / ${mib(row.memoryAfter.heap)} (${(row.memoryAfter.heap / fp32).toFixed(2)} x the fp32 weights' ${mib(fp32)}) | |`);
+        + `${mib(row.memory.heap)} / ${mib(row.memoryAfter.heap)} (${(row.memoryAfter.heap / fp32).toFixed(2)} x the fp32 weights' ${mib(fp32)}) | | |`);
       console.log(`#   ${r.label}: generation: ${row.generate}`);
       console.log(`#   circuits (estimate ${row.estimate}): ${row.circuits.slice(0, 300)}`);
       if (row.sae) console.log(`#   features: ${row.sae}`);

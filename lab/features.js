@@ -2,7 +2,7 @@
 // web/features-worker.js, and its tests). Pure functions over the library's calls; double precision
 // for the sums.
 //   studyFeatures({ model, sae, hook, ids, unembed })  every feature's top-activating contexts on
-//     held-out ids (windows of at most 256 tokens read through runWithCache), its activation
+//     held-out ids (windows of at most 128 tokens read through runWithCache), its activation
 //     histogram and density, and the tokens its decoder direction promotes (the direction through the
 //     final norm's gain and the classifier: direct logit attribution); and the SAE's held-out FVU
 //   continueGreedy({ model, ids, tokens, hooks })  a greedy continuation, each step one runWithHooks
@@ -16,7 +16,7 @@ export const BINS = 12; // histogram bins over (0, the feature's largest activat
 // tokens per forward when reading a text: a long window of a large model costs memory for every
 // position's activations (GPT-2 small's 1024 tokens do not fit the wasm32 heap), and a short one
 // only splits the context
-const WINDOW = 256;
+const WINDOW = 128;
 
 export function featureDirections(sae) {
   return sae.params()['dec.w'];

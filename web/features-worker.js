@@ -36,7 +36,7 @@ onHosted((record, old) => {
     using = null;
   }
 });
-const WINDOW = 256; // tokens per forward while reading the text (a longer one costs a large model's logits)
+const WINDOW = 128; // tokens per forward while reading the text: a large model's activations for a window are held at once (memory), and a short one only splits the context
 
 // the bytes at url, fetched once by the page (worker-page.js)
 const bytesOf = async (url) => new Uint8Array(await pageFetch(url));

@@ -6,8 +6,10 @@
 // result } or { id, type: 'error', message }; a long one posts events with its id before that, and
 // { type: 'cancel', id } stops it at its next pause.
 // Requests:
-//   open { format, given: role -> [{ name, bytes: ArrayBuffer }], waited (ms before the host got them) }
-//        -> { key, name, status, kind, config, weightBytes, stop, bos, vocabSize, labels, texts }
+//   open { format, given: role -> [{ name, bytes: ArrayBuffer } | { name, file: File }], waited (ms before the host got them) }
+//        a File is read here, in slices (events { type: 'reading', done, total } in bytes), so the
+//        page's thread never copies a large file -> { key, name, status, kind, config, weightBytes, stop, bos, vocabSize, labels, texts }
+//        (labels and texts: every token's, packed: { text, offsets })
 //   close {}                         the model disposed
 //   encode { text } -> { ids, lowered }   decode { ids } -> text
 //   generate { prompt, maxTokens, stop }  events { type: 'tokens', tokens (new), text (all so far) };
@@ -67,16 +69,55 @@ function encode(o, text) {
   }
 }
 
-async function load(msg) {
+const SLICE = 16 * 2 ** 20; // bytes of a File read at a time (progress and Cancel between two)
+
+// A File's bytes, read in slices into one buffer; onBytes(n) after each; throws Cancelled when asked.
+async function readFile(file, onBytes, alive) {
+  const out = new Uint8Array(file.size);
+  for (let at = 0; at < file.size; at += SLICE) {
+    out.set(new Uint8Array(await file.slice(at, Math.min(file.size, at + SLICE)).arrayBuffer()), at);
+    onBytes(Math.min(SLICE, file.size - at));
+    alive();
+  }
+  return out;
+}
+
+// A list of strings as one string and its offsets (the i-th is text.slice(offsets[i], offsets[i + 1])):
+// the page reads one string and one buffer, not a hundred thousand small strings (opened.js unpackStrings).
+function packStrings(list) {
+  const offsets = new Uint32Array(list.length + 1);
+  for (let i = 0; i < list.length; i++) offsets[i + 1] = offsets[i] + list[i].length;
+  return { text: list.join(''), offsets };
+}
+
+async function load(msg, post) {
   const lib = await libPromise;
   const row = FORMATS.find((r) => r.format === msg.format);
   if (!row) throw new Error(`no format ${msg.format}`);
   setHosted(null); // the model before gives its memory back first
+  const alive = () => { if (cancelled.has(msg.id)) throw new Cancelled(); };
+  const entries = Object.values(msg.given).flat();
+  const total = entries.reduce((a, f) => a + (f.file ? f.file.size : f.bytes.byteLength), 0);
+  let done = 0;
   const given = {};
-  for (const [role, files] of Object.entries(msg.given)) given[role] = files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }));
+  for (const [role, files] of Object.entries(msg.given)) {
+    given[role] = [];
+    for (const f of files) {
+      const bytes = f.file ? await readFile(f.file, (n) => post({ type: 'reading', id: msg.id, done: (done += n), total }), alive)
+        : new Uint8Array(f.bytes);
+      given[role].push({ name: f.name, bytes });
+    }
+  }
+  post({ type: 'loading', id: msg.id });
+  await pause();
+  alive();
   const t0 = performance.now();
   const model = row.load(lib, given);
   const loadMs = performance.now() - t0;
+  if (cancelled.has(msg.id)) { // Cancel came while it loaded: nothing is kept
+    model.dispose();
+    throw new Cancelled();
+  }
   const shown = row.shows(model, { ms: loadMs + (msg.waited ?? 0), given, ...(msg.hub ?? {}) });
   const tokens = row.tokens(model);
   const key = `opened-${++serial}`;
@@ -97,7 +138,8 @@ async function load(msg) {
     if (id % 8192 === 8191) await pause();
   }
   return { key, name: shown.name, status: shown.status, kind: row.format, config: { ...c }, weightBytes: { ...model.weightBytes },
-    stop: tokens.stop, bos: tokens.bos, vocabSize, labels, texts, loadMs, notes: model.huggingFace?.notes ?? [] };
+    stop: tokens.stop, bos: tokens.bos, vocabSize, labels: packStrings(labels), texts: packStrings(texts), loadMs,
+    notes: model.huggingFace?.notes ?? [] };
 }
 
 // Greedy generation, posted as it is made: a session's next() one token at a time when the library
@@ -262,7 +304,10 @@ export function openerTask(post) {
     try {
       let result, transfer = [];
       switch (msg.type) {
-        case 'open': result = await load(msg); break;
+        case 'open':
+          result = await load(msg, post);
+          transfer = [result.labels.offsets.buffer, result.texts.offsets.buffer];
+          break;
         case 'close': setHosted(null); result = null; break;
         case 'encode': {
           const e = encode(open(), msg.text);

@@ -26,6 +26,11 @@ export function onOpened(fn) {
   return () => target.removeEventListener('change', listener);
 }
 
+/** The i-th of a list the host packed ({ text, offsets }: host-opener.js), or '' past its end. */
+export function unpackStrings({ text, offsets }) {
+  return (i) => (i >= 0 && i + 1 < offsets.length ? text.slice(offsets[i], offsets[i + 1]) : '');
+}
+
 /**
  * Publishes a model just opened (info: the host's answer to 'open', host-opener.js), or null when it
  * was closed.
@@ -35,7 +40,8 @@ export function publishOpened(info) {
     if (current === null) return;
     current = null;
   } else {
-    const { key, name, kind, config, vocabSize, labels, texts, stop, bos } = info;
+    const { key, name, kind, config, vocabSize, stop, bos } = info;
+    const labels = unpackStrings(info.labels), texts = unpackStrings(info.texts);
     const gone = () => new Error(`${name} was closed in "Open a model file": open it again`);
     const alive = () => { if (current?.key !== key) throw gone(); };
     current = {
@@ -52,8 +58,8 @@ export function publishOpened(info) {
         alive();
         return hostCall('opener', { type: 'decode', ids: Array.from(ids) });
       },
-      piece: (id) => texts[id] ?? '',
-      label: (id) => labels[id] || `#${id}`,
+      piece: texts,
+      label: (id) => labels(id) || `#${id}`,
     };
   }
   target.dispatchEvent(new CustomEvent('change', { detail: current }));

@@ -162,7 +162,7 @@ export function createCircuitsView(el, { lib }) {
     for (const e of [el.texts, el.grid, el.table, el.claim, el.resid, el.z, el.lens, el.promoted, el.comp, el.compClaim, el.steer]) e.replaceChildren();
     el.headTitle.textContent = 'The head';
     heatmap.render({ maps: [], n: 1, m: 1, rowLabels: [], colLabels: [] });
-    for (const k of ['result', 'estimate', 'exact', 'agreement', 'composition', 'steer']) delete el.panel.dataset[k];
+    for (const k of ['result', 'estimate', 'exact', 'agreement', 'composition', 'steer', 'estimateAt', 'agreementAt', 'startedAt', 'promoted']) delete el.panel.dataset[k];
     el.panel.dataset.state = 'running';
     el.status.textContent = 'Starting…';
     el.progress.value = 0;
@@ -268,6 +268,7 @@ export function createCircuitsView(el, { lib }) {
       cell('span', 'Corrupted (the first copy\'s tokens swapped for others): '), cell('code', t.corrupt));
     el.panel.dataset.state = 'running';
     el.panel.dataset.file = o.key;
+    el.panel.dataset.startedAt = String(performance.now()); // when the run on the opened model began (the page-models bench reads it)
     el.status.textContent = `Testing the heads of ${o.name} (${o.config.layers} layers x ${o.config.heads} heads)…`;
     el.progress.value = 0;
     cancel.hidden = false;
@@ -620,7 +621,11 @@ export function createCircuitsView(el, { lib }) {
   // Head composition (Elhage et al. 2021), from the weights: for each later head a small grid of its
   // earlier heads, coloured by the kind picked (K, Q or V); the induction heads' strongest partners
   // in one sentence.
-  function drawComposition() {
+  // (a model of many heads has tens of thousands of squares: the rows are built a few at a time,
+  // with the page free in between, and a newer drawing stops an older one)
+  let compDrawing = 0;
+  async function drawComposition() {
+    const mine = ++compDrawing;
     const comp = result?.composition;
     if (!comp) return;
     const { layers: L, heads: H } = result;
@@ -684,7 +689,14 @@ export function createCircuitsView(el, { lib }) {
     const head = document.createElement('tr');
     head.append(cell('th', 'later head'), ...Array.from({ length: H }, (_, h) => cell('th', `head ${h + 1}`)));
     table.append(head);
+    el.comp.replaceChildren(table);
+    let since = performance.now();
     for (let l2 = 1; l2 < L; l2++) {
+      if (performance.now() - since > 25) {
+        await new Promise((r) => setTimeout(r));
+        if (mine !== compDrawing) return;
+        since = performance.now();
+      }
       const tr = document.createElement('tr');
       tr.append(cell('th', `layer ${l2 + 1}`));
       for (let h2 = 0; h2 < H; h2++) {
@@ -710,7 +722,6 @@ export function createCircuitsView(el, { lib }) {
       }
       table.append(tr);
     }
-    el.comp.replaceChildren(table);
     el.panel.dataset.composition = kind;
   }
 

@@ -122,7 +122,7 @@ export function createFeaturesView(el) {
       el.status.textContent = `Stopped at step ${msg.step}.`;
     } else if (msg.type === 'trained') {
       busy(false);
-      result = { ...msg, model: trainedOn };
+      result = { ...msg, model: trainedOn, byId: new Map(msg.features.map((f) => [f.id, f])) };
       picked = null;
       const alive = msg.features.filter((f) => f.fires > 0).length;
       el.status.textContent = `Trained ${msg.config.dSae} features (k = ${msg.config.k}) on ${msg.hook} over ${msg.trainTokens.toLocaleString('en')} `
@@ -200,7 +200,7 @@ export function createFeaturesView(el) {
 
   function pick(id) {
     picked = id;
-    const f = result.features[id];
+    const f = result.byId.get(id);
     for (const b of el.list.querySelectorAll('button')) b.setAttribute('aria-pressed', String(Number(b.dataset.feature) === id));
     el.title.textContent = `Feature ${id}: fires on ${(100 * f.density).toFixed(2)}% of held-out tokens (${f.fires}), at most ${f.max.toFixed(2)}, ${f.mean.toFixed(2)} on average when on`;
     el.contexts.replaceChildren(...f.top.map((c) => {

@@ -28,14 +28,21 @@ const SHOWN = 64; // characters drawn at most (the heatmaps stay readable)
  */
 export function topK(row, k, limit = row.length) {
   let max = -Infinity;
-  for (const x of row) if (x > max) max = x;
+  for (let i = 0; i < row.length; i++) if (row[i] > max) max = row[i];
   let sum = 0;
-  const p = Array.from(row, (x) => {
-    const e = Math.exp(x - max);
-    sum += e;
-    return e;
-  });
-  return p.slice(0, limit).map((e, index) => ({ index, p: e / sum })).sort((a, b) => b.p - a.p).slice(0, k);
+  for (let i = 0; i < row.length; i++) sum += Math.exp(row[i] - max);
+  // one pass keeping the k largest (a vocabulary of 50,000 is not sorted); ties keep the lower index first
+  const best = [];
+  const n = Math.min(limit, row.length);
+  for (let i = 0; i < n; i++) {
+    const x = row[i];
+    if (best.length === k && x <= row[best[k - 1]]) continue;
+    let at = best.length;
+    while (at > 0 && row[best[at - 1]] < x) at--;
+    best.splice(at, 0, i);
+    if (best.length > k) best.pop();
+  }
+  return best.map((index) => ({ index, p: Math.exp(row[index] - max) / sum }));
 }
 
 /**

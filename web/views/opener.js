@@ -31,7 +31,7 @@ import { checkEndpoint, checkHubId, droppedFiles, fetchHubModel, formatMB } from
 import { notAModelFile } from '../../wasm/llama2c.js';
 import { SAMPLE } from '../../lab/llama2c-sample.js';
 import { NAMED_AT, describeInduction, nameHead, probeTokens, scoreHead } from '../../lab/heads.js';
-import { publishOpened } from '../opened.js';
+import { publishOpened, unpackStrings } from '../opened.js';
 import { hostCall, hostChannel } from '../host.js';
 import { fetchOnce } from '../fetch-once.js';
 import { FORMATS, SAMPLE_FORMAT, WEIGHTS, byRole, formatBytes, notOpened, pickFormat, whatIsMissing } from '../formats.js';
@@ -163,7 +163,7 @@ export function createOpenerView(el, { lib, onChange }) {
   }
 
   // The tokenizer's side of the views: every token's label, as the host sent them (formats.js tokens()).
-  const label = (id) => (model.labels[id] || `#${id}`).replace(/\n/g, '⏎');
+  const label = (id) => (model.label(id) || `#${id}`).replace(/\n/g, '⏎');
   const decode = (ids) => ask({ type: 'decode', ids: Array.from(ids) });
   // The text as tokens (in the host); a tokenizer without byte pieces may still spell it lower-cased (the sample's).
   const encode = async (text) => {
@@ -183,7 +183,7 @@ export function createOpenerView(el, { lib, onChange }) {
   // buttons; the other panels may run on it (opened.js).
   function opened(info) {
     const m = info;
-    model = info;
+    model = { ...info, label: unpackStrings(info.labels), text: unpackStrings(info.texts) };
     publishOpened(info);
     el.layer.replaceChildren(...Array.from({ length: m.config.layers }, (_, l) => new Option(`layer ${l + 1}`, String(l))));
     el.panel.dataset.loaded = '1';
@@ -245,19 +245,11 @@ export function createOpenerView(el, { lib, onChange }) {
     const t0 = performance.now(); // the user's wait starts at the pick
     try {
       const all = Object.values(given).flat(), total = all.reduce((a, f) => a + f.size, 0);
-      status(`Reading ${all.length} file(s), ${formatMB(total)}, in this tab…`);
-      let done = 0;
-      const bytes = {};
-      for (const [role, files] of Object.entries(given)) {
-        bytes[role] = [];
-        for (const f of files) {
-          bytes[role].push({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) });
-          if (signal.aborted) throw signal.reason;
-          showBytes((done += f.size), total);
-          await frame();
-        }
-      }
-      await load(r, bytes, signal, {}, t0);
+      status(`Reading ${all.length} file(s), ${formatMB(total)}, in this tab (in a worker)…`);
+      // the Files themselves go to the model host, which reads them: this thread never copies them
+      const files = {};
+      for (const [role, list] of Object.entries(given)) files[role] = list.map((f) => ({ name: f.name, file: f }));
+      await load(r, files, signal, {}, t0);
     } catch (e) {
       if (current(signal)) status(isAbort(e) ? 'Cancelled: nothing was loaded.' : e.message);
     } finally {
@@ -268,16 +260,20 @@ export function createOpenerView(el, { lib, onChange }) {
   // The files' bytes (role -> [{ name, bytes }]) sent to the model host (transferred: this page keeps
   // no copy) and loaded there with the row's loader; the status says what was opened and how long
   // the user waited (t0: the pick, or the Hub request). hub: { id, fetched (ms) } for a Hub download.
+  // given: role -> [{ name, bytes }] (a Hub download) or [{ name, file }] (picked Files, read by the host).
   async function load(r, given, signal, hub = {}, t0 = performance.now()) {
     const weights = given[Object.keys(r.files).find((role) => r.files[role].sniff === r.sniff)];
-    status(`Loading ${weights.length > 1 ? `${weights.length} shards` : weights[0].name} `
-      + `(${formatMB(weights.reduce((a, w) => a + w.bytes.length, 0))}) into the library, in a worker…`);
+    const size = (w) => (w.file ? w.file.size : w.bytes.length);
+    const loading = () => status(`Loading ${weights.length > 1 ? `${weights.length} shards` : weights[0].name} `
+      + `(${formatMB(weights.reduce((a, w) => a + size(w), 0))}) into the library, in a worker…`);
+    if (!weights[0].file) loading();
     el.progress.removeAttribute('value');
     await frame();
     if (signal.aborted) throw signal.reason;
     const sent = {}, transfer = [];
     for (const [role, files] of Object.entries(given)) {
       sent[role] = files.map((f) => {
+        if (f.file) return f; // a File is posted as a handle: the host reads it
         // a buffer of its own to transfer (a view into a larger one is copied once, here)
         const own = f.bytes.byteOffset === 0 && f.bytes.byteLength === f.bytes.buffer.byteLength ? f.bytes.buffer : f.bytes.slice().buffer;
         transfer.push(own);
@@ -285,8 +281,16 @@ export function createOpenerView(el, { lib, onChange }) {
       });
     }
     const mine = run;
-    const info = await ask({ type: 'open', format: r.format, given: sent, hub, waited: performance.now() - t0 },
-      { transfer: [...new Set(transfer)] });
+    const info = await ask({ type: 'open', format: r.format, given: sent, hub, waited: performance.now() - t0 }, {
+      transfer: [...new Set(transfer)], signal,
+      onEvent: (ev) => {
+        if (ev.type === 'reading') showBytes(ev.done, ev.total);
+        else if (ev.type === 'loading') {
+          el.progress.removeAttribute('value');
+          loading();
+        }
+      },
+    });
     if (mine !== run) return; // closed (or another opened) while it loaded: the next open replaces it in the host
     const waited = performance.now() - t0;
     opened(info);
@@ -566,7 +570,7 @@ export function createOpenerView(el, { lib, onChange }) {
     const own = !sampleOpen;
     const read = own ? text : new TextDecoder().decode(await fetchOnce(new URL(`../models/${HELD_OUT}`, import.meta.url)));
     const { ids } = await encode(read);
-    const chars = read.length - (ids[0] === model.bos ? 0 : (model.texts[ids[0]] ?? '').length);
+    const chars = read.length - (ids[0] === model.bos ? 0 : model.text(ids[0]).length);
     return { ids, chars, own, length: read.length };
   }
 
