@@ -14,9 +14,14 @@
 //   quantize after a float32 load (model.quantize, in place) beside the quantized load: the heap in
 //             use after the float32 load, the peak (wasm memory grown since before the load) and the
 //             heap in use after quantizing, against the quantized load's peak and heap in use
+//   bf16      loadHuggingFace({ dtype: 'bf16' }) (the matrices kept in 16 bits) against the float32
+//             load of the same BF16 file, in one process at 1 and 2 threads: decode tokens/s in
+//             alternating rounds (fp32, bf16, fp32, ...), medians of 3, their ratio (issue 59's target:
+//             >= 1.7x), and whether the two loads' logits are bit-identical
 // Each (shape, threads) runs in a child process of its own, so memory is measured from a fresh start.
 //   node bench/run.js hf      (BENCH_HF_SHAPES=gpt2,smollm2,stories15m picks shapes; BENCH_HF_MEMORY=1
-//                             measures the memory tables alone: no float32 rows, no forward or decode)
+//                             measures the memory tables alone: no float32 rows, no forward or decode;
+//                             BENCH_HF_BF16=only runs the bf16 table alone, BENCH_HF_BF16=0 skips it)
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -79,6 +84,39 @@ async function child(shapeName, threads, file, quantize) {
     forwardMs: median(fw), tokS: median(dec) }));
 }
 
+// Decode tokens/s of a model: greedy generation with the KV cache, the tokens after the first
+// (generate of N less generate of 1, so the prompt's cost cancels).
+function decodeRate(model, prompt, N) {
+  const a = performance.now();
+  model.generate(prompt, { maxTokens: 1 });
+  const b = performance.now();
+  model.generate(prompt, { maxTokens: N });
+  const c = performance.now();
+  return (N - 1) / (((c - b) - (b - a)) / 1000);
+}
+
+// The bf16 child: the float32 and the bf16 load of one BF16 file in one instance, decoded in turns.
+async function childBf16(shapeName, threads, file) {
+  const { loadAttention } = await import('../wasm/index.js');
+  const lib = await loadAttention({ threads });
+  const shape = SHAPES[shapeName], bytes = readFileSync(file);
+  const maxLen = Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024);
+  const f32 = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen });
+  const b16 = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen, dtype: 'bf16' });
+  const ids = Array.from({ length: 16 }, (_, i) => 1 + ((i * 7919) % (f32.config.vocab - 1)));
+  const la = f32.forward(ids).logits, lb = b16.forward(ids).logits;
+  const identical = la.length === lb.length && la.every((x, i) => Object.is(x, lb[i]));
+  const N = 48, rate = { fp32: [], bf16: [] };
+  f32.generate(ids, { maxTokens: 2 });
+  b16.generate(ids, { maxTokens: 2 });
+  for (let r = 0; r < 3; r++) {
+    rate.fp32.push(decodeRate(f32, ids, N));
+    rate.bf16.push(decodeRate(b16, ids, N));
+  }
+  console.log(JSON.stringify({ threads: lib.threads, relaxed: lib.relaxed, identical, fp32: median(rate.fp32), bf16: median(rate.bf16),
+    bytes: [f32.weightBytes.bytes, b16.weightBytes.bytes] }));
+}
+
 export default async function run({ cpuName }) {
   const names = (process.env.BENCH_HF_SHAPES ?? 'gpt2,smollm2,stories15m').split(',');
   const dir = mkdtempSync(join(tmpdir(), 'aw-hf-bench-'));
@@ -86,15 +124,36 @@ export default async function run({ cpuName }) {
   const memoryOnly = Boolean(process.env.BENCH_HF_MEMORY);
   console.log(`# ${cpuName()}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; random weights, BF16 files; ` +
     'each row a fresh process (SIMD128 build, relaxed where validated)');
-  if (!memoryOnly) console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
-  if (!memoryOnly) console.log('|---|---|---|---|---|---|---|---|---|---|');
   const rows = [], after = [];
   const spawn = (name, threads, file, quantize = '') => {
     const p = spawnSync(process.execPath, [...process.execArgv, me, 'child', name, String(threads), file, quantize], { encoding: 'utf8', maxBuffer: 1 << 20 });
     if (p.status !== 0) throw new Error(`hf bench child ${name} ${threads} ${quantize}: ${p.stderr}`);
     return JSON.parse(p.stdout.trim().split('\n').pop());
   };
+  const bf16 = memoryOnly ? '0' : process.env.BENCH_HF_BF16 ?? '1';
   try {
+    if (bf16 !== '0') { // the bf16 table first: decode with the matrices in 16 bits against float32
+      console.log(`\nBF16 kept in 16 bits (loadHuggingFace({ dtype: 'bf16' })) against the float32 load of the same BF16 file: ` +
+        `decode tok/s, 48 tokens after a 16-token prompt, alternating rounds, medians of 3; ${cpuName()}; ` +
+        `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      console.log('| shape | threads | fp32 weights held | bf16 weights held | fp32 decode | bf16 decode | bf16 / fp32 | logits identical |');
+      console.log('|---|---|---|---|---|---|---|---|');
+      for (const name of names) {
+        const file = join(dir, `${name}.safetensors`);
+        writeFileSync(file, randomBf16(SHAPES[name].config));
+        for (const threads of [1, 2]) {
+          const a = spawn(name, threads, file, 'bf16-pair');
+          console.log(`| ${SHAPES[name].label} | ${a.threads} | ${(a.bytes[0] / 1e6).toFixed(0)} MB | ${(a.bytes[1] / 1e6).toFixed(0)} MB | ` +
+            `${a.fp32.toFixed(1)} tok/s | ${a.bf16.toFixed(1)} tok/s | ${(a.bf16 / a.fp32).toFixed(2)}x | ${a.identical ? 'yes' : 'NO'} |`);
+        }
+        rmSync(file);
+      }
+      console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      if (bf16 === 'only') return;
+      console.log('');
+    }
+    if (!memoryOnly) console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
+    if (!memoryOnly) console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const name of names) {
       const file = join(dir, `${name}.safetensors`);
       writeFileSync(file, randomBf16(SHAPES[name].config));
@@ -131,4 +190,5 @@ export default async function run({ cpuName }) {
   }
 }
 
-if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5], process.argv[6] || null);
+if (process.argv[2] === 'child' && process.argv[6] === 'bf16-pair') await childBf16(process.argv[3], Number(process.argv[4]), process.argv[5]);
+else if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5], process.argv[6] || null);
