@@ -122,6 +122,36 @@ test('the relaxed-SIMD builds: a bf16 load equals the float32 load at 1 and 2 th
   for (const label of Object.keys(got.one)) assert.equal(got.two[label].logits, got.one[label].logits, `relaxed ${label}: 2 threads differ`);
 });
 
+// The kernels alone (aw_bench_matmul's layouts 3 and 4: aw_matmul_nn_bf16 and _nt_bf16) against the
+// float32 kernels given the widened values: every M (one row: the GEMVs; more: the blocked GEMM),
+// sizes with every tail, and matrices past the GEMVs' thread and streaming cuts.
+function kernelsSame(lib) {
+  const ex = lib[Symbol.for('attention-wasm.exports')];
+  let seed = 9;
+  const rnd = () => { seed ^= seed << 13; seed >>>= 0; seed ^= seed >>> 17; seed ^= seed << 5; seed >>>= 0; return (seed / 2 ** 32) * 2 - 1; };
+  const bad = [];
+  for (const [M, N, K] of [[1, 37, 29], [1, 1030, 70], [1, 516, 128], [1, 96, 700], [1, 2051, 64], [3, 45, 67], [70, 259, 33], [9, 20, 300]]) {
+    const a = ex.malloc(M * K * 4), f = ex.malloc(N * K * 4), h = ex.malloc(N * K * 2), c0 = ex.malloc(M * N * 4), c1 = ex.malloc(M * N * 4);
+    new Float32Array(lib.memory.buffer, a, M * K).forEach((_, i, v) => { v[i] = rnd(); });
+    const hv = new Uint16Array(lib.memory.buffer, h, N * K), fv = new Uint32Array(lib.memory.buffer, f, N * K);
+    // finite values of either sign, magnitudes 2^-8 .. 2^4 with every mantissa (the loaders refuse NaN and Infinity)
+    for (let i = 0; i < N * K; i++) hv[i] = 0x3b80 + Math.floor((rnd() + 1) * 0x300) + (rnd() < 0 ? 0x8000 : 0), fv[i] = hv[i] << 16;
+    for (const nt of [0, 1]) {
+      assert.equal(ex.aw_bench_matmul(c0, a, f, M, N, K, nt, 1), 0);
+      assert.equal(ex.aw_bench_matmul(c1, a, h, M, N, K, nt + 3, 1), 0);
+      const x = new Uint32Array(lib.memory.buffer, c0, M * N), y = new Uint32Array(lib.memory.buffer, c1, M * N);
+      if (!x.every((v, i) => v === y[i])) bad.push(`${nt ? 'NT' : 'NN'} M ${M} N ${N} K ${K}`);
+    }
+    for (const p of [a, f, h, c0, c1]) ex.free(p);
+  }
+  return bad;
+}
+
+test('the BF16 kernels equal the float32 kernels on the widened values, bit for bit, on every build', () => {
+  for (const [name, l] of [['SIMD128', simd], ['scalar', scalar], ['2 threads', threads]])
+    assert.deepEqual(kernelsSame(l), [], `${name}: products that differ`);
+});
+
 const LLAMA = { vocab: 256, dModel: 256, dFF: 1024, heads: 4, layers: 4, maxLen: 64, block: 'llama', seed: 3 };
 
 test('a bf16 load grows the wasm memory by well under the float32 load', async (t) => {
