@@ -141,8 +141,9 @@ async function childGemv(shapeName, threads) {
   const held = mats.map(([K, N]) => {
     const f = ex.malloc(K * N * 4), h = ex.malloc(K * N * 2);
     if (!f || !h) throw new Error('gemv bench: out of memory');
-    const fv = new Float32Array(lib.memory.buffer, f, K * N), hv = new Uint16Array(lib.memory.buffer, h, K * N);
-    for (let i = 0; i < K * N; i++) hv[i] = new Uint32Array(new Float32Array([rnd()]).buffer)[0] >>> 16, fv[i] = new Float32Array(new Uint32Array([hv[i] << 16]).buffer)[0];
+    const fu = new Uint32Array(lib.memory.buffer, f, K * N), hv = new Uint16Array(lib.memory.buffer, h, K * N);
+    // bits of values in +-[2^-8, 2^-2), either sign: the BF16 copy and its float32 widening
+    for (let i = 0; i < K * N; i++) hv[i] = 0x3b80 + ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) >>> 22) + (s & 0x100 ? 0x8000 : 0), fu[i] = hv[i] << 16;
     return { f, h };
   });
   const token = (bf16) => {
