@@ -14,9 +14,18 @@
 //   quantize after a float32 load (model.quantize, in place) beside the quantized load: the heap in
 //             use after the float32 load, the peak (wasm memory grown since before the load) and the
 //             heap in use after quantizing, against the quantized load's peak and heap in use
+//   bf16      loadHuggingFace({ dtype: 'bf16' }) (the matrices kept in 16 bits) against the float32
+//             load of the same BF16 file, in one process at 1 and 2 threads: decode tokens/s in
+//             alternating rounds (fp32, bf16, fp32, ...), medians of 3, their ratio (issue 59's target:
+//             >= 1.7x), and whether the two loads' logits are bit-identical; beside it the same
+//             token's matrix-vector products alone (every layer's matrices and the classifier in
+//             their real sizes, filled with small random values, multiplied in decode order by the
+//             kernels the model uses: aw_bench_matmul's float32 and BF16 layouts), which bounds
+//             what the whole decode can gain
 // Each (shape, threads) runs in a child process of its own, so memory is measured from a fresh start.
 //   node bench/run.js hf      (BENCH_HF_SHAPES=gpt2,smollm2,stories15m picks shapes; BENCH_HF_MEMORY=1
-//                             measures the memory tables alone: no float32 rows, no forward or decode)
+//                             measures the memory tables alone: no float32 rows, no forward or decode;
+//                             BENCH_HF_BF16=only runs the bf16 table alone, BENCH_HF_BF16=0 skips it)
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -79,6 +88,76 @@ async function child(shapeName, threads, file, quantize) {
     forwardMs: median(fw), tokS: median(dec) }));
 }
 
+// Decode tokens/s of a model: greedy generation with the KV cache, the tokens after the first
+// (generate of N less generate of 1, so the prompt's cost cancels).
+function decodeRate(model, prompt, N) {
+  const a = performance.now();
+  model.generate(prompt, { maxTokens: 1 });
+  const b = performance.now();
+  model.generate(prompt, { maxTokens: N });
+  const c = performance.now();
+  return (N - 1) / (((c - b) - (b - a)) / 1000);
+}
+
+// The bf16 child: the float32 and the bf16 load of one BF16 file in one instance, decoded in turns.
+async function childBf16(shapeName, threads, file) {
+  const { loadAttention } = await import('../wasm/index.js');
+  const lib = await loadAttention({ threads });
+  const shape = SHAPES[shapeName], bytes = readFileSync(file);
+  const maxLen = Math.min(shape.config.n_positions ?? shape.config.max_position_embeddings, 1024);
+  const f32 = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen });
+  const b16 = lib.loadHuggingFace({ config: shape.config, weights: bytes, maxLen, dtype: 'bf16' });
+  const ids = Array.from({ length: 16 }, (_, i) => 1 + ((i * 7919) % (f32.config.vocab - 1)));
+  const la = f32.forward(ids).logits, lb = b16.forward(ids).logits;
+  const identical = la.length === lb.length && la.every((x, i) => Object.is(x, lb[i]));
+  const N = 48, rate = { fp32: [], bf16: [] };
+  f32.generate(ids, { maxTokens: 2 });
+  b16.generate(ids, { maxTokens: 2 });
+  for (let r = 0; r < 3; r++) {
+    rate.fp32.push(decodeRate(f32, ids, N));
+    rate.bf16.push(decodeRate(b16, ids, N));
+  }
+  console.log(JSON.stringify({ threads: lib.threads, relaxed: lib.relaxed, identical, fp32: median(rate.fp32), bf16: median(rate.bf16),
+    bytes: [f32.weightBytes.bytes, b16.weightBytes.bytes] }));
+}
+
+// The GEMV child: one token's matrix-vector products of a shape, float32 against BF16, in turns.
+async function childGemv(shapeName, threads) {
+  const { loadAttention } = await import('../wasm/index.js');
+  const lib = await loadAttention({ threads });
+  const ex = lib[Symbol.for('attention-wasm.exports')];
+  const c = SHAPES[shapeName].config, gpt2 = c.model_type === 'gpt2';
+  const C = gpt2 ? c.n_embd : c.hidden_size, F = gpt2 ? 4 * C : c.intermediate_size, L = gpt2 ? c.n_layer : c.num_hidden_layers;
+  const KV = gpt2 ? C : (C / c.num_attention_heads) * c.num_key_value_heads;
+  // [K (inputs), N (outputs), nt]: the layer's linear layers stored (in, out) as the model holds them, then the tied classifier (out, in)
+  const layer = [[C, C, 0], [C, KV, 0], [C, KV, 0], [C, C, 0], [C, F, 0], ...(gpt2 ? [] : [[C, F, 0]]), [F, C, 0]];
+  const mats = [];
+  for (let l = 0; l < L; l++) mats.push(...layer);
+  mats.push([C, c.vocab_size, 1]);
+  let s = 7;
+  const rnd = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return (s / 2 ** 32) * 0.2 - 0.1; };
+  const x = ex.malloc(F * 4), y = ex.malloc(c.vocab_size * 4);
+  new Float32Array(lib.memory.buffer, x, F).forEach((_, i, a) => { a[i] = rnd(); });
+  const held = mats.map(([K, N]) => {
+    const f = ex.malloc(K * N * 4), h = ex.malloc(K * N * 2);
+    if (!f || !h) throw new Error('gemv bench: out of memory');
+    const fu = new Uint32Array(lib.memory.buffer, f, K * N), hv = new Uint16Array(lib.memory.buffer, h, K * N);
+    // bits of values in +-[2^-8, 2^-2), either sign: the BF16 copy and its float32 widening
+    for (let i = 0; i < K * N; i++) hv[i] = 0x3b80 + ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) >>> 22) + (s & 0x100 ? 0x8000 : 0), fu[i] = hv[i] << 16;
+    return { f, h };
+  });
+  const token = (bf16) => {
+    const t = performance.now();
+    mats.forEach(([K, N, nt], i) => ex.aw_bench_matmul(y, x, bf16 ? held[i].h : held[i].f, 1, N, K, nt + (bf16 ? 3 : 0), 1));
+    return 1000 / (performance.now() - t);
+  };
+  token(false), token(true);
+  const rate = { fp32: [], bf16: [] };
+  for (let r = 0; r < 5; r++) rate.fp32.push(token(false)), rate.bf16.push(token(true));
+  const bytes = mats.reduce((a, [K, N]) => a + K * N * 4, 0);
+  console.log(JSON.stringify({ threads: lib.threads, fp32: median(rate.fp32), bf16: median(rate.bf16), bytes }));
+}
+
 export default async function run({ cpuName }) {
   const names = (process.env.BENCH_HF_SHAPES ?? 'gpt2,smollm2,stories15m').split(',');
   const dir = mkdtempSync(join(tmpdir(), 'aw-hf-bench-'));
@@ -86,15 +165,37 @@ export default async function run({ cpuName }) {
   const memoryOnly = Boolean(process.env.BENCH_HF_MEMORY);
   console.log(`# ${cpuName()}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; random weights, BF16 files; ` +
     'each row a fresh process (SIMD128 build, relaxed where validated)');
-  if (!memoryOnly) console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
-  if (!memoryOnly) console.log('|---|---|---|---|---|---|---|---|---|---|');
   const rows = [], after = [];
   const spawn = (name, threads, file, quantize = '') => {
     const p = spawnSync(process.execPath, [...process.execArgv, me, 'child', name, String(threads), file, quantize], { encoding: 'utf8', maxBuffer: 1 << 20 });
     if (p.status !== 0) throw new Error(`hf bench child ${name} ${threads} ${quantize}: ${p.stderr}`);
     return JSON.parse(p.stdout.trim().split('\n').pop());
   };
+  const bf16 = memoryOnly ? '0' : process.env.BENCH_HF_BF16 ?? '1';
   try {
+    if (bf16 !== '0') { // the bf16 table first: decode with the matrices in 16 bits against float32
+      console.log(`\nBF16 kept in 16 bits (loadHuggingFace({ dtype: 'bf16' })) against the float32 load of the same BF16 file: ` +
+        `decode tok/s, 48 tokens after a 16-token prompt, alternating rounds, medians of 3; ${cpuName()}; ` +
+        `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      console.log('| shape | threads | fp32 weights held | bf16 weights held | fp32 decode | bf16 decode | bf16 / fp32 | logits identical | GEMVs alone: fp32 | bf16 | bf16 / fp32 |');
+      console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+      for (const name of names) {
+        const file = join(dir, `${name}.safetensors`);
+        writeFileSync(file, randomBf16(SHAPES[name].config));
+        for (const threads of [1, 2]) {
+          const a = spawn(name, threads, file, 'bf16-pair'), g = spawn(name, threads, file, 'bf16-gemv');
+          console.log(`| ${SHAPES[name].label} | ${a.threads} | ${(a.bytes[0] / 1e6).toFixed(0)} MB | ${(a.bytes[1] / 1e6).toFixed(0)} MB | ` +
+            `${a.fp32.toFixed(1)} tok/s | ${a.bf16.toFixed(1)} tok/s | ${(a.bf16 / a.fp32).toFixed(2)}x | ${a.identical ? 'yes' : 'NO'} | ` +
+            `${g.fp32.toFixed(1)} tok/s (${(g.fp32 * g.bytes / 1e9).toFixed(1)} GB/s) | ${g.bf16.toFixed(1)} tok/s | ${(g.bf16 / g.fp32).toFixed(2)}x |`);
+        }
+        rmSync(file);
+      }
+      console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+      if (bf16 === 'only') return;
+      console.log('');
+    }
+    if (!memoryOnly) console.log('| shape | parameters | file | load | s per 500 MB of file | wasm heap / fp32 | peak RSS growth / fp32 | forward 64 tokens, 1 / 2 threads | decode 1 thread | decode 2 threads |');
+    if (!memoryOnly) console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const name of names) {
       const file = join(dir, `${name}.safetensors`);
       writeFileSync(file, randomBf16(SHAPES[name].config));
@@ -131,4 +232,6 @@ export default async function run({ cpuName }) {
   }
 }
 
-if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5], process.argv[6] || null);
+if (process.argv[2] === 'child' && process.argv[6] === 'bf16-gemv') await childGemv(process.argv[3], Number(process.argv[4]));
+else if (process.argv[2] === 'child' && process.argv[6] === 'bf16-pair') await childBf16(process.argv[3], Number(process.argv[4]), process.argv[5]);
+else if (process.argv[2] === 'child') await child(process.argv[3], Number(process.argv[4]), process.argv[5], process.argv[6] || null);

@@ -39,5 +39,11 @@ export interface HuggingFaceApi {
     training?: boolean;
     quantize?: WeightFormat;
     groupSize?: number;
+    /** 'fp32' (the default) or 'bf16': the decoder's matrices (q, k, v, o, the FFN's, the classifier; a
+     *  tied classifier as a BF16 copy of the float32 embedding) kept in 16 bits, widened in registers by
+     *  the kernels, with logits bit-identical to the 'fp32' load of a BF16 file (an F32 or F16 file is
+     *  rounded to nearest even). Not with training or quantize; the model refuses what needs float32
+     *  matrices (training, attribution, composition); saveHuggingFace writes them back. */
+    dtype?: 'fp32' | 'bf16';
   }): HuggingFaceModel;
 }

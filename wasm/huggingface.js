@@ -386,7 +386,8 @@ export function huggingFaceMethods(core, lib) {
     });
     return out;
   }
-  // A quantized model's matrices by tensor name: { i (their index), rows (outputs), cols (inputs) }.
+  // A quantized model's matrices by tensor name: { i (their index), rows (outputs), cols (inputs),
+  // format (quant.h's id; 3: bf16), at (their values' address) }.
   function quantMatrices(model) {
     const out = new Map();
     core.withBuffers('quantize', [{ name: 'info', bytes: 48 }], ([p]) => {
@@ -394,7 +395,7 @@ export function huggingFaceMethods(core, lib) {
         const np = ex.aw_model_qmat(model.handle, i, p);
         if (!np) break;
         const v = new Float64Array(core.memory.buffer, p, 6);
-        out.set(core.cString(np), { i, rows: v[1], cols: v[2] });
+        out.set(core.cString(np), { i, rows: v[1], cols: v[2], format: v[0], at: v[4] });
       }
     });
     return out;
@@ -501,7 +502,7 @@ export function huggingFaceMethods(core, lib) {
     }
   }
 
-  const KEYS = ['config', 'weights', 'tokenizer', 'trustPatterns', 'maxLen', 'training', 'quantize', 'groupSize'];
+  const KEYS = ['config', 'weights', 'tokenizer', 'trustPatterns', 'maxLen', 'training', 'quantize', 'groupSize', 'dtype'];
   // One object holds the files and the options: a second argument ({ quantize, maxLen } beside the
   // files, as other loaders take options) would be silently ignored, so any is an Error.
   function loadHuggingFace(args, ...more) {
@@ -520,6 +521,12 @@ export function huggingFaceMethods(core, lib) {
     const quantize = args.quantize ?? null;
     if (quantize !== null && quantize !== 'q8_0' && quantize !== 'q4_0') fail(`${what}: quantize must be "q8_0" or "q4_0", got ${describe(quantize)}`);
     if (quantize && training) fail(`${what}: quantize needs training: false (a quantized model's matrices are integers, which cannot train)`);
+    // dtype 'bf16': the matrices quantize would take, kept as BF16 (quant.h's "bf16" row): a BF16
+    // file's values exactly, an F32 or F16 file's rounded to nearest even
+    const dtype = args.dtype ?? 'fp32';
+    if (dtype !== 'fp32' && dtype !== 'bf16') fail(`${what}: dtype must be "fp32" or "bf16", got ${describe(dtype)}`);
+    if (dtype === 'bf16' && training) fail(`${what}: dtype "bf16" needs training: false (training keeps float32 weights, gradients and AdamW state)`);
+    if (dtype === 'bf16' && quantize) fail(`${what}: dtype "bf16" and quantize ${describe(quantize)} both choose the matrices' format; give one`);
     if (args.groupSize !== undefined) {
       if (!quantize) fail(`${what}: groupSize goes with quantize ("q8_0" or "q4_0"); give quantize too`);
       if (!Number.isSafeInteger(args.groupSize) || args.groupSize < 1) fail(`${what}: groupSize must be a positive integer, got ${describe(args.groupSize)}`);
@@ -557,8 +564,13 @@ export function huggingFaceMethods(core, lib) {
       const qFloats = mats.reduce((a, [ours]) => a + size(ours), 0), tied = mats.some(([ours]) => ours === 'out.w') ? 0 : o.vocab * o.dModel;
       need = (floats - qFloats) * 4 + (qFloats + tied) * 1.25;
     }
+    if (dtype === 'bf16') { // 2 bytes a matrix value, plus a tied classifier's copy of the embedding
+      const mats = row.tensors(o).filter(([ours]) => /\.(wq|wk|wv|wo|w1|w2|w3)$/.test(ours) || ours === 'out.w');
+      const qFloats = mats.reduce((a, [ours]) => a + size(ours), 0), tied = mats.some(([ours]) => ours === 'out.w') ? 0 : o.vocab * o.dModel;
+      need = (floats - qFloats) * 4 + (qFloats + tied) * 2;
+    }
     if (need + HEADROOM > MEMORY_LIMIT)
-      fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in ${quantize ?? 'float32'}` +
+      fail(`${what}: this model needs ${(need / 2 ** 30).toFixed(2)} GiB for its ${floats.toLocaleString('en-US')} weights in ${quantize ?? (dtype === 'bf16' ? 'bf16' : 'float32')}` +
         `${training ? ' with gradients and AdamW state' : ''}, and the library's wasm32 memory holds 2 GiB in all; choose a smaller model`);
     const tokenizer = args.tokenizer === undefined ? null : lib.loadTokenizer(args.tokenizer, { trustPatterns: args.trustPatterns ?? false });
     if (tokenizer && tokenizer.vocabSize > o.vocab)
@@ -573,11 +585,11 @@ export function huggingFaceMethods(core, lib) {
     // largest one's float32 values, so the whole model is never held in float32
     const model = lib.createModel(o, {
       training, [UNINITIALISED]: !training,
-      [QUANTIZED]: quantize && { format: quantize, group: args.groupSize ?? NaN, what },
+      [QUANTIZED]: (quantize || dtype === 'bf16') && { format: quantize ?? 'bf16', group: args.groupSize ?? NaN, what },
     });
     let scratch = 0;
     try {
-      const qmats = quantize ? quantMatrices(model) : new Map();
+      const qmats = quantize || dtype === 'bf16' ? quantMatrices(model) : new Map();
       const table = tensorTable(model, qmats);
       const largest = Math.max(0, ...[...table.values()].filter((d) => d.q).map((d) => d.q.rows * d.q.cols));
       if (largest) {
@@ -665,7 +677,10 @@ export function huggingFaceMethods(core, lib) {
     if (!model.handle) fail(`${what}: this model was disposed`);
     const row = rowFor(model);
     const o = { ...model.config, attentionOptions: model.config.attentionOptions ?? {} };
-    const table = tensorTable(model);
+    // a bf16 model (loadHuggingFace's dtype 'bf16'): its matrices are read from their BF16 values, kept
+    // in the float32 tensors' layout (other quantized formats are refused by tensorTable: their floats are gone)
+    const bf16 = model.weightBytes.format === 'bf16';
+    const table = tensorTable(model, bf16 ? quantMatrices(model) : new Map());
     // the Hugging Face tensors, each filled from ours (c_attn from three of ours)
     const hf = new Map();
     for (const [ours, src] of row.tensors(o)) {
@@ -693,25 +708,27 @@ export function huggingFaceMethods(core, lib) {
     const out = new Uint8Array(base + off);
     new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
     out.set(head, 8);
-    const u32 = new Uint32Array(core.memory.buffer), pBase = ex.aw_model_params(model.handle) / 4;
+    const u32 = new Uint32Array(core.memory.buffer), u16 = new Uint16Array(core.memory.buffer), pBase = ex.aw_model_params(model.handle) / 4;
     // F32: written in place (the data starts 8-byte aligned); BF16: rounded into two bytes each
     const f32out = size === 4 ? new Uint32Array(out.buffer, base, off / 4) : null;
     for (const [, t] of hf) {
       const at = t.at / size;
       for (const { src, dst } of t.parts) {
-        const from = pBase + dst.offset;
+        // element k of our tensor as float32 bits: from the arena, or widened from a bf16 matrix
+        const from = pBase + dst.offset, at16 = dst.q ? dst.q.at / 2 : 0;
+        const get = dst.q ? (k) => (u16[at16 + k] << 16) >>> 0 : (k) => u32[from + k];
         if (src.layout === 'linear') {
           const [outN, inN] = dst.dims, hd = src.rope || 0;
           for (let r = 0; r < outN; r++) {
             const o2 = ropeRow(r, hd);
-            for (let i = 0; i < inN; i++) put(at + r * inN + i, u32[from + i * outN + o2]);
+            for (let i = 0; i < inN; i++) put(at + r * inN + i, get(i * outN + o2));
           }
         } else if (src.layout === 'conv1d') {
           const [outN, inN] = dst.dims, total = t.shape[1], c0 = src.col0 ?? 0;
-          for (let i = 0; i < inN; i++) for (let k = 0; k < outN; k++) put(at + i * total + c0 + k, u32[from + i * outN + k]);
+          for (let i = 0; i < inN; i++) for (let k = 0; k < outN; k++) put(at + i * total + c0 + k, get(i * outN + k));
         } else {
           const n = dst.dims.reduce((a, b) => a * b, 1), c0 = src.col0 ?? 0, hd = src.rope || 0;
-          for (let r = 0; r < n; r++) put(at + c0 + r, u32[from + ropeRow(r, hd)]);
+          for (let r = 0; r < n; r++) put(at + c0 + r, get(ropeRow(r, hd)));
         }
       }
     }

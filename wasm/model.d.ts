@@ -16,7 +16,8 @@ export type ModelTask = 'copy' | 'reverse' | 'sort' | 'recall' | 'translate' | '
 
 /** the weight formats of model.quantize: int8 in groups (llama2.c's runq.c), ggml's 4-bit Q4_0 */
 export type WeightFormat = 'q8_0' | 'q4_0';
-export interface WeightBytes { format: 'fp32' | WeightFormat; groupSize: number; fp32: number; bytes: number }
+/** format 'bf16': the matrices kept in 16 bits (loadHuggingFace's dtype: 'bf16'); groupSize 0 for fp32 and bf16 */
+export interface WeightBytes { format: 'fp32' | WeightFormat | 'bf16'; groupSize: number; fp32: number; bytes: number }
 
 export interface ModelConfig {
   /** token ids are 0..vocab-1; default 64 (chars needs lib.charsTokenizer.vocab = 50) */

@@ -421,9 +421,9 @@ export function modelMethods(core) {
     }
 
     /**
-     * The weights' bytes: { format ('fp32', 'q8_0', 'q4_0'), groupSize (0 for fp32), fp32 (their bytes
-     * in float32, before quantize), bytes (held now: the float32 tensors left plus the quantized
-     * values and scales) }.
+     * The weights' bytes: { format ('fp32', 'q8_0', 'q4_0', or 'bf16': loadHuggingFace's dtype), groupSize
+     * (0 for fp32 and bf16), fp32 (their bytes in float32, before quantize), bytes (held now: the float32
+     * tensors left plus the quantized values and scales, or the BF16 matrices) }.
      */
     get weightBytes() {
       this.#live('weightBytes');
@@ -431,7 +431,7 @@ export function modelMethods(core) {
         ex.aw_model_weight_bytes(this.handle, p);
         return Array.from(new Float64Array(core.memory.buffer, p, 4));
       });
-      return { format: ['fp32', 'q8_0', 'q4_0'][v[2]], groupSize: v[3], fp32: v[0], bytes: v[1] };
+      return { format: ['fp32', 'q8_0', 'q4_0', 'bf16'][v[2]], groupSize: v[3], fp32: v[0], bytes: v[1] };
     }
 
     /** Runs fn(ptrs) with the caller's batch in the heap: [tokens, targets, mask (0 when none), source]. */
@@ -862,6 +862,7 @@ export function modelMethods(core) {
   async function quantizedCopy(source, format, opts, live) {
     const what = 'quantizedCopy';
     if (typeof format !== 'string') fail(`${what}: format must be "q8_0" or "q4_0", got ${describe(format)}`);
+    if (format === 'bf16') fail(`${what}: "bf16" is not a quantized format here; a BF16 checkpoint loads in 16 bits with loadHuggingFace({ ..., dtype: 'bf16' })`);
     checkKeys(what, opts, ['groupSize', 'signal']);
     const group = opts.groupSize === undefined ? NaN : numberArg(`${what}: groupSize`, opts.groupSize);
     const signal = checkSignal(what, opts.signal);

@@ -14,11 +14,20 @@
 #include <string.h>
 
 // reps times: c (M x N) = a (M x K) b (K x N) (variant 0), a b^T with b (N x K) (variant 1),
-// or a^T b with a (K x M) (variant 2). Dense leading dimensions.
+// or a^T b with a (K x M) (variant 2); 3 and 4: 0 and 1 with b in BF16 (uint16 values, read from b's
+// address). Dense leading dimensions.
 AW_API int aw_bench_matmul(float *c, const float *a, const float *b, int32_t M, int32_t N, int32_t K,
                            int32_t variant, int32_t reps) {
-    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 2 || reps <= 0)
-        return aw_fail(AW_ERR_ARG, "matmul bench: sizes and reps must be positive, variant 0, 1 or 2");
+    if (M <= 0 || N <= 0 || K <= 0 || variant < 0 || variant > 4 || reps <= 0)
+        return aw_fail(AW_ERR_ARG, "matmul bench: sizes and reps must be positive, variant 0 to 4");
+    if (variant >= 3) { // BF16 b
+        const uint16_t *h = (const uint16_t *)(const void *)b;
+        for (int32_t r = 0; r < reps; r++) {
+            if (variant == 3) aw_matmul_nn_bf16(c, a, h, (size_t)M, (size_t)N, (size_t)K, (size_t)K, (size_t)N, (size_t)N, 0);
+            else aw_matmul_nt_bf16(c, a, h, (size_t)M, (size_t)N, (size_t)K, (size_t)K, (size_t)K, (size_t)N, 0);
+        }
+        return AW_OK;
+    }
     size_t lda = variant == 2 ? (size_t)M : (size_t)K, ldb = variant == 1 ? (size_t)K : (size_t)N;
     typedef void (*mm)(float *, const float *, const float *, size_t, size_t, size_t, size_t, size_t, size_t, int);
     static const mm fast[3] = {aw_matmul_nn, aw_matmul_nt, aw_matmul_tn};

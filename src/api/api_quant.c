@@ -16,7 +16,7 @@ AW_API int aw_quant_linear(const char *format, int32_t group, const float *w, co
                            int32_t N, int32_t IC, int32_t OC, float *out, int32_t ref, uint8_t *q, float *s) {
     aw_clear_error();
     const int fid = aw_qformat_find(format);
-    if (fid == AW_QF_NONE) return api_done(aw_fail(AW_ERR_ARG, "quantLinear: format must be \"q8_0\" or \"q4_0\""));
+    if (fid == AW_QF_NONE || fid == AW_QF_BF16) return api_done(aw_fail(AW_ERR_ARG, "quantLinear: format must be \"q8_0\" or \"q4_0\""));
     const aw_qformat *f = &AW_QFORMATS[fid];
     if (group < 1 || !aw_qgroup_valid(fid, (size_t)group))
         return api_done(aw_fail(AW_ERR_ARG, "quantLinear: group %d is not one %s takes", (int)group, f->name));

@@ -18,6 +18,12 @@ void aw_matmul_nt(float *c, const float *a, const float *b, size_t M, size_t N, 
 // C (M x N) = A^T B, A stored (K x M), B (K x N).
 void aw_matmul_tn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K,
                   size_t lda, size_t ldb, size_t ldc, int accumulate);
+// The same two with B in BF16 (uint16: the top half of a float32), widened in registers: the same
+// bits as aw_matmul_nn / _nt given B's values in float32, in every build and at every thread count.
+void aw_matmul_nn_bf16(float *c, const float *a, const uint16_t *b, size_t M, size_t N, size_t K,
+                       size_t lda, size_t ldb, size_t ldc, int accumulate);
+void aw_matmul_nt_bf16(float *c, const float *a, const uint16_t *b, size_t M, size_t N, size_t K,
+                       size_t lda, size_t ldb, size_t ldc, int accumulate);
 // The kernel variant (matmul.c): 0 measured, 1 unpacked, 2 packed; the same bits, different speed.
 // Sets it when v is 0..2; returns the variant in use.
 int aw_matmul_set_variant(int v);

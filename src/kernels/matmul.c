@@ -37,6 +37,42 @@ static void pack_b(float *bp, const float *b, size_t b_ks, size_t b_js, size_t k
     }
 }
 
+// B as float32 (f) or as BF16 (h, the top halves of float32 values: loadHuggingFace's dtype 'bf16'),
+// exactly one of them set. A BF16 B is widened while it is packed (pack_b16) or read (the GEMVs), so
+// the products and their order are those of the float32 B holding the same values: the same bits.
+typedef struct {
+    const float *f;
+    const uint16_t *h;
+} bsrc;
+
+static inline bsrc bsrc_at(bsrc b, size_t off) { return b.f ? (bsrc){b.f + off, NULL} : (bsrc){NULL, b.h + off}; }
+
+// pack_b from BF16 values, widened: the same floats pack_b writes from their float32 copies.
+static void pack_b16(float *bp, const uint16_t *b, size_t b_ks, size_t b_js, size_t k0, size_t kc, size_t j0,
+                     size_t nr) {
+#if AW_SIMD
+    if (b_js == 1 && nr == NR) {
+        for (size_t k = 0; k < kc; k++) {
+            aw_f32x4 lo, hi;
+            aw_load_bf16x8(b + (k0 + k) * b_ks + j0, &lo, &hi);
+            aw_store(bp + k * NR, lo);
+            aw_store(bp + k * NR + 4, hi);
+        }
+        return;
+    }
+#endif
+    for (size_t k = 0; k < kc; k++) {
+        size_t j = 0;
+        for (; j < nr; j++) bp[k * NR + j] = aw_bf16(b[(k0 + k) * b_ks + (j0 + j) * b_js]);
+        for (; j < NR; j++) bp[k * NR + j] = 0.0f;
+    }
+}
+
+static inline void pack_bs(float *bp, bsrc b, size_t b_ks, size_t b_js, size_t k0, size_t kc, size_t j0, size_t nr) {
+    if (b.h) pack_b16(bp, b.h, b_ks, b_js, k0, kc, j0, nr);
+    else pack_b(bp, b.f, b_ks, b_js, k0, kc, j0, nr);
+}
+
 #if AW_SIMD
 // Writes (or adds, when accumulate) a 4 x 8 register tile to c (row stride ldc).
 static inline void store_tile_4x8(float *c, size_t ldc, aw_f32x4 c00, aw_f32x4 c01, aw_f32x4 c10, aw_f32x4 c11,
@@ -210,7 +246,7 @@ int aw_matmul_set_variant(int v) {
     return pack_variant;
 }
 
-static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
+static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, bsrc b, size_t b_ks,
                  size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
     if (M == 0 || N == 0) return;
     if (K == 0) {
@@ -233,7 +269,7 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
             size_t nr = N - j0 < NR ? N - j0 : NR;
             for (size_t k0 = 0; k0 < K; k0 += KC) {
                 size_t kc = K - k0 < KC ? K - k0 : KC;
-                pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
+                pack_bs(bp, b, b_ks, b_js, k0, kc, j0, nr);
                 panel_rows(c + j0, ldc, a + k0 * a_ks, a_rs, a_ks, bp, kc, M, nr, accumulate || k0 > 0);
             }
         }
@@ -246,7 +282,7 @@ static void gemm(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks,
         pack_a4(ap, a, a_rs, a_ks, M4, k0, kc);
         for (size_t j0 = 0; j0 < N; j0 += NR) {
             const size_t nr = N - j0 < NR ? N - j0 : NR;
-            pack_b(bp, b, b_ks, b_js, k0, kc, j0, nr);
+            pack_bs(bp, b, b_ks, b_js, k0, kc, j0, nr);
             if (nr == NR) {
                 for (size_t i0 = 0; i0 < M4; i0 += MR)
                     kernel_4x8_pa(c + i0 * ldc + j0, ldc, ap + i0 * kc, bp, kc, acc);
@@ -313,7 +349,8 @@ enum { RB = 64, PAR_MIN_FLOPS = 1 << 18 };
 typedef struct {
     float *c;
     size_t ldc, a_rs, a_ks, b_ks, b_js, M, N, K;
-    const float *a, *b;
+    const float *a;
+    bsrc b;
     int accumulate;
 } gemm_job;
 
@@ -330,7 +367,7 @@ enum { CB = 16 };
 static void gemm_cols(void *ctx, size_t item) {
     const gemm_job *g = ctx;
     const size_t j0 = item * CB, cols = g->N - j0 < CB ? g->N - j0 : CB;
-    gemm(g->c + j0, g->ldc, g->a, g->a_rs, g->a_ks, g->b + j0 * g->b_js, g->b_ks, g->b_js, g->M, cols, g->K,
+    gemm(g->c + j0, g->ldc, g->a, g->a_rs, g->a_ks, bsrc_at(g->b, j0 * g->b_js), g->b_ks, g->b_js, g->M, cols, g->K,
          g->accumulate);
 }
 #endif
@@ -377,11 +414,34 @@ static inline float dot_row(const float *x, const float *r, size_t K) {
     return s;
 }
 
+// dot_row with r in BF16: each value widened in registers (8 from one 16-byte load), then the same
+// multiply-adds into the same accumulators in the same order.
+static inline float dot_row16(const float *x, const uint16_t *r, size_t K) {
+    size_t k = 0;
+    float s = 0.0f;
+#if AW_SIMD
+    aw_f32x4 a0 = aw_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    for (; k + 16 <= K; k += 16) {
+        aw_f32x4 r0, r1, r2, r3;
+        aw_load_bf16x8(r + k, &r0, &r1);
+        aw_load_bf16x8(r + k + 8, &r2, &r3);
+        a0 = aw_madd(a0, aw_load(x + k), r0);
+        a1 = aw_madd(a1, aw_load(x + k + 4), r1);
+        a2 = aw_madd(a2, aw_load(x + k + 8), r2);
+        a3 = aw_madd(a3, aw_load(x + k + 12), r3);
+    }
+    for (; k + 4 <= K; k += 4) a0 = aw_madd(a0, aw_load(x + k), aw_load_bf16x4(r + k));
+    s = aw_hsum(aw_add(aw_add(a0, a1), aw_add(a2, a3)));
+#endif
+    for (; k < K; k++) s += x[k] * aw_bf16(r[k]);
+    return s;
+}
+
 // y[j0 .. j1) (+)= B[j0 .. j1, :] x: rows j of B (ldb apart).
-static void gemv_nt_rows(float *y, const float *x, const float *b, size_t ldb, size_t K, size_t j0, size_t j1,
+static void gemv_nt_rows(float *y, const float *x, bsrc b, size_t ldb, size_t K, size_t j0, size_t j1,
                          int accumulate) {
     for (size_t j = j0; j < j1; j++) {
-        const float s = dot_row(x, b + j * ldb, K);
+        const float s = b.h ? dot_row16(x, b.h + j * ldb, K) : dot_row(x, b.f + j * ldb, K);
         y[j] = accumulate ? y[j] + s : s;
     }
 }
@@ -432,9 +492,63 @@ static void gemv_nn_rows(float *y, const float *x, const float *b, size_t ldb, s
 #endif
 }
 
+// gemv_nn_rows with B in BF16: each element of y takes the same multiply-adds in the same order
+// (the widened values are those of the float32 B); 8 columns a step where 8 remain, which is two of
+// the float32 kernel's 4-column steps.
+static void gemv_nn_rows16(float *y, const float *x, const uint16_t *b, size_t ldb, size_t k0, size_t k1, size_t n,
+                           int accumulate, int stream) {
+    if (!accumulate) memset(y, 0, n * sizeof(float));
+    size_t k = k0;
+#if AW_SIMD
+    const size_t n4 = n / 4 * 4, n8 = n / 8 * 8;
+    for (; !stream && k + 4 <= k1; k += 4) {
+        const uint16_t *r0 = b + k * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+        const aw_f32x4 x0 = aw_splat(x[k]), x1 = aw_splat(x[k + 1]), x2 = aw_splat(x[k + 2]), x3 = aw_splat(x[k + 3]);
+        for (size_t j = 0; j < n4; j += 4) {
+            aw_f32x4 acc = aw_load(y + j);
+            acc = aw_madd(acc, x0, aw_load_bf16x4(r0 + j));
+            acc = aw_madd(acc, x1, aw_load_bf16x4(r1 + j));
+            acc = aw_madd(acc, x2, aw_load_bf16x4(r2 + j));
+            acc = aw_madd(acc, x3, aw_load_bf16x4(r3 + j));
+            aw_store(y + j, acc);
+        }
+        for (size_t j = n4; j < n; j++) {
+            float acc = y[j];
+            acc += x[k] * aw_bf16(r0[j]), acc += x[k + 1] * aw_bf16(r1[j]), acc += x[k + 2] * aw_bf16(r2[j]),
+                acc += x[k + 3] * aw_bf16(r3[j]);
+            y[j] = acc;
+        }
+    }
+    for (; k < k1; k++) {
+        const uint16_t *r = b + k * ldb;
+        const aw_f32x4 xk = aw_splat(x[k]);
+        size_t j = 0;
+        for (; j < n8; j += 8) {
+            aw_f32x4 lo, hi;
+            aw_load_bf16x8(r + j, &lo, &hi);
+            aw_store(y + j, aw_madd(aw_load(y + j), xk, lo));
+            aw_store(y + j + 4, aw_madd(aw_load(y + j + 4), xk, hi));
+        }
+        for (; j < n4; j += 4) aw_store(y + j, aw_madd(aw_load(y + j), xk, aw_load_bf16x4(r + j)));
+        for (; j < n; j++) y[j] += x[k] * aw_bf16(r[j]);
+    }
+#else
+    (void)stream;
+    for (; k < k1; k++)
+        for (size_t j = 0; j < n; j++) y[j] += x[k] * aw_bf16(b[k * ldb + j]);
+#endif
+}
+
+static void gemv_nn_any(float *y, const float *x, bsrc b, size_t ldb, size_t k0, size_t k1, size_t n, int accumulate,
+                        int stream) {
+    if (b.h) gemv_nn_rows16(y, x, b.h, ldb, k0, k1, n, accumulate, stream);
+    else gemv_nn_rows(y, x, b.f, ldb, k0, k1, n, accumulate, stream);
+}
+
 typedef struct {
     float *y, *part;  // part: ((pieces - 1) x N) the NN pieces' partial sums after the first
-    const float *x, *b;
+    const float *x;
+    bsrc b;
     size_t ldb, N, K;
     size_t cut;       // rows of B per NN piece, or rows (NT) or columns (wide NN) per block
     int accumulate, stream;
@@ -449,14 +563,14 @@ static void gemv_nt_block(void *ctx, size_t item) {
 static void gemv_nn_piece(void *ctx, size_t item) { // piece 0 sums into y itself (from y when accumulating)
     const gemv_job *g = ctx;
     const size_t k0 = item * g->cut, k1 = g->K - k0 < g->cut ? g->K : k0 + g->cut;
-    if (item == 0) gemv_nn_rows(g->y, g->x, g->b, g->ldb, k0, k1, g->N, g->accumulate, g->stream);
-    else gemv_nn_rows(g->part + (item - 1) * g->N, g->x, g->b, g->ldb, k0, k1, g->N, 0, g->stream);
+    if (item == 0) gemv_nn_any(g->y, g->x, g->b, g->ldb, k0, k1, g->N, g->accumulate, g->stream);
+    else gemv_nn_any(g->part + (item - 1) * g->N, g->x, g->b, g->ldb, k0, k1, g->N, 0, g->stream);
 }
 
 static void gemv_nn_cols(void *ctx, size_t item) {
     const gemv_job *g = ctx;
     const size_t j0 = item * g->cut, n = g->N - j0 < g->cut ? g->N - j0 : g->cut;
-    gemv_nn_rows(g->y + j0, g->x, g->b + j0, g->ldb, 0, g->K, n, g->accumulate, g->stream);
+    gemv_nn_any(g->y + j0, g->x, bsrc_at(g->b, j0), g->ldb, 0, g->K, n, g->accumulate, g->stream);
 }
 
 // [0, n) in at most GEMV_BLOCKS blocks of a multiple of 4 and at least `least` (a multiple of 4)
@@ -467,7 +581,7 @@ static size_t gemv_block(size_t n, size_t least) {
     return b < least ? least : b;
 }
 
-static void gemv(float *y, const float *x, const float *b, size_t ldb, size_t N, size_t K, int nt, int accumulate) {
+static void gemv(float *y, const float *x, bsrc b, size_t ldb, size_t N, size_t K, int nt, int accumulate) {
     gemv_job g = {.y = y, .x = x, .b = b, .ldb = ldb, .N = N, .K = K, .accumulate = accumulate,
                   .stream = (double)N * (double)K >= GEMV_STREAM};
     const int par = (double)N * (double)K >= GEMV_PAR;
@@ -488,7 +602,7 @@ static void gemv(float *y, const float *x, const float *b, size_t ldb, size_t N,
     }
 }
 
-static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t b_ks,
+static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a_ks, bsrc b, size_t b_ks,
                      size_t b_js, size_t M, size_t N, size_t K, int accumulate) {
     if (M == 1 && a_ks == 1 && K > 0 && (b_js == 1 || b_ks == 1)) { // one row of A: stream B once
         gemv(c, a, b, b_js == 1 ? b_ks : b_js, N, K, b_js != 1, accumulate);
@@ -507,17 +621,27 @@ static void gemm_par(float *c, size_t ldc, const float *a, size_t a_rs, size_t a
 
 void aw_matmul_nn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm_par(c, ldc, a, lda, 1, b, ldb, 1, M, N, K, accumulate);
+    gemm_par(c, ldc, a, lda, 1, (bsrc){b, NULL}, ldb, 1, M, N, K, accumulate);
 }
 
 void aw_matmul_nt(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm_par(c, ldc, a, lda, 1, b, 1, ldb, M, N, K, accumulate);
+    gemm_par(c, ldc, a, lda, 1, (bsrc){b, NULL}, 1, ldb, M, N, K, accumulate);
 }
 
 void aw_matmul_tn(float *c, const float *a, const float *b, size_t M, size_t N, size_t K, size_t lda,
                   size_t ldb, size_t ldc, int accumulate) {
-    gemm_par(c, ldc, a, 1, lda, b, ldb, 1, M, N, K, accumulate);
+    gemm_par(c, ldc, a, 1, lda, (bsrc){b, NULL}, ldb, 1, M, N, K, accumulate);
+}
+
+void aw_matmul_nn_bf16(float *c, const float *a, const uint16_t *b, size_t M, size_t N, size_t K, size_t lda,
+                       size_t ldb, size_t ldc, int accumulate) {
+    gemm_par(c, ldc, a, lda, 1, (bsrc){NULL, b}, ldb, 1, M, N, K, accumulate);
+}
+
+void aw_matmul_nt_bf16(float *c, const float *a, const uint16_t *b, size_t M, size_t N, size_t K, size_t lda,
+                       size_t ldb, size_t ldc, int accumulate) {
+    gemm_par(c, ldc, a, lda, 1, (bsrc){NULL, b}, 1, ldb, M, N, K, accumulate);
 }
 
 // ---- naive references: one dot product per output, accumulated in double ------------

@@ -279,20 +279,47 @@ static float q4_row(const uint8_t *q, const float *ws, const aw_qact *x) {
 }
 
 // the format's four-row kernel (0: none, rows one at a time)
-static v128_t (*const ROWS4[AW_QF_COUNT])(const uint8_t *, size_t, const float *, size_t, const aw_qact *) = {0, q8_rows4, q4_rows4};
+static v128_t (*const ROWS4[AW_QF_COUNT])(const uint8_t *, size_t, const float *, size_t, const aw_qact *) = {0, q8_rows4, q4_rows4, 0};
 #else
 #define q8_row q8_row_ref
 #define q4_row q4_row_ref
 #endif
 
+// ---- bf16 -----------------------------------------------------------------------------------
+
+static size_t bf16_row_bytes(size_t n) { return aw_size_mul(n, 2); }
+
+// round to nearest even into the top 16 bits (a BF16 file's values, widened, come back unchanged);
+// a NaN stays a NaN (the loaders refuse them before this)
+static void bf16_quantize_row(uint8_t *q, float *s, const float *x, size_t n, size_t G) {
+    (void)s, (void)G;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, &x[i], 4);
+        const uint16_t h = (b & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((b >> 16) | 0x40u)
+                                                            : (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+        memcpy(q + 2 * i, &h, 2);
+    }
+}
+
+static void bf16_dequantize_row(float *out, const uint8_t *q, const float *s, size_t n, size_t G) {
+    (void)s, (void)G;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, q + 2 * i, 2);
+        out[i] = aw_bf16(h);
+    }
+}
+
 const aw_qformat AW_QFORMATS[AW_QF_COUNT] = {
     {"fp32", 32, 0, AW_QF_NONE, 0, NULL, NULL, NULL, NULL, NULL},
     {"q8_0", 8, 0, AW_QF_Q8_0, 64, q8_row_bytes, q8_quantize_row, q8_dequantize_row, q8_row, q8_row_ref},
     {"q4_0", 4, 32, AW_QF_Q8_0, 32, q4_row_bytes, q4_quantize_row, q4_dequantize_row, q4_row, q4_row_ref},
+    {"bf16", 16, 0, AW_QF_BF16, 0, bf16_row_bytes, bf16_quantize_row, bf16_dequantize_row, NULL, NULL},
 };
 
 int aw_qgroup_valid(int format, size_t group) {
-    if (format <= AW_QF_NONE || format >= AW_QF_COUNT) return 0;
+    if (format <= AW_QF_NONE || format >= AW_QF_COUNT || format == AW_QF_BF16) return 0;
     const size_t fixed = AW_QFORMATS[format].fixed_group;
     return group >= 16 && group <= AW_QGROUP_MAX && group % 16 == 0 && (!fixed || group == fixed);
 }
@@ -305,6 +332,7 @@ int aw_qformat_find(const char *name) {
 
 size_t aw_qmat_bytes(int format, size_t rows, size_t cols, size_t group) {
     const aw_qformat *f = &AW_QFORMATS[format];
+    if (format == AW_QF_BF16) return aw_size_mul(rows, f->row_bytes(cols));
     return aw_size_add(aw_size_mul(rows, f->row_bytes(cols)), aw_size_mul3(rows, cols / group, sizeof(float)));
 }
 

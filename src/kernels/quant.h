@@ -24,13 +24,18 @@
 // it is x's positive part and then its negative part (aw_qact.pos, neg: w x = w pos - w neg), each
 // i16 lane w0 x0 + w1 x1 of at most 2 * 128 * 127 in size. A weight of -128 (a version 2 file may
 // hold one; quantize never writes it) is exact in both.
+//   bf16  not an integer format: the top 16 bits of each float32 (loadHuggingFace's dtype 'bf16'), no
+//         scales and no groups. A bf16 matrix keeps its float32 tensor's layout ((in, out) for a
+//         linear layer, (out, in) for a tied classifier's copy of wte) and is multiplied by
+//         aw_matmul_nn_bf16 / _nt_bf16 (kernels.h), which widen it in registers and give the bits
+//         the float32 kernels give; it has no row_dot, and aw_qgemv and aw_qlinear do not take it.
 #ifndef AW_QUANT_H
 #define AW_QUANT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum aw_qformat_id { AW_QF_NONE = 0, AW_QF_Q8_0 = 1, AW_QF_Q4_0 = 2, AW_QF_COUNT = 3 };
+enum aw_qformat_id { AW_QF_NONE = 0, AW_QF_Q8_0 = 1, AW_QF_Q4_0 = 2, AW_QF_BF16 = 3, AW_QF_COUNT = 4 };
 enum { AW_QGROUP_MAX = 256 }; // the largest group: 256 * 127 * 127 fits int32 with room
 
 // An activation row quantized for aw_qgemv: K values in groups of G.
@@ -49,8 +54,9 @@ typedef struct aw_qmat {
     size_t rows;     // outputs
     size_t cols;     // inputs (the dot products' length), a multiple of group
     size_t group;    // values per scale
-    uint8_t *q;      // (rows, row_bytes(cols)) the values (int8 for q8_0, two nibbles a byte for q4_0)
-    float *s;        // (rows, cols / group) the scales
+    uint8_t *q;      // (rows, row_bytes(cols)) the values (int8 for q8_0, two nibbles a byte for q4_0; bf16:
+                     // rows x cols uint16 in its float32 tensor's layout)
+    float *s;        // (rows, cols / group) the scales (bf16: none, NULL)
 } aw_qmat;
 
 typedef struct {
@@ -77,7 +83,7 @@ extern const aw_qformat AW_QFORMATS[AW_QF_COUNT]; // row 0: fp32 (no quantizatio
 // The format named `name` (AW_QF_NONE when unknown).
 int aw_qformat_find(const char *name);
 // 1 when `format` takes groups of `group` values: a multiple of 16 up to AW_QGROUP_MAX (the kernels'
-// step), and the format's fixed group if it has one.
+// step), and the format's fixed group if it has one (0 for bf16, which has no groups).
 int aw_qgroup_valid(int format, size_t group);
 
 // Bytes aw_qact_init needs for K values in groups of G (AW_SIZE_INVALID when it does not fit).
@@ -94,7 +100,7 @@ void aw_qlinear(float *out, const float *x, const aw_qmat *w, const float *b, si
 // The same through the plain-C dot kernels, one thread: the reference the fast paths must equal bit for bit.
 void aw_qlinear_ref(float *out, const float *x, const aw_qmat *w, const float *b, size_t N, void *work);
 
-// Bytes of a quantized matrix's values and scales.
+// Bytes of a quantized matrix's values and scales (bf16: 2 a value; group is not read).
 size_t aw_qmat_bytes(int format, size_t rows, size_t cols, size_t group);
 
 #endif

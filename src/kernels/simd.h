@@ -99,4 +99,29 @@ static inline float aw_hmax(aw_f32x4 x) {
 #define AW_RELAXED 0
 #endif
 
+// BF16 (the top 16 bits of a float32) widened to float32: a 16-bit shift, exact. aw_bf16 one value
+// (every build); with AW_SIMD, aw_load_bf16x8 widens 8 values (16 bytes) into two vectors by
+// interleaving them with zeros, and aw_load_bf16x4 widens 4 (8 bytes).
+static inline float aw_bf16(uint16_t h) {
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+#if AW_SIMD && defined(__wasm_simd128__)
+static inline void aw_load_bf16x8(const uint16_t *p, aw_f32x4 *lo, aw_f32x4 *hi) {
+    const v128_t v = wasm_v128_load(p), z = wasm_i32x4_splat(0);
+    *lo = wasm_i16x8_shuffle(z, v, 0, 8, 1, 9, 2, 10, 3, 11);
+    *hi = wasm_i16x8_shuffle(z, v, 4, 12, 5, 13, 6, 14, 7, 15);
+}
+static inline aw_f32x4 aw_load_bf16x4(const uint16_t *p) { return wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16); }
+#elif AW_SIMD
+static inline void aw_load_bf16x8(const uint16_t *p, aw_f32x4 *lo, aw_f32x4 *hi) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)p), z = _mm_setzero_si128();
+    *lo = _mm_castsi128_ps(_mm_unpacklo_epi16(z, v));
+    *hi = _mm_castsi128_ps(_mm_unpackhi_epi16(z, v));
+}
+static inline aw_f32x4 aw_load_bf16x4(const uint16_t *p) {
+    return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64((const __m128i *)p)));
+}
+#endif
+
 #endif

@@ -35,6 +35,8 @@ void layernorm_backward(float *dx, float *dw, float *db, const float *dout, cons
 // ---- linear -------------------------------------------------------------------------------
 // out (N, OC) = x (N, IC) W (IC, OC) + b (OC); b may be NULL.
 void linear_forward(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC, size_t OC);
+// The same with w in BF16 (uint16, the same (IC, OC) layout): the bits linear_forward gives for w widened.
+void linear_forward_bf16(float *out, const float *x, const uint16_t *w, const float *b, size_t N, size_t IC, size_t OC);
 void linear_forward_ref(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC,
                         size_t OC);
 // dx += dout W^T; dw += x^T dout; db += column sums of dout. dx or db may be NULL; dw NULL: dx only.
@@ -100,6 +102,8 @@ void kv_reduce(float *dkv, const float *dout, size_t N, size_t H, size_t KH, siz
 void kv_take(float *kv, const float *x, size_t N, size_t H, size_t KH, size_t hd);
 // The classifier tied to the embedding: logits (N, V) = x (N, C) wte^T (+ b); its backward (+=).
 void tied_forward(float *logits, const float *x, const float *wte, const float *b, size_t N, size_t C, size_t V);
+// The same with a BF16 copy of wte (V, C): the bits tied_forward gives for it widened.
+void tied_forward_bf16(float *logits, const float *x, const uint16_t *wte, const float *b, size_t N, size_t C, size_t V);
 void tied_backward(float *dx, float *dwte, float *db, const float *dlogits, const float *x, const float *wte, size_t N,
                    size_t C, size_t V);
 

@@ -29,6 +29,14 @@ void linear_forward(float *out, const float *x, const float *w, const float *b, 
     aw_matmul_nn(out, x, w, N, OC, IC, IC, OC, OC, b != NULL);
 }
 
+void linear_forward_bf16(float *out, const float *x, const uint16_t *w, const float *b, size_t N, size_t IC, size_t OC) {
+    if (b) {
+        vec_job j = {.y = out, .b = b, .cols = OC};
+        aw_parallel_ranges(N, aw_rows_grain(OC), bias_rows, &j);
+    }
+    aw_matmul_nn_bf16(out, x, w, N, OC, IC, IC, OC, OC, b != NULL);
+}
+
 void linear_forward_ref(float *out, const float *x, const float *w, const float *b, size_t N, size_t IC,
                         size_t OC) {
     for (size_t r = 0; r < N; r++)

@@ -168,6 +168,12 @@ void tied_forward(float *logits, const float *x, const float *wte, const float *
         for (size_t r = 0; r < N; r++) aw_axpy(logits + r * V, 1.0f, b, V);
 }
 
+void tied_forward_bf16(float *logits, const float *x, const uint16_t *wte, const float *b, size_t N, size_t C, size_t V) {
+    aw_matmul_nt_bf16(logits, x, wte, N, V, C, C, C, V, 0);
+    if (b)
+        for (size_t r = 0; r < N; r++) aw_axpy(logits + r * V, 1.0f, b, V);
+}
+
 void tied_backward(float *dx, float *dwte, float *db, const float *dlogits, const float *x, const float *wte, size_t N,
                    size_t C, size_t V) {
     aw_matmul_nn(dx, dlogits, wte, N, C, V, V, C, C, 1);      // dx += dlogits wte

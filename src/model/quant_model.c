@@ -25,6 +25,10 @@ void quant_bind(aw_model *m) {
 }
 
 int model_refuse_quantized(const aw_model *m, const char *what) {
+    if (m->quant->format == AW_QF_BF16)
+        return aw_fail(AW_ERR_STATE, "%s needs the float32 weights, and this model keeps its matrices in bf16 (loaded "
+                                     "with dtype: 'bf16': 16-bit values, no float32 copies): load it again with "
+                                     "dtype: 'fp32' for that", what);
     return aw_fail(AW_ERR_STATE, "%s needs the float32 weights, and this model was quantized to %s (its matrices are "
                                  "%d-bit integers with scales; their float32 copies were freed): load it again "
                                  "without quantize for that", what, AW_QFORMATS[m->quant->format].name,
@@ -33,13 +37,17 @@ int model_refuse_quantized(const aw_model *m, const char *what) {
 
 void model_linear(const aw_model *m, float *out, const float *x, const float *w, const aw_qmat *q, const float *b,
                   size_t N, size_t IC, size_t OC) {
-    if (q) aw_qlinear(out, x, q, b, N, m->quant->work);
+    if (q && q->format == AW_QF_BF16) linear_forward_bf16(out, x, (const uint16_t *)q->q, b, N, IC, OC);
+    else if (q) aw_qlinear(out, x, q, b, N, m->quant->work);
     else linear_forward(out, x, w, b, N, IC, OC);
 }
 
 void model_classifier(const aw_model *m, float *logits, const float *x, size_t N) {
     const size_t C = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab;
-    if (m->w.q_out) aw_qlinear(logits, x, m->w.q_out, m->w.b_out, N, m->quant->work);
+    const aw_qmat *q = m->w.q_out;
+    if (q && q->format == AW_QF_BF16 && m->cfg.tie) tied_forward_bf16(logits, x, (const uint16_t *)q->q, m->w.b_out, N, C, V);
+    else if (q && q->format == AW_QF_BF16) linear_forward_bf16(logits, x, (const uint16_t *)q->q, m->w.b_out, N, C, V);
+    else if (q) aw_qlinear(logits, x, q, m->w.b_out, N, m->quant->work);
     else if (m->cfg.tie) tied_forward(logits, x, m->w.wte, m->w.b_out, N, C, V);
     else linear_forward(logits, x, m->w.w_out, m->w.b_out, N, C, V);
 }

@@ -6,7 +6,8 @@
 // q4_0 model keeps its classifier in q8_0 (AW_QFORMATS[].classifier). The forward, generation and
 // streaming read the quantized matrices through model_linear (quant_model.c); training, saving and
 // the tools that read weights directly refuse such a model.
-// model_create_quantized makes such a model from the start for a loader (loadHuggingFace's quantize):
+// model_create_quantized makes such a model from the start for a loader (loadHuggingFace's quantize,
+// and its dtype 'bf16': the same matrices kept as BF16, in their float32 layout, with no scales):
 // the matrices are reserved before the float32 arena is allocated, and the loader fills them one at a
 // time (model_quantize_fill), so the whole model is never held in float32.
 #include "transformer.h"
@@ -91,6 +92,13 @@ static int choose_group(const aw_qformat *f, size_t asked, const qsource *s, siz
 // time into t (16 in).
 static void quantize_rows(aw_qmat *q, const qsource *s, float *t, size_t first, size_t end) {
     const aw_qformat *f = &AW_QFORMATS[q->format];
+    if (q->format == AW_QF_BF16) { // the float32 layout kept: columns first .. end of (in, out), or rows of (out, in)
+        if (s->in_out)
+            for (size_t i = 0; i < s->in; i++)
+                f->quantize_row(q->q + 2 * (i * s->out + first), NULL, s->src + i * s->out + first, end - first, 0);
+        else f->quantize_row(q->q + 2 * first * s->in, NULL, s->src + first * s->in, (end - first) * s->in, 0);
+        return;
+    }
     const size_t ng = s->in / q->group, rb = f->row_bytes(s->in);
     for (size_t j0 = first; j0 < end; j0 += 16) {
         const size_t nj = end - j0 < 16 ? end - j0 : 16;
@@ -125,6 +133,11 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
     const int fid = aw_qformat_find(format);
     if (fid == AW_QF_NONE)
         return aw_fail(AW_ERR_ARG, "quantize: format must be one of \"q8_0\", \"q4_0\", got \"%.40s\"", format);
+    const int bf16 = fid == AW_QF_BF16;
+    if (bf16 && !creating)
+        return aw_fail(AW_ERR_ARG, "quantize: \"bf16\" is not a quantization of a loaded model (its float32 values "
+                                   "would be rounded to 8 bits of mantissa); load a BF16 checkpoint with "
+                                   "loadHuggingFace({ ..., dtype: 'bf16' }) to keep it in 16 bits");
     if (m->quant)
         return aw_fail(AW_ERR_STATE, "quantize: this model is already quantized to %s; load it again to quantize it "
                                      "another way", AW_QFORMATS[m->quant->format].name);
@@ -140,7 +153,7 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
     if (!q) return aw_fail(AW_ERR_NOMEM, "out of memory for quantize");
     const size_t n = list_sources(m, src, q->names, fid, creating);
     size_t G = 0;
-    int st = choose_group(f, group, src, n, &G);
+    int st = bf16 ? AW_OK : choose_group(f, group, src, n, &G);
     if (st) {
         quant_free(q);
         return st;
@@ -151,11 +164,12 @@ static int quant_new(aw_model *m, const char *format, size_t group, int creating
         const aw_qformat *fi = &AW_QFORMATS[src[i].format];
         bytes = aw_size_add(bytes, aw_size_add(aw_size_mul(src[i].out, fi->row_bytes(src[i].in)), 15) / 16 * 16);
         lay->at_s[i] = bytes;
-        bytes = aw_size_add(bytes, aw_size_add(aw_size_mul3(src[i].out, src[i].in / G, sizeof(float)), 15) / 16 * 16);
+        if (!bf16) bytes = aw_size_add(bytes, aw_size_add(aw_size_mul3(src[i].out, src[i].in / G, sizeof(float)), 15) / 16 * 16);
         widest = src[i].in > widest ? src[i].in : widest;
     }
     lay->at_q[n] = bytes;
-    q->work = bytes == AW_SIZE_INVALID ? NULL : aw_alloc(aw_qact_bytes(widest, G), 1);
+    // bf16 needs no activation workspace (its kernels read x as float32); 16 bytes keep the check below one
+    q->work = bytes == AW_SIZE_INVALID ? NULL : aw_alloc(bf16 ? 16 : aw_qact_bytes(widest, G), 1);
     if (!q->work) {
         quant_free(q);
         return aw_fail(AW_ERR_NOMEM, "out of memory: quantize needs %.1f MiB for the %s matrices", (double)bytes / 1048576.0,
