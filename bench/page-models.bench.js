@@ -67,6 +67,14 @@ async function drive(browser, url, dir, run) {
         && Number(p.dataset.drawnAt ?? 0) > 0 && p.dataset.state === 'ready';
     }, null, { timeout: CAP });
     const drawnAt = Number(await page.getAttribute('#picture', 'data-drawn-at'));
+    // BENCH_PAGE_SHOTS=<dir>: the panels as a user sees them, after each step
+    const tag = `${run.model}-${run.viewport.width}`;
+    const shot = async (sel, name) => {
+      if (!process.env.BENCH_PAGE_SHOTS) return;
+      await page.$eval(sel, (el) => el.scrollIntoView());
+      await page.locator(sel).screenshot({ path: join(process.env.BENCH_PAGE_SHOTS, `${name}-${tag}.png`) });
+    };
+    await shot('#picture', 'picture');
     await step('loaded → picture drawn', drawnAt - loaded, loaded, drawnAt);
     row.memory = await page.evaluate(async () => (await import('./host.js')).hostCall('opener', { type: 'memory' }));
     row.fp32 = Number(await page.getAttribute('#llama2c', 'data-fp32'));
@@ -81,6 +89,7 @@ async function drive(browser, url, dir, run) {
     await step('Generate → first token', Number(await page.getAttribute('#llama2c', 'data-first-token')), g0, g0 + Number(await page.getAttribute('#llama2c', 'data-first-token')));
     await step('Generate → drawn', g1 - g0, g0, g1);
     row.generate = await page.textContent('#l2status');
+    await shot('#llama2c', 'opener');
 
     // What does this head do?: the opened model picked; the estimated grid, then the top cells exactly
     await page.$eval('#circuits', (el) => el.scrollIntoView());
@@ -106,6 +115,7 @@ async function drive(browser, url, dir, run) {
     const c3 = await now();
     await step('circuits start → every grid', c3 - started, started, c3);
     row.circuits = await page.textContent('#hdstatus');
+    await shot('#circuits', 'circuits');
 
     // the feature browser on the opened model: GPT-2's layer-6 residual stream
     if (run.sae && process.env.BENCH_PAGE_SAE !== '0') {
@@ -122,6 +132,7 @@ async function drive(browser, url, dir, run) {
       const s1 = await now();
       await step('SAE 3072 x 768, k 32, 300 steps', s1 - s0, s0, s1);
       row.sae = await page.textContent('#fsstatus');
+      await shot('#features', 'features');
     }
     row.memoryAfter = await page.evaluate(async () => (await import('./host.js')).hostCall('opener', { type: 'memory' }));
     for (const s of row.steps) s.longest = await longest(s.from, s.to);
