@@ -192,7 +192,7 @@ for (const { name, lib } of builds) {
   });
 
   test(`${name}: 6. options go in the one object: a second argument, or any other, is refused by name`, () => {
-    refused(() => lib.loadHuggingFace(files, { quantize: 'q8_0', maxLen: 16 }), /loadHuggingFace takes one object, \{ config, weights, tokenizer, trustPatterns, maxLen, training, quantize, groupSize \}, and was given 2 arguments: put the second's quantize, maxLen into the first/);
+    refused(() => lib.loadHuggingFace(files, { quantize: 'q8_0', maxLen: 16 }), /loadHuggingFace takes one object, \{ config, weights, tokenizer, trustPatterns, maxLen, training, quantize, groupSize, dtype \}, and was given 2 arguments: put the second's quantize, maxLen into the first/);
     refused(() => lib.loadHuggingFace(files, undefined), /was given 2 arguments \(the second is undefined\)/);
     refused(() => lib.loadHuggingFace(files, {}, 3), /was given 3 arguments/);
     refused(() => lib.loadHuggingFace({ ...files, quantise: 'q8_0' }), /unknown option "quantise" \(known: config, weights/);
