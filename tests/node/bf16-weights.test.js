@@ -13,12 +13,8 @@
 //     quantized copy) and bad options are Errors naming the reason; the library works afterwards
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadAttention } from '../../wasm/index.js';
-import { expectError } from './helpers.js';
+import { expectError, runRelaxedChild } from './helpers.js';
 
 // Every case's fp32 and bf16 loads of one BF16 file, compared: self-contained (the relaxed child runs
 // it too). Returns { label: { same, logits, tokens } } where same says every comparison held.
@@ -109,10 +105,7 @@ test('the relaxed-SIMD builds: a bf16 load equals the float32 load at 1 and 2 th
     const compareLoads = ${compareLoads.toString()};
     const one = await loadAttention({ relaxed: true }), two = await loadAttention({ relaxed: true, threads: 2 });
     process.stdout.write(JSON.stringify({ relaxed: one.relaxed && two.relaxed, threads: two.threads, one: compareLoads(one), two: compareLoads(two) }));`;
-  const dir = mkdtempSync(join(tmpdir(), 'aw-bf16-')), file = join(dir, 'child.mjs'); // a file: workers inherit execArgv
-  writeFileSync(file, src);
-  const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  rmSync(dir, { recursive: true, force: true });
+  const r = runRelaxedChild(src, 'aw-bf16-');
   assert.equal(r.status, 0, r.stderr);
   const got = JSON.parse(r.stdout);
   assert.equal(got.relaxed, true, 'the child loaded the relaxed builds');

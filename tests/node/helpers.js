@@ -1,6 +1,10 @@
 // helpers.js: shared by the node suites: both builds, one tolerance table, seeded data,
-// the normalised error measure, and float64 JS references that share no code with the C core.
-import { readFileSync } from 'node:fs';
+// the normalised error measure, float64 JS references that share no code with the C core, and a
+// child Node on the relaxed-SIMD builds.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadAttention } from '../../wasm/index.js';
 
 /** The one tolerance table (tests/tolerances.json), also used by the native and browser suites. */
@@ -176,4 +180,19 @@ export function poisonEmbedding(lib, model, value = NaN) {
     if (same) mem.fill(value, i, i + want.length), (found += 1), (i += want.length - 1);
   }
   if (!found) throw new Error('poisonEmbedding: the model\'s wte was not found in wasm memory');
+}
+
+/**
+ * Runs src (an ES module's text) in a child Node with --experimental-wasm-relaxed-simd (Node 20
+ * validates relaxed SIMD only behind it) and returns the child's { status, stdout, stderr }. The
+ * module is a file, not --eval: the library's thread workers inherit execArgv.
+ */
+export function runRelaxedChild(src, prefix = 'aw-relaxed-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix)), file = join(dir, 'child.mjs');
+  writeFileSync(file, src);
+  try {
+    return spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAttention } from '../../wasm/index.js';
-import { TOL, builds, expectError, maxErr, rand, relMaxErr } from './helpers.js';
+import { TOL, builds, expectError, maxErr, rand, relMaxErr, runRelaxedChild } from './helpers.js';
 import { FORTUNES, heldOutBits, heldOutBitsBpe, heldOutText } from '../../scripts/fortunes.mjs';
 
 const simd = builds[0].lib, scalar = builds[1].lib;
@@ -242,10 +242,7 @@ test('the relaxed-SIMD build: the same layer bits, its model bit-identical at 1 
     const fingerprint = ${fingerprint.toString()};
     const one = await loadAttention({ relaxed: true }), two = await loadAttention({ relaxed: true, threads: 2 });
     process.stdout.write(JSON.stringify({ relaxed: one.relaxed && two.relaxed, threads: two.threads, one: fingerprint(one), two: fingerprint(two, 2) }));`;
-  const dir = mkdtempSync(join(tmpdir(), 'aw-quant-')), file = join(dir, 'child.mjs'); // a file: workers inherit execArgv, so no --eval
-  writeFileSync(file, src);
-  const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', file], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  rmSync(dir, { recursive: true, force: true });
+  const r = runRelaxedChild(src, 'aw-quant-');
   assert.equal(r.status, 0, r.stderr);
   const got = JSON.parse(r.stdout);
   assert.equal(got.relaxed, true, 'the child loaded the relaxed builds');
