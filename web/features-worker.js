@@ -17,7 +17,7 @@
 // Messages out: { type: 'progress', id, step, steps, fvu, l0, dead } | { type: 'trained', id, ... see below }
 //               { type: 'steered', id, mode, prompt, plain, steered, size } | { type: 'saved', id, bytes } | { type: 'error', id, message }
 import { pageFetch } from './worker-page.js';
-import { hostedByKey, libPromise, onHosted } from './hosted.js';
+import { encodeText, hostedByKey, libPromise, onHosted } from './hosted.js';
 import { readSafetensors } from '../wasm/safetensors.js';
 import { continueGreedy, featureDirections, studyFeatures } from '../lab/features.js';
 import { pieceString } from '../lab/codec.js';
@@ -87,15 +87,7 @@ async function sourceOf(msg) {
   }
   const o = hostedByKey(msg.model), model = o.model, tok = model.tokenizer;
   const t = msg.text === null || msg.text === undefined ? await corpusText() : ownText(msg.text);
-  // a llama2.c tokenizer without byte pieces may spell a text in lower case only
-  const encode = (x) => {
-    try {
-      return Int32Array.from(tok.encode(x));
-    } catch (e) {
-      if (x.toLowerCase() === x) throw e;
-      return Int32Array.from(tok.encode(x.toLowerCase()));
-    }
-  };
+  const encode = (x) => Int32Array.from(encodeText(tok, x).ids);
   const label = (id) => {
     const s = o.tokens.decode(Int32Array.of(id));
     return s.includes('\uFFFD') || /[\u0000-\u0008\u000b-\u001f]/.test(s) ? null : s;

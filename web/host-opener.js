@@ -20,7 +20,7 @@
 //   weights { format, prompt, count, scored: { ids, chars } }  events { type: 'status', text };
 //        -> { rows: [...], format }   the choice made (a quantized copy or fp32) and its row measured
 import { FORMATS, WEIGHTS } from './formats.js';
-import { hostedModel, hostedByKey, libPromise, setHosted } from './hosted.js';
+import { encodeText, hostedModel, hostedByKey, libPromise, setHosted } from './hosted.js';
 import { nameHead, scoreHead } from '../lab/heads.js';
 
 const TIMED = 200; // ms of generation a tokens/s figure is measured over
@@ -55,19 +55,6 @@ const open = () => {
 };
 const infer = (o) => o.quant?.model ?? o.model;
 
-// The text as tokens; a tokenizer without byte pieces may still spell it lower-cased (the sample's).
-function encode(o, text) {
-  try {
-    return { ids: o.model.tokenizer.encode(text), lowered: false };
-  } catch (e) {
-    if (text.toLowerCase() === text) throw e;
-    try {
-      return { ids: o.model.tokenizer.encode(text.toLowerCase()), lowered: true };
-    } catch {
-      throw e;
-    }
-  }
-}
 
 const SLICE = 16 * 2 ** 20; // bytes of a File read at a time (progress and Cancel between two)
 
@@ -310,7 +297,7 @@ export function openerTask(post) {
           break;
         case 'close': setHosted(null); result = null; break;
         case 'encode': {
-          const e = encode(open(), msg.text);
+          const e = encodeText(open().model.tokenizer, msg.text);
           result = { ids: Array.from(e.ids), lowered: e.lowered };
           break;
         }

@@ -33,3 +33,20 @@ export function setHosted(record) {
 
 /** fn(record, old) whenever the opened model changes (a task drops what it derived from the old one). */
 export const onHosted = (fn) => listeners.add(fn);
+
+/**
+ * A text as tokens of a model's tokenizer: { ids, lowered }. A tokenizer without byte pieces (the
+ * llama2.c sample's) may still spell a text in lower case only: then the lower-cased text's ids.
+ */
+export function encodeText(tokenizer, text) {
+  try {
+    return { ids: tokenizer.encode(text), lowered: false };
+  } catch (e) {
+    if (text.toLowerCase() === text) throw e;
+    try {
+      return { ids: tokenizer.encode(text.toLowerCase()), lowered: true };
+    } catch {
+      throw e;
+    }
+  }
+}
